@@ -1,0 +1,110 @@
+# herd — plain Makefile.  `make` builds bin/herd, bin/herd-agent and
+# lib/libherd.a; `make check` installs what is missing, rebuilds with
+# sanitizers and runs every test tier; `make demo` runs a job on a local
+# cluster.  See README.md.
+
+CC       ?= cc
+FUZZ_CC  ?= clang
+SANITIZE ?=
+PKGS     := yaml-0.1 libssh libcurl jansson hwloc pmix
+BUILD    := build
+
+WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wformat=2 \
+            -Wno-format-nonliteral
+CFLAGS   ?= -O2 -g
+HARDEN   := -D_FORTIFY_SOURCE=2 -fstack-protector-strong
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lslurm
+ALL_CFLAGS := -std=gnu11 $(WARN) $(HARDEN) $(CFLAGS) -Iinclude -MMD -MP \
+              $(PKG_CFLAGS)
+ALL_LDFLAGS := $(LDFLAGS)
+ifneq ($(SANITIZE),)
+ALL_CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+ALL_LDFLAGS += -fsanitize=$(SANITIZE)
+endif
+
+LIB_SRC      := $(sort $(wildcard lib/*.c))
+LAUNCHER_SRC := $(sort $(wildcard launcher/*.c))
+AGENT_SRC    := $(sort $(wildcard agent/*.c))
+UNIT_SRC     := $(sort $(wildcard tests/unit/test_*.c))
+FUZZ_SRC     := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+
+LIB_OBJ      := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LAUNCHER_OBJ := $(LAUNCHER_SRC:%.c=$(BUILD)/%.o)
+AGENT_OBJ    := $(AGENT_SRC:%.c=$(BUILD)/%.o)
+UNIT_BIN     := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/unit/%)
+FUZZ_BIN     := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+
+FUZZ_SECONDS ?= 30
+
+.PHONY: all deps check unit integration fuzz-smoke fuzz demo bench clean format
+all: bin/herd bin/herd-agent lib/libherd.a
+
+# Objects are rebuilt whenever the compiler flags change (a sanitizer
+# build must never link with plain objects).
+FLAGS_STAMP := $(BUILD)/.flags
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS)' | cmp -s - $@ || echo '$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS)' > $@
+FORCE:
+
+$(BUILD)/%.o: %.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+lib/libherd.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+bin/herd: $(LAUNCHER_OBJ) lib/libherd.a
+	@mkdir -p bin
+	$(CC) $(ALL_LDFLAGS) -o $@ $(LAUNCHER_OBJ) lib/libherd.a $(PKG_LIBS)
+
+bin/herd-agent: $(AGENT_OBJ) lib/libherd.a
+	@mkdir -p bin
+	$(CC) $(ALL_LDFLAGS) -o $@ $(AGENT_OBJ) lib/libherd.a $(PKG_LIBS)
+
+$(BUILD)/unit/%: tests/unit/%.c lib/libherd.a $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< lib/libherd.a $(PKG_LIBS) -lcmocka
+
+# libFuzzer targets: built with clang, ASan+UBSan, from the library sources.
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRC)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=gnu11 -g -O1 -Iinclude $(PKG_CFLAGS) \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  -o $@ $< $(LIB_SRC) $(PKG_LIBS)
+
+deps:
+	@scripts/deps.sh
+
+unit: $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+
+integration: all
+	prove -v tests/integration/*.t
+
+fuzz-smoke: $(FUZZ_BIN)
+	@tests/fuzz/run $(FUZZ_SECONDS) $(FUZZ_BIN)
+
+fuzz:
+	@$(MAKE) --no-print-directory fuzz-smoke FUZZ_SECONDS=300
+
+check: deps
+	@$(MAKE) --no-print-directory SANITIZE=address,undefined all unit
+	@$(MAKE) --no-print-directory SANITIZE=address,undefined integration
+	@$(MAKE) --no-print-directory fuzz-smoke
+
+demo: deps all
+	@examples/demo.sh
+
+bench: all
+	@bench/run
+
+format:
+	clang-format -i $(LIB_SRC) $(LAUNCHER_SRC) $(AGENT_SRC) include/herd/*.h
+
+clean:
+	rm -rf $(BUILD) bin lib/libherd.a
+
+-include $(LIB_OBJ:.o=.d) $(LAUNCHER_OBJ:.o=.d) $(AGENT_OBJ:.o=.d)

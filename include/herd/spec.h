@@ -1,0 +1,164 @@
+/* spec.h — the job spec: job.yaml parsed with libyaml into one validated
+ * struct, every key of ../shared/DESIGN.md with its default filled in.
+ *
+ * Errors are "file:line:col: message" naming what was expected; unknown
+ * keys suggest the nearest known key.  Text that later steps render
+ * ({{name}}, {{checkpoint}}, {{resume_args}}, ...) is kept verbatim.
+ *
+ * A struct spec owns every string and array it points to; spec_free()
+ * releases all of it.  NULL strings mean "not set" where the comment says
+ * so; everything else has a default.
+ */
+#ifndef HERD_SPEC_H
+#define HERD_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "herd/err.h"
+
+/* A job file larger than this is refused before parsing: real specs are a
+ * few KiB, and libyaml holds the whole document in memory. */
+#define SPEC_FILE_MAX (1024 * 1024)
+
+enum spec_source {
+	SPEC_SOURCE_NONE = 0,	/* no source key: hosts default to localhost */
+	SPEC_SOURCE_HOSTS,	/* nodes.hosts: expression or list */
+	SPEC_SOURCE_HOSTFILE,	/* nodes.hostfile: path */
+	SPEC_SOURCE_SLURM,	/* nodes.slurm: true */
+	SPEC_SOURCE_INVENTORY,	/* nodes.inventory: {url, token_env, filter} */
+	SPEC_SOURCE_COMMAND,	/* nodes.command: discovery command */
+};
+
+enum spec_mode { SPEC_MODE_TORCH = 0, SPEC_MODE_PMIX, SPEC_MODE_PLAIN };
+enum spec_host_keys { SPEC_HOST_KEYS_STRICT = 0, SPEC_HOST_KEYS_ACCEPT_NEW };
+enum spec_bind_gpu { SPEC_BIND_GPU_AUTO = 0, SPEC_BIND_GPU_NONE };
+enum spec_bind_nic {
+	SPEC_BIND_NIC_AUTO = 0,
+	SPEC_BIND_NIC_NONE,
+	SPEC_BIND_NIC_LIST,	/* bind.nic given as a list: bind.nic_list */
+};
+enum spec_bind_cpu {
+	SPEC_BIND_CPU_NUMA = 0,
+	SPEC_BIND_CPU_CORES,
+	SPEC_BIND_CPU_NONE,
+};
+
+/* A list of strings (env_pass globs, nic lists, slurm extra lines). */
+struct spec_strv {
+	char **v;
+	size_t n;
+};
+
+/* One environment entry, in the order written. */
+struct spec_env {
+	char *key;
+	char *value;
+};
+
+/* Durations are milliseconds; -1 means "never / off" where allowed. */
+struct spec {
+	char *path;		/* the file as given (used in messages) */
+	char *name;		/* default: file name without .yaml/.yml */
+
+	struct {
+		enum spec_source source;
+		char *hosts;	/* SOURCE_HOSTS: one hostlist expression
+				 * (a YAML list is joined with ',') */
+		char *hostfile;	/* SOURCE_HOSTFILE */
+		char *command;	/* SOURCE_COMMAND: run with /bin/sh -c */
+		long command_timeout_ms;	/* default 30s */
+		struct {
+			char *url;
+			char *token_env;	/* NULL: no token */
+			char *filter;		/* NULL: none */
+		} inventory;	/* SOURCE_INVENTORY */
+		long count;	/* 0: all the source gives */
+		long slots;	/* 0: GPUs found, else 1 */
+		long min;	/* 0: all nodes (no shrinking) */
+		char *spares;	/* hostlist expression, NULL: none */
+		long readmit_after_ms;	/* -1: never (default) */
+	} nodes;
+
+	struct {
+		char *user;	/* NULL: the current user / ssh config */
+		int port;	/* default 22 */
+		char *identity;	/* NULL: ssh-agent and default keys */
+		char *known_hosts;	/* default ~/.ssh/known_hosts */
+		enum spec_host_keys host_keys;
+		int fanout;	/* default 64 */
+		long connect_timeout_ms;	/* default 10s */
+	} ssh;
+
+	struct {
+		enum spec_mode mode;
+		char *command;	/* required */
+		char *workdir;	/* NULL: the directory herd runs in */
+		struct spec_env *env;
+		size_t n_env;
+		struct spec_strv env_pass;	/* globs */
+		int master_port;	/* default 29500 */
+	} launch;
+
+	struct {
+		enum spec_bind_gpu gpu;
+		enum spec_bind_nic nic;
+		struct spec_strv nic_list;	/* nic: [mlx5_0, mlx5_1] */
+		enum spec_bind_cpu cpu;
+		char *topology_file;	/* NULL: discover with hwloc */
+	} bind;
+
+	struct {
+		long heartbeat_ms;	/* default 1s */
+		long timeout_ms;	/* default 3s */
+		long grace_ms;		/* default 10s */
+		long progress_timeout_ms;	/* -1: off (default) */
+	} health;
+
+	struct {
+		int max;		/* default 3 */
+		long backoff_ms;	/* default 2s */
+	} restart;
+
+	struct {
+		char *dir;		/* NULL: no checkpoints */
+		char *latest_file;	/* NULL: use pattern */
+		char *pattern;		/* NULL: none */
+		char *complete_marker;	/* NULL: any match counts */
+		char *resume_args;	/* NULL: empty */
+	} checkpoint;
+
+	struct {
+		char *dir;		/* default "runs/{{name}}" */
+	} log;
+
+	struct {
+		bool present;		/* a slurm: section was given */
+		char *partition, *time, *account, *qos, *output;
+		long nodes;		/* 0: nodes.count / host count */
+		long gpus_per_node;	/* 0: not requested */
+		bool exclusive;
+		bool requeue;
+		struct spec_strv extra;
+	} slurm;
+};
+
+/* Parses len bytes of YAML; path names the document in errors.  Returns a
+ * validated spec the caller frees, or NULL with err filled. */
+struct spec *spec_parse(const char *buf, size_t len, const char *path,
+			struct herd_err *err);
+
+/* Reads path (refusing files over SPEC_FILE_MAX) and parses it. */
+struct spec *spec_load(const char *path, struct herd_err *err);
+
+void spec_free(struct spec *spec);
+
+/* Writes the resolved spec, every default filled in, as YAML that
+ * spec_parse() accepts again.  Returns 0 or -1 (errno from stdio). */
+int spec_print(const struct spec *spec, FILE *out);
+
+const char *spec_mode_name(enum spec_mode mode);
+const char *spec_source_name(enum spec_source source);
+
+#endif

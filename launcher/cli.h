@@ -1,0 +1,17 @@
+/* cli.h — the commands of bin/herd.  Each cmd_* takes the arguments after
+ * the command name (argv[0] is the command name) and returns the process
+ * exit status. */
+#ifndef HERD_LAUNCHER_CLI_H
+#define HERD_LAUNCHER_CLI_H
+
+/* Exit statuses shared by every command (DESIGN.md "end"). */
+#define EXIT_SPEC 2	/* bad job spec or bad usage */
+
+int cmd_validate(int argc, char **argv);
+int cmd_hosts(int argc, char **argv);
+int cmd_hostlist(int argc, char **argv);
+
+/* Prints "herd: " + message to stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

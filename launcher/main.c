@@ -1,0 +1,67 @@
+/* main.c — bin/herd: a thin dispatcher over the commands in cli.h. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "herd/version.h"
+
+struct command {
+	const char *name;
+	const char *args;
+	const char *summary;
+	int (*run)(int argc, char **argv);
+};
+
+static const struct command commands[] = {
+	{"validate", "JOB.yaml [--print]",
+	 "check a job spec; --print shows it with every default", cmd_validate},
+	{"hosts", "JOB.yaml [--format FMT] [--spares]",
+	 "resolve the nodes into a hostfile", cmd_hosts},
+	{"hostlist", "[--expand|--compress] EXPR...",
+	 "expand or compress Slurm hostlist expressions", cmd_hostlist},
+};
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("herd: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: herd COMMAND [ARGS]\n\n"
+		     "herd launches one training job over many nodes from "
+		     "one YAML file.\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  herd %-8s %-36s %s\n", commands[i].name,
+			commands[i].args, commands[i].summary);
+	fprintf(out, "\n  herd --version\n  herd COMMAND --help\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_SPEC;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("herd %s\n", HERD_VERSION);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	cli_error("unknown command '%s' (try 'herd --help')", argv[1]);
+	return EXIT_SPEC;
+}
