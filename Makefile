@@ -15,7 +15,7 @@ CFLAGS   ?= -O2 -g
 HARDEN   := -D_FORTIFY_SOURCE=2 -fstack-protector-strong
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lslurm
-ALL_CFLAGS := -std=gnu11 $(WARN) $(HARDEN) $(CFLAGS) -Iinclude -MMD -MP \
+ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) $(CFLAGS) -Iinclude -MMD -MP \
               $(PKG_CFLAGS)
 ALL_LDFLAGS := $(LDFLAGS)
 ifneq ($(SANITIZE),)
@@ -71,7 +71,7 @@ $(BUILD)/unit/%: tests/unit/%.c lib/libherd.a $(FLAGS_STAMP)
 # libFuzzer targets: built with clang, ASan+UBSan, from the library sources.
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRC)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -std=gnu11 -g -O1 -Iinclude $(PKG_CFLAGS) \
+	$(FUZZ_CC) -std=gnu11 -D_GNU_SOURCE -g -O1 -Iinclude $(PKG_CFLAGS) \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  -o $@ $< $(LIB_SRC) $(PKG_LIBS)
 

@@ -1,0 +1,57 @@
+/* loop.h — the one event loop of each process (STYLE.md rule 6).
+ *
+ * Every fd and timer is a callback on one poll() loop.  Threads owned by
+ * libraries and signal handlers never do work: they call loop_wake() (or
+ * write to their own pipe registered here) and the loop does the rest.
+ * Callbacks may add and remove fds and timers, including their own.
+ *
+ * The loop owns nothing it is given: fds are closed and args freed by the
+ * caller.
+ */
+#ifndef HERD_LOOP_H
+#define HERD_LOOP_H
+
+#include <stdint.h>
+
+struct loop;
+
+typedef void (*loop_fd_fn)(struct loop *loop, int fd, short revents,
+			   void *arg);
+typedef void (*loop_timer_fn)(struct loop *loop, void *arg);
+typedef void (*loop_wake_fn)(struct loop *loop, void *arg);
+
+/* Returns a new loop or NULL (errno set). */
+struct loop *loop_new(void);
+void loop_free(struct loop *loop);
+
+/* Watches fd for events (POLLIN | POLLOUT); cb gets poll()'s revents,
+ * which may include POLLHUP/POLLERR.  One registration per fd: adding an
+ * fd again replaces it.  Returns 0 or -1. */
+int loop_fd_add(struct loop *loop, int fd, short events, loop_fd_fn cb,
+		void *arg);
+/* Changes the events watched for fd; 0 pauses it.  Returns 0 or -1. */
+int loop_fd_events(struct loop *loop, int fd, short events);
+/* Stops watching fd (no-op when it is not watched). */
+void loop_fd_del(struct loop *loop, int fd);
+
+/* Calls cb once, after ms milliseconds.  Returns a timer id (> 0) or -1. */
+long loop_timer_add(struct loop *loop, int64_t ms, loop_timer_fn cb,
+		    void *arg);
+/* Cancels a pending timer (no-op for an unknown or expired id). */
+void loop_timer_del(struct loop *loop, long id);
+
+/* cb runs on the loop after any loop_wake(); async-signal-safe and
+ * thread-safe to call.  Returns 0 or -1. */
+int loop_on_wake(struct loop *loop, loop_wake_fn cb, void *arg);
+void loop_wake(struct loop *loop);
+
+/* Runs until loop_stop(); returns 0, or -1 when poll() fails. */
+int loop_run(struct loop *loop);
+void loop_stop(struct loop *loop);
+
+/* Monotonic milliseconds, for timeouts. */
+int64_t loop_now_ms(void);
+/* Wall-clock Unix milliseconds, for event logs. */
+int64_t loop_wall_ms(void);
+
+#endif

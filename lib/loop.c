@@ -1,0 +1,309 @@
+/* loop.c — poll()-based event loop; see loop.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "herd/loop.h"
+
+struct loop_fd {
+	int fd;
+	short events;
+	loop_fd_fn cb;
+	void *arg;
+	bool dead;	/* removed during dispatch; compacted afterwards */
+};
+
+struct loop_timer {
+	long id;
+	int64_t due;
+	loop_timer_fn cb;
+	void *arg;
+};
+
+struct loop {
+	struct loop_fd *fds;
+	size_t n_fds, cap_fds;
+	struct loop_timer *timers;	/* unordered; a job has few timers */
+	size_t n_timers, cap_timers;
+	long next_timer_id;
+	int wake_pipe[2];
+	loop_wake_fn wake_cb;
+	void *wake_arg;
+	bool stop;
+};
+
+int64_t loop_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t loop_wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void wake_drain(struct loop *loop, int fd, short revents, void *arg)
+{
+	char buf[256];
+
+	(void)revents;
+	(void)arg;
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	if (loop->wake_cb)
+		loop->wake_cb(loop, loop->wake_arg);
+}
+
+struct loop *loop_new(void)
+{
+	struct loop *loop = calloc(1, sizeof(*loop));
+
+	if (!loop)
+		return NULL;
+	if (pipe2(loop->wake_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		free(loop);
+		return NULL;
+	}
+	loop->next_timer_id = 1;
+	if (loop_fd_add(loop, loop->wake_pipe[0], POLLIN, wake_drain, NULL) <
+	    0) {
+		loop_free(loop);
+		return NULL;
+	}
+	return loop;
+}
+
+void loop_free(struct loop *loop)
+{
+	int saved = errno;
+
+	if (!loop)
+		return;
+	close(loop->wake_pipe[0]);
+	close(loop->wake_pipe[1]);
+	free(loop->fds);
+	free(loop->timers);
+	free(loop);
+	errno = saved;
+}
+
+static struct loop_fd *find_fd(struct loop *loop, int fd)
+{
+	for (size_t i = 0; i < loop->n_fds; i++)
+		if (loop->fds[i].fd == fd && !loop->fds[i].dead)
+			return &loop->fds[i];
+	return NULL;
+}
+
+int loop_fd_add(struct loop *loop, int fd, short events, loop_fd_fn cb,
+		void *arg)
+{
+	struct loop_fd *f = find_fd(loop, fd);
+
+	if (!f) {
+		if (loop->n_fds == loop->cap_fds) {
+			size_t cap = loop->cap_fds ? loop->cap_fds * 2 : 16;
+			struct loop_fd *n =
+				realloc(loop->fds, cap * sizeof(*n));
+
+			if (!n)
+				return -1;
+			loop->fds = n;
+			loop->cap_fds = cap;
+		}
+		f = &loop->fds[loop->n_fds++];
+	}
+	f->fd = fd;
+	f->events = events;
+	f->cb = cb;
+	f->arg = arg;
+	f->dead = false;
+	return 0;
+}
+
+int loop_fd_events(struct loop *loop, int fd, short events)
+{
+	struct loop_fd *f = find_fd(loop, fd);
+
+	if (!f) {
+		errno = ENOENT;
+		return -1;
+	}
+	f->events = events;
+	return 0;
+}
+
+void loop_fd_del(struct loop *loop, int fd)
+{
+	struct loop_fd *f = find_fd(loop, fd);
+
+	if (f)
+		f->dead = true;
+}
+
+long loop_timer_add(struct loop *loop, int64_t ms, loop_timer_fn cb,
+		    void *arg)
+{
+	struct loop_timer *t;
+
+	if (loop->n_timers == loop->cap_timers) {
+		size_t cap = loop->cap_timers ? loop->cap_timers * 2 : 16;
+		struct loop_timer *n = realloc(loop->timers, cap * sizeof(*n));
+
+		if (!n)
+			return -1;
+		loop->timers = n;
+		loop->cap_timers = cap;
+	}
+	t = &loop->timers[loop->n_timers++];
+	t->id = loop->next_timer_id++;
+	t->due = loop_now_ms() + (ms > 0 ? ms : 0);
+	t->cb = cb;
+	t->arg = arg;
+	return t->id;
+}
+
+void loop_timer_del(struct loop *loop, long id)
+{
+	for (size_t i = 0; i < loop->n_timers; i++) {
+		if (loop->timers[i].id == id) {
+			loop->timers[i] = loop->timers[--loop->n_timers];
+			return;
+		}
+	}
+}
+
+int loop_on_wake(struct loop *loop, loop_wake_fn cb, void *arg)
+{
+	loop->wake_cb = cb;
+	loop->wake_arg = arg;
+	return 0;
+}
+
+void loop_wake(struct loop *loop)
+{
+	int saved = errno;
+	ssize_t n = write(loop->wake_pipe[1], "", 1);
+
+	(void)n;	/* a full pipe already means "wake up" */
+	errno = saved;
+}
+
+void loop_stop(struct loop *loop)
+{
+	loop->stop = true;
+	loop_wake(loop);
+}
+
+/* Runs every timer that is due; each is removed before its callback so
+ * the callback may add timers (including a re-armed one). */
+static void run_timers(struct loop *loop)
+{
+	int64_t now = loop_now_ms();
+	bool again = true;
+
+	while (again && !loop->stop) {
+		again = false;
+		for (size_t i = 0; i < loop->n_timers; i++) {
+			struct loop_timer t = loop->timers[i];
+
+			if (t.due > now)
+				continue;
+			loop->timers[i] = loop->timers[--loop->n_timers];
+			t.cb(loop, t.arg);
+			again = true;
+			break;
+		}
+	}
+}
+
+static int next_timeout(struct loop *loop)
+{
+	int64_t now = loop_now_ms(), best = -1;
+
+	for (size_t i = 0; i < loop->n_timers; i++) {
+		int64_t d = loop->timers[i].due - now;
+
+		if (d < 0)
+			d = 0;
+		if (best < 0 || d < best)
+			best = d;
+	}
+	if (best > 60000)
+		best = 60000;
+	return (int)best;
+}
+
+static void compact(struct loop *loop)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < loop->n_fds; i++)
+		if (!loop->fds[i].dead)
+			loop->fds[j++] = loop->fds[i];
+	loop->n_fds = j;
+}
+
+int loop_run(struct loop *loop)
+{
+	struct pollfd *pfds = NULL;
+	size_t cap = 0;
+	int rc = 0;
+
+	loop->stop = false;
+	while (!loop->stop) {
+		size_t n = loop->n_fds;
+		int ready;
+
+		if (n > cap) {
+			struct pollfd *p = realloc(pfds, n * sizeof(*p));
+
+			if (!p) {
+				rc = -1;
+				break;
+			}
+			pfds = p;
+			cap = n;
+		}
+		for (size_t i = 0; i < n; i++) {
+			pfds[i].fd = loop->fds[i].events ? loop->fds[i].fd : -1;
+			pfds[i].events = loop->fds[i].events;
+			pfds[i].revents = 0;
+		}
+		ready = poll(pfds, n, next_timeout(loop));
+		if (ready < 0 && errno != EINTR) {
+			rc = -1;
+			break;
+		}
+		for (size_t i = 0; ready > 0 && i < n && !loop->stop; i++) {
+			struct loop_fd f;
+
+			if (!pfds[i].revents || pfds[i].fd < 0)
+				continue;
+			/* The array may move or be compacted by callbacks;
+			 * match by fd and skip entries removed meanwhile. */
+			struct loop_fd *cur = find_fd(loop, pfds[i].fd);
+
+			if (!cur || !cur->events)
+				continue;
+			f = *cur;
+			f.cb(loop, f.fd, pfds[i].revents, f.arg);
+		}
+		compact(loop);
+		run_timers(loop);
+		compact(loop);
+	}
+	free(pfds);
+	return rc;
+}

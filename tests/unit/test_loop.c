@@ -1,0 +1,101 @@
+/* test_loop.c — the event loop: fds, timers, wake-ups, removal from
+ * inside callbacks. */
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "herd/loop.h"
+
+struct counts {
+	int reads, timers, wakes;
+	int fd;
+};
+
+static void on_read(struct loop *loop, int fd, short revents, void *arg)
+{
+	struct counts *c = arg;
+	char buf[16];
+
+	(void)revents;
+	if (read(fd, buf, sizeof(buf)) > 0)
+		c->reads++;
+	loop_fd_del(loop, fd);
+}
+
+static void on_timer_stop(struct loop *loop, void *arg)
+{
+	struct counts *c = arg;
+
+	c->timers++;
+	loop_stop(loop);
+}
+
+static void on_timer_write(struct loop *loop, void *arg)
+{
+	struct counts *c = arg;
+
+	(void)loop;
+	c->timers++;
+	assert_int_equal(write(c->fd, "x", 1), 1);
+}
+
+static void test_fd_and_timers(void **state)
+{
+	struct loop *loop = loop_new();
+	struct counts c = {0};
+	int p[2];
+	int64_t t0 = loop_now_ms();
+
+	(void)state;
+	assert_non_null(loop);
+	assert_int_equal(pipe(p), 0);
+	c.fd = p[1];
+	assert_int_equal(loop_fd_add(loop, p[0], POLLIN, on_read, &c), 0);
+	assert_true(loop_timer_add(loop, 10, on_timer_write, &c) > 0);
+	assert_true(loop_timer_add(loop, 50, on_timer_stop, &c) > 0);
+	long gone = loop_timer_add(loop, 20, on_timer_stop, &c);
+	loop_timer_del(loop, gone);
+	assert_int_equal(loop_run(loop), 0);
+	assert_int_equal(c.reads, 1);
+	assert_int_equal(c.timers, 2);
+	assert_true(loop_now_ms() - t0 >= 50);
+	close(p[0]);
+	close(p[1]);
+	loop_free(loop);
+}
+
+static void on_wake(struct loop *loop, void *arg)
+{
+	struct counts *c = arg;
+
+	c->wakes++;
+	loop_stop(loop);
+}
+
+static void test_wake(void **state)
+{
+	struct loop *loop = loop_new();
+	struct counts c = {0};
+
+	(void)state;
+	loop_on_wake(loop, on_wake, &c);
+	loop_wake(loop);
+	assert_int_equal(loop_run(loop), 0);
+	assert_int_equal(c.wakes, 1);
+	loop_free(loop);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fd_and_timers),
+		cmocka_unit_test(test_wake),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
