@@ -55,9 +55,12 @@ enum proto_type {
 /* "HELLO", "LAUNCH", ...; "?" for unknown values. */
 const char *proto_type_name(int type);
 
-/* Encodes one frame.  body may be NULL (sent as {}); data may be NULL when
+/* Encodes one frame.  body may be NULL (sent as {}), else must be an
+ * object; it is dumped compact (JSON_COMPACT).  data may be NULL when
  * data_len is 0.  Returns a malloc'd buffer of *out_len bytes the caller
- * frees, or NULL with err (frame too large, JSON not encodable). */
+ * frees, or NULL with err (unknown type, body not an object, JSON over
+ * PROTO_JSON_MAX, frame over PROTO_FRAME_MAX, a string holding NUL or
+ * invalid UTF-8, which no reader would accept). */
 char *proto_encode(enum proto_type type, const json_t *body, const void *data,
 		   size_t data_len, size_t *out_len, struct herd_err *err);
 
@@ -74,18 +77,30 @@ void proto_frame_free(struct proto_frame *frame);
 /* Incremental decoder for one stream. */
 struct proto_reader;
 
-/* max_frame: the largest len accepted (clamped to PROTO_FRAME_MAX). */
+/* max_frame: the largest len accepted (clamped to [8, PROTO_FRAME_MAX]).
+ * The reader never buffers more than max_frame + PROTO_HEADER_SIZE bytes.
+ * Returns NULL (errno ENOMEM) when out of memory; free with
+ * proto_reader_free() (NULL is accepted). */
 struct proto_reader *proto_reader_new(size_t max_frame);
 void proto_reader_free(struct proto_reader *r);
 
-/* Appends bytes read from the stream.  Returns 0, or -1 when buffering
- * them would exceed one frame plus a header (the peer is misbehaving). */
+/* Appends bytes read from the stream.  Returns 0, or -1 with err when
+ * buffering them would exceed one frame plus a header (the peer is
+ * misbehaving) or when the pending frame's header is already malformed
+ * (its length over max_frame, a wrong version, type or reserved bytes):
+ * a bad length is refused before its body is buffered.  Callers read at
+ * most max_frame + PROTO_HEADER_SIZE bytes and drain proto_reader_next()
+ * until it returns 0 before the next feed. */
 int proto_reader_feed(struct proto_reader *r, const void *buf, size_t len,
 		      struct herd_err *err);
 
 /* Takes the next complete frame out of the buffer.  Returns 1 and fills
- * *frame (caller owns it), 0 when more bytes are needed, -1 with err on a
- * malformed or oversized frame (the stream is then unusable). */
+ * *frame (caller owns it), 0 when more bytes are needed (*frame NULL), -1
+ * with err on a malformed or oversized frame: the stream is then unusable
+ * and every later feed or next repeats the error.  Rejected: len < 8 or
+ * over max_frame, version != PROTO_VERSION, type 0 or over PROTO_TYPE_MAX_,
+ * reserved != 0, json_len over len - 8 or PROTO_JSON_MAX, JSON that is not
+ * one object of valid UTF-8 (duplicate keys and escaped NULs are refused). */
 int proto_reader_next(struct proto_reader *r, struct proto_frame **frame,
 		      struct herd_err *err);
 
