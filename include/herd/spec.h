@@ -160,5 +160,26 @@ int spec_print(const struct spec *spec, FILE *out);
 
 const char *spec_mode_name(enum spec_mode mode);
 const char *spec_source_name(enum spec_source source);
+const char *spec_host_keys_name(enum spec_host_keys host_keys);
+const char *spec_bind_gpu_name(enum spec_bind_gpu gpu);
+const char *spec_bind_cpu_name(enum spec_bind_cpu cpu);
+
+/* Lists (env, env_pass, bind.nic, slurm.extra) hold at most this many
+ * entries: far beyond any real job, and it bounds the duplicate check. */
+#define SPEC_LIST_MAX 4096
+
+/* The longest duration accepted: one year, in milliseconds. */
+#define SPEC_DURATION_MAX (8760L * 3600 * 1000)
+
+/* Parses a duration: decimal digits and a unit, one of ms, s, m, h
+ * ("500ms", "3s", "2m", "1h"); a plain number has no unit and is refused.
+ * Stores milliseconds in *ms.  Returns 0, or -1 with err saying what was
+ * expected (no position: the caller adds it). */
+int spec_duration_parse(const char *text, long *ms, struct herd_err *err);
+
+/* Writes ms (>= 0) with the largest unit that divides it exactly ("90s",
+ * "2m", "1500ms") into buf of size bytes.  Returns 0, or -1 when buf is too
+ * small or ms is negative. */
+int spec_duration_format(long ms, char *buf, size_t size);
 
 #endif

@@ -1,0 +1,576 @@
+/* test_spec.c — the job spec parser: durations, defaults, every error
+ * class with its position, and the --print round trip. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "herd/spec.h"
+
+#define MIN "launch: {command: ./train}\n"
+
+static struct spec *parse(const char *yaml, struct herd_err *err)
+{
+	herd_err_clear(err);
+	return spec_parse(yaml, strlen(yaml), "job.yaml", err);
+}
+
+/* Parses yaml, which must fail with exactly want. */
+static void fails(const char *yaml, const char *want)
+{
+	struct herd_err err;
+	struct spec *s = parse(yaml, &err);
+
+	if (s)
+		print_error("accepted:\n%s\n", yaml);
+	assert_null(s);
+	assert_string_equal(err.text, want);
+}
+
+/* Parses yaml, which must fail with an error starting with want. */
+static void fails_with(const char *yaml, const char *want)
+{
+	struct herd_err err;
+	struct spec *s = parse(yaml, &err);
+
+	if (s)
+		print_error("accepted:\n%s\n", yaml);
+	assert_null(s);
+	if (strncmp(err.text, want, strlen(want)))
+		print_error("got: %s\nwant: %s...\n", err.text, want);
+	assert_int_equal(strncmp(err.text, want, strlen(want)), 0);
+}
+
+static struct spec *ok(const char *yaml)
+{
+	struct herd_err err;
+	struct spec *s = parse(yaml, &err);
+
+	if (!s)
+		print_error("rejected: %s\n", err.text);
+	assert_non_null(s);
+	return s;
+}
+
+static void test_duration_parse(void **state)
+{
+	static const struct {
+		const char *text;
+		long ms;
+	} good[] = {
+		{"500ms", 500}, {"3s", 3000}, {"2m", 120000}, {"1h", 3600000},
+		{"0s", 0}, {"8760h", SPEC_DURATION_MAX}, {"90s", 90000},
+	};
+	static const char *const bad[] = {
+		"3", "", "s", "3x", "3 s", "-1s", "1.5s", "3sec", "8761h",
+		"99999999999999999999999ms", "3S", "ms3",
+	};
+	struct herd_err err;
+	long ms;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		ms = -2;
+		assert_int_equal(spec_duration_parse(good[i].text, &ms, &err),
+				 0);
+		assert_int_equal(ms, good[i].ms);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(spec_duration_parse(bad[i], &ms, &err), -1);
+	spec_duration_parse("3", &ms, &err);
+	assert_non_null(strstr(err.text, "needs a unit"));
+}
+
+static void test_duration_format(void **state)
+{
+	char buf[32];
+
+	(void)state;
+	assert_int_equal(spec_duration_format(0, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "0s");
+	spec_duration_format(1500, buf, sizeof(buf));
+	assert_string_equal(buf, "1500ms");
+	spec_duration_format(90000, buf, sizeof(buf));
+	assert_string_equal(buf, "90s");
+	spec_duration_format(120000, buf, sizeof(buf));
+	assert_string_equal(buf, "2m");
+	spec_duration_format(7200000, buf, sizeof(buf));
+	assert_string_equal(buf, "2h");
+	assert_int_equal(spec_duration_format(-1, buf, sizeof(buf)), -1);
+	assert_int_equal(spec_duration_format(7200000, buf, 2), -1);
+}
+
+static void test_defaults(void **state)
+{
+	struct spec *s = ok(MIN);
+
+	(void)state;
+	assert_string_equal(s->name, "job");
+	assert_string_equal(s->path, "job.yaml");
+	assert_int_equal(s->nodes.source, SPEC_SOURCE_NONE);
+	assert_int_equal(s->nodes.command_timeout_ms, 30000);
+	assert_int_equal(s->nodes.count, 0);
+	assert_int_equal(s->nodes.slots, 0);
+	assert_int_equal(s->nodes.min, 0);
+	assert_null(s->nodes.spares);
+	assert_int_equal(s->nodes.readmit_after_ms, -1);
+	assert_null(s->ssh.user);
+	assert_int_equal(s->ssh.port, 22);
+	assert_string_equal(s->ssh.known_hosts, "~/.ssh/known_hosts");
+	assert_int_equal(s->ssh.host_keys, SPEC_HOST_KEYS_STRICT);
+	assert_int_equal(s->ssh.fanout, 64);
+	assert_int_equal(s->ssh.connect_timeout_ms, 10000);
+	assert_int_equal(s->launch.mode, SPEC_MODE_TORCH);
+	assert_string_equal(s->launch.command, "./train");
+	assert_int_equal(s->launch.n_env, 0);
+	assert_int_equal(s->launch.env_pass.n, 0);
+	assert_int_equal(s->launch.master_port, 29500);
+	assert_int_equal(s->bind.gpu, SPEC_BIND_GPU_AUTO);
+	assert_int_equal(s->bind.nic, SPEC_BIND_NIC_AUTO);
+	assert_int_equal(s->bind.cpu, SPEC_BIND_CPU_NUMA);
+	assert_int_equal(s->health.heartbeat_ms, 1000);
+	assert_int_equal(s->health.timeout_ms, 3000);
+	assert_int_equal(s->health.grace_ms, 10000);
+	assert_int_equal(s->health.progress_timeout_ms, -1);
+	assert_int_equal(s->restart.max, 3);
+	assert_int_equal(s->restart.backoff_ms, 2000);
+	assert_null(s->checkpoint.dir);
+	assert_string_equal(s->log.dir, "runs/{{name}}");
+	assert_false(s->slurm.present);
+	spec_free(s);
+}
+
+static void test_name_from_path(void **state)
+{
+	struct herd_err err;
+	struct spec *s;
+
+	(void)state;
+	s = spec_parse(MIN, strlen(MIN), "jobs/llama-ft.yml", &err);
+	assert_non_null(s);
+	assert_string_equal(s->name, "llama-ft");
+	spec_free(s);
+	s = spec_parse(MIN, strlen(MIN), "/a/b/run.v2.yaml", &err);
+	assert_non_null(s);
+	assert_string_equal(s->name, "run.v2");
+	spec_free(s);
+}
+
+static void test_values(void **state)
+{
+	struct spec *s = ok(
+		"name: ft\n"
+		"nodes:\n  hosts: [\"n[1-4]\", gpu7]\n  slots: 8\n  min: 5\n"
+		"  readmit_after: 5m\n  command_timeout: 500ms\n"
+		"launch:\n  mode: pmix\n"
+		"  command: python3 t.py {{resume_args}}\n"
+		"  env: {A: 1, B: true, C: x y, D: ~, E: '007'}\n"
+		"  env_pass: [HF_HOME, \"WANDB_*\"]\n"
+		"bind: {nic: [mlx5_0, mlx5_1], cpu: cores, gpu: none}\n"
+		"ssh: {host_keys: accept-new, port: 2222}\n"
+		"restart: {max: 0}\n"
+		"checkpoint: {dir: /c, resume_args: \"--resume {{checkpoint}}\"}\n"
+		"slurm:\n  time: 24:00:00\n  exclusive: true\n");
+
+	(void)state;
+	assert_int_equal(s->nodes.source, SPEC_SOURCE_HOSTS);
+	assert_string_equal(s->nodes.hosts, "n[1-4],gpu7");
+	assert_int_equal(s->nodes.slots, 8);
+	assert_int_equal(s->nodes.min, 5);
+	assert_int_equal(s->nodes.readmit_after_ms, 300000);
+	assert_int_equal(s->nodes.command_timeout_ms, 500);
+	assert_int_equal(s->launch.mode, SPEC_MODE_PMIX);
+	assert_string_equal(s->launch.command, "python3 t.py {{resume_args}}");
+	assert_int_equal(s->launch.n_env, 5);
+	assert_string_equal(s->launch.env[0].key, "A");
+	assert_string_equal(s->launch.env[0].value, "1");
+	assert_string_equal(s->launch.env[1].value, "true");
+	assert_string_equal(s->launch.env[2].value, "x y");
+	assert_string_equal(s->launch.env[3].value, "");
+	assert_string_equal(s->launch.env[4].value, "007");
+	assert_int_equal(s->launch.env_pass.n, 2);
+	assert_string_equal(s->launch.env_pass.v[1], "WANDB_*");
+	assert_int_equal(s->bind.nic, SPEC_BIND_NIC_LIST);
+	assert_int_equal(s->bind.nic_list.n, 2);
+	assert_string_equal(s->bind.nic_list.v[1], "mlx5_1");
+	assert_int_equal(s->bind.cpu, SPEC_BIND_CPU_CORES);
+	assert_int_equal(s->bind.gpu, SPEC_BIND_GPU_NONE);
+	assert_int_equal(s->ssh.host_keys, SPEC_HOST_KEYS_ACCEPT_NEW);
+	assert_int_equal(s->ssh.port, 2222);
+	assert_int_equal(s->restart.max, 0);
+	assert_string_equal(s->checkpoint.resume_args,
+			    "--resume {{checkpoint}}");
+	assert_true(s->slurm.present);
+	assert_string_equal(s->slurm.time, "24:00:00");
+	assert_true(s->slurm.exclusive);
+	assert_false(s->slurm.requeue);
+	spec_free(s);
+}
+
+static void test_sources(void **state)
+{
+	struct spec *s;
+
+	(void)state;
+	s = ok(MIN "nodes: {hostfile: /etc/hf}\n");
+	assert_int_equal(s->nodes.source, SPEC_SOURCE_HOSTFILE);
+	assert_string_equal(s->nodes.hostfile, "/etc/hf");
+	spec_free(s);
+	s = ok(MIN "nodes: {slurm: true}\n");
+	assert_int_equal(s->nodes.source, SPEC_SOURCE_SLURM);
+	spec_free(s);
+	s = ok(MIN "nodes: {slurm: false, command: ./discover}\n");
+	assert_int_equal(s->nodes.source, SPEC_SOURCE_COMMAND);
+	assert_string_equal(s->nodes.command, "./discover");
+	spec_free(s);
+	s = ok(MIN "nodes:\n  inventory: {url: 'http://inv/x', "
+		   "token_env: TOK}\n");
+	assert_int_equal(s->nodes.source, SPEC_SOURCE_INVENTORY);
+	assert_string_equal(s->nodes.inventory.url, "http://inv/x");
+	assert_string_equal(s->nodes.inventory.token_env, "TOK");
+	assert_null(s->nodes.inventory.filter);
+	assert_string_equal(spec_source_name(s->nodes.source), "inventory");
+	spec_free(s);
+}
+
+static void test_unknown_key(void **state)
+{
+	(void)state;
+	fails(MIN "nodes:\n  slot: 4\n",
+	      "job.yaml:3:3: unknown key 'slot' in nodes (did you mean "
+	      "'slots'?)");
+	fails(MIN "nam: x\n",
+	      "job.yaml:2:1: unknown key 'nam' (did you mean 'name'?)");
+	fails_with(MIN "restart: {zzzzzz: 1}\n",
+		   "job.yaml:2:11: unknown key 'zzzzzz' in restart (expected "
+		   "one of: max, backoff)");
+	fails(MIN "ssh: {host_key: strict}\n",
+	      "job.yaml:2:7: unknown key 'host_key' in ssh (did you mean "
+	      "'host_keys'?)");
+}
+
+static void test_wrong_types(void **state)
+{
+	(void)state;
+	fails("launch:\n  command: [a, b]\n",
+	      "job.yaml:2:12: expected a string for launch.command, got a "
+	      "list");
+	fails(MIN "nodes: 4\n",
+	      "job.yaml:2:8: expected a mapping of keys for nodes, got a "
+	      "scalar");
+	fails(MIN "nodes: {count: {a: 1}}\n",
+	      "job.yaml:2:16: expected a positive integer or 'all' for "
+	      "nodes.count, got a mapping");
+	fails(MIN "slurm: {exclusive: maybe}\n",
+	      "job.yaml:2:20: expected true or false for slurm.exclusive, "
+	      "got 'maybe'");
+	fails(MIN "launch2: x\n",
+	      "job.yaml:2:1: unknown key 'launch2' (did you mean 'launch'?)");
+	fails(MIN "launch: {env: [A]}\n",
+	      "job.yaml:2:1: duplicate key 'launch' (first at 1:1)");
+	fails("launch: {command: x, env: [A]}\n",
+	      "job.yaml:1:27: expected a mapping of variables for "
+	      "launch.env, got a list");
+	fails("launch: {command: x, env: {1A: x}}\n",
+	      "job.yaml:1:28: expected a variable name (letters, digits, "
+	      "'_') in launch.env, got '1A'");
+	fails("launch: {command: x, env_pass: HF_HOME}\n",
+	      "job.yaml:1:32: expected a list for launch.env_pass, got a "
+	      "scalar");
+	fails("launch: {command: ''}\n",
+	      "job.yaml:1:19: expected a non-empty string for launch.command "
+	      "(leave the key out for the default)");
+	fails("launch: {command: \"a\\0b\"}\n",
+	      "job.yaml:1:19: launch.command holds a NUL character");
+	fails(MIN "{a: 1}: x\n",
+	      "job.yaml:2:1: expected a key name, got a mapping");
+	fails(MIN "name: a/b\n",
+	      "job.yaml:2:7: expected a job name without '/', spaces or "
+	      "control characters, got 'a/b'");
+}
+
+static void test_counts(void **state)
+{
+	(void)state;
+	fails(MIN "nodes: {count: -1}\n",
+	      "job.yaml:2:16: expected a positive integer or 'all' for "
+	      "nodes.count, got -1 (negative)");
+	fails(MIN "nodes: {count: 0}\n",
+	      "job.yaml:2:16: expected a positive integer or 'all' for "
+	      "nodes.count, got 0");
+	fails(MIN "nodes: {slots: 0}\n",
+	      "job.yaml:2:16: expected a positive integer or 'auto' for "
+	      "nodes.slots, got 0");
+	fails(MIN "nodes: {min: 0}\n",
+	      "job.yaml:2:14: expected a positive integer or 'all' for "
+	      "nodes.min, got 0");
+	fails(MIN "ssh: {fanout: 0}\n",
+	      "job.yaml:2:15: expected a positive integer for ssh.fanout, "
+	      "got 0");
+	fails(MIN "ssh: {port: 0}\n",
+	      "job.yaml:2:13: expected a port number 1..65535 for ssh.port, "
+	      "got 0");
+	fails(MIN "ssh: {port: 65536}\n",
+	      "job.yaml:2:13: expected a port number 1..65535 for ssh.port, "
+	      "got 65536 (out of range)");
+	fails("launch: {command: x, master_port: 0}\n",
+	      "job.yaml:1:35: expected a port number 1..65535 for "
+	      "launch.master_port, got 0");
+	fails(MIN "restart: {max: -1}\n",
+	      "job.yaml:2:16: expected an integer from 0 to 1000000 for "
+	      "restart.max, got -1 (negative)");
+	fails(MIN "nodes: {count: 4x}\n",
+	      "job.yaml:2:16: expected a positive integer or 'all' for "
+	      "nodes.count, got '4x'");
+	fails(MIN "nodes: {count: 99999999999999999999999999}\n",
+	      "job.yaml:2:16: expected a positive integer or 'all' for "
+	      "nodes.count, got 99999999999999999999999999 (out of range)");
+}
+
+static void test_min_above_count(void **state)
+{
+	(void)state;
+	fails(MIN "nodes:\n  count: 4\n  min: 5\n",
+	      "job.yaml:4:8: nodes.min (5) is more than the 4 nodes of the "
+	      "job (nodes.count)");
+	fails(MIN "nodes:\n  hosts: node[01-04]\n  min: 5\n",
+	      "job.yaml:4:8: nodes.min (5) is more than the 4 nodes of the "
+	      "job (nodes.hosts)");
+	fails(MIN "nodes:\n  hosts: [a, b]\n  count: 3\n",
+	      "job.yaml:4:10: nodes.count (3) is more than the 2 hosts of "
+	      "nodes.hosts");
+	fails_with(MIN "nodes:\n  hosts: 'node[01-'\n",
+		   "job.yaml:3:10: expected a hostlist expression for "
+		   "nodes.hosts: ");
+	fails_with(MIN "nodes:\n  spares: 'x[3-1]'\n",
+		   "job.yaml:3:11: expected a hostlist expression for "
+		   "nodes.spares: ");
+	spec_free(ok(MIN "nodes:\n  hosts: node[01-04]\n  min: 4\n"));
+}
+
+static void test_enums(void **state)
+{
+	(void)state;
+	fails(MIN "launch: {mode: mpi}\n",
+	      "job.yaml:2:1: duplicate key 'launch' (first at 1:1)");
+	fails("launch: {command: x, mode: mpi}\n",
+	      "job.yaml:1:28: unknown value 'mpi' for launch.mode (expected "
+	      "one of: torch, pmix, plain)");
+	fails(MIN "bind: {cpu: socket}\n",
+	      "job.yaml:2:13: unknown value 'socket' for bind.cpu (expected "
+	      "one of: numa, cores, none)");
+	fails(MIN "bind: {nic: eth0}\n",
+	      "job.yaml:2:13: unknown value 'eth0' for bind.nic (expected "
+	      "one of: auto, none, or a list of NIC names)");
+	fails(MIN "ssh:\n  host_keys: off\n",
+	      "job.yaml:3:14: ssh.host_keys cannot turn host key checking "
+	      "off: use strict (keys pinned by 'herd keys') or accept-new "
+	      "(pin a key on first contact)");
+	fails(MIN "ssh: {host_keys: yes}\n",
+	      "job.yaml:2:18: unknown value 'yes' for ssh.host_keys "
+	      "(expected one of: strict, accept-new)");
+}
+
+static void test_durations_in_spec(void **state)
+{
+	(void)state;
+	fails(MIN "health:\n  timeout: 3\n",
+	      "job.yaml:3:12: bad duration '3' for health.timeout: a "
+	      "duration needs a unit: write 3s or 3ms (units: ms, s, m, h)");
+	fails_with(MIN "health: {progress_timeout: never}\n",
+		   "job.yaml:2:28: bad duration 'never' for "
+		   "health.progress_timeout (or 'off'): ");
+	fails(MIN "health: {heartbeat: 5s}\n",
+	      "job.yaml:2:21: health.timeout (3s) must be longer than "
+	      "health.heartbeat (5s)");
+	fails(MIN "health: {heartbeat: 0s}\n",
+	      "job.yaml:2:21: expected a duration above zero for "
+	      "health.heartbeat, got '0s'");
+	spec_free(ok(MIN "health: {grace: 0s, progress_timeout: off}\n"
+			 "nodes: {readmit_after: never}\n"));
+}
+
+static void test_host_sources(void **state)
+{
+	(void)state;
+	fails(MIN "nodes:\n  hosts: n[1-4]\n  hostfile: /etc/hf\n",
+	      "job.yaml:4:3: two host sources: nodes.hostfile and "
+	      "nodes.hosts (at 3:3); give only one");
+	fails(MIN "nodes:\n  slurm: true\n  command: ./d\n",
+	      "job.yaml:4:3: two host sources: nodes.command and "
+	      "nodes.slurm (at 3:3); give only one");
+	fails(MIN "nodes:\n  inventory: {token_env: T}\n",
+	      "job.yaml:3:14: nodes.inventory needs a url (the HTTP JSON API "
+	      "to ask for hosts)");
+}
+
+static void test_duplicates(void **state)
+{
+	(void)state;
+	fails("launch:\n  command: a\n  command: b\n",
+	      "job.yaml:3:3: duplicate key 'launch.command' (first at 2:3)");
+	fails("launch:\n  command: a\n  env: {A: 1, A: 2}\n",
+	      "job.yaml:3:15: duplicate variable 'A' in launch.env (first at "
+	      "3:9)");
+}
+
+static void test_document_shapes(void **state)
+{
+	(void)state;
+	fails("", "job.yaml:1:1: empty job file: expected a mapping of job "
+		  "keys (launch.command at least)");
+	fails("# nothing\n\n", "job.yaml:1:1: empty job file: expected a "
+			       "mapping of job keys (launch.command at least)");
+	fails("- a\n- b\n", "job.yaml:1:1: expected a mapping of job keys "
+			    "(name, nodes, launch, ...) at the top, got a list");
+	fails("just text\n", "job.yaml:1:1: expected a mapping of job keys "
+			     "(name, nodes, launch, ...) at the top, got a "
+			     "scalar");
+	fails(MIN "---\n" MIN, "job.yaml:2:1: a second YAML document; a job "
+			       "file holds exactly one");
+	fails("launch: &a {command: x}\nnodes: *a\n",
+	      "job.yaml:2:8: aliases are not supported (*a): write the value "
+	      "out");
+	fails("launch:\n  command: \"caf\xe9\"\n",
+	      "job.yaml:2:16: not valid UTF-8 text (invalid trailing UTF-8 "
+	      "octet); a job file must be UTF-8");
+	fails("launch:\n  command: \xff\n",
+	      "job.yaml:2:12: not valid UTF-8 text (invalid leading UTF-8 "
+	      "octet); a job file must be UTF-8");
+	fails_with("launch: {command: x\n",
+		   "job.yaml:2:1: invalid YAML: did not find expected ',' or "
+		   "'}' (while parsing a flow mapping at 1:9)");
+}
+
+static void test_required_and_size(void **state)
+{
+	struct herd_err err;
+	struct spec *s;
+	char *big;
+
+	(void)state;
+	fails("launch:\n  workdir: /w\n",
+	      "job.yaml:2:3: launch.command is required (the command every "
+	      "rank runs)");
+	fails("name: x\n", "job.yaml:1:1: launch.command is required (the "
+			   "command every rank runs)");
+	fails(MIN "checkpoint: {pattern: 'step_*'}\n",
+	      "job.yaml:2:23: checkpoint.dir is required to look for "
+	      "checkpoints");
+	big = calloc(1, SPEC_FILE_MAX + 1);
+	assert_non_null(big);
+	memset(big, ' ', SPEC_FILE_MAX + 1);
+	s = spec_parse(big, SPEC_FILE_MAX + 1, "big.yaml", &err);
+	assert_null(s);
+	assert_string_equal(err.text, "big.yaml:1:1: job file is 1048577 "
+				      "bytes; at most 1048576 are allowed (a "
+				      "job file is a few KiB)");
+	free(big);
+	s = spec_load("/nonexistent/job.yaml", &err);
+	assert_null(s);
+	assert_string_equal(err.text, "/nonexistent/job.yaml: No such file "
+				      "or directory");
+}
+
+/* print -> parse -> print must give the same text. */
+static char *printed(const struct spec *s)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	assert_non_null(f);
+	assert_int_equal(spec_print(s, f), 0);
+	assert_int_equal(fclose(f), 0);
+	return text;
+}
+
+static void round_trip(const char *yaml)
+{
+	struct herd_err err;
+	struct spec *a = ok(yaml), *b;
+	char *t1 = printed(a), *t2;
+
+	b = spec_parse(t1, strlen(t1), "printed.yaml", &err);
+	if (!b)
+		print_error("%s\n---\n%s\n", err.text, t1);
+	assert_non_null(b);
+	t2 = printed(b);
+	assert_string_equal(t1, t2);
+	assert_string_equal(a->name, b->name);
+	free(t1);
+	free(t2);
+	spec_free(a);
+	spec_free(b);
+}
+
+static void test_round_trip(void **state)
+{
+	(void)state;
+	round_trip(MIN);
+	round_trip(MIN "slurm:\n");
+	round_trip("name: '123'\nlaunch:\n  command: \"echo 'a: b' \\\"c\\\"\\n"
+		   "next line\"\n  env: {A: ~, B: 'null', C: 'yes', D: '',"
+		   " E: \"\\u00e9t\\u00e9\"}\n  workdir: '~'\n"
+		   "nodes: {hosts: [a, 'b[1-3]'], count: 2, min: 1}\n"
+		   "bind: {nic: none}\nhealth: {progress_timeout: 1500ms}\n");
+	round_trip(MIN "nodes:\n  inventory: {url: 'http://x:80/y?a=b&c',"
+		       " filter: 'gpu: true'}\n");
+	round_trip(MIN "nodes: {hostfile: '- odd name'}\n"
+		       "slurm: {extra: ['--x=1', '#y'], nodes: 3}\n");
+}
+
+static void test_round_trip_full_example(void **state)
+{
+	struct herd_err err;
+	struct spec *a = spec_load("examples/spec/full.yaml", &err), *b;
+	char *t1, *t2;
+
+	(void)state;
+	if (!a)
+		print_error("%s\n", err.text);
+	assert_non_null(a);
+	assert_string_equal(a->name, "llama-ft");
+	assert_int_equal(a->slurm.gpus_per_node, 8);
+	assert_int_equal(a->health.progress_timeout_ms, 600000);
+	t1 = printed(a);
+	b = spec_parse(t1, strlen(t1), "x.yaml", &err);
+	assert_non_null(b);
+	t2 = printed(b);
+	assert_string_equal(t1, t2);
+	free(t1);
+	free(t2);
+	spec_free(a);
+	spec_free(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_duration_parse),
+		cmocka_unit_test(test_duration_format),
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_name_from_path),
+		cmocka_unit_test(test_values),
+		cmocka_unit_test(test_sources),
+		cmocka_unit_test(test_unknown_key),
+		cmocka_unit_test(test_wrong_types),
+		cmocka_unit_test(test_counts),
+		cmocka_unit_test(test_min_above_count),
+		cmocka_unit_test(test_enums),
+		cmocka_unit_test(test_durations_in_spec),
+		cmocka_unit_test(test_host_sources),
+		cmocka_unit_test(test_duplicates),
+		cmocka_unit_test(test_document_shapes),
+		cmocka_unit_test(test_required_and_size),
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_round_trip_full_example),
+	};
+
+	spec_free(NULL);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
