@@ -1,0 +1,595 @@
+/* resolve.c — host sources behind one table (STYLE.md rule 9) and the
+ * count/spares/slots rules of resolve.h.
+ *
+ * The discovery command is the one source that runs a process: it is
+ * spawned in its own process group (STYLE.md rule 8), its stdout gathered
+ * up to RESOLVE_COMMAND_OUTPUT_MAX, its stderr passed through, all under
+ * nodes.command_timeout_ms on one poll() loop that also watches a pidfd
+ * for the exit.  On timeout the whole group is killed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "herd/hostlist.h"
+#include "resolve.h"
+
+/* Quoted commands and names are cut to this many bytes in messages. */
+#define QUOTE_MAX 80
+
+/* One read() from the command's pipes. */
+#define READ_CHUNK (64 * 1024)
+
+/* A source gives the hosts in order.  dir is the job file's directory.
+ * On failure returns NULL with err filled and *fail set. */
+typedef struct hostfile *(*source_fn)(const struct spec *spec,
+				      const char *dir, enum resolve_fail *fail,
+				      struct herd_err *err);
+
+struct source {
+	enum spec_source source;
+	const char *key;		/* the spec key, for messages */
+	source_fn nodes;		/* NULL: not resolvable here */
+	const char *unsupported;	/* why, when nodes is NULL */
+};
+
+/* Turns a hostlist expression into a hostfile without slots. */
+static struct hostfile *from_expr(const char *expr, const char *what,
+				  struct herd_err *err)
+{
+	struct hostlist *hl = NULL;
+	struct hostfile *hf = NULL, *ret = NULL;
+	struct herd_err e;
+
+	herd_err_clear(&e);
+	hl = hostlist_expand(expr, &e);
+	if (!hl) {
+		herd_errprintf(err, "%s: %s", what,
+			       e.text[0] ? e.text : "bad hostlist expression");
+		goto out;
+	}
+	hf = hostfile_new();
+	if (!hf) {
+		herd_errprintf(err, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < hostlist_count(hl); i++) {
+		if (hostfile_push(hf, hostlist_nth(hl, i), 0, 0, &e) < 0) {
+			herd_errprintf(err, "%s: %s", what, e.text);
+			goto out;
+		}
+	}
+	ret = hf;
+	hf = NULL;
+out:
+	hostfile_free(hf);
+	hostlist_free(hl);
+	return ret;
+}
+
+static struct hostfile *source_none(const struct spec *spec, const char *dir,
+				    enum resolve_fail *fail,
+				    struct herd_err *err)
+{
+	struct hostfile *hf = hostfile_new();
+
+	(void)spec;
+	(void)dir;
+	if (!hf || hostfile_push(hf, "localhost", 0, 0, err) < 0) {
+		hostfile_free(hf);
+		*fail = RESOLVE_FAIL_RUNTIME;
+		return NULL;
+	}
+	return hf;
+}
+
+static struct hostfile *source_hosts(const struct spec *spec, const char *dir,
+				     enum resolve_fail *fail,
+				     struct herd_err *err)
+{
+	char what[PATH_MAX + 32];
+	struct hostfile *hf;
+
+	(void)dir;
+	snprintf(what, sizeof(what), "%s: nodes.hosts", spec->path);
+	hf = from_expr(spec->nodes.hosts, what, err);
+	if (!hf)
+		*fail = RESOLVE_FAIL_INPUT;
+	return hf;
+}
+
+static struct hostfile *source_hostfile(const struct spec *spec,
+					const char *dir,
+					enum resolve_fail *fail,
+					struct herd_err *err)
+{
+	char path[PATH_MAX];
+	const char *file = spec->nodes.hostfile;
+	struct hostfile *hf;
+	int n;
+
+	if (file[0] == '/' || !strcmp(dir, "."))
+		n = snprintf(path, sizeof(path), "%s", file);
+	else
+		n = snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		*fail = RESOLVE_FAIL_INPUT;
+		herd_errprintf(err, "%s: nodes.hostfile: path too long",
+			       spec->path);
+		return NULL;
+	}
+	hf = hostfile_load(path, HOSTFILE_AUTO, err);
+	if (!hf)
+		*fail = RESOLVE_FAIL_INPUT;
+	return hf;
+}
+
+/* nodes.slurm: the allocation herd runs in, from the variable every job
+ * step of an allocation carries. */
+static struct hostfile *source_slurm(const struct spec *spec, const char *dir,
+				     enum resolve_fail *fail,
+				     struct herd_err *err)
+{
+	const char *list = getenv("SLURM_JOB_NODELIST");
+	struct hostfile *hf;
+
+	(void)dir;
+	if (!list || !*list) {
+		*fail = RESOLVE_FAIL_RUNTIME;
+		herd_errprintf(err,
+			       "%s: nodes.slurm is resolved inside a Slurm "
+			       "allocation (SLURM_JOB_NODELIST is not set): "
+			       "use 'herd sbatch', or 'herd run' inside "
+			       "salloc",
+			       spec->path);
+		return NULL;
+	}
+	hf = from_expr(list, "SLURM_JOB_NODELIST", err);
+	if (!hf)
+		*fail = RESOLVE_FAIL_RUNTIME;
+	return hf;
+}
+
+/* ---- nodes.command ---------------------------------------------------- */
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/* Child side of the fork: only async-signal-safe calls, _exit on error. */
+static void command_child(const char *cmd, const char *dir, int out_fd,
+			  int err_fd, pid_t parent)
+{
+	static const char chdir_failed[] = "herd: cannot enter the job "
+					   "file's directory\n";
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	sigset_t none;
+	int null_fd;
+
+	setpgid(0, 0);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(127);
+	for (int sig = 1; sig < NSIG; sig++)
+		sigaction(sig, &dfl, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	null_fd = open("/dev/null", O_RDONLY);
+	if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(out_fd, 1) < 0 ||
+	    dup2(err_fd, 2) < 0)
+		_exit(127);
+	if (chdir(dir) < 0) {
+		if (write(2, chdir_failed, sizeof(chdir_failed) - 1) < 0)
+			_exit(126);
+		_exit(126);
+	}
+	close_range(3, ~0U, 0);
+	execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+	_exit(127);
+}
+
+/* Remembers the last non-empty line of the command's stderr. */
+struct last_line {
+	char cur[RESOLVE_STDERR_LINE_MAX];
+	size_t cur_len;
+	char last[RESOLVE_STDERR_LINE_MAX];
+};
+
+static void last_line_feed(struct last_line *l, const char *buf, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (buf[i] == '\n') {
+			if (l->cur_len > 0) {
+				memcpy(l->last, l->cur, l->cur_len);
+				l->last[l->cur_len] = '\0';
+			}
+			l->cur_len = 0;
+		} else if (buf[i] != '\r' &&
+			   l->cur_len + 1 < sizeof(l->cur)) {
+			l->cur[l->cur_len++] = buf[i];
+		}
+	}
+}
+
+static void write_all(int fd, const char *buf, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, buf, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		buf += w;
+		n -= (size_t)w;
+	}
+}
+
+static struct hostfile *source_command(const struct spec *spec,
+				       const char *dir,
+				       enum resolve_fail *fail,
+				       struct herd_err *err)
+{
+	const char *cmd = spec->nodes.command;
+	long timeout = spec->nodes.command_timeout_ms;
+	long deadline = timeout > 0 ? now_ms() + timeout : -1;
+	int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, pidfd = -1;
+	struct pollfd pfd[3];
+	struct last_line *ll = NULL;
+	struct hostfile *hf = NULL;
+	char *out = NULL, *chunk = NULL;
+	size_t len = 0, alloc = 0;
+	bool exited = false, timed_out = false, too_big = false;
+	int status = 0;
+	pid_t pid = -1, parent;
+
+	*fail = RESOLVE_FAIL_RUNTIME;
+	ll = calloc(1, sizeof(*ll));
+	chunk = malloc(READ_CHUNK);
+	if (!ll || !chunk) {
+		herd_errprintf(err, "out of memory");
+		goto out;
+	}
+	if (pipe2(out_pipe, O_CLOEXEC) < 0 || pipe2(err_pipe, O_CLOEXEC) < 0) {
+		herd_errprintf(err, "nodes.command: pipe: %s", strerror(errno));
+		goto out;
+	}
+	fflush(NULL);
+	parent = getpid();
+	pid = fork();
+	if (pid < 0) {
+		herd_errprintf(err, "nodes.command: fork: %s", strerror(errno));
+		goto out;
+	}
+	if (pid == 0)
+		command_child(cmd, dir, out_pipe[1], err_pipe[1], parent);
+	/* Both sides set the group so that a kill cannot race the child. */
+	setpgid(pid, pid);
+	close(out_pipe[1]);
+	close(err_pipe[1]);
+	out_pipe[1] = err_pipe[1] = -1;
+	pidfd = pidfd_open(pid, 0);
+	if (pidfd < 0) {
+		herd_errprintf(err, "nodes.command: pidfd_open: %s",
+			       strerror(errno));
+		goto out;
+	}
+
+	pfd[0] = (struct pollfd){.fd = out_pipe[0], .events = POLLIN};
+	pfd[1] = (struct pollfd){.fd = err_pipe[0], .events = POLLIN};
+	pfd[2] = (struct pollfd){.fd = pidfd, .events = POLLIN};
+	while (pfd[0].fd >= 0 || pfd[1].fd >= 0 || !exited) {
+		int wait_ms = -1, n;
+
+		if (deadline >= 0) {
+			long left = deadline - now_ms();
+
+			if (left <= 0) {
+				timed_out = true;
+				break;
+			}
+			wait_ms = left > INT_MAX ? INT_MAX : (int)left;
+		}
+		n = poll(pfd, 3, wait_ms);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			herd_errprintf(err, "nodes.command: poll: %s",
+				       strerror(errno));
+			goto out;
+		}
+		for (int i = 0; i < 2; i++) {
+			ssize_t r;
+
+			if (pfd[i].fd < 0 || !pfd[i].revents)
+				continue;
+			r = read(pfd[i].fd, chunk, READ_CHUNK);
+			if (r < 0 && (errno == EINTR || errno == EAGAIN))
+				continue;
+			if (r <= 0) {
+				pfd[i].fd = -1;
+				continue;
+			}
+			if (i == 1) {
+				write_all(STDERR_FILENO, chunk, (size_t)r);
+				last_line_feed(ll, chunk, (size_t)r);
+				continue;
+			}
+			if (len + (size_t)r > RESOLVE_COMMAND_OUTPUT_MAX) {
+				too_big = true;
+				break;
+			}
+			if (len + (size_t)r > alloc) {
+				size_t na = alloc ? alloc : READ_CHUNK;
+				char *t;
+
+				while (na < len + (size_t)r)
+					na *= 2;
+				t = realloc(out, na);
+				if (!t) {
+					herd_errprintf(err, "out of memory");
+					goto out;
+				}
+				out = t;
+				alloc = na;
+			}
+			memcpy(out + len, chunk, (size_t)r);
+			len += (size_t)r;
+		}
+		if (too_big)
+			break;
+		if (pfd[2].fd >= 0 && pfd[2].revents) {
+			exited = true;
+			pfd[2].fd = -1;
+		}
+	}
+	if (ll->cur_len > 0) {
+		memcpy(ll->last, ll->cur, ll->cur_len);
+		ll->last[ll->cur_len] = '\0';
+	}
+	if (timed_out) {
+		herd_errprintf(err,
+			       "%s: nodes.command '%.*s' timed out after %ld "
+			       "ms (nodes.command_timeout); killed it",
+			       spec->path, QUOTE_MAX, cmd, timeout);
+		goto out;
+	}
+	if (too_big) {
+		herd_errprintf(err,
+			       "%s: nodes.command '%.*s' printed more than "
+			       "%d bytes; killed it",
+			       spec->path, QUOTE_MAX, cmd,
+			       RESOLVE_COMMAND_OUTPUT_MAX);
+		goto out;
+	}
+	/* The leader has exited but is not reaped, so its pid (and group id)
+	 * cannot be reused: clear stragglers in the group, then reap. */
+	kill(-pid, SIGKILL);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	pid = -1;
+	if (WIFSIGNALED(status)) {
+		herd_errprintf(err,
+			       "%s: nodes.command '%.*s' was killed by signal "
+			       "%d%s%s",
+			       spec->path, QUOTE_MAX, cmd, WTERMSIG(status),
+			       ll->last[0] ? ": " : "", ll->last);
+		goto out;
+	}
+	if (WEXITSTATUS(status) != 0) {
+		herd_errprintf(err,
+			       "%s: nodes.command '%.*s' exited with status "
+			       "%d%s%s",
+			       spec->path, QUOTE_MAX, cmd, WEXITSTATUS(status),
+			       ll->last[0] ? ": " : "", ll->last);
+		goto out;
+	}
+	hf = hostfile_parse(out ? out : "", len, "nodes.command output",
+			    HOSTFILE_AUTO, err);
+out:
+	if (pid > 0) {
+		kill(-pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	for (int i = 0; i < 2; i++) {
+		if (out_pipe[i] >= 0)
+			close(out_pipe[i]);
+		if (err_pipe[i] >= 0)
+			close(err_pipe[i]);
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	free(out);
+	free(chunk);
+	free(ll);
+	return hf;
+}
+
+/* ---- the table -------------------------------------------------------- */
+
+static const struct source sources[] = {
+	{SPEC_SOURCE_NONE, "(none)", source_none, NULL},
+	{SPEC_SOURCE_HOSTS, "nodes.hosts", source_hosts, NULL},
+	{SPEC_SOURCE_HOSTFILE, "nodes.hostfile", source_hostfile, NULL},
+	{SPEC_SOURCE_SLURM, "nodes.slurm", source_slurm, NULL},
+	{SPEC_SOURCE_INVENTORY, "nodes.inventory", NULL,
+	 "nodes.inventory is not supported by this herd: list the hosts "
+	 "with nodes.hosts, nodes.hostfile or nodes.command"},
+	{SPEC_SOURCE_COMMAND, "nodes.command", source_command, NULL},
+};
+
+static const struct source *source_find(enum spec_source s)
+{
+	for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++)
+		if (sources[i].source == s)
+			return &sources[i];
+	return NULL;
+}
+
+/* The directory of the job file, into dir (PATH_MAX bytes). */
+static int job_dir(const char *path, char *dir, size_t size)
+{
+	const char *slash = strrchr(path, '/');
+	int n;
+
+	if (!slash)
+		n = snprintf(dir, size, ".");
+	else if (slash == path)
+		n = snprintf(dir, size, "/");
+	else
+		n = snprintf(dir, size, "%.*s", (int)(slash - path), path);
+	return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+void resolve_free(struct resolved *res)
+{
+	if (!res)
+		return;
+	hostfile_free(res->nodes);
+	hostfile_free(res->spares);
+	res->nodes = res->spares = NULL;
+}
+
+/* Both lists together, for one duplicate check over nodes and spares. */
+static int check_unique(const struct spec *spec, const struct source *src,
+			const struct hostfile *nodes,
+			const struct hostfile *spares, struct herd_err *err)
+{
+	struct hostfile *all = hostfile_new();
+	size_t a, b;
+	int rc = -1, dup;
+
+	if (!all) {
+		herd_errprintf(err, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < nodes->count; i++)
+		if (hostfile_push(all, nodes->entries[i].host, 0, 0, err) < 0)
+			goto out;
+	for (size_t i = 0; i < spares->count; i++)
+		if (hostfile_push(all, spares->entries[i].host, 0, 0, err) < 0)
+			goto out;
+	dup = hostfile_find_duplicate(all, &a, &b);
+	if (dup < 0) {
+		herd_errprintf(err, "out of memory");
+		goto out;
+	}
+	if (dup && b < nodes->count)
+		herd_errprintf(err, "%s: %s: host '%s' listed twice", spec->path,
+			       src->key, all->entries[b].host);
+	else if (dup && a < nodes->count)
+		herd_errprintf(err,
+			       "%s: host '%s' is both a node and a spare "
+			       "(nodes.spares)",
+			       spec->path, all->entries[b].host);
+	else if (dup)
+		herd_errprintf(err, "%s: spare host '%s' listed twice",
+			       spec->path, all->entries[b].host);
+	else
+		rc = 0;
+out:
+	hostfile_free(all);
+	return rc;
+}
+
+int resolve_nodes(const struct spec *spec, struct resolved *res,
+		  struct herd_err *err)
+{
+	const struct source *src = source_find(spec->nodes.source);
+	struct hostfile *given = NULL, *extra = NULL;
+	enum resolve_fail fail = RESOLVE_FAIL_INPUT;
+	char dir[PATH_MAX];
+	size_t count;
+	int rc = -1;
+
+	memset(res, 0, sizeof(*res));
+	if (!src) {
+		herd_errprintf(err, "%s: unknown host source %d", spec->path,
+			       (int)spec->nodes.source);
+		goto out;
+	}
+	if (!src->nodes) {
+		herd_errprintf(err, "%s: %s", spec->path, src->unsupported);
+		goto out;
+	}
+	if (job_dir(spec->path, dir, sizeof(dir)) < 0) {
+		herd_errprintf(err, "%s: path too long", spec->path);
+		goto out;
+	}
+	given = src->nodes(spec, dir, &fail, err);
+	if (!given)
+		goto out;
+	fail = RESOLVE_FAIL_INPUT;
+
+	count = given->count;
+	if (spec->nodes.count > 0) {
+		if ((size_t)spec->nodes.count > given->count) {
+			herd_errprintf(err,
+				       "%s: nodes.count is %ld but %s gives "
+				       "%zu host%s",
+				       spec->path, spec->nodes.count, src->key,
+				       given->count,
+				       given->count == 1 ? "" : "s");
+			goto out;
+		}
+		count = (size_t)spec->nodes.count;
+	}
+	res->nodes = hostfile_new();
+	res->spares = hostfile_new();
+	if (!res->nodes || !res->spares) {
+		herd_errprintf(err, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < given->count; i++) {
+		const struct hostfile_entry *e = &given->entries[i];
+
+		if (hostfile_push(i < count ? res->nodes : res->spares,
+				  e->host, e->slots, e->line, err) < 0)
+			goto out;
+	}
+	if (spec->nodes.spares) {
+		char what[PATH_MAX + 32];
+
+		snprintf(what, sizeof(what), "%s: nodes.spares", spec->path);
+		extra = from_expr(spec->nodes.spares, what, err);
+		if (!extra)
+			goto out;
+		for (size_t i = 0; i < extra->count; i++)
+			if (hostfile_push(res->spares, extra->entries[i].host,
+					  0, 0, err) < 0)
+				goto out;
+	}
+	if (check_unique(spec, src, res->nodes, res->spares, err) < 0)
+		goto out;
+	if (spec->nodes.slots > 0) {
+		for (size_t i = 0; i < res->nodes->count; i++)
+			res->nodes->entries[i].slots = (int)spec->nodes.slots;
+		for (size_t i = 0; i < res->spares->count; i++)
+			res->spares->entries[i].slots = (int)spec->nodes.slots;
+	}
+	rc = 0;
+out:
+	hostfile_free(given);
+	hostfile_free(extra);
+	if (rc < 0) {
+		resolve_free(res);
+		res->fail = fail;
+	}
+	return rc;
+}
