@@ -1,28 +1,276 @@
-/* main.c — bin/herd-agent: the per-node agent started by herd.  For now it
- * answers --version and --help; the event loop arrives with the launch
- * work (issue 3). */
+/* main.c — bin/herd-agent: the per-node agent started by herd.
+ *
+ * It speaks proto.h frames with herd over its stdin/stdout (the SSH
+ * channel, or the pipes of the local transport), says HELLO, starts the
+ * ranks herd asks for, streams their output and exits, and stops them
+ * when herd asks or goes away.  Everything runs on one loop; signal
+ * handlers only write to a pipe.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "agent.h"
 #include "herd/version.h"
+
+static int sig_write_fd = -1;
+
+static void on_signal(int sig)
+{
+	unsigned char b = (unsigned char)sig;
+	int saved = errno;
+	ssize_t n = write(sig_write_fd, &b, 1);
+
+	(void)n;
+	errno = saved;
+}
+
+void agent_send(struct agent *a, enum proto_type type, json_t *body,
+		const void *data, size_t len)
+{
+	if (a->conn && !conn_is_dead(a->conn))
+		conn_send(a->conn, type, body, data, len, NULL);
+	json_decref(body);
+}
+
+static void maybe_exit(struct agent *a)
+{
+	if (a->exit_when_idle && rank_alive_count(a) == 0 &&
+	    (!a->conn || conn_is_dead(a->conn) || conn_pending(a->conn) == 0))
+		loop_stop(a->loop);
+}
+
+void agent_ranks_gone(struct agent *a)
+{
+	if (a->kill_timer) {
+		loop_timer_del(a->loop, a->kill_timer);
+		a->kill_timer = 0;
+	}
+	if (a->stopping)
+		agent_send(a, PROTO_STOPPED,
+			   json_pack("{s:i}", "attempt", a->attempt), NULL, 0);
+}
+
+static void on_sigpipe(struct loop *loop, int fd, short revents, void *arg)
+{
+	struct agent *a = arg;
+	unsigned char b[64];
+	ssize_t n;
+
+	(void)loop;
+	(void)revents;
+	while ((n = read(fd, b, sizeof(b))) > 0) {
+		for (ssize_t i = 0; i < n; i++) {
+			if (b[i] == SIGCHLD)
+				continue;
+			/* SIGTERM/SIGINT/SIGHUP to the agent: stop and go. */
+			a->stopping = true;
+			a->exit_when_idle = true;
+			rank_stop_all(a);
+		}
+	}
+	rank_reap(a);
+	maybe_exit(a);
+}
+
+/* IPv4 addresses of the node's up, non-loopback interfaces. */
+static json_t *node_addresses(void)
+{
+	struct ifaddrs *ifs = NULL;
+	json_t *arr = json_array();
+
+	if (getifaddrs(&ifs) < 0)
+		return arr;
+	for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+		char addr[INET_ADDRSTRLEN], mask[INET_ADDRSTRLEN];
+
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
+		    !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK))
+			continue;
+		inet_ntop(AF_INET,
+			  &((struct sockaddr_in *)i->ifa_addr)->sin_addr, addr,
+			  sizeof(addr));
+		inet_ntop(AF_INET,
+			  &((struct sockaddr_in *)i->ifa_netmask)->sin_addr,
+			  mask, sizeof(mask));
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "ifname",
+						     i->ifa_name, "addr", addr,
+						     "netmask", mask));
+	}
+	freeifaddrs(ifs);
+	return arr;
+}
+
+static void send_hello(struct agent *a)
+{
+	char host[256] = "";
+
+	gethostname(host, sizeof(host) - 1);
+	agent_send(a, PROTO_HELLO,
+		   json_pack("{s:s, s:s, s:o, s:I, s:i}", "version",
+			     HERD_VERSION, "hostname", host, "addrs",
+			     node_addresses(), "cores",
+			     (json_int_t)sysconf(_SC_NPROCESSORS_ONLN), "pid",
+			     (int)getpid()),
+		   NULL, 0);
+}
+
+static void on_frame(struct conn *c, struct proto_frame *f, void *arg)
+{
+	struct agent *a = arg;
+	struct herd_err err;
+
+	(void)c;
+	switch (f->type) {
+	case PROTO_LAUNCH:
+		if (a->stopping)
+			break;
+		if (rank_launch(a, f->body, &err) < 0)
+			agent_send(a, PROTO_ERROR,
+				   json_pack("{s:s}", "message", err.text),
+				   NULL, 0);
+		break;
+	case PROTO_SIGNAL: {
+		int sig = (int)json_integer_value(
+			json_object_get(f->body, "signal"));
+
+		if (sig > 0 && sig < NSIG)
+			rank_signal_all(a, sig);
+		break;
+	}
+	case PROTO_STOP: {
+		json_t *g = json_object_get(f->body, "grace_ms");
+		json_t *ex = json_object_get(f->body, "exit");
+
+		if (json_is_integer(g))
+			a->grace_ms = json_integer_value(g);
+		a->stopping = true;
+		a->exit_when_idle = json_is_true(ex);
+		if (rank_alive_count(a) == 0)
+			agent_ranks_gone(a);
+		else
+			rank_stop_all(a);
+		/* A later LAUNCH (next attempt) is allowed after STOPPED. */
+		if (!a->exit_when_idle)
+			a->stopping = rank_alive_count(a) > 0;
+		break;
+	}
+	case PROTO_HEARTBEAT:
+		break;
+	default:
+		agent_send(a, PROTO_ERROR,
+			   json_pack("{s:s}", "message",
+				     "unexpected frame for an agent"),
+			   NULL, 0);
+		break;
+	}
+	proto_frame_free(f);
+	maybe_exit(a);
+}
+
+static void on_close(struct conn *c, const char *reason, int clean, void *arg)
+{
+	struct agent *a = arg;
+
+	(void)c;
+	if (!clean)
+		fprintf(stderr, "herd-agent: connection to herd lost: %s\n",
+			reason);
+	/* herd is gone: nobody may keep training on its own. */
+	a->stopping = true;
+	a->exit_when_idle = true;
+	rank_stop_all(a);
+	maybe_exit(a);
+}
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: herd-agent [--version] [--help]\n\n"
-		     "herd-agent runs on every node of a job, started by herd;\n"
-		     "it is not meant to be run by hand.\n");
+	fprintf(out,
+		"usage: herd-agent [--stdio] | --version | --help\n\n"
+		"herd-agent runs on every node of a job, started by herd. It\n"
+		"speaks herd's framed protocol on stdin/stdout (--stdio, the\n"
+		"default), starts the ranks herd asks for and stops them all\n"
+		"when herd asks or goes away. It is not meant to be run by "
+		"hand.\n");
 }
 
 int main(int argc, char **argv)
 {
-	if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))) {
-		printf("herd-agent %s\n", HERD_VERSION);
-		return 0;
+	struct agent a = {0};
+	struct sigaction sa;
+	int in_fd, out_fd, devnull;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--version") || !strcmp(argv[i], "-V")) {
+			printf("herd-agent %s\n", HERD_VERSION);
+			return 0;
+		}
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage(stdout);
+			return 0;
+		}
+		if (strcmp(argv[i], "--stdio")) {
+			fprintf(stderr, "herd-agent: unknown option '%s'\n",
+				argv[i]);
+			usage(stderr);
+			return 2;
+		}
 	}
-	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		usage(stdout);
-		return 0;
+
+	/* The protocol gets private copies of stdin/stdout; fds 0 and 1
+	 * become /dev/null so nothing stray can corrupt the stream. */
+	in_fd = fcntl(0, F_DUPFD_CLOEXEC, 3);
+	out_fd = fcntl(1, F_DUPFD_CLOEXEC, 3);
+	devnull = open("/dev/null", O_RDWR);
+	if (in_fd < 0 || out_fd < 0 || devnull < 0) {
+		perror("herd-agent: setup");
+		return 1;
 	}
-	usage(stderr);
-	return 2;
+	dup2(devnull, 0);
+	dup2(devnull, 1);
+	close(devnull);
+
+	a.grace_ms = 10000;
+	a.loop = loop_new();
+	if (!a.loop || pipe2(a.sigpipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		perror("herd-agent: setup");
+		return 1;
+	}
+	sig_write_fd = a.sigpipe[1];
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+	sigaction(SIGCHLD, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	loop_fd_add(a.loop, a.sigpipe[0], POLLIN, on_sigpipe, &a);
+
+	a.conn = conn_new(a.loop, in_fd, out_fd, PROTO_FRAME_MAX, on_frame,
+			  on_close, &a);
+	if (!a.conn) {
+		perror("herd-agent: setup");
+		return 1;
+	}
+	send_hello(&a);
+	loop_run(a.loop);
+
+	/* Everything is reaped; make sure no group member outlives us. */
+	rank_signal_all(&a, SIGKILL);
+	rank_free_all(&a);
+	conn_free(a.conn);
+	loop_free(a.loop);
+	close(a.sigpipe[0]);
+	close(a.sigpipe[1]);
+	return 0;
 }

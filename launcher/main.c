@@ -18,6 +18,8 @@ static const struct command commands[] = {
 	 "check a job spec; --print shows it with every default", cmd_validate},
 	{"hosts", "JOB.yaml [--format FMT] [--spares]",
 	 "resolve the nodes into a hostfile", cmd_hosts},
+	{"run", "JOB.yaml [--dry-run] [-v]",
+	 "start the job on every node and watch it", cmd_run},
 	{"hostlist", "[--expand|--compress] EXPR...",
 	 "expand or compress Slurm hostlist expressions", cmd_hostlist},
 };

@@ -1,0 +1,62 @@
+/* agent.h — herd-agent's state, shared by its files.  One agent runs per
+ * node; it owns every rank it starts and kills them all before it exits
+ * (STYLE.md rule 5). */
+#ifndef HERD_AGENT_H
+#define HERD_AGENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "herd/conn.h"
+#include "herd/loop.h"
+
+/* Partial output is buffered up to this per stream, then sent as it is:
+ * a program printing a 10 MB line must not grow the agent without bound. */
+#define RANK_LINE_MAX PROTO_OUTPUT_CHUNK
+
+struct rank_stream {
+	int fd;		/* pipe from the rank; -1 once at EOF */
+	char buf[RANK_LINE_MAX];
+	size_t len;
+};
+
+struct rank {
+	int rank;		/* global rank */
+	int local_rank;
+	pid_t pid;		/* the keeper: leader of the rank's group */
+	bool running;		/* not reaped yet */
+	int status;		/* waitpid status once reaped */
+	struct rank_stream out, err;
+	bool exit_sent;
+};
+
+struct agent {
+	struct loop *loop;
+	struct conn *conn;	/* to herd */
+	struct rank *ranks;
+	int n_ranks;
+	int attempt;
+	int64_t grace_ms;
+	long kill_timer;	/* SIGKILL after grace, 0 when none */
+	bool stopping;		/* STOP received or herd gone */
+	bool exit_when_idle;	/* exit once every rank is reaped */
+	int sigpipe[2];		/* SIGCHLD / SIGTERM → loop */
+};
+
+/* rank.c */
+int rank_launch(struct agent *a, json_t *launch, struct herd_err *err);
+void rank_reap(struct agent *a);
+void rank_signal_all(struct agent *a, int sig);
+/* Starts the stop sequence: SIGTERM now, SIGKILL after grace. */
+void rank_stop_all(struct agent *a);
+int rank_alive_count(const struct agent *a);
+void rank_free_all(struct agent *a);
+
+/* main.c */
+void agent_send(struct agent *a, enum proto_type type, json_t *body,
+		const void *data, size_t len);
+/* Called when the last rank is gone. */
+void agent_ranks_gone(struct agent *a);
+
+#endif

@@ -1,0 +1,475 @@
+/* rank.c — starting, watching and stopping the ranks of one node.
+ *
+ * Each rank runs under a small "keeper": a child of the agent that leads
+ * the rank's own process group, asks the kernel to signal it when the
+ * agent dies (PR_SET_PDEATHSIG) and then kills the whole group, so a
+ * `kill -9` of the agent leaves no rank behind.  The keeper ignores the
+ * signals the agent sends to the group (the rank gets them), waits for
+ * the rank and exits with the rank's status, re-raising its signal.
+ *
+ * Between fork() and exec() only async-signal-safe calls are made: the
+ * environment and argv are built before forking (PMIx and libssh threads
+ * may exist in this process).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+extern char **environ;
+
+/* Environment of a rank: the agent's, then the job's, then the rank's;
+ * later entries replace earlier ones with the same name. */
+struct envv {
+	char **v;
+	size_t n, cap;
+};
+
+static int envv_set(struct envv *e, const char *key, const char *value)
+{
+	size_t klen = strlen(key);
+	char *entry;
+
+	if (asprintf(&entry, "%s=%s", key, value) < 0)
+		return -1;
+	for (size_t i = 0; i < e->n; i++) {
+		if (!strncmp(e->v[i], key, klen) && e->v[i][klen] == '=') {
+			free(e->v[i]);
+			e->v[i] = entry;
+			return 0;
+		}
+	}
+	if (e->n + 2 > e->cap) {
+		size_t cap = e->cap ? e->cap * 2 : 64;
+		char **n = realloc(e->v, cap * sizeof(*n));
+
+		if (!n) {
+			free(entry);
+			return -1;
+		}
+		e->v = n;
+		e->cap = cap;
+	}
+	e->v[e->n++] = entry;
+	e->v[e->n] = NULL;
+	return 0;
+}
+
+static void envv_free(struct envv *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		free(e->v[i]);
+	free(e->v);
+	e->v = NULL;
+	e->n = e->cap = 0;
+}
+
+static int envv_from_environ(struct envv *e)
+{
+	for (char **p = environ; *p; p++) {
+		const char *eq = strchr(*p, '=');
+		char key[256];
+		size_t klen;
+
+		if (!eq || (klen = (size_t)(eq - *p)) >= sizeof(key))
+			continue;
+		memcpy(key, *p, klen);
+		key[klen] = '\0';
+		if (envv_set(e, key, eq + 1) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int envv_add_json(struct envv *e, json_t *obj)
+{
+	const char *key;
+	json_t *val;
+
+	if (!json_is_object(obj))
+		return 0;
+	json_object_foreach(obj, key, val)
+	{
+		if (!json_is_string(val))
+			continue;
+		if (envv_set(e, key, json_string_value(val)) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void keeper_on_parent_death(int sig)
+{
+	(void)sig;
+	kill(0, SIGKILL);	/* the whole group: the rank and this keeper */
+	_exit(137);
+}
+
+/* Runs in the keeper (child of the agent); never returns. */
+static void keeper_main(pid_t agent_pid, int out_w, int err_w,
+			const char *workdir, char **argv, char **envp)
+{
+	struct sigaction sa;
+	int devnull, status = 0;
+	pid_t pid;
+
+	setpgid(0, 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = keeper_on_parent_death;
+	sigaction(SIGUSR1, &sa, NULL);
+	prctl(PR_SET_PDEATHSIG, SIGUSR1);
+	if (getppid() != agent_pid)
+		keeper_on_parent_death(SIGUSR1);
+
+	/* Signals the agent sends to the group are for the rank. */
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGQUIT, &sa, NULL);
+
+	devnull = open("/dev/null", O_RDWR);
+	if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out_w, 1) < 0 ||
+	    dup2(err_w, 2) < 0)
+		_exit(127);
+	close_range(3, ~0U, 0);
+
+	pid = fork();
+	if (pid < 0)
+		_exit(127);
+	if (pid == 0) {
+		sigset_t none;
+
+		sa.sa_handler = SIG_DFL;
+		for (int s = 1; s < NSIG; s++)
+			sigaction(s, &sa, NULL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (workdir && chdir(workdir) < 0) {
+			static const char msg[] =
+				"herd-agent: cannot enter the workdir\n";
+			ssize_t n = write(2, msg, sizeof(msg) - 1);
+
+			(void)n;
+			_exit(127);
+		}
+		execve("/bin/sh", argv, envp);
+		_exit(127);
+	}
+	/* The keeper keeps no copy of the output pipes: EOF must come
+	 * when the rank (and whatever it started) is gone. */
+	dup2(devnull, 1);
+	dup2(devnull, 2);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFSIGNALED(status)) {
+		struct rlimit no_core = {0, 0};
+		int sig = WTERMSIG(status);
+
+		setrlimit(RLIMIT_CORE, &no_core);
+		sa.sa_handler = SIG_DFL;
+		sigaction(sig, &sa, NULL);
+		prctl(PR_SET_PDEATHSIG, 0);
+		kill(getpid(), sig);
+		_exit(128 + sig);
+	}
+	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
+}
+
+static void send_output(struct agent *a, struct rank *r, int which,
+			const char *data, size_t len)
+{
+	json_t *body = json_pack("{s:i, s:i}", "rank", r->rank, "fd", which);
+
+	agent_send(a, PROTO_OUTPUT, body, data, len);
+}
+
+/* Sends the complete lines in s->buf (or all of it when flush or full). */
+static void stream_emit(struct agent *a, struct rank *r,
+			struct rank_stream *s, int which, int flush)
+{
+	size_t cut = 0;
+
+	if (s->len == 0)
+		return;
+	if (flush || s->len == sizeof(s->buf)) {
+		cut = s->len;
+	} else {
+		for (size_t i = s->len; i > 0; i--) {
+			if (s->buf[i - 1] == '\n') {
+				cut = i;
+				break;
+			}
+		}
+	}
+	if (cut == 0)
+		return;
+	send_output(a, r, which, s->buf, cut);
+	memmove(s->buf, s->buf + cut, s->len - cut);
+	s->len -= cut;
+}
+
+static void stream_close(struct agent *a, struct rank *r,
+			 struct rank_stream *s, int which)
+{
+	if (s->fd < 0)
+		return;
+	stream_emit(a, r, s, which, 1);
+	loop_fd_del(a->loop, s->fd);
+	close(s->fd);
+	s->fd = -1;
+}
+
+/* Reads what the pipe holds; returns 0 at EOF, 1 otherwise. */
+static int stream_read(struct agent *a, struct rank *r, struct rank_stream *s,
+		       int which)
+{
+	for (;;) {
+		ssize_t n = read(s->fd, s->buf + s->len, sizeof(s->buf) - s->len);
+
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR ? 1 : 0;
+		if (n == 0)
+			return 0;
+		s->len += (size_t)n;
+		stream_emit(a, r, s, which, 0);
+	}
+}
+
+static void maybe_send_exit(struct agent *a, struct rank *r)
+{
+	json_t *body;
+
+	if (r->running || r->exit_sent || r->out.fd >= 0 || r->err.fd >= 0)
+		return;
+	r->exit_sent = true;
+	if (WIFSIGNALED(r->status))
+		body = json_pack("{s:i, s:n, s:i}", "rank", r->rank, "code",
+				 "signal", WTERMSIG(r->status));
+	else
+		body = json_pack("{s:i, s:i, s:n}", "rank", r->rank, "code",
+				 WEXITSTATUS(r->status), "signal");
+	agent_send(a, PROTO_EXIT, body, NULL, 0);
+	if (rank_alive_count(a) == 0)
+		agent_ranks_gone(a);
+}
+
+static struct rank *rank_by_fd(struct agent *a, int fd, int *which)
+{
+	for (int i = 0; i < a->n_ranks; i++) {
+		if (a->ranks[i].out.fd == fd) {
+			*which = 1;
+			return &a->ranks[i];
+		}
+		if (a->ranks[i].err.fd == fd) {
+			*which = 2;
+			return &a->ranks[i];
+		}
+	}
+	return NULL;
+}
+
+static void on_output(struct loop *loop, int fd, short revents, void *arg)
+{
+	struct agent *a = arg;
+	int which = 0;
+	struct rank *r = rank_by_fd(a, fd, &which);
+	struct rank_stream *s;
+
+	(void)loop;
+	(void)revents;
+	if (!r)
+		return;
+	s = which == 1 ? &r->out : &r->err;
+	if (stream_read(a, r, s, which) == 0) {
+		stream_close(a, r, s, which);
+		maybe_send_exit(a, r);
+	}
+}
+
+int rank_alive_count(const struct agent *a)
+{
+	int n = 0;
+
+	for (int i = 0; i < a->n_ranks; i++)
+		if (!a->ranks[i].exit_sent)
+			n++;
+	return n;
+}
+
+void rank_reap(struct agent *a)
+{
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		for (int i = 0; i < a->n_ranks; i++) {
+			struct rank *r = &a->ranks[i];
+
+			if (r->pid != pid || !r->running)
+				continue;
+			r->running = false;
+			r->status = status;
+			/* Whatever the rank wrote is in the pipes now. */
+			if (r->out.fd >= 0)
+				stream_read(a, r, &r->out, 1);
+			if (r->err.fd >= 0)
+				stream_read(a, r, &r->err, 2);
+			stream_close(a, r, &r->out, 1);
+			stream_close(a, r, &r->err, 2);
+			maybe_send_exit(a, r);
+		}
+	}
+}
+
+void rank_signal_all(struct agent *a, int sig)
+{
+	for (int i = 0; i < a->n_ranks; i++)
+		if (a->ranks[i].running)
+			kill(-a->ranks[i].pid, sig);
+}
+
+static void on_grace_expired(struct loop *loop, void *arg)
+{
+	struct agent *a = arg;
+
+	(void)loop;
+	a->kill_timer = 0;
+	rank_signal_all(a, SIGKILL);
+}
+
+void rank_stop_all(struct agent *a)
+{
+	rank_signal_all(a, SIGTERM);
+	if (!a->kill_timer && rank_alive_count(a) > 0)
+		a->kill_timer = loop_timer_add(a->loop, a->grace_ms,
+					       on_grace_expired, a);
+}
+
+void rank_free_all(struct agent *a)
+{
+	for (int i = 0; i < a->n_ranks; i++) {
+		struct rank *r = &a->ranks[i];
+
+		if (r->out.fd >= 0) {
+			loop_fd_del(a->loop, r->out.fd);
+			close(r->out.fd);
+		}
+		if (r->err.fd >= 0) {
+			loop_fd_del(a->loop, r->err.fd);
+			close(r->err.fd);
+		}
+	}
+	free(a->ranks);
+	a->ranks = NULL;
+	a->n_ranks = 0;
+}
+
+static int spawn_one(struct agent *a, struct rank *r, const char *command,
+		     const char *workdir, struct envv *env,
+		     struct herd_err *err)
+{
+	int out[2] = {-1, -1}, errp[2] = {-1, -1};
+	char *argv[] = {"sh", "-c", (char *)command, NULL};
+	pid_t agent_pid = getpid();
+	pid_t pid;
+
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+		herd_errprintf(err, "pipe: %s", strerror(errno));
+		goto fail;
+	}
+	pid = fork();
+	if (pid < 0) {
+		herd_errprintf(err, "fork: %s", strerror(errno));
+		goto fail;
+	}
+	if (pid == 0)
+		keeper_main(agent_pid, out[1], errp[1], workdir, argv, env->v);
+	/* Both sides set the group so that a signal sent right after fork
+	 * already reaches it. */
+	setpgid(pid, pid);
+	close(out[1]);
+	close(errp[1]);
+	r->pid = pid;
+	r->running = true;
+	r->out.fd = out[0];
+	r->err.fd = errp[0];
+	fcntl(out[0], F_SETFL, O_NONBLOCK);
+	fcntl(errp[0], F_SETFL, O_NONBLOCK);
+	loop_fd_add(a->loop, out[0], POLLIN, on_output, a);
+	loop_fd_add(a->loop, errp[0], POLLIN, on_output, a);
+	return 0;
+fail:
+	for (int i = 0; i < 2; i++) {
+		if (out[i] >= 0)
+			close(out[i]);
+		if (errp[i] >= 0)
+			close(errp[i]);
+	}
+	return -1;
+}
+
+int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
+{
+	json_t *ranks = json_object_get(launch, "ranks");
+	const char *command =
+		json_string_value(json_object_get(launch, "command"));
+	const char *workdir =
+		json_string_value(json_object_get(launch, "workdir"));
+	json_t *grace = json_object_get(launch, "grace_ms");
+	size_t n;
+
+	if (a->n_ranks > 0 && rank_alive_count(a) > 0)
+		return herd_errprintf(err, "ranks of attempt %d still run",
+				      a->attempt);
+	rank_free_all(a);
+	if (!command || !json_is_array(ranks))
+		return herd_errprintf(err, "LAUNCH needs command and ranks");
+	n = json_array_size(ranks);
+	if (n > 4096)
+		return herd_errprintf(err, "LAUNCH asks for %zu ranks on one "
+				      "node (at most 4096)", n);
+	a->attempt = (int)json_integer_value(json_object_get(launch, "attempt"));
+	if (json_is_integer(grace))
+		a->grace_ms = json_integer_value(grace);
+	a->ranks = calloc(n ? n : 1, sizeof(*a->ranks));
+	if (!a->ranks)
+		return herd_errprintf(err, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		json_t *jr = json_array_get(ranks, i);
+		struct rank *r = &a->ranks[i];
+		struct envv env = {0};
+		int rc;
+
+		r->rank = (int)json_integer_value(json_object_get(jr, "rank"));
+		r->local_rank = (int)i;
+		r->out.fd = r->err.fd = -1;
+		a->n_ranks = (int)i + 1;
+		if (envv_from_environ(&env) < 0 ||
+		    envv_add_json(&env, json_object_get(launch, "env")) < 0 ||
+		    envv_add_json(&env, json_object_get(jr, "env")) < 0) {
+			envv_free(&env);
+			r->exit_sent = true;
+			rank_stop_all(a);
+			return herd_errprintf(err, "out of memory");
+		}
+		rc = spawn_one(a, r, command, workdir, &env, err);
+		envv_free(&env);
+		if (rc < 0) {
+			r->exit_sent = true;
+			rank_stop_all(a);
+			return -1;
+		}
+	}
+	return 0;
+}

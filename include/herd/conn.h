@@ -1,0 +1,53 @@
+/* conn.h — one framed connection (proto.h) on an event loop.
+ *
+ * Wraps a read fd and a write fd (the same fd for sockets): incoming bytes
+ * are decoded into frames and handed to on_frame; outgoing frames are
+ * queued and written when the fd is writable, so a slow peer never blocks
+ * the loop.  On EOF, a read/write error or a malformed frame, on_close is
+ * called once with a reason; the conn is then dead (further sends are
+ * dropped) and the owner frees it with conn_free() — not from inside a
+ * callback of that conn.  The conn closes its fds in conn_free().
+ */
+#ifndef HERD_CONN_H
+#define HERD_CONN_H
+
+#include <stddef.h>
+
+#include "herd/loop.h"
+#include "herd/proto.h"
+
+/* 256 MiB: a peer that stops reading must not let us queue without
+ * bound; past this the conn is closed as stuck. */
+#define CONN_QUEUE_MAX (256u * 1024 * 1024)
+
+struct conn;
+
+/* frame is owned by the callee (free it with proto_frame_free). */
+typedef void (*conn_frame_fn)(struct conn *c, struct proto_frame *frame,
+			      void *arg);
+/* reason: "end of stream", "read: Connection reset by peer", decoder
+ * text...; clean is nonzero for an orderly EOF. */
+typedef void (*conn_close_fn)(struct conn *c, const char *reason, int clean,
+			      void *arg);
+
+/* Takes ownership of rfd and wfd (may be equal) and makes them
+ * non-blocking.  Returns NULL on allocation failure (fds are then closed). */
+struct conn *conn_new(struct loop *loop, int rfd, int wfd, size_t max_frame,
+		      conn_frame_fn on_frame, conn_close_fn on_close,
+		      void *arg);
+void conn_free(struct conn *c);
+
+/* Queues a frame.  Returns 0, or -1 when the conn is dead or the frame
+ * cannot be encoded (err filled when given). */
+int conn_send(struct conn *c, enum proto_type type, const json_t *body,
+	      const void *data, size_t data_len, struct herd_err *err);
+
+/* Bytes queued but not yet written (for flushing before exit). */
+size_t conn_pending(const struct conn *c);
+
+/* Stops reading (writes continue); used while shutting down. */
+void conn_pause_reading(struct conn *c);
+
+int conn_is_dead(const struct conn *c);
+
+#endif

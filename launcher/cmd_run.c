@@ -1,0 +1,88 @@
+/* cmd_run.c — `herd run JOB.yaml [--dry-run] [-v]`. */
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ctl.h"
+#include "herd/spec.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: herd run JOB.yaml [--dry-run] [-v]\n\n"
+		"Starts the job on every node and runs it like one program:\n"
+		"output prefixed [rank] (-v: [host:rank]), Ctrl-C forwarded\n"
+		"to every rank (twice: kill at once), exit status of the\n"
+		"first failing rank.  Logs and events.jsonl go to log.dir.\n\n"
+		"  --dry-run   print the nodes, command and ranks; start nothing\n"
+		"  -v          prefix output with host and rank\n");
+}
+
+/* herd-agent is installed next to herd. */
+static int agent_path(char *out, size_t len)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n < 0)
+		return -1;
+	self[n] = '\0';
+	snprintf(out, len, "%s/herd-agent", dirname(self));
+	return access(out, X_OK);
+}
+
+int cmd_run(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"dry-run", no_argument, NULL, 'n'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct ctl_options opt = {0};
+	struct herd_err err;
+	struct spec *spec;
+	char agent[PATH_MAX + 16];
+	int ch, status;
+
+	while ((ch = getopt_long(argc, argv, "nvh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'n':
+			opt.dry_run = true;
+			break;
+		case 'v':
+			opt.verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return EXIT_SPEC;
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		return EXIT_SPEC;
+	}
+	if (agent_path(agent, sizeof(agent)) < 0) {
+		cli_error("run: cannot find herd-agent next to herd (%s)",
+			  agent);
+		return 1;
+	}
+	opt.agent_path = agent;
+	herd_err_clear(&err);
+	spec = spec_load(argv[optind], &err);
+	if (!spec) {
+		fprintf(stderr, "%s\n", err.text);
+		return EXIT_SPEC;
+	}
+	status = ctl_run(spec, &opt);
+	spec_free(spec);
+	return status;
+}

@@ -1,0 +1,24 @@
+/* ctl.h — the job controller: connect, launch, run, end (DESIGN.md data
+ * flow steps 3-8).  Its states and transitions are one table in ctl.c.
+ */
+#ifndef HERD_LAUNCHER_CTL_H
+#define HERD_LAUNCHER_CTL_H
+
+#include <stdbool.h>
+
+#include "herd/spec.h"
+
+struct ctl_options {
+	bool verbose;		/* -v: prefix output with [host:rank] */
+	bool dry_run;		/* print the plan of every rank, start nothing */
+	const char *agent_path;	/* herd-agent next to bin/herd */
+};
+
+/* Runs the job to its end.  Returns the exit status DESIGN.md defines:
+ * 0 when every rank of the last attempt exited 0, else the first failing
+ * rank's status (128+signal), 1 for failures outside ranks, 2 for input
+ * errors.  Prints progress and errors to stderr, rank output to
+ * stdout/stderr. */
+int ctl_run(struct spec *spec, const struct ctl_options *opt);
+
+#endif

@@ -1,0 +1,55 @@
+/* transport.h — how herd starts one herd-agent per node (DESIGN.md
+ * "connect"), behind a small table of functions (STYLE.md rule 9).
+ *
+ * transport_start() returns at once with a socket that will carry the
+ * agent's frames (proto.h); connecting, authenticating and starting the
+ * agent happen in the background.  A transport that fails for a node
+ * writes one PROTO_ERROR frame {"stage", "message"} on that socket and
+ * closes it, so the controller sees every failure the same way, once,
+ * with the node named and the likely fix in the message.
+ *
+ * Closing the socket tells the transport to hang up: the agent then sees
+ * its input end and stops its ranks.
+ */
+#ifndef HERD_LAUNCHER_TRANSPORT_H
+#define HERD_LAUNCHER_TRANSPORT_H
+
+#include "herd/err.h"
+#include "herd/spec.h"
+
+struct transport;
+
+struct transport_ops {
+	const char *name;
+	/* Returns a connected socket owned by the caller, or -1 with err. */
+	int (*start)(struct transport *t, const char *host,
+		     struct herd_err *err);
+	/* Releases the transport (after every socket was closed). */
+	void (*free)(struct transport *t);
+};
+
+struct transport {
+	const struct transport_ops *ops;
+	const struct spec *spec;	/* borrowed; outlives the transport */
+	char *agent_path;		/* this herd's own herd-agent */
+	void *priv;
+};
+
+/* kind: "local" or "ssh".  agent_path: the herd-agent that belongs to this
+ * herd (next to bin/herd).  Returns NULL with err. */
+struct transport *transport_new(const char *kind, const struct spec *spec,
+				const char *agent_path, struct herd_err *err);
+int transport_start(struct transport *t, const char *host,
+		    struct herd_err *err);
+void transport_free(struct transport *t);
+
+/* Implementations. */
+extern const struct transport_ops transport_local_ops;
+extern const struct transport_ops transport_ssh_ops;
+
+/* Writes a PROTO_ERROR frame {stage, message} to fd (blocking); used by
+ * transports to report a node's failure. */
+void transport_report(int fd, const char *stage, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif
