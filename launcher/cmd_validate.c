@@ -32,7 +32,7 @@ int cmd_validate(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+ph", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ph", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			print = 1;

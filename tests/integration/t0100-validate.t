@@ -1,0 +1,173 @@
+#!/bin/sh
+# t0100-validate.t — `herd validate` on good and bad job files, as a user
+# runs it: exit statuses, the exact file:line:col of errors, --print and
+# its round trip, usage errors, and an oversized file refused quickly.
+
+test_description='herd validate: job spec checks and --print'
+
+. "$(dirname "$0")/test-lib.sh"
+
+require_cmd truncate head cmp
+
+DATA=$HERD_TEST_DIR/data/spec
+
+# expect_error FILE MESSAGE: validate fails with status 2, prints nothing
+# on stdout and exactly "FILE:MESSAGE" on stderr.
+expect_error() {
+	test_expect_code 2 herd validate "$1" >out 2>err &&
+	test_must_be_empty out &&
+	printf '%s:%s\n' "$1" "$2" >expect &&
+	test_cmp expect err
+}
+
+test_expect_success 'copy the job files' '
+	cp "$DATA"/*.yaml . &&
+	cp "$HERD_ROOT/examples/spec/full.yaml" .
+'
+
+test_expect_success 'a minimal job is ok' '
+	herd validate good-minimal.yaml >out 2>err &&
+	echo "good-minimal.yaml: ok" >expect &&
+	test_cmp expect out &&
+	test_must_be_empty err
+'
+
+test_expect_success 'a job with a host list is ok' '
+	herd validate good-hosts-list.yaml >out &&
+	echo "good-hosts-list.yaml: ok" >expect &&
+	test_cmp expect out
+'
+
+test_expect_success 'the full example using every key is ok' '
+	herd validate full.yaml >out &&
+	echo "full.yaml: ok" >expect &&
+	test_cmp expect out
+'
+
+test_expect_success 'every example job in the tree validates' '
+	for f in "$HERD_ROOT"/examples/*/job.yaml "$HERD_ROOT"/examples/spec/*.yaml
+	do
+		test -e "$f" || continue
+		herd validate "$f" >/dev/null || return 1
+	done
+'
+
+test_expect_success 'unknown key suggests the nearest key' '
+	expect_error bad-unknown-key.yaml \
+		"4:3: unknown key '"'"'slot'"'"' in nodes (did you mean '"'"'slots'"'"'?)"
+'
+
+test_expect_success 'two host sources name both positions' '
+	expect_error bad-two-sources.yaml \
+		"5:3: two host sources: nodes.hostfile and nodes.hosts (at 4:3); give only one"
+'
+
+test_expect_success 'nodes.min above the expanded host count' '
+	expect_error bad-min-above-count.yaml \
+		"5:8: nodes.min (5) is more than the 4 nodes of the job (nodes.hosts)"
+'
+
+test_expect_success 'host key checking cannot be turned off' '
+	expect_error bad-host-keys-off.yaml \
+		"4:14: ssh.host_keys cannot turn host key checking off: use strict (keys pinned by '"'"'herd keys'"'"') or accept-new (pin a key on first contact)"
+'
+
+test_expect_success 'a duration without a unit' '
+	expect_error bad-duration.yaml \
+		"5:12: bad duration '"'"'3'"'"' for health.timeout: a duration needs a unit: write 3s or 3ms (units: ms, s, m, h)"
+'
+
+test_expect_success 'aliases are refused (no billion laughs)' '
+	expect_error bad-alias.yaml \
+		"2:8: aliases are not supported (*a): write the value out"
+'
+
+test_expect_success 'duplicate key names the first position' '
+	expect_error bad-duplicate.yaml \
+		"4:3: duplicate key '"'"'launch.mode'"'"' (first at 3:3)"
+'
+
+test_expect_success 'unknown enum value lists the allowed ones' '
+	expect_error bad-mode.yaml \
+		"3:9: unknown value '"'"'mpirun'"'"' for launch.mode (expected one of: torch, pmix, plain)"
+'
+
+test_expect_success 'negative count, port out of range, wrong type' '
+	expect_error bad-count.yaml \
+		"4:10: expected a positive integer or '"'"'all'"'"' for nodes.count, got -2 (negative)" &&
+	expect_error bad-port.yaml \
+		"4:9: expected a port number 1..65535 for ssh.port, got 70000 (out of range)" &&
+	expect_error bad-type.yaml \
+		"3:5: expected a string for launch.command, got a mapping"
+'
+
+test_expect_success 'launch.command is required' '
+	expect_error bad-no-command.yaml \
+		"3:3: launch.command is required (the command every rank runs)"
+'
+
+test_expect_success 'empty file, list at the top, two documents' '
+	expect_error bad-empty.yaml \
+		"1:1: empty job file: expected a mapping of job keys (launch.command at least)" &&
+	expect_error bad-top-list.yaml \
+		"1:1: expected a mapping of job keys (name, nodes, launch, ...) at the top, got a list" &&
+	expect_error bad-two-documents.yaml \
+		"3:1: a second YAML document; a job file holds exactly one"
+'
+
+test_expect_success 'text that is not UTF-8' '
+	expect_error bad-utf8.yaml \
+		"2:17: not valid UTF-8 text (invalid trailing UTF-8 octet); a job file must be UTF-8"
+'
+
+test_expect_success 'a 100 MB file is refused by its size' '
+	truncate -s 100M big.yaml &&
+	expect_error big.yaml \
+		"1:1: job file is 104857600 bytes; at most 1048576 are allowed (a job file is a few KiB)"
+'
+
+test_expect_success 'a 100 MB stream through a pipe is refused too' '
+	head -c 104857600 /dev/zero | test_expect_code 2 herd validate /dev/stdin 2>err &&
+	grep "^/dev/stdin:1:1: job file is larger than 1048576 bytes" err
+'
+
+test_expect_success 'a missing file' '
+	test_expect_code 2 herd validate nothing.yaml 2>err &&
+	grep "^nothing.yaml: No such file or directory" err
+'
+
+test_expect_success '--print fills in every default' '
+	herd validate --print good-minimal.yaml >printed.yaml &&
+	grep "^name: good-minimal$" printed.yaml &&
+	grep "^  port: 22$" printed.yaml &&
+	grep "^  host_keys: strict$" printed.yaml &&
+	grep "^  command_timeout: 30s$" printed.yaml &&
+	grep "^  master_port: 29500$" printed.yaml &&
+	grep "^  dir: runs/{{name}}$" printed.yaml &&
+	grep "^  progress_timeout: off$" printed.yaml
+'
+
+test_expect_success '--print output validates again, and prints the same' '
+	for f in good-minimal.yaml good-hosts-list.yaml full.yaml
+	do
+		herd validate "$f" --print >p1.yaml &&
+		herd validate p1.yaml >out &&
+		echo "p1.yaml: ok" >expect &&
+		test_cmp expect out &&
+		herd validate --print p1.yaml >p2.yaml &&
+		test_cmp p1.yaml p2.yaml || return 1
+	done
+'
+
+test_expect_success 'usage: --help, no file, two files, unknown option' '
+	herd validate --help >out &&
+	grep "^usage: herd validate JOB.yaml \[--print\]" out &&
+	test_expect_code 2 herd validate 2>err &&
+	grep "usage: herd validate" err &&
+	test_expect_code 2 herd validate a.yaml b.yaml 2>err &&
+	grep "expected one job file, got 2" err &&
+	test_expect_code 2 herd validate --frobnicate good-minimal.yaml 2>err &&
+	grep "unknown option" err
+'
+
+test_done
