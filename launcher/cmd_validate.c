@@ -9,22 +9,23 @@
 
 static void validate_usage(FILE *out)
 {
-	fprintf(out,
-		"usage: herd validate JOB.yaml [--print]\n\n"
-		"Checks a job spec.  Prints 'JOB.yaml: ok' and exits 0 when it\n"
-		"is valid; prints 'file:line:col: what was expected' on stderr\n"
-		"and exits 2 when it is not.\n\n"
-		"  -p, --print   print the resolved spec (every default filled\n"
-		"                in) as YAML on stdout instead of 'ok'\n"
-		"  -h, --help    show this help\n");
+	fprintf(
+	    out,
+	    "usage: herd validate JOB.yaml [--print]\n\n"
+	    "Checks a job spec.  Prints 'JOB.yaml: ok' and exits 0 when it\n"
+	    "is valid; prints 'file:line:col: what was expected' on stderr\n"
+	    "and exits 2 when it is not.\n\n"
+	    "  -p, --print   print the resolved spec (every default filled\n"
+	    "                in) as YAML on stdout instead of 'ok'\n"
+	    "  -h, --help    show this help\n");
 }
 
 int cmd_validate(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"print", no_argument, NULL, 'p'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"print", no_argument, NULL, 'p'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct herd_err err = {{0}};
 	struct spec *spec = NULL;

@@ -8,7 +8,10 @@ static const struct {
 	const char *unit;
 	long ms;
 } units[] = {
-	{"h", 3600L * 1000}, {"m", 60L * 1000}, {"s", 1000}, {"ms", 1},
+    {"h", 3600L * 1000},
+    {"m", 60L * 1000},
+    {"s", 1000},
+    {"ms", 1},
 };
 
 #define N_UNITS (sizeof(units) / sizeof(units[0]))
@@ -20,20 +23,21 @@ int spec_duration_parse(const char *text, long *ms, struct herd_err *err)
 
 	if (!text || !*text)
 		return herd_errprintf(err, "expected a duration such as 3s "
-				      "(units: ms, s, m, h)");
+					   "(units: ms, s, m, h)");
 	if (*p < '0' || *p > '9')
 		return herd_errprintf(err, "expected a duration: digits and "
-				      "a unit (ms, s, m, h), e.g. 3s");
+					   "a unit (ms, s, m, h), e.g. 3s");
 	for (; *p >= '0' && *p <= '9'; p++) {
 		/* Stop before the multiplication can overflow; any value
 		 * this long is refused below anyway. */
 		if (value > SPEC_DURATION_MAX)
 			return herd_errprintf(err, "duration too long (at "
-					      "most 8760h)");
+						   "most 8760h)");
 		value = value * 10 + (*p - '0');
 	}
 	if (!*p)
-		return herd_errprintf(err, "a duration needs a unit: write "
+		return herd_errprintf(err,
+				      "a duration needs a unit: write "
 				      "%lds or %ldms (units: ms, s, m, h)",
 				      value, value);
 	for (size_t i = 0; i < N_UNITS; i++) {
@@ -41,12 +45,12 @@ int spec_duration_parse(const char *text, long *ms, struct herd_err *err)
 			continue;
 		if (value > SPEC_DURATION_MAX / units[i].ms)
 			return herd_errprintf(err, "duration too long (at "
-					      "most 8760h)");
+						   "most 8760h)");
 		*ms = value * units[i].ms;
 		return 0;
 	}
 	return herd_errprintf(err, "expected a duration unit ms, s, m or h "
-			      "after the number");
+				   "after the number");
 }
 
 int spec_duration_format(long ms, char *buf, size_t size)

@@ -48,31 +48,31 @@ struct ctx {
 	yaml_document_t *doc;
 	struct spec *spec;
 	struct herd_err *err;
-	yaml_node_t *source_key;	/* key of the first host source */
+	yaml_node_t *source_key; /* key of the first host source */
 	const char *source_name;
-	yaml_node_t *tracked[TR_MAX];	/* value nodes, by enum track */
-	yaml_node_t *tracked_key[TR_MAX];	/* their keys */
+	yaml_node_t *tracked[TR_MAX];	  /* value nodes, by enum track */
+	yaml_node_t *tracked_key[TR_MAX]; /* their keys */
 };
 
 typedef int (*setter)(struct ctx *c, const struct field *f, yaml_node_t *key,
 		      yaml_node_t *val);
 
 struct field {
-	const char *name;	/* dotted: "nodes.count" */
+	const char *name; /* dotted: "nodes.count" */
 	setter set;
-	size_t off;		/* offset of the member in struct spec */
-	long lo, hi;		/* numbers and durations: allowed range */
-	const char *word;	/* a word standing for the 0 / -1 default */
-	const char *const *names;	/* enums: NULL-terminated */
-	const struct field *sub;	/* sections: their keys */
+	size_t off;		  /* offset of the member in struct spec */
+	long lo, hi;		  /* numbers and durations: allowed range */
+	const char *word;	  /* a word standing for the 0 / -1 default */
+	const char *const *names; /* enums: NULL-terminated */
+	const struct field *sub;  /* sections: their keys */
 	enum track track;
-	enum spec_source source;	/* host source keys */
+	enum spec_source source; /* host source keys */
 };
 
 /* ---- messages ---------------------------------------------------------- */
 
 static int perr(struct ctx *c, yaml_mark_t m, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static int perr(struct ctx *c, yaml_mark_t m, const char *fmt, ...)
 {
@@ -93,8 +93,8 @@ static const char *show(const char *s, char *buf)
 	size_t i;
 
 	for (i = 0; s[i] && i < SHOW_MAX; i++)
-		buf[i] = ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?'
-								      : s[i];
+		buf[i] =
+		    ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?' : s[i];
 	if (s[i]) {
 		/* Do not cut a UTF-8 sequence in half. */
 		while (i > 0 && ((unsigned char)buf[i] & 0xc0) == 0x80)
@@ -173,8 +173,9 @@ static char *string(struct ctx *c, yaml_node_t *n, const char *name)
 	if (!v)
 		return NULL;
 	if (!*v) {
-		perr(c, n->start_mark, "expected a non-empty string for %s "
-				       "(leave the key out for the default)",
+		perr(c, n->start_mark,
+		     "expected a non-empty string for %s "
+		     "(leave the key out for the default)",
 		     name);
 		return NULL;
 	}
@@ -258,26 +259,36 @@ static int number(struct ctx *c, const struct field *f, yaml_node_t *val,
 	}
 	p = v;
 	if (*p == '-' && p[1] >= '0' && p[1] <= '9')
-		return perr(c, val->start_mark, "expected %s for %s, got %s "
-			    "(negative)", what, f->name, show(v, buf));
+		return perr(c, val->start_mark,
+			    "expected %s for %s, got %s "
+			    "(negative)",
+			    what, f->name, show(v, buf));
 	if (*p == '+')
 		p++;
 	if (!*p)
-		return perr(c, val->start_mark, "expected %s for %s, got "
-			    "nothing", what, f->name);
+		return perr(c, val->start_mark,
+			    "expected %s for %s, got "
+			    "nothing",
+			    what, f->name);
 	for (; *p; p++) {
 		if (*p < '0' || *p > '9')
-			return perr(c, val->start_mark, "expected %s for %s, "
-				    "got '%s'", what, f->name, show(v, buf));
+			return perr(c, val->start_mark,
+				    "expected %s for %s, "
+				    "got '%s'",
+				    what, f->name, show(v, buf));
 		if (n <= f->hi)
 			n = n * 10 + (*p - '0');
 	}
 	if (n < f->lo || n > f->hi) {
 		if (n == 0)
-			return perr(c, val->start_mark, "expected %s for %s, "
-				    "got 0", what, f->name);
-		return perr(c, val->start_mark, "expected %s for %s, got %s "
-			    "(out of range)", what, f->name, show(v, buf));
+			return perr(c, val->start_mark,
+				    "expected %s for %s, "
+				    "got 0",
+				    what, f->name);
+		return perr(c, val->start_mark,
+			    "expected %s for %s, got %s "
+			    "(out of range)",
+			    what, f->name, show(v, buf));
 	}
 	*out = n;
 	return 0;
@@ -302,8 +313,8 @@ static int set_int(struct ctx *c, const struct field *f, yaml_node_t *key,
 	return 0;
 }
 
-static int set_duration(struct ctx *c, const struct field *f,
-			yaml_node_t *key, yaml_node_t *val)
+static int set_duration(struct ctx *c, const struct field *f, yaml_node_t *key,
+			yaml_node_t *val)
 {
 	struct herd_err derr;
 	char buf[SHOW_MAX + 4];
@@ -318,13 +329,17 @@ static int set_duration(struct ctx *c, const struct field *f,
 		return 0;
 	}
 	if (spec_duration_parse(v, &ms, &derr) < 0)
-		return perr(c, val->start_mark, "bad duration '%s' for %s%s%s%s: "
-			    "%s", show(v, buf), f->name,
-			    f->word ? " (or '" : "", f->word ? f->word : "",
-			    f->word ? "')" : "", derr.text);
+		return perr(c, val->start_mark,
+			    "bad duration '%s' for %s%s%s%s: "
+			    "%s",
+			    show(v, buf), f->name, f->word ? " (or '" : "",
+			    f->word ? f->word : "", f->word ? "')" : "",
+			    derr.text);
 	if (ms < f->lo)
-		return perr(c, val->start_mark, "expected a duration above "
-			    "zero for %s, got '%s'", f->name, show(v, buf));
+		return perr(c, val->start_mark,
+			    "expected a duration above "
+			    "zero for %s, got '%s'",
+			    f->name, show(v, buf));
 	*(long *)member(c, f) = ms;
 	return 0;
 }
@@ -344,8 +359,10 @@ static int set_bool(struct ctx *c, const struct field *f, yaml_node_t *key,
 		 !strcmp(v, "FALSE"))
 		*(bool *)member(c, f) = false;
 	else
-		return perr(c, val->start_mark, "expected true or false for "
-			    "%s, got '%s'", f->name, show(v, buf));
+		return perr(c, val->start_mark,
+			    "expected true or false for "
+			    "%s, got '%s'",
+			    f->name, show(v, buf));
 	return 0;
 }
 
@@ -372,8 +389,10 @@ static int enum_index(struct ctx *c, const struct field *f, yaml_node_t *val,
 	for (i = 0; f->names[i]; i++)
 		if (!strcmp(v, f->names[i]))
 			return i;
-	return perr(c, val->start_mark, "unknown value '%s' for %s (expected "
-		    "one of: %s)", show(v, buf), f->name, allowed);
+	return perr(c, val->start_mark,
+		    "unknown value '%s' for %s (expected "
+		    "one of: %s)",
+		    show(v, buf), f->name, allowed);
 }
 
 static int set_enum(struct ctx *c, const struct field *f, yaml_node_t *key,
@@ -383,16 +402,18 @@ static int set_enum(struct ctx *c, const struct field *f, yaml_node_t *key,
 
 	(void)key;
 	if (val->type != YAML_SCALAR_NODE)
-		return perr(c, val->start_mark, "expected a word for %s, got "
-			    "%s", f->name, kind_name(val));
+		return perr(c, val->start_mark,
+			    "expected a word for %s, got "
+			    "%s",
+			    f->name, kind_name(val));
 	if ((i = enum_index(c, f, val, NULL)) < 0)
 		return -1;
 	*(int *)member(c, f) = i;
 	return 0;
 }
 
-static int set_host_keys(struct ctx *c, const struct field *f,
-			 yaml_node_t *key, yaml_node_t *val)
+static int set_host_keys(struct ctx *c, const struct field *f, yaml_node_t *key,
+			 yaml_node_t *val)
 {
 	const char *v;
 
@@ -418,13 +439,17 @@ static int strv(struct ctx *c, const char *name, yaml_node_t *val,
 	size_t n;
 
 	if (val->type != YAML_SEQUENCE_NODE)
-		return perr(c, val->start_mark, "expected a list for %s, got "
-			    "%s", name, kind_name(val));
+		return perr(c, val->start_mark,
+			    "expected a list for %s, got "
+			    "%s",
+			    name, kind_name(val));
 	n = (size_t)(val->data.sequence.items.top -
 		     val->data.sequence.items.start);
 	if (n > SPEC_LIST_MAX)
-		return perr(c, val->start_mark, "%s has %zu entries; at most "
-			    "%d are allowed", name, n, SPEC_LIST_MAX);
+		return perr(c, val->start_mark,
+			    "%s has %zu entries; at most "
+			    "%d are allowed",
+			    name, n, SPEC_LIST_MAX);
 	if (!n)
 		return 0;
 	if (!(dst->v = calloc(n, sizeof(*dst->v))))
@@ -467,14 +492,17 @@ static int set_env(struct ctx *c, const struct field *f, yaml_node_t *key,
 
 	(void)key;
 	if (val->type != YAML_MAPPING_NODE)
-		return perr(c, val->start_mark, "expected a mapping of "
-			    "variables for %s, got %s", f->name,
-			    kind_name(val));
+		return perr(c, val->start_mark,
+			    "expected a mapping of "
+			    "variables for %s, got %s",
+			    f->name, kind_name(val));
 	n = (size_t)(val->data.mapping.pairs.top -
 		     val->data.mapping.pairs.start);
 	if (n > SPEC_LIST_MAX)
-		return perr(c, val->start_mark, "%s has %zu entries; at most "
-			    "%d are allowed", f->name, n, SPEC_LIST_MAX);
+		return perr(c, val->start_mark,
+			    "%s has %zu entries; at most "
+			    "%d are allowed",
+			    f->name, n, SPEC_LIST_MAX);
 	if (!n)
 		return 0;
 	if (!(s->launch.env = calloc(n, sizeof(*s->launch.env))))
@@ -488,22 +516,27 @@ static int set_env(struct ctx *c, const struct field *f, yaml_node_t *key,
 		if (!(name = scalar(c, k, f->name, "a variable name")))
 			return -1;
 		if (!env_name_ok(name))
-			return perr(c, k->start_mark, "expected a variable "
+			return perr(c, k->start_mark,
+				    "expected a variable "
 				    "name (letters, digits, '_') in %s, got "
-				    "'%s'", f->name, show(name, buf));
+				    "'%s'",
+				    f->name, show(name, buf));
 		for (q = val->data.mapping.pairs.start; q < p; q++) {
 			yaml_node_t *qk = node(c, q->key);
 
 			if (!strcmp((const char *)qk->data.scalar.value, name))
-				return perr(c, k->start_mark, "duplicate "
+				return perr(c, k->start_mark,
+					    "duplicate "
 					    "variable '%s' in %s (first at "
-					    "%zu:%zu)", name, f->name,
+					    "%zu:%zu)",
+					    name, f->name,
 					    qk->start_mark.line + 1,
 					    qk->start_mark.column + 1);
 		}
 		if (is_null(v))
 			text = "";
-		else if (!(text = scalar(c, v, name, "a string, number or "
+		else if (!(text = scalar(c, v, name,
+					 "a string, number or "
 					 "boolean")))
 			return -1;
 		if (!(e->key = strdup(name)) || !(e->value = strdup(text))) {
@@ -520,9 +553,11 @@ static int set_env(struct ctx *c, const struct field *f, yaml_node_t *key,
 static int source(struct ctx *c, const struct field *f, yaml_node_t *key)
 {
 	if (c->source_key)
-		return perr(c, key->start_mark, "two host sources: %s and %s "
-			    "(at %zu:%zu); give only one", f->name,
-			    c->source_name, c->source_key->start_mark.line + 1,
+		return perr(c, key->start_mark,
+			    "two host sources: %s and %s "
+			    "(at %zu:%zu); give only one",
+			    f->name, c->source_name,
+			    c->source_key->start_mark.line + 1,
 			    c->source_key->start_mark.column + 1);
 	c->source_key = key;
 	c->source_name = f->name;
@@ -534,8 +569,10 @@ static int set_source_str(struct ctx *c, const struct field *f,
 			  yaml_node_t *key, yaml_node_t *val)
 {
 	if (is_null(val))
-		return perr(c, val->start_mark, "expected a string for %s, "
-			    "got nothing", f->name);
+		return perr(c, val->start_mark,
+			    "expected a string for %s, "
+			    "got nothing",
+			    f->name);
 	if (set_str(c, f, key, val) < 0)
 		return -1;
 	return source(c, f, key);
@@ -554,8 +591,10 @@ static int set_hosts(struct ctx *c, const struct field *f, yaml_node_t *key,
 	if (strv(c, f->name, val, &list) < 0)
 		goto out;
 	if (!list.n) {
-		perr(c, val->start_mark, "expected at least one hostlist "
-					 "expression in %s", f->name);
+		perr(c, val->start_mark,
+		     "expected at least one hostlist "
+		     "expression in %s",
+		     f->name);
 		goto out;
 	}
 	for (size_t i = 0; i < list.n; i++)
@@ -596,8 +635,10 @@ static int set_slurm_source(struct ctx *c, const struct field *f,
 		return source(c, f, key);
 	if (!strcmp(v, "false") || !strcmp(v, "False") || !strcmp(v, "FALSE"))
 		return 0;
-	return perr(c, val->start_mark, "expected true or false for %s, got "
-		    "'%s'", f->name, show(v, buf));
+	return perr(c, val->start_mark,
+		    "expected true or false for %s, got "
+		    "'%s'",
+		    f->name, show(v, buf));
 }
 
 static int walk(struct ctx *c, yaml_node_t *map, const struct field *tab,
@@ -613,14 +654,16 @@ static int set_section(struct ctx *c, const struct field *f, yaml_node_t *key,
 	return walk(c, val, f->sub, f->name);
 }
 
-static int set_inventory(struct ctx *c, const struct field *f,
-			 yaml_node_t *key, yaml_node_t *val)
+static int set_inventory(struct ctx *c, const struct field *f, yaml_node_t *key,
+			 yaml_node_t *val)
 {
 	if (set_section(c, f, key, val) < 0)
 		return -1;
 	if (!c->spec->nodes.inventory.url)
-		return perr(c, val->start_mark, "%s needs a url (the HTTP "
-			    "JSON API to ask for hosts)", f->name);
+		return perr(c, val->start_mark,
+			    "%s needs a url (the HTTP "
+			    "JSON API to ask for hosts)",
+			    f->name);
 	return source(c, f, key);
 }
 
@@ -644,16 +687,18 @@ static int set_nic(struct ctx *c, const struct field *f, yaml_node_t *key,
 		if (strv(c, f->name, val, &s->bind.nic_list) < 0)
 			return -1;
 		if (!s->bind.nic_list.n)
-			return perr(c, val->start_mark, "expected auto, none "
+			return perr(c, val->start_mark,
+				    "expected auto, none "
 				    "or a non-empty list of NIC names for %s",
 				    f->name);
 		s->bind.nic = SPEC_BIND_NIC_LIST;
 		return 0;
 	}
 	if (val->type != YAML_SCALAR_NODE)
-		return perr(c, val->start_mark, "expected auto, none or a "
-			    "list of NIC names for %s, got %s", f->name,
-			    kind_name(val));
+		return perr(c, val->start_mark,
+			    "expected auto, none or a "
+			    "list of NIC names for %s, got %s",
+			    f->name, kind_name(val));
 	if ((i = enum_index(c, f, val, ", or a list of NIC names")) < 0)
 		return -1;
 	s->bind.nic = i ? SPEC_BIND_NIC_NONE : SPEC_BIND_NIC_AUTO;
@@ -669,155 +714,233 @@ static const char *const host_keys_names[] = {"strict", "accept-new", NULL};
 static const char *const gpu_names[] = {"auto", "none", NULL};
 static const char *const cpu_names[] = {"numa", "cores", "none", NULL};
 static const char *const source_names[] = {
-	"none", "hosts", "hostfile", "slurm", "inventory", "command", NULL};
+    "none", "hosts", "hostfile", "slurm", "inventory", "command", NULL};
 
 static const struct field inventory_keys[] = {
-	{.name = "nodes.inventory.url", .set = set_str,
-	 .off = OFF(nodes.inventory.url)},
-	{.name = "nodes.inventory.token_env", .set = set_str,
-	 .off = OFF(nodes.inventory.token_env)},
-	{.name = "nodes.inventory.filter", .set = set_str,
-	 .off = OFF(nodes.inventory.filter)},
-	{0},
+    {.name = "nodes.inventory.url",
+     .set = set_str,
+     .off = OFF(nodes.inventory.url)},
+    {.name = "nodes.inventory.token_env",
+     .set = set_str,
+     .off = OFF(nodes.inventory.token_env)},
+    {.name = "nodes.inventory.filter",
+     .set = set_str,
+     .off = OFF(nodes.inventory.filter)},
+    {0},
 };
 
 static const struct field nodes_keys[] = {
-	{.name = "nodes.hosts", .set = set_hosts, .off = OFF(nodes.hosts),
-	 .track = TR_HOSTS, .source = SPEC_SOURCE_HOSTS},
-	{.name = "nodes.hostfile", .set = set_source_str,
-	 .off = OFF(nodes.hostfile), .source = SPEC_SOURCE_HOSTFILE},
-	{.name = "nodes.slurm", .set = set_slurm_source,
-	 .source = SPEC_SOURCE_SLURM},
-	{.name = "nodes.inventory", .set = set_inventory,
-	 .sub = inventory_keys, .track = TR_INVENTORY,
-	 .source = SPEC_SOURCE_INVENTORY},
-	{.name = "nodes.command", .set = set_source_str,
-	 .off = OFF(nodes.command), .source = SPEC_SOURCE_COMMAND},
-	{.name = "nodes.command_timeout", .set = set_duration,
-	 .off = OFF(nodes.command_timeout_ms), .lo = 1},
-	{.name = "nodes.count", .set = set_long, .off = OFF(nodes.count),
-	 .lo = 1, .hi = HOSTLIST_MAX, .word = "all", .track = TR_COUNT},
-	{.name = "nodes.slots", .set = set_long, .off = OFF(nodes.slots),
-	 .lo = 1, .hi = 65536, .word = "auto"},
-	{.name = "nodes.min", .set = set_long, .off = OFF(nodes.min), .lo = 1,
-	 .hi = HOSTLIST_MAX, .word = "all", .track = TR_MIN},
-	{.name = "nodes.spares", .set = set_str, .off = OFF(nodes.spares),
-	 .track = TR_SPARES},
-	{.name = "nodes.readmit_after", .set = set_duration,
-	 .off = OFF(nodes.readmit_after_ms), .word = "never"},
-	{0},
+    {.name = "nodes.hosts",
+     .set = set_hosts,
+     .off = OFF(nodes.hosts),
+     .track = TR_HOSTS,
+     .source = SPEC_SOURCE_HOSTS},
+    {.name = "nodes.hostfile",
+     .set = set_source_str,
+     .off = OFF(nodes.hostfile),
+     .source = SPEC_SOURCE_HOSTFILE},
+    {.name = "nodes.slurm",
+     .set = set_slurm_source,
+     .source = SPEC_SOURCE_SLURM},
+    {.name = "nodes.inventory",
+     .set = set_inventory,
+     .sub = inventory_keys,
+     .track = TR_INVENTORY,
+     .source = SPEC_SOURCE_INVENTORY},
+    {.name = "nodes.command",
+     .set = set_source_str,
+     .off = OFF(nodes.command),
+     .source = SPEC_SOURCE_COMMAND},
+    {.name = "nodes.command_timeout",
+     .set = set_duration,
+     .off = OFF(nodes.command_timeout_ms),
+     .lo = 1},
+    {.name = "nodes.count",
+     .set = set_long,
+     .off = OFF(nodes.count),
+     .lo = 1,
+     .hi = HOSTLIST_MAX,
+     .word = "all",
+     .track = TR_COUNT},
+    {.name = "nodes.slots",
+     .set = set_long,
+     .off = OFF(nodes.slots),
+     .lo = 1,
+     .hi = 65536,
+     .word = "auto"},
+    {.name = "nodes.min",
+     .set = set_long,
+     .off = OFF(nodes.min),
+     .lo = 1,
+     .hi = HOSTLIST_MAX,
+     .word = "all",
+     .track = TR_MIN},
+    {.name = "nodes.spares",
+     .set = set_str,
+     .off = OFF(nodes.spares),
+     .track = TR_SPARES},
+    {.name = "nodes.readmit_after",
+     .set = set_duration,
+     .off = OFF(nodes.readmit_after_ms),
+     .word = "never"},
+    {0},
 };
 
 static const struct field ssh_keys[] = {
-	{.name = "ssh.user", .set = set_str, .off = OFF(ssh.user)},
-	{.name = "ssh.port", .set = set_int, .off = OFF(ssh.port), .lo = 1,
-	 .hi = 65535},
-	{.name = "ssh.identity", .set = set_str, .off = OFF(ssh.identity)},
-	{.name = "ssh.known_hosts", .set = set_str,
-	 .off = OFF(ssh.known_hosts)},
-	{.name = "ssh.host_keys", .set = set_host_keys,
-	 .off = OFF(ssh.host_keys), .names = host_keys_names},
-	{.name = "ssh.fanout", .set = set_int, .off = OFF(ssh.fanout), .lo = 1,
-	 .hi = 65536},
-	{.name = "ssh.connect_timeout", .set = set_duration,
-	 .off = OFF(ssh.connect_timeout_ms), .lo = 1},
-	{0},
+    {.name = "ssh.user", .set = set_str, .off = OFF(ssh.user)},
+    {.name = "ssh.port",
+     .set = set_int,
+     .off = OFF(ssh.port),
+     .lo = 1,
+     .hi = 65535},
+    {.name = "ssh.identity", .set = set_str, .off = OFF(ssh.identity)},
+    {.name = "ssh.known_hosts", .set = set_str, .off = OFF(ssh.known_hosts)},
+    {.name = "ssh.host_keys",
+     .set = set_host_keys,
+     .off = OFF(ssh.host_keys),
+     .names = host_keys_names},
+    {.name = "ssh.fanout",
+     .set = set_int,
+     .off = OFF(ssh.fanout),
+     .lo = 1,
+     .hi = 65536},
+    {.name = "ssh.connect_timeout",
+     .set = set_duration,
+     .off = OFF(ssh.connect_timeout_ms),
+     .lo = 1},
+    {0},
 };
 
 static const struct field launch_keys[] = {
-	{.name = "launch.mode", .set = set_enum, .off = OFF(launch.mode),
-	 .names = mode_names},
-	{.name = "launch.command", .set = set_str, .off = OFF(launch.command)},
-	{.name = "launch.workdir", .set = set_str, .off = OFF(launch.workdir)},
-	{.name = "launch.env", .set = set_env},
-	{.name = "launch.env_pass", .set = set_strv,
-	 .off = OFF(launch.env_pass)},
-	{.name = "launch.master_port", .set = set_int,
-	 .off = OFF(launch.master_port), .lo = 1, .hi = 65535},
-	{0},
+    {.name = "launch.mode",
+     .set = set_enum,
+     .off = OFF(launch.mode),
+     .names = mode_names},
+    {.name = "launch.command", .set = set_str, .off = OFF(launch.command)},
+    {.name = "launch.workdir", .set = set_str, .off = OFF(launch.workdir)},
+    {.name = "launch.env", .set = set_env},
+    {.name = "launch.env_pass", .set = set_strv, .off = OFF(launch.env_pass)},
+    {.name = "launch.master_port",
+     .set = set_int,
+     .off = OFF(launch.master_port),
+     .lo = 1,
+     .hi = 65535},
+    {0},
 };
 
 static const struct field bind_keys[] = {
-	{.name = "bind.gpu", .set = set_enum, .off = OFF(bind.gpu),
-	 .names = gpu_names},
-	{.name = "bind.nic", .set = set_nic, .names = nic_words},
-	{.name = "bind.cpu", .set = set_enum, .off = OFF(bind.cpu),
-	 .names = cpu_names},
-	{.name = "bind.topology_file", .set = set_str,
-	 .off = OFF(bind.topology_file)},
-	{0},
+    {.name = "bind.gpu",
+     .set = set_enum,
+     .off = OFF(bind.gpu),
+     .names = gpu_names},
+    {.name = "bind.nic", .set = set_nic, .names = nic_words},
+    {.name = "bind.cpu",
+     .set = set_enum,
+     .off = OFF(bind.cpu),
+     .names = cpu_names},
+    {.name = "bind.topology_file",
+     .set = set_str,
+     .off = OFF(bind.topology_file)},
+    {0},
 };
 
 static const struct field health_keys[] = {
-	{.name = "health.heartbeat", .set = set_duration,
-	 .off = OFF(health.heartbeat_ms), .lo = 1, .track = TR_HEARTBEAT},
-	{.name = "health.timeout", .set = set_duration,
-	 .off = OFF(health.timeout_ms), .lo = 1, .track = TR_TIMEOUT},
-	{.name = "health.grace", .set = set_duration,
-	 .off = OFF(health.grace_ms)},
-	{.name = "health.progress_timeout", .set = set_duration,
-	 .off = OFF(health.progress_timeout_ms), .lo = 1, .word = "off"},
-	{0},
+    {.name = "health.heartbeat",
+     .set = set_duration,
+     .off = OFF(health.heartbeat_ms),
+     .lo = 1,
+     .track = TR_HEARTBEAT},
+    {.name = "health.timeout",
+     .set = set_duration,
+     .off = OFF(health.timeout_ms),
+     .lo = 1,
+     .track = TR_TIMEOUT},
+    {.name = "health.grace", .set = set_duration, .off = OFF(health.grace_ms)},
+    {.name = "health.progress_timeout",
+     .set = set_duration,
+     .off = OFF(health.progress_timeout_ms),
+     .lo = 1,
+     .word = "off"},
+    {0},
 };
 
 static const struct field restart_keys[] = {
-	{.name = "restart.max", .set = set_int, .off = OFF(restart.max),
-	 .lo = 0, .hi = 1000000},
-	{.name = "restart.backoff", .set = set_duration,
-	 .off = OFF(restart.backoff_ms)},
-	{0},
+    {.name = "restart.max",
+     .set = set_int,
+     .off = OFF(restart.max),
+     .lo = 0,
+     .hi = 1000000},
+    {.name = "restart.backoff",
+     .set = set_duration,
+     .off = OFF(restart.backoff_ms)},
+    {0},
 };
 
 static const struct field checkpoint_keys[] = {
-	{.name = "checkpoint.dir", .set = set_str, .off = OFF(checkpoint.dir),
-	 .track = TR_CHECKPOINT},
-	{.name = "checkpoint.latest_file", .set = set_str,
-	 .off = OFF(checkpoint.latest_file), .track = TR_LATEST},
-	{.name = "checkpoint.pattern", .set = set_str,
-	 .off = OFF(checkpoint.pattern), .track = TR_PATTERN},
-	{.name = "checkpoint.complete_marker", .set = set_str,
-	 .off = OFF(checkpoint.complete_marker)},
-	{.name = "checkpoint.resume_args", .set = set_str,
-	 .off = OFF(checkpoint.resume_args)},
-	{0},
+    {.name = "checkpoint.dir",
+     .set = set_str,
+     .off = OFF(checkpoint.dir),
+     .track = TR_CHECKPOINT},
+    {.name = "checkpoint.latest_file",
+     .set = set_str,
+     .off = OFF(checkpoint.latest_file),
+     .track = TR_LATEST},
+    {.name = "checkpoint.pattern",
+     .set = set_str,
+     .off = OFF(checkpoint.pattern),
+     .track = TR_PATTERN},
+    {.name = "checkpoint.complete_marker",
+     .set = set_str,
+     .off = OFF(checkpoint.complete_marker)},
+    {.name = "checkpoint.resume_args",
+     .set = set_str,
+     .off = OFF(checkpoint.resume_args)},
+    {0},
 };
 
 static const struct field log_keys[] = {
-	{.name = "log.dir", .set = set_str, .off = OFF(log.dir)},
-	{0},
+    {.name = "log.dir", .set = set_str, .off = OFF(log.dir)},
+    {0},
 };
 
 static const struct field slurm_keys[] = {
-	{.name = "slurm.partition", .set = set_str,
-	 .off = OFF(slurm.partition)},
-	{.name = "slurm.time", .set = set_str, .off = OFF(slurm.time)},
-	{.name = "slurm.account", .set = set_str, .off = OFF(slurm.account)},
-	{.name = "slurm.qos", .set = set_str, .off = OFF(slurm.qos)},
-	{.name = "slurm.nodes", .set = set_long, .off = OFF(slurm.nodes),
-	 .lo = 1, .hi = HOSTLIST_MAX, .word = "auto"},
-	{.name = "slurm.gpus_per_node", .set = set_long,
-	 .off = OFF(slurm.gpus_per_node), .lo = 0, .hi = 1024},
-	{.name = "slurm.exclusive", .set = set_bool,
-	 .off = OFF(slurm.exclusive)},
-	{.name = "slurm.requeue", .set = set_bool, .off = OFF(slurm.requeue)},
-	{.name = "slurm.output", .set = set_str, .off = OFF(slurm.output)},
-	{.name = "slurm.extra", .set = set_strv, .off = OFF(slurm.extra)},
-	{0},
+    {.name = "slurm.partition", .set = set_str, .off = OFF(slurm.partition)},
+    {.name = "slurm.time", .set = set_str, .off = OFF(slurm.time)},
+    {.name = "slurm.account", .set = set_str, .off = OFF(slurm.account)},
+    {.name = "slurm.qos", .set = set_str, .off = OFF(slurm.qos)},
+    {.name = "slurm.nodes",
+     .set = set_long,
+     .off = OFF(slurm.nodes),
+     .lo = 1,
+     .hi = HOSTLIST_MAX,
+     .word = "auto"},
+    {.name = "slurm.gpus_per_node",
+     .set = set_long,
+     .off = OFF(slurm.gpus_per_node),
+     .lo = 0,
+     .hi = 1024},
+    {.name = "slurm.exclusive", .set = set_bool, .off = OFF(slurm.exclusive)},
+    {.name = "slurm.requeue", .set = set_bool, .off = OFF(slurm.requeue)},
+    {.name = "slurm.output", .set = set_str, .off = OFF(slurm.output)},
+    {.name = "slurm.extra", .set = set_strv, .off = OFF(slurm.extra)},
+    {0},
 };
 
 static const struct field top_keys[] = {
-	{.name = "name", .set = set_name, .off = OFF(name)},
-	{.name = "nodes", .set = set_section, .sub = nodes_keys},
-	{.name = "ssh", .set = set_section, .sub = ssh_keys},
-	{.name = "launch", .set = set_section, .sub = launch_keys,
-	 .track = TR_LAUNCH},
-	{.name = "bind", .set = set_section, .sub = bind_keys},
-	{.name = "health", .set = set_section, .sub = health_keys},
-	{.name = "restart", .set = set_section, .sub = restart_keys},
-	{.name = "checkpoint", .set = set_section, .sub = checkpoint_keys},
-	{.name = "log", .set = set_section, .sub = log_keys},
-	{.name = "slurm", .set = set_slurm_section, .sub = slurm_keys},
-	{0},
+    {.name = "name", .set = set_name, .off = OFF(name)},
+    {.name = "nodes", .set = set_section, .sub = nodes_keys},
+    {.name = "ssh", .set = set_section, .sub = ssh_keys},
+    {.name = "launch",
+     .set = set_section,
+     .sub = launch_keys,
+     .track = TR_LAUNCH},
+    {.name = "bind", .set = set_section, .sub = bind_keys},
+    {.name = "health", .set = set_section, .sub = health_keys},
+    {.name = "restart", .set = set_section, .sub = restart_keys},
+    {.name = "checkpoint", .set = set_section, .sub = checkpoint_keys},
+    {.name = "log", .set = set_section, .sub = log_keys},
+    {.name = "slurm", .set = set_slurm_section, .sub = slurm_keys},
+    {0},
 };
 
 /* Room for the seen-key marks of the largest table above. */
@@ -879,10 +1002,14 @@ static int unknown_key(struct ctx *c, const struct field *tab,
 		snprintf(in, sizeof(in), " in %s", where);
 	/* A near miss is a typo: up to 2 edits, fewer for short keys. */
 	if (best && best_d <= 2 && best_d < strlen(best))
-		return perr(c, k->start_mark, "unknown key '%s'%s (did you "
-			    "mean '%s'?)", show(key, buf), in, best);
-	return perr(c, k->start_mark, "unknown key '%s'%s (expected one of: "
-		    "%s)", show(key, buf), in, list);
+		return perr(c, k->start_mark,
+			    "unknown key '%s'%s (did you "
+			    "mean '%s'?)",
+			    show(key, buf), in, best);
+	return perr(c, k->start_mark,
+		    "unknown key '%s'%s (expected one of: "
+		    "%s)",
+		    show(key, buf), in, list);
 }
 
 static int walk(struct ctx *c, yaml_node_t *map, const struct field *tab,
@@ -892,9 +1019,10 @@ static int walk(struct ctx *c, yaml_node_t *map, const struct field *tab,
 	yaml_node_pair_t *p;
 
 	if (map->type != YAML_MAPPING_NODE)
-		return perr(c, map->start_mark, "expected a mapping of keys "
-			    "for %s, got %s", where ? where : "the job",
-			    kind_name(map));
+		return perr(c, map->start_mark,
+			    "expected a mapping of keys "
+			    "for %s, got %s",
+			    where ? where : "the job", kind_name(map));
 	for (p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
 	     p++) {
 		yaml_node_t *k = node(c, p->key), *v = node(c, p->value);
@@ -903,10 +1031,14 @@ static int walk(struct ctx *c, yaml_node_t *map, const struct field *tab,
 		size_t i;
 
 		if (k->type != YAML_SCALAR_NODE)
-			return perr(c, k->start_mark, "expected a key name%s%s, "
-				    "got %s", where ? " in " : "",
-				    where ? where : "", kind_name(k));
-		key = (const char *)k->data.scalar.value;
+			return perr(c, k->start_mark,
+				    "expected a key name%s%s, "
+				    "got %s",
+				    where ? " in " : "", where ? where : "",
+				    kind_name(k));
+		if (!(key = scalar(c, k, where ? where : "the job",
+				   "a key name")))
+			return -1;
 		for (f = tab; f->name; f++)
 			if (!strcmp(key, key_of(f)))
 				break;
@@ -914,9 +1046,10 @@ static int walk(struct ctx *c, yaml_node_t *map, const struct field *tab,
 			return unknown_key(c, tab, where, k, key);
 		i = (size_t)(f - tab);
 		if (seen[i])
-			return perr(c, k->start_mark, "duplicate key '%s' "
-				    "(first at %zu:%zu)", f->name,
-				    seen[i]->start_mark.line + 1,
+			return perr(c, k->start_mark,
+				    "duplicate key '%s' "
+				    "(first at %zu:%zu)",
+				    f->name, seen[i]->start_mark.line + 1,
 				    seen[i]->start_mark.column + 1);
 		seen[i] = k;
 		if (f->set(c, f, k, v) < 0)
@@ -942,8 +1075,10 @@ static int check_hosts(struct ctx *c)
 
 	if ((n = c->tracked[TR_SPARES]) && s->nodes.spares) {
 		if (!(hl = hostlist_expand(s->nodes.spares, &herr))) {
-			perr(c, n->start_mark, "expected a hostlist "
-			     "expression for nodes.spares: %s", herr.text);
+			perr(c, n->start_mark,
+			     "expected a hostlist "
+			     "expression for nodes.spares: %s",
+			     herr.text);
 			goto out;
 		}
 		hostlist_free(hl);
@@ -952,15 +1087,18 @@ static int check_hosts(struct ctx *c)
 	if (s->nodes.source == SPEC_SOURCE_HOSTS) {
 		n = c->tracked[TR_HOSTS];
 		if (!(hl = hostlist_expand(s->nodes.hosts, &herr))) {
-			perr(c, n->start_mark, "expected a hostlist "
-			     "expression for nodes.hosts: %s", herr.text);
+			perr(c, n->start_mark,
+			     "expected a hostlist "
+			     "expression for nodes.hosts: %s",
+			     herr.text);
 			goto out;
 		}
 		count = hostlist_count(hl);
 		if (s->nodes.count > 0 && (size_t)s->nodes.count > count) {
 			perr(c, c->tracked[TR_COUNT]->start_mark,
 			     "nodes.count (%ld) is more than the %zu hosts of "
-			     "nodes.hosts", s->nodes.count, count);
+			     "nodes.hosts",
+			     s->nodes.count, count);
 			goto out;
 		}
 	}
@@ -969,7 +1107,8 @@ static int check_hosts(struct ctx *c)
 	if (s->nodes.min > 0 && count > 0 && (size_t)s->nodes.min > count) {
 		perr(c, c->tracked[TR_MIN]->start_mark,
 		     "nodes.min (%ld) is more than the %zu nodes of the job "
-		     "(%s)", s->nodes.min, count,
+		     "(%s)",
+		     s->nodes.min, count,
 		     s->nodes.count > 0 ? "nodes.count" : "nodes.hosts");
 		goto out;
 	}
@@ -986,7 +1125,8 @@ static int check(struct ctx *c, yaml_node_t *root)
 
 	if (!s->launch.command) {
 		n = c->tracked[TR_LAUNCH] ? c->tracked[TR_LAUNCH] : root;
-		return perr(c, n->start_mark, "launch.command is required "
+		return perr(c, n->start_mark,
+			    "launch.command is required "
 			    "(the command every rank runs)");
 	}
 	if (s->health.timeout_ms <= s->health.heartbeat_ms) {
@@ -996,14 +1136,17 @@ static int check(struct ctx *c, yaml_node_t *root)
 					   : c->tracked[TR_HEARTBEAT];
 		spec_duration_format(s->health.timeout_ms, t, sizeof(t));
 		spec_duration_format(s->health.heartbeat_ms, h, sizeof(h));
-		return perr(c, n->start_mark, "health.timeout (%s) must be "
-			    "longer than health.heartbeat (%s)", t, h);
+		return perr(c, n->start_mark,
+			    "health.timeout (%s) must be "
+			    "longer than health.heartbeat (%s)",
+			    t, h);
 	}
-	n = s->checkpoint.pattern ? c->tracked[TR_PATTERN]
+	n = s->checkpoint.pattern	? c->tracked[TR_PATTERN]
 	    : s->checkpoint.latest_file ? c->tracked[TR_LATEST]
 					: NULL;
 	if (!s->checkpoint.dir && n)
-		return perr(c, n->start_mark, "checkpoint.dir is required to "
+		return perr(c, n->start_mark,
+			    "checkpoint.dir is required to "
 			    "look for checkpoints");
 	return check_hosts(c);
 }
@@ -1040,10 +1183,13 @@ static int yaml_fail(struct ctx *c, const yaml_parser_t *p, const char *buf,
 			}
 		}
 		if (p->problem && strstr(p->problem, "UTF-"))
-			return perr(c, m, "not valid UTF-8 text (%s); a job "
-				    "file must be UTF-8", p->problem);
+			return perr(c, m,
+				    "not valid UTF-8 text (%s); a job "
+				    "file must be UTF-8",
+				    p->problem);
 		if (p->problem_value >= 0)
-			return perr(c, m, "%s (byte 0x%02x); a job file must "
+			return perr(c, m,
+				    "%s (byte 0x%02x); a job file must "
 				    "be printable UTF-8 text",
 				    p->problem ? p->problem : "bad character",
 				    (unsigned)p->problem_value & 0xffu);
@@ -1051,8 +1197,10 @@ static int yaml_fail(struct ctx *c, const yaml_parser_t *p, const char *buf,
 	case YAML_SCANNER_ERROR:
 	case YAML_PARSER_ERROR:
 		if (p->context)
-			return perr(c, p->problem_mark, "invalid YAML: %s (%s "
-				    "at %zu:%zu)", p->problem, p->context,
+			return perr(c, p->problem_mark,
+				    "invalid YAML: %s (%s "
+				    "at %zu:%zu)",
+				    p->problem, p->context,
 				    p->context_mark.line + 1,
 				    p->context_mark.column + 1);
 		return perr(c, p->problem_mark, "invalid YAML: %s",
@@ -1074,21 +1222,25 @@ static int prescan(struct ctx *c, const char *buf, size_t len)
 	if (!yaml_parser_initialize(&p))
 		return herd_errprintf(c->err, "%s: out of memory", c->path);
 	yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
+	/* UTF-16 is refused like any other non-UTF-8 text. */
+	yaml_parser_set_encoding(&p, YAML_UTF8_ENCODING);
 	while (!done) {
 		if (!yaml_parser_parse(&p, &ev)) {
 			yaml_fail(c, &p, buf, len);
 			goto out;
 		}
 		if (ev.type == YAML_ALIAS_EVENT) {
-			perr(c, ev.start_mark, "aliases are not supported "
-					       "(*%.40s): write the value out",
+			perr(c, ev.start_mark,
+			     "aliases are not supported "
+			     "(*%.40s): write the value out",
 			     ev.data.alias.anchor);
 			yaml_event_delete(&ev);
 			goto out;
 		}
 		if (ev.type == YAML_DOCUMENT_START_EVENT && ++docs > 1) {
-			perr(c, ev.start_mark, "a second YAML document; a job "
-					       "file holds exactly one");
+			perr(c, ev.start_mark,
+			     "a second YAML document; a job "
+			     "file holds exactly one");
 			yaml_event_delete(&ev);
 			goto out;
 		}
@@ -1098,8 +1250,9 @@ static int prescan(struct ctx *c, const char *buf, size_t len)
 	if (!docs) {
 		yaml_mark_t m = {0, 0, 0};
 
-		perr(c, m, "empty job file: expected a mapping of job keys "
-			   "(launch.command at least)");
+		perr(c, m,
+		     "empty job file: expected a mapping of job keys "
+		     "(launch.command at least)");
 		goto out;
 	}
 	rc = 0;
@@ -1148,8 +1301,10 @@ struct spec *spec_parse(const char *buf, size_t len, const char *path,
 	c.err = err;
 	c.doc = &doc;
 	if (len > SPEC_FILE_MAX) {
-		perr(&c, top, "job file is %zu bytes; at most %d are allowed "
-			      "(a job file is a few KiB)", len, SPEC_FILE_MAX);
+		perr(&c, top,
+		     "job file is %zu bytes; at most %d are allowed "
+		     "(a job file is a few KiB)",
+		     len, SPEC_FILE_MAX);
 		goto out;
 	}
 	if (!(spec = calloc(1, sizeof(*spec))) ||
@@ -1179,6 +1334,7 @@ struct spec *spec_parse(const char *buf, size_t len, const char *path,
 	}
 	have_parser = 1;
 	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
+	yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING);
 	if (!yaml_parser_load(&parser, &doc)) {
 		yaml_fail(&c, &parser, buf, len);
 		goto out;
@@ -1189,7 +1345,8 @@ struct spec *spec_parse(const char *buf, size_t len, const char *path,
 		goto out;
 	}
 	if (root->type != YAML_MAPPING_NODE) {
-		perr(&c, root->start_mark, "expected a mapping of job keys "
+		perr(&c, root->start_mark,
+		     "expected a mapping of job keys "
 		     "(name, nodes, launch, ...) at the top, got %s",
 		     kind_name(root));
 		goto out;
@@ -1235,9 +1392,10 @@ struct spec *spec_load(const char *path, struct herd_err *err)
 		goto out;
 	}
 	if (S_ISREG(st.st_mode) && st.st_size > SPEC_FILE_MAX) {
-		herd_errprintf(err, "%s:1:1: job file is %lld bytes; at most %d "
-			       "are allowed (a job file is a few KiB)", path,
-			       (long long)st.st_size, SPEC_FILE_MAX);
+		herd_errprintf(err,
+			       "%s:1:1: job file is %lld bytes; at most %d "
+			       "are allowed (a job file is a few KiB)",
+			       path, (long long)st.st_size, SPEC_FILE_MAX);
 		goto out;
 	}
 	/* One byte more than allowed tells an oversized pipe apart. */
@@ -1259,9 +1417,10 @@ struct spec *spec_load(const char *path, struct herd_err *err)
 		len += (size_t)n;
 	}
 	if (len > SPEC_FILE_MAX) {
-		herd_errprintf(err, "%s:1:1: job file is larger than %d bytes "
-			       "(a job file is a few KiB)", path,
-			       SPEC_FILE_MAX);
+		herd_errprintf(err,
+			       "%s:1:1: job file is larger than %d bytes "
+			       "(a job file is a few KiB)",
+			       path, SPEC_FILE_MAX);
 		goto out;
 	}
 	spec = spec_parse(buf, len, path, err);

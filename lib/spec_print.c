@@ -37,10 +37,10 @@ static void emit(struct out *o, yaml_event_t *ev, int made)
 static int looks_typed(const char *s)
 {
 	static const char *const words[] = {
-		"", "~", "null", "Null", "NULL", "true", "True", "TRUE",
-		"false", "False", "FALSE", "yes", "Yes", "YES", "no", "No",
-		"NO", "on", "On", "ON", "off", "Off", "OFF", "y", "Y", "n",
-		"N", ".inf", ".nan", NULL};
+	    "",	     "~",     "null",  "Null", "NULL", "true", "True", "TRUE",
+	    "false", "False", "FALSE", "yes",  "Yes",  "YES",  "no",   "No",
+	    "NO",    "on",    "On",    "ON",   "off",  "Off",  "OFF",  "y",
+	    "Y",     "n",     "N",     ".inf", ".nan", NULL};
 	const char *p = s;
 
 	for (size_t i = 0; words[i]; i++)
@@ -57,8 +57,8 @@ static void scalar(struct out *o, const char *text, int plain)
 	int made;
 
 	made = yaml_scalar_event_initialize(
-		&ev, NULL, NULL, (yaml_char_t *)text, -1, plain, 1,
-		plain ? YAML_PLAIN_SCALAR_STYLE : YAML_ANY_SCALAR_STYLE);
+	    &ev, NULL, NULL, (yaml_char_t *)text, -1, plain, 1,
+	    plain ? YAML_PLAIN_SCALAR_STYLE : YAML_ANY_SCALAR_STYLE);
 	emit(o, &ev, made);
 }
 
@@ -74,8 +74,8 @@ static void str(struct out *o, const char *key, const char *value)
 		return;
 	}
 	made = yaml_scalar_event_initialize(
-		&ev, NULL, NULL, (yaml_char_t *)value, -1, !looks_typed(value),
-		1, YAML_ANY_SCALAR_STYLE);
+	    &ev, NULL, NULL, (yaml_char_t *)value, -1, !looks_typed(value), 1,
+	    YAML_ANY_SCALAR_STYLE);
 	emit(o, &ev, made);
 }
 
@@ -116,8 +116,8 @@ static void map_start(struct out *o, const char *key, int flow)
 	if (key)
 		scalar(o, key, 1);
 	made = yaml_mapping_start_event_initialize(
-		&ev, NULL, NULL, 1,
-		flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE);
+	    &ev, NULL, NULL, 1,
+	    flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE);
 	emit(o, &ev, made);
 }
 
@@ -135,13 +135,13 @@ static void list(struct out *o, const char *key, const struct spec_strv *v)
 
 	scalar(o, key, 1);
 	made = yaml_sequence_start_event_initialize(
-		&ev, NULL, NULL, 1,
-		v->n ? YAML_BLOCK_SEQUENCE_STYLE : YAML_FLOW_SEQUENCE_STYLE);
+	    &ev, NULL, NULL, 1,
+	    v->n ? YAML_BLOCK_SEQUENCE_STYLE : YAML_FLOW_SEQUENCE_STYLE);
 	emit(o, &ev, made);
 	for (size_t i = 0; i < v->n; i++) {
 		made = yaml_scalar_event_initialize(
-			&ev, NULL, NULL, (yaml_char_t *)v->v[i], -1,
-			!looks_typed(v->v[i]), 1, YAML_ANY_SCALAR_STYLE);
+		    &ev, NULL, NULL, (yaml_char_t *)v->v[i], -1,
+		    !looks_typed(v->v[i]), 1, YAML_ANY_SCALAR_STYLE);
 		emit(o, &ev, made);
 	}
 	emit(o, &ev, yaml_sequence_end_event_initialize(&ev));
@@ -214,8 +214,8 @@ static void body(struct out *o, const struct spec *s)
 	if (s->bind.nic == SPEC_BIND_NIC_LIST)
 		list(o, "nic", &s->bind.nic_list);
 	else
-		word(o, "nic", s->bind.nic == SPEC_BIND_NIC_NONE ? "none"
-								 : "auto");
+		word(o, "nic",
+		     s->bind.nic == SPEC_BIND_NIC_NONE ? "none" : "auto");
 	word(o, "cpu", spec_bind_cpu_name(s->bind.cpu));
 	str(o, "topology_file", s->bind.topology_file);
 	map_end(o);
@@ -274,9 +274,10 @@ int spec_print(const struct spec *spec, FILE *out)
 	yaml_emitter_set_unicode(&o.em, 1);
 	/* Never fold long commands: one value, one line. */
 	yaml_emitter_set_width(&o.em, -1);
-	emit(&o, &ev, yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING));
-	emit(&o, &ev, yaml_document_start_event_initialize(&ev, NULL, NULL,
-							   NULL, 1));
+	emit(&o, &ev,
+	     yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING));
+	emit(&o, &ev,
+	     yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1));
 	map_start(&o, NULL, 0);
 	body(&o, spec);
 	map_end(&o);

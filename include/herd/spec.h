@@ -155,7 +155,10 @@ struct spec *spec_load(const char *path, struct herd_err *err);
 void spec_free(struct spec *spec);
 
 /* Writes the resolved spec, every default filled in, as YAML that
- * spec_parse() accepts again.  Returns 0 or -1 (errno from stdio). */
+ * spec_parse() accepts again.  Defaults without a number print as words
+ * the parser takes back: count/min "all", slots and slurm.nodes "auto",
+ * readmit_after "never", progress_timeout "off", unset strings "~".
+ * Returns 0 or -1 (errno from stdio). */
 int spec_print(const struct spec *spec, FILE *out);
 
 const char *spec_mode_name(enum spec_mode mode);

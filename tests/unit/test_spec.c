@@ -1,12 +1,14 @@
 /* test_spec.c — the job spec parser: durations, defaults, every error
  * class with its position, and the --print round trip. */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* cmocka needs the headers above first. */
 #include <cmocka.h>
 
 #include "herd/spec.h"
@@ -62,12 +64,14 @@ static void test_duration_parse(void **state)
 		const char *text;
 		long ms;
 	} good[] = {
-		{"500ms", 500}, {"3s", 3000}, {"2m", 120000}, {"1h", 3600000},
-		{"0s", 0}, {"8760h", SPEC_DURATION_MAX}, {"90s", 90000},
+	    {"500ms", 500},  {"3s", 3000}, {"2m", 120000},
+	    {"1h", 3600000}, {"0s", 0},	   {"8760h", SPEC_DURATION_MAX},
+	    {"90s", 90000},
 	};
 	static const char *const bad[] = {
-		"3", "", "s", "3x", "3 s", "-1s", "1.5s", "3sec", "8761h",
-		"99999999999999999999999ms", "3S", "ms3",
+	    "3",   "",	   "s",	   "3x",    "3 s",
+	    "-1s", "1.5s", "3sec", "8761h", "99999999999999999999999ms",
+	    "3S",  "ms3",
 	};
 	struct herd_err err;
 	long ms;
@@ -163,18 +167,18 @@ static void test_name_from_path(void **state)
 static void test_values(void **state)
 {
 	struct spec *s = ok(
-		"name: ft\n"
-		"nodes:\n  hosts: [\"n[1-4]\", gpu7]\n  slots: 8\n  min: 5\n"
-		"  readmit_after: 5m\n  command_timeout: 500ms\n"
-		"launch:\n  mode: pmix\n"
-		"  command: python3 t.py {{resume_args}}\n"
-		"  env: {A: 1, B: true, C: x y, D: ~, E: '007'}\n"
-		"  env_pass: [HF_HOME, \"WANDB_*\"]\n"
-		"bind: {nic: [mlx5_0, mlx5_1], cpu: cores, gpu: none}\n"
-		"ssh: {host_keys: accept-new, port: 2222}\n"
-		"restart: {max: 0}\n"
-		"checkpoint: {dir: /c, resume_args: \"--resume {{checkpoint}}\"}\n"
-		"slurm:\n  time: 24:00:00\n  exclusive: true\n");
+	    "name: ft\n"
+	    "nodes:\n  hosts: [\"n[1-4]\", gpu7]\n  slots: 8\n  min: 5\n"
+	    "  readmit_after: 5m\n  command_timeout: 500ms\n"
+	    "launch:\n  mode: pmix\n"
+	    "  command: python3 t.py {{resume_args}}\n"
+	    "  env: {A: 1, B: true, C: x y, D: ~, E: '007'}\n"
+	    "  env_pass: [HF_HOME, \"WANDB_*\"]\n"
+	    "bind: {nic: [mlx5_0, mlx5_1], cpu: cores, gpu: none}\n"
+	    "ssh: {host_keys: accept-new, port: 2222}\n"
+	    "restart: {max: 0}\n"
+	    "checkpoint: {dir: /c, resume_args: \"--resume {{checkpoint}}\"}\n"
+	    "slurm:\n  time: 24:00:00\n  exclusive: true\n");
 
 	(void)state;
 	assert_int_equal(s->nodes.source, SPEC_SOURCE_HOSTS);
@@ -425,8 +429,9 @@ static void test_document_shapes(void **state)
 		  "keys (launch.command at least)");
 	fails("# nothing\n\n", "job.yaml:1:1: empty job file: expected a "
 			       "mapping of job keys (launch.command at least)");
-	fails("- a\n- b\n", "job.yaml:1:1: expected a mapping of job keys "
-			    "(name, nodes, launch, ...) at the top, got a list");
+	fails("- a\n- b\n",
+	      "job.yaml:1:1: expected a mapping of job keys "
+	      "(name, nodes, launch, ...) at the top, got a list");
 	fails("just text\n", "job.yaml:1:1: expected a mapping of job keys "
 			     "(name, nodes, launch, ...) at the top, got a "
 			     "scalar");
@@ -441,6 +446,11 @@ static void test_document_shapes(void **state)
 	fails("launch:\n  command: \xff\n",
 	      "job.yaml:2:12: not valid UTF-8 text (invalid leading UTF-8 "
 	      "octet); a job file must be UTF-8");
+	fails("\xff\xfel\0a\0:\0",
+	      "job.yaml:1:1: not valid UTF-8 text (invalid leading UTF-8 "
+	      "octet); a job file must be UTF-8");
+	fails("launch: {command: x, \"mode\\0x\": plain}\n",
+	      "job.yaml:1:22: launch holds a NUL character");
 	fails_with("launch: {command: x\n",
 		   "job.yaml:2:1: invalid YAML: did not find expected ',' or "
 		   "'}' (while parsing a flow mapping at 1:9)");
@@ -551,24 +561,24 @@ static void test_round_trip_full_example(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_duration_parse),
-		cmocka_unit_test(test_duration_format),
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_name_from_path),
-		cmocka_unit_test(test_values),
-		cmocka_unit_test(test_sources),
-		cmocka_unit_test(test_unknown_key),
-		cmocka_unit_test(test_wrong_types),
-		cmocka_unit_test(test_counts),
-		cmocka_unit_test(test_min_above_count),
-		cmocka_unit_test(test_enums),
-		cmocka_unit_test(test_durations_in_spec),
-		cmocka_unit_test(test_host_sources),
-		cmocka_unit_test(test_duplicates),
-		cmocka_unit_test(test_document_shapes),
-		cmocka_unit_test(test_required_and_size),
-		cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_round_trip_full_example),
+	    cmocka_unit_test(test_duration_parse),
+	    cmocka_unit_test(test_duration_format),
+	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_name_from_path),
+	    cmocka_unit_test(test_values),
+	    cmocka_unit_test(test_sources),
+	    cmocka_unit_test(test_unknown_key),
+	    cmocka_unit_test(test_wrong_types),
+	    cmocka_unit_test(test_counts),
+	    cmocka_unit_test(test_min_above_count),
+	    cmocka_unit_test(test_enums),
+	    cmocka_unit_test(test_durations_in_spec),
+	    cmocka_unit_test(test_host_sources),
+	    cmocka_unit_test(test_duplicates),
+	    cmocka_unit_test(test_document_shapes),
+	    cmocka_unit_test(test_required_and_size),
+	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_round_trip_full_example),
 	};
 
 	spec_free(NULL);
