@@ -93,11 +93,9 @@ cluster_partition() { "$HERD_CLUSTER_TOOLS/node" partition "$1"; }
 cluster_heal() { "$HERD_CLUSTER_TOOLS/node" heal "$1"; }
 
 cluster_wait_ssh() {
-	_herd_cluster_i=0
-	_herd_cluster_max=$((${2:-10} * 10))
+	_herd_cluster_end=$(($(date +%s) + ${2:-10}))
 	while ! cluster_ssh "$1" -o ConnectTimeout=1 true 2>/dev/null; do
-		_herd_cluster_i=$((_herd_cluster_i + 1))
-		[ $_herd_cluster_i -lt $_herd_cluster_max ] || return 1
+		[ "$(date +%s)" -lt $_herd_cluster_end ] || return 1
 		sleep 0.1   # poll interval of a bounded wait
 	done
 }
