@@ -16,31 +16,32 @@
 
 static void hosts_usage(FILE *out)
 {
-	fprintf(out,
-		"usage: herd hosts JOB.yaml [--format FMT] [--spares]\n"
-		"\n"
-		"Resolves the job's nodes (nodes.hosts, nodes.hostfile,\n"
-		"nodes.command, nodes.slurm; localhost when none is given),\n"
-		"applies nodes.count and nodes.spares, and prints the nodes\n"
-		"as a hostfile.\n"
-		"\n"
-		"  --format FMT  plain (default): one host a line\n"
-		"                slurm:     one compressed hostlist expression\n"
-		"                deepspeed: HOST slots=N\n"
-		"                openmpi:   HOST slots=N max_slots=N\n"
-		"                mpich:     HOST:N\n"
-		"  --spares      also print the spares after the nodes: after\n"
-		"                a '# spares' line (plain, deepspeed, openmpi,\n"
-		"                mpich), or as a second line (slurm); nothing\n"
-		"                is added when there are no spares\n"
-		"  -h, --help    show this text\n"
-		"\n"
-		"Slots are nodes.slots, else what the hostfile says; when\n"
-		"neither says (decided per node at launch), formats that carry\n"
-		"a count write 1.\n"
-		"\n"
-		"Exit status: 0 success; 1 a discovery command failed or timed\n"
-		"out; 2 a bad job spec, hostfile or usage.\n");
+	fprintf(
+	    out,
+	    "usage: herd hosts JOB.yaml [--format FMT] [--spares]\n"
+	    "\n"
+	    "Resolves the job's nodes (nodes.hosts, nodes.hostfile,\n"
+	    "nodes.command, nodes.slurm; localhost when none is given),\n"
+	    "applies nodes.count and nodes.spares, and prints the nodes\n"
+	    "as a hostfile.\n"
+	    "\n"
+	    "  --format FMT  plain (default): one host a line\n"
+	    "                slurm:     one compressed hostlist expression\n"
+	    "                deepspeed: HOST slots=N\n"
+	    "                openmpi:   HOST slots=N max_slots=N\n"
+	    "                mpich:     HOST:N\n"
+	    "  --spares      also print the spares after the nodes: after\n"
+	    "                a '# spares' line (plain, deepspeed, openmpi,\n"
+	    "                mpich), or as a second line (slurm); nothing\n"
+	    "                is added when there are no spares\n"
+	    "  -h, --help    show this text\n"
+	    "\n"
+	    "Slots are nodes.slots, else what the hostfile says; when\n"
+	    "neither says (decided per node at launch), formats that carry\n"
+	    "a count write 1.\n"
+	    "\n"
+	    "Exit status: 0 success; 1 a discovery command failed or timed\n"
+	    "out; 2 a bad job spec, hostfile or usage.\n");
 }
 
 /* Writes the nodes, then (with spares) the spares, to stdout. */
@@ -126,8 +127,8 @@ int cmd_hosts(int argc, char **argv)
 	}
 	if (resolve_nodes(spec, &res, &err) < 0) {
 		cli_error("%s", err.text);
-		status = res.fail == RESOLVE_FAIL_RUNTIME ? EXIT_RUNTIME
-							  : EXIT_SPEC;
+		status =
+		    res.fail == RESOLVE_FAIL_RUNTIME ? EXIT_RUNTIME : EXIT_SPEC;
 		goto out;
 	}
 	if (print_hosts(&res, fmt, spares, &err) < 0) {

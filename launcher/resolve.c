@@ -33,15 +33,15 @@
 
 /* A source gives the hosts in order.  dir is the job file's directory.
  * On failure returns NULL with err filled and *fail set. */
-typedef struct hostfile *(*source_fn)(const struct spec *spec,
-				      const char *dir, enum resolve_fail *fail,
+typedef struct hostfile *(*source_fn)(const struct spec *spec, const char *dir,
+				      enum resolve_fail *fail,
 				      struct herd_err *err);
 
 struct source {
 	enum spec_source source;
-	const char *key;		/* the spec key, for messages */
-	source_fn nodes;		/* NULL: not resolvable here */
-	const char *unsupported;	/* why, when nodes is NULL */
+	const char *key;	 /* the spec key, for messages */
+	source_fn nodes;	 /* NULL: not resolvable here */
+	const char *unsupported; /* why, when nodes is NULL */
 };
 
 /* Turns a hostlist expression into a hostfile without slots. */
@@ -219,8 +219,7 @@ static void last_line_feed(struct last_line *l, const char *buf, size_t n)
 				l->last[l->cur_len] = '\0';
 			}
 			l->cur_len = 0;
-		} else if (buf[i] != '\r' &&
-			   l->cur_len + 1 < sizeof(l->cur)) {
+		} else if (buf[i] != '\r' && l->cur_len + 1 < sizeof(l->cur)) {
 			l->cur[l->cur_len++] = buf[i];
 		}
 	}
@@ -240,8 +239,7 @@ static void write_all(int fd, const char *buf, size_t n)
 	}
 }
 
-static struct hostfile *source_command(const struct spec *spec,
-				       const char *dir,
+static struct hostfile *source_command(const struct spec *spec, const char *dir,
 				       enum resolve_fail *fail,
 				       struct herd_err *err)
 {
@@ -424,14 +422,14 @@ out:
 /* ---- the table -------------------------------------------------------- */
 
 static const struct source sources[] = {
-	{SPEC_SOURCE_NONE, "(none)", source_none, NULL},
-	{SPEC_SOURCE_HOSTS, "nodes.hosts", source_hosts, NULL},
-	{SPEC_SOURCE_HOSTFILE, "nodes.hostfile", source_hostfile, NULL},
-	{SPEC_SOURCE_SLURM, "nodes.slurm", source_slurm, NULL},
-	{SPEC_SOURCE_INVENTORY, "nodes.inventory", NULL,
-	 "nodes.inventory is not supported by this herd: list the hosts "
-	 "with nodes.hosts, nodes.hostfile or nodes.command"},
-	{SPEC_SOURCE_COMMAND, "nodes.command", source_command, NULL},
+    {SPEC_SOURCE_NONE, "(none)", source_none, NULL},
+    {SPEC_SOURCE_HOSTS, "nodes.hosts", source_hosts, NULL},
+    {SPEC_SOURCE_HOSTFILE, "nodes.hostfile", source_hostfile, NULL},
+    {SPEC_SOURCE_SLURM, "nodes.slurm", source_slurm, NULL},
+    {SPEC_SOURCE_INVENTORY, "nodes.inventory", NULL,
+     "nodes.inventory is not supported by this herd: list the hosts "
+     "with nodes.hosts, nodes.hostfile or nodes.command"},
+    {SPEC_SOURCE_COMMAND, "nodes.command", source_command, NULL},
 };
 
 static const struct source *source_find(enum spec_source s)
@@ -491,8 +489,8 @@ static int check_unique(const struct spec *spec, const struct source *src,
 		goto out;
 	}
 	if (dup && b < nodes->count)
-		herd_errprintf(err, "%s: %s: host '%s' listed twice", spec->path,
-			       src->key, all->entries[b].host);
+		herd_errprintf(err, "%s: %s: host '%s' listed twice",
+			       spec->path, src->key, all->entries[b].host);
 	else if (dup && a < nodes->count)
 		herd_errprintf(err,
 			       "%s: host '%s' is both a node and a spare "
@@ -559,8 +557,8 @@ int resolve_nodes(const struct spec *spec, struct resolved *res,
 	for (size_t i = 0; i < given->count; i++) {
 		const struct hostfile_entry *e = &given->entries[i];
 
-		if (hostfile_push(i < count ? res->nodes : res->spares,
-				  e->host, e->slots, e->line, err) < 0)
+		if (hostfile_push(i < count ? res->nodes : res->spares, e->host,
+				  e->slots, e->line, err) < 0)
 			goto out;
 	}
 	if (spec->nodes.spares) {

@@ -32,15 +32,15 @@
 /* Why resolution failed: the exit status a command should give. */
 enum resolve_fail {
 	RESOLVE_FAIL_NONE = 0,
-	RESOLVE_FAIL_INPUT,	/* the user's input: spec values, hostfile */
-	RESOLVE_FAIL_RUNTIME,	/* a command failed, timed out, no allocation */
+	RESOLVE_FAIL_INPUT,   /* the user's input: spec values, hostfile */
+	RESOLVE_FAIL_RUNTIME, /* a command failed, timed out, no allocation */
 };
 
 /* The result; both lists are owned here and freed by resolve_free(). */
 struct resolved {
-	struct hostfile *nodes;		/* at least one node */
-	struct hostfile *spares;	/* possibly empty, never NULL */
-	enum resolve_fail fail;		/* set when resolve_nodes() fails */
+	struct hostfile *nodes;	 /* at least one node */
+	struct hostfile *spares; /* possibly empty, never NULL */
+	enum resolve_fail fail;	 /* set when resolve_nodes() fails */
 };
 
 /* Resolves spec's nodes.  Paths (hostfile) are relative to the directory

@@ -6,7 +6,7 @@
  * see only "entry" text with surrounding blanks removed.
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE	/* qsort_r, reallocarray */
+#define _GNU_SOURCE /* qsort_r, reallocarray */
 #endif
 #include <errno.h>
 #include <fcntl.h>
@@ -25,12 +25,9 @@
 #define QUOTE_MAX 64
 
 static const char *const format_names[] = {
-	[HOSTFILE_AUTO] = "auto",
-	[HOSTFILE_PLAIN] = "plain",
-	[HOSTFILE_DEEPSPEED] = "deepspeed",
-	[HOSTFILE_OPENMPI] = "openmpi",
-	[HOSTFILE_MPICH] = "mpich",
-	[HOSTFILE_SLURM] = "slurm",
+    [HOSTFILE_AUTO] = "auto",		[HOSTFILE_PLAIN] = "plain",
+    [HOSTFILE_DEEPSPEED] = "deepspeed", [HOSTFILE_OPENMPI] = "openmpi",
+    [HOSTFILE_MPICH] = "mpich",		[HOSTFILE_SLURM] = "slurm",
 };
 
 #define N_FORMATS (sizeof(format_names) / sizeof(format_names[0]))
@@ -59,7 +56,7 @@ struct line_iter {
 	const char *text;
 	size_t len;
 	size_t pos;
-	size_t lineno;	/* line of the last line returned, from 1 */
+	size_t lineno; /* line of the last line returned, from 1 */
 };
 
 enum line_kind { LINE_END = 0, LINE_OK, LINE_TOO_LONG, LINE_NUL };
@@ -124,8 +121,13 @@ static char *token_next(char **p)
 
 /* ---- detection -------------------------------------------------------- */
 
-enum entry_kind { ENTRY_BARE, ENTRY_OPTIONS, ENTRY_MPICH, ENTRY_SLURM,
-		  ENTRY_JUNK };
+enum entry_kind {
+	ENTRY_BARE,
+	ENTRY_OPTIONS,
+	ENTRY_MPICH,
+	ENTRY_SLURM,
+	ENTRY_JUNK
+};
 
 /* Classifies one entry (non-empty, trimmed); *max_slots is set when an
  * option names max_slots. */
@@ -205,8 +207,8 @@ void hostfile_free(struct hostfile *hf)
 	free(hf);
 }
 
-int hostfile_push(struct hostfile *hf, const char *host, int slots,
-		  size_t line, struct herd_err *err)
+int hostfile_push(struct hostfile *hf, const char *host, int slots, size_t line,
+		  struct herd_err *err)
 {
 	char *copy;
 
@@ -226,8 +228,8 @@ int hostfile_push(struct hostfile *hf, const char *host, int slots,
 	copy = strdup(host);
 	if (!copy)
 		return herd_errprintf(err, "out of memory");
-	hf->entries[hf->count++] = (struct hostfile_entry){
-		.host = copy, .slots = slots, .line = line};
+	hf->entries[hf->count++] =
+	    (struct hostfile_entry){.host = copy, .slots = slots, .line = line};
 	return 0;
 }
 
@@ -325,8 +327,7 @@ static int host_check(struct parse *p, const char *host)
 	return 0;
 }
 
-static int host_add(struct parse *p, const char *host, int slots,
-		    size_t line)
+static int host_add(struct parse *p, const char *host, int slots, size_t line)
 {
 	struct herd_err e;
 
@@ -387,11 +388,11 @@ static int slots_parse(struct parse *p, const char *what, const char *s,
 	for (const char *c = s; *c; c++) {
 		if (*c < '0' || *c > '9')
 			return herd_errprintf(
-				p->err,
-				"%s:%zu: bad %s value '%.*s' (expected a "
-				"whole number from 1 to %d)",
-				p->name, p->line, what, QUOTE_MAX, s,
-				HOSTFILE_SLOTS_MAX);
+			    p->err,
+			    "%s:%zu: bad %s value '%.*s' (expected a "
+			    "whole number from 1 to %d)",
+			    p->name, p->line, what, QUOTE_MAX, s,
+			    HOSTFILE_SLOTS_MAX);
 		if (v <= HOSTFILE_SLOTS_MAX)
 			v = v * 10 + (*c - '0');
 	}
@@ -412,8 +413,8 @@ static int slots_parse(struct parse *p, const char *what, const char *s,
 
 static int junk(struct parse *p, const char *tok, const char *expected)
 {
-	return herd_errprintf(p->err, "%s:%zu: unexpected '%.*s' (%s)",
-			      p->name, p->line, QUOTE_MAX, tok, expected);
+	return herd_errprintf(p->err, "%s:%zu: unexpected '%.*s' (%s)", p->name,
+			      p->line, QUOTE_MAX, tok, expected);
 }
 
 static int line_plain(struct parse *p, char *s)
@@ -466,12 +467,13 @@ static int line_openmpi(struct parse *p, char *s)
 			   !strncmp(opt, "max-slots=", 10)) {
 			if (max_slots)
 				return junk(p, opt, "max_slots given twice");
-			if (slots_parse(p, "max_slots", opt + 10,
-					&max_slots) < 0)
+			if (slots_parse(p, "max_slots", opt + 10, &max_slots) <
+			    0)
 				return -1;
 		} else {
-			return junk(p, opt, "openmpi format: HOST "
-					    "[slots=N] [max_slots=M]");
+			return junk(p, opt,
+				    "openmpi format: HOST "
+				    "[slots=N] [max_slots=M]");
 		}
 	}
 	if (slots && max_slots && max_slots < slots)
@@ -571,11 +573,9 @@ static int line_slurm(struct parse *p, char *s)
 typedef int (*line_fn)(struct parse *p, char *s);
 
 static const line_fn line_fns[] = {
-	[HOSTFILE_PLAIN] = line_plain,
-	[HOSTFILE_DEEPSPEED] = line_deepspeed,
-	[HOSTFILE_OPENMPI] = line_openmpi,
-	[HOSTFILE_MPICH] = line_mpich,
-	[HOSTFILE_SLURM] = line_slurm,
+    [HOSTFILE_PLAIN] = line_plain,     [HOSTFILE_DEEPSPEED] = line_deepspeed,
+    [HOSTFILE_OPENMPI] = line_openmpi, [HOSTFILE_MPICH] = line_mpich,
+    [HOSTFILE_SLURM] = line_slurm,
 };
 
 struct hostfile *hostfile_parse(const char *text, size_t len, const char *name,
@@ -639,8 +639,9 @@ struct hostfile *hostfile_parse(const char *text, size_t len, const char *name,
 		goto out;
 	}
 	if (dup) {
-		herd_errprintf(err, "%s:%zu: host '%s' listed twice (first on "
-				    "line %zu)",
+		herd_errprintf(err,
+			       "%s:%zu: host '%s' listed twice (first on "
+			       "line %zu)",
 			       p.name, p.hf->entries[second].line,
 			       p.hf->entries[second].host,
 			       p.hf->entries[first].line);
@@ -677,8 +678,7 @@ struct hostfile *hostfile_load(const char *path, enum hostfile_format fmt,
 			char *t;
 
 			if (alloc > HOSTFILE_FILE_MAX) {
-				herd_errprintf(err,
-					       "%s: larger than %d bytes",
+				herd_errprintf(err, "%s: larger than %d bytes",
 					       path, HOSTFILE_FILE_MAX);
 				goto out;
 			}
@@ -694,8 +694,8 @@ struct hostfile *hostfile_load(const char *path, enum hostfile_format fmt,
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			herd_errprintf(err, "cannot read hostfile %s: %s",
-				       path, strerror(errno));
+			herd_errprintf(err, "cannot read hostfile %s: %s", path,
+				       strerror(errno));
 			goto out;
 		}
 		if (n == 0)

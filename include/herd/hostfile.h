@@ -45,7 +45,7 @@
 #define HOSTFILE_SLOTS_MAX 65536
 
 enum hostfile_format {
-	HOSTFILE_AUTO = 0,	/* reading only: guess from the entries */
+	HOSTFILE_AUTO = 0, /* reading only: guess from the entries */
 	HOSTFILE_PLAIN,
 	HOSTFILE_DEEPSPEED,
 	HOSTFILE_OPENMPI,
@@ -57,14 +57,14 @@ enum hostfile_format {
 struct hostfile_entry {
 	char *host;
 	int slots;
-	size_t line;	/* 1-based line it was read from; 0: not from text */
+	size_t line; /* 1-based line it was read from; 0: not from text */
 };
 
 struct hostfile {
 	struct hostfile_entry *entries;
 	size_t count;
-	size_t alloc;			/* capacity of entries (internal) */
-	enum hostfile_format format;	/* format read (AUTO resolved) */
+	size_t alloc;		     /* capacity of entries (internal) */
+	enum hostfile_format format; /* format read (AUTO resolved) */
 };
 
 /* "plain", "slurm", ... -> format; -1 for an unknown name ("auto" is
@@ -102,8 +102,8 @@ struct hostfile *hostfile_new(void);
 
 /* Appends a copy of host with slots and line.  No checks beyond
  * HOSTFILE_HOSTS_MAX.  Returns 0, or -1 with err. */
-int hostfile_push(struct hostfile *hf, const char *host, int slots,
-		  size_t line, struct herd_err *err);
+int hostfile_push(struct hostfile *hf, const char *host, int slots, size_t line,
+		  struct herd_err *err);
 
 /* Finds a host listed twice: returns 1 and sets *first and *second to the
  * indexes of the two entries (first < second, second the smallest such

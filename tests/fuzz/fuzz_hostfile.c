@@ -26,8 +26,8 @@ static void write_all_formats(const struct hostfile *hf)
 
 		if (!out)
 			abort();
-		if (hostfile_write(hf, (enum hostfile_format)f, 1, out,
-				   &err) < 0)
+		if (hostfile_write(hf, (enum hostfile_format)f, 1, out, &err) <
+		    0)
 			abort();
 		if (fclose(out) != 0)
 			abort();
@@ -50,8 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct herd_err err;
 		struct hostfile *hf;
 
-		hf = hostfile_parse(text, size, "fuzz",
-				    (enum hostfile_format)f, &err);
+		hf = hostfile_parse(text, size, "fuzz", (enum hostfile_format)f,
+				    &err);
 		if (hf && hf->count <= ROUND_TRIP_MAX)
 			write_all_formats(hf);
 		hostfile_free(hf);

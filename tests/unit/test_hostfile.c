@@ -1,5 +1,6 @@
 /* test_hostfile.c — every hostfile format read and written, detection,
  * errors with line numbers, round trips. */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -85,8 +85,8 @@ static void test_read_plain(void **state)
 	struct hostfile *hf;
 
 	(void)state;
-	hf = parse("# nodes\n\nn1\n  n2  # trailing\n\tn3\r\nn4", HOSTFILE_PLAIN,
-		   &err);
+	hf = parse("# nodes\n\nn1\n  n2  # trailing\n\tn3\r\nn4",
+		   HOSTFILE_PLAIN, &err);
 	assert_non_null(hf);
 	expect_hosts(hf, "n1:0 n2:0 n3:0 n4:0");
 	assert_int_equal(hf->entries[0].line, 3);
@@ -114,9 +114,10 @@ static void test_read_openmpi(void **state)
 	struct hostfile *hf;
 
 	(void)state;
-	hf = parse("a slots=8 max_slots=8\nb\nc slots=2\nd max_slots=6 slots=3\n"
-		   "e max-slots=4\n",
-		   HOSTFILE_OPENMPI, &err);
+	hf =
+	    parse("a slots=8 max_slots=8\nb\nc slots=2\nd max_slots=6 slots=3\n"
+		  "e max-slots=4\n",
+		  HOSTFILE_OPENMPI, &err);
 	assert_non_null(hf);
 	expect_hosts(hf, "a:8 b:0 c:2 d:3 e:0");
 	hostfile_free(hf);
@@ -176,24 +177,24 @@ static void test_detect(void **state)
 		const char *text;
 		enum hostfile_format want;
 	} cases[] = {
-		{"a\nb\n", HOSTFILE_PLAIN},
-		{"", HOSTFILE_PLAIN},
-		{"# only a comment\n", HOSTFILE_PLAIN},
-		{"a slots=2\nb slots=2\n", HOSTFILE_DEEPSPEED},
-		{"a slots=2 max_slots=2\n", HOSTFILE_OPENMPI},
-		{"a slots=2\nb\n", HOSTFILE_OPENMPI},
-		{"a\nb slots=2\n", HOSTFILE_OPENMPI},
-		{"a:4\nb:4\n", HOSTFILE_MPICH},
-		{"a\nb:4\n", HOSTFILE_MPICH},
-		{"n[1-4]\n", HOSTFILE_SLURM},
-		{"a,b\n", HOSTFILE_SLURM},
-		{"# x slots=3\nn1\n", HOSTFILE_PLAIN},
+	    {"a\nb\n", HOSTFILE_PLAIN},
+	    {"", HOSTFILE_PLAIN},
+	    {"# only a comment\n", HOSTFILE_PLAIN},
+	    {"a slots=2\nb slots=2\n", HOSTFILE_DEEPSPEED},
+	    {"a slots=2 max_slots=2\n", HOSTFILE_OPENMPI},
+	    {"a slots=2\nb\n", HOSTFILE_OPENMPI},
+	    {"a\nb slots=2\n", HOSTFILE_OPENMPI},
+	    {"a:4\nb:4\n", HOSTFILE_MPICH},
+	    {"a\nb:4\n", HOSTFILE_MPICH},
+	    {"n[1-4]\n", HOSTFILE_SLURM},
+	    {"a,b\n", HOSTFILE_SLURM},
+	    {"# x slots=3\nn1\n", HOSTFILE_PLAIN},
 	};
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		enum hostfile_format got =
-			hostfile_detect(cases[i].text, strlen(cases[i].text));
+		    hostfile_detect(cases[i].text, strlen(cases[i].text));
 
 		if (got != cases[i].want)
 			print_error("<%s>: got %s\n", cases[i].text,
@@ -443,21 +444,21 @@ static void test_load(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_format_names),
-		cmocka_unit_test(test_read_plain),
-		cmocka_unit_test(test_read_deepspeed),
-		cmocka_unit_test(test_read_openmpi),
-		cmocka_unit_test(test_read_mpich),
-		cmocka_unit_test(test_read_slurm),
-		cmocka_unit_test(test_plain_expressions),
-		cmocka_unit_test(test_detect),
-		cmocka_unit_test(test_auto_parse),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_nul_and_long_lines),
-		cmocka_unit_test(test_write),
-		cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_push_and_duplicates),
-		cmocka_unit_test(test_load),
+	    cmocka_unit_test(test_format_names),
+	    cmocka_unit_test(test_read_plain),
+	    cmocka_unit_test(test_read_deepspeed),
+	    cmocka_unit_test(test_read_openmpi),
+	    cmocka_unit_test(test_read_mpich),
+	    cmocka_unit_test(test_read_slurm),
+	    cmocka_unit_test(test_plain_expressions),
+	    cmocka_unit_test(test_detect),
+	    cmocka_unit_test(test_auto_parse),
+	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_nul_and_long_lines),
+	    cmocka_unit_test(test_write),
+	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_push_and_duplicates),
+	    cmocka_unit_test(test_load),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
