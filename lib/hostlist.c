@@ -144,7 +144,7 @@ static void describe(char c, char *buf, size_t n)
 
 	if (c == '\0')
 		snprintf(buf, n, "end of input");
-	else if (u < 0x21 || u >= 0x7f)
+	else if (u < 0x20 || u >= 0x7f)
 		snprintf(buf, n, "byte 0x%02x", u);
 	else
 		snprintf(buf, n, "'%c'", c);
