@@ -45,7 +45,8 @@ int cmd_hostlist(int argc, char **argv)
 			break;
 		} else if (a[0] == '-' && a[1] != '\0') {
 			cli_error("hostlist: unknown option '%s' (try 'herd "
-				  "hostlist --help')", a);
+				  "hostlist --help')",
+				  a);
 			return EXIT_SPEC;
 		} else {
 			break;

@@ -48,11 +48,11 @@
 #define HOSTLIST_NUM_MAX (ULONG_MAX - 1)
 
 struct hl_host {
-	char *name;		/* owned */
-	size_t prefix_len;	/* name[0..prefix_len) is the range prefix */
-	unsigned long num;	/* numeric suffix, when !single */
-	int width;		/* printf width of num (zero padding) */
-	bool single;		/* no numeric suffix: name is all prefix */
+	char *name;	   /* owned */
+	size_t prefix_len; /* name[0..prefix_len) is the range prefix */
+	unsigned long num; /* numeric suffix, when !single */
+	int width;	   /* printf width of num (zero padding) */
+	bool single;	   /* no numeric suffix: name is all prefix */
 };
 
 struct hostlist {
@@ -156,8 +156,8 @@ static int expected(struct herd_err *err, const char *expr, size_t pos,
 	char found[32];
 
 	describe(expr[pos], found, sizeof(found));
-	return herd_errprintf(err, "column %zu: expected %s, found %s",
-			      pos + 1, what, found);
+	return herd_errprintf(err, "column %zu: expected %s, found %s", pos + 1,
+			      what, found);
 }
 
 static unsigned digits_of(unsigned long v)
@@ -182,14 +182,16 @@ static int parse_num(const char *expr, size_t *pos, unsigned long *val,
 		unsigned d = (unsigned)(expr[i] - '0');
 
 		if (v > (HOSTLIST_NUM_MAX - d) / 10)
-			return herd_errprintf(err, "column %zu: number too "
+			return herd_errprintf(err,
+					      "column %zu: number too "
 					      "large (expected at most %lu)",
 					      start + 1, HOSTLIST_NUM_MAX);
 		v = v * 10 + d;
 		if (i - start >= HOSTLIST_NAME_MAX)
-			return herd_errprintf(err, "column %zu: number longer "
-					      "than %d digits", start + 1,
-					      HOSTLIST_NAME_MAX);
+			return herd_errprintf(err,
+					      "column %zu: number longer "
+					      "than %d digits",
+					      start + 1, HOSTLIST_NAME_MAX);
 	}
 	*val = v;
 	*width = (int)(i - start);
@@ -237,7 +239,8 @@ static int parse_group(struct hl_parse *p, size_t *pos, size_t text_off,
 			if (parse_num(expr, &i, &r.hi, &hiw, err))
 				return -1;
 			if (r.lo > r.hi)
-				return herd_errprintf(err, "column %zu: range "
+				return herd_errprintf(err,
+						      "column %zu: range "
 						      "%lu-%lu goes down "
 						      "(expected LOW-HIGH)",
 						      lo_pos + 1, r.lo, r.hi);
@@ -248,8 +251,8 @@ static int parse_group(struct hl_parse *p, size_t *pos, size_t text_off,
 		p->ranges[p->nranges++] = r;
 		g.nranges++;
 		n = sat_add(n, r.hi - r.lo >= HOSTLIST_MAX
-				       ? HOSTLIST_MAX + 1
-				       : (size_t)(r.hi - r.lo + 1));
+				   ? HOSTLIST_MAX + 1
+				   : (size_t)(r.hi - r.lo + 1));
 		if ((unsigned)r.width > maxw)
 			maxw = (unsigned)r.width;
 		if (digits_of(r.hi) > maxw)
@@ -292,7 +295,8 @@ static int parse_item(struct hl_parse *p, size_t *pos, struct herd_err *err)
 			continue;
 		}
 		if (expr[i] == ']')
-			return herd_errprintf(err, "column %zu: unexpected ']' "
+			return herd_errprintf(err,
+					      "column %zu: unexpected ']' "
 					      "(expected a host name or '[')",
 					      i + 1);
 		if (!is_name_char(expr[i]))
@@ -300,15 +304,17 @@ static int parse_item(struct hl_parse *p, size_t *pos, struct herd_err *err)
 		i++;
 	}
 	if (it.ngroups > 0 && i > lit)
-		return herd_errprintf(err, "column %zu: expected ',' or end "
+		return herd_errprintf(err,
+				      "column %zu: expected ',' or end "
 				      "of input after ']' (Slurm allows no "
 				      "text after the last bracket)",
 				      lit + 1);
 	name_len += i - lit;
 	if (name_len > HOSTLIST_NAME_MAX)
-		return herd_errprintf(err, "column %zu: host names longer than "
-				      "%d characters", it.col,
-				      HOSTLIST_NAME_MAX);
+		return herd_errprintf(err,
+				      "column %zu: host names longer than "
+				      "%d characters",
+				      it.col, HOSTLIST_NAME_MAX);
 	it.text_len = i - *pos;
 	if (grow((void **)&p->items, &p->cap_items, p->nitems + 1,
 		 sizeof(*p->items)))
@@ -397,8 +403,8 @@ static int expand_item(struct hostlist *hl, const struct hl_parse *p,
 {
 	const struct hl_group *g = &p->groups[it->first_group];
 	size_t k = it->ngroups;
-	size_t *ri = NULL;		/* per group: current range */
-	unsigned long *val = NULL;	/* per group: current number */
+	size_t *ri = NULL;	   /* per group: current range */
+	unsigned long *val = NULL; /* per group: current number */
 	int rc = -1;
 
 	ri = calloc(k, sizeof(*ri));
@@ -415,9 +421,9 @@ static int expand_item(struct hostlist *hl, const struct hl_parse *p,
 
 		for (size_t j = 0; j < k; j++) {
 			const struct hl_range *r =
-				&p->ranges[g[j].first_range + ri[j]];
-			int n = snprintf(name + len, sizeof(name) - len,
-					 "%.*s", (int)g[j].text_len,
+			    &p->ranges[g[j].first_range + ri[j]];
+			int n = snprintf(name + len, sizeof(name) - len, "%.*s",
+					 (int)g[j].text_len,
 					 p->expr + g[j].text_off);
 
 			len += (size_t)n;
@@ -437,7 +443,7 @@ static int expand_item(struct hostlist *hl, const struct hl_parse *p,
 		for (step = 0; step < k; step++) {
 			size_t j = step == 0 ? k - 1 : step - 1;
 			const struct hl_range *r =
-				&p->ranges[g[j].first_range + ri[j]];
+			    &p->ranges[g[j].first_range + ri[j]];
 
 			if (val[j] < r->hi) {
 				val[j]++;
@@ -478,7 +484,8 @@ int hostlist_push(struct hostlist *hl, const char *expr, struct herd_err *err)
 		if (parse_item(&p, &pos, err))
 			goto out;
 		if (sat_add(hl->count, p.total) > HOSTLIST_MAX) {
-			herd_errprintf(err, "column %zu: more than %d hosts "
+			herd_errprintf(err,
+				       "column %zu: more than %d hosts "
 				       "(HOSTLIST_MAX)",
 				       p.items[p.nitems - 1].col, HOSTLIST_MAX);
 			goto out;
@@ -528,8 +535,10 @@ int hostlist_push_host(struct hostlist *hl, const char *host,
 	if (len == 0)
 		return herd_errprintf(err, "empty host name");
 	if (len > HOSTLIST_NAME_MAX)
-		return herd_errprintf(err, "host name longer than %d "
-				      "characters", HOSTLIST_NAME_MAX);
+		return herd_errprintf(err,
+				      "host name longer than %d "
+				      "characters",
+				      HOSTLIST_NAME_MAX);
 	for (size_t i = 0; i < len; i++)
 		if (!is_name_char(host[i]))
 			return expected(err, host, i, "a host name character");
@@ -594,7 +603,7 @@ struct hostlist *hostlist_expand(const char *expr, struct herd_err *err)
 
 /* A run of hosts with one prefix and consecutive numbers. */
 struct hl_run {
-	const char *prefix;	/* borrowed from the first host's name */
+	const char *prefix; /* borrowed from the first host's name */
 	size_t prefix_len;
 	unsigned long lo, hi;
 	int width;
@@ -651,7 +660,7 @@ struct outbuf {
 };
 
 static int out_printf(struct outbuf *o, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 static int out_printf(struct outbuf *o, const char *fmt, ...)
 {
@@ -681,8 +690,8 @@ char *hostlist_compress(const struct hostlist *hl)
 		goto out;
 	for (size_t i = 0; i < hl->count; i++) {
 		const struct hl_host *h = &hl->hosts[i];
-		struct hl_run r = {h->name, h->prefix_len, h->num, h->num,
-				   h->width, h->single};
+		struct hl_run r = {h->name, h->prefix_len, h->num,
+				   h->num,  h->width,	   h->single};
 		struct hl_run *t = nruns ? &runs[nruns - 1] : NULL;
 
 		/* Limit: each host adds its name and a comma; each run at
@@ -701,8 +710,9 @@ char *hostlist_compress(const struct hostlist *hl)
 	o.s[0] = '\0';
 	for (size_t i = 0; i < nruns;) {
 		size_t start = i;
-		bool bracket = runs[i].hi > runs[i].lo ||
-			       (i + 1 < nruns && within(&runs[i], &runs[i + 1]));
+		bool bracket =
+		    runs[i].hi > runs[i].lo ||
+		    (i + 1 < nruns && within(&runs[i], &runs[i + 1]));
 
 		if (out_printf(&o, "%s%.*s%s", i ? "," : "",
 			       (int)runs[i].prefix_len, runs[i].prefix,

@@ -1,8 +1,10 @@
 /* hostlist.h — Slurm hostlist expressions: expand and compress.
  *
  * Syntax as Slurm's: "node[001-128]", "n[1-3,7,10-12]", several bracket
- * groups "rack[1-2]-gpu[01-04]" (expanded as Slurm does, leftmost group
- * outermost), comma-separated expressions, duplicates kept in order.
+ * groups "rack[1-2]-gpu[01-04]" (expanded as Slurm does: with two groups
+ * the leftmost is outermost; with more, the last group is innermost and
+ * the others run right to left), comma-separated expressions, duplicates
+ * kept in order.
  * Expansion equals `scontrol show hostnames`, compression equals
  * `scontrol show hostlist` (tests/integration compares both on a corpus).
  *

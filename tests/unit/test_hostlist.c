@@ -260,16 +260,16 @@ static void test_find_delete(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_expand_ranges),
-		cmocka_unit_test(test_expand_groups),
-		cmocka_unit_test(test_expand_lists),
-		cmocka_unit_test(test_compress),
-		cmocka_unit_test(test_push_host),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_name_too_long),
-		cmocka_unit_test(test_cap),
-		cmocka_unit_test(test_push_error_keeps_list),
-		cmocka_unit_test(test_find_delete),
+	    cmocka_unit_test(test_expand_ranges),
+	    cmocka_unit_test(test_expand_groups),
+	    cmocka_unit_test(test_expand_lists),
+	    cmocka_unit_test(test_compress),
+	    cmocka_unit_test(test_push_host),
+	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_name_too_long),
+	    cmocka_unit_test(test_cap),
+	    cmocka_unit_test(test_push_error_keeps_list),
+	    cmocka_unit_test(test_find_delete),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
