@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <netdb.h>
 
 #include "cli.h"
 #include "ctl.h"
@@ -767,49 +768,124 @@ static void on_sigpipe(struct loop *loop, int fd, short revents, void *arg)
 
 /* --- dry run ------------------------------------------------------------ */
 
+static void print_env(const char *indent, json_t *env)
+{
+	const char *key;
+	json_t *val;
+
+	json_object_foreach(env, key, val)
+		printf("%s%s=%s\n", indent, key, json_string_value(val));
+}
+
+/* Prints what `herd run` would send every node, touching no node: the
+ * address of node 0 comes from name resolution here, interfaces are
+ * decided by each agent at launch. */
 static int dry_run(struct ctl *c, struct resolved *res)
 {
 	struct herd_err err;
 	char *command = render_command(c, &err);
-	int rank = 0;
+	struct addrinfo hints = {.ai_family = AF_INET}, *ai = NULL;
+	int status = EXIT_SPEC;
 
 	if (!command) {
 		fprintf(stderr, "herd: %s\n", err.text);
 		return EXIT_SPEC;
 	}
-	printf("job %s: %zu node%s, transport %s, log %s\n", c->spec->name,
-	       res->nodes->count, res->nodes->count == 1 ? "" : "s",
-	       c->local ? "local" : "ssh", c->log_dir);
-	printf("command: %s\n", command);
-	printf("%-6s %-24s %-10s %-10s\n", "RANK", "HOST", "NODE_RANK",
-	       "LOCAL_RANK");
-	for (size_t i = 0; i < res->nodes->count; i++) {
-		const struct hostfile_entry *e = &res->nodes->entries[i];
-		int slots = e->slots > 0 ? e->slots : 1;
+	c->n_nodes = (int)res->nodes->count;
+	c->nodes = calloc((size_t)c->n_nodes, sizeof(*c->nodes));
+	if (!c->nodes)
+		goto out;
+	for (int i = 0; i < c->n_nodes; i++) {
+		c->nodes[i].host = strdup(res->nodes->entries[i].host);
+		c->nodes[i].slots = c->spec->nodes.slots > 0
+					    ? (int)c->spec->nodes.slots
+					    : res->nodes->entries[i].slots;
+		c->nodes[i].state = NODE_UP;
+		c->nodes[i].ifname = c->local ? "lo" : "(decided at launch)";
+	}
+	c->n_up = c->n_nodes;
+	c->attempt = 1;
+	if (plan(c, &err) < 0) {
+		/* Without agents no address is known: use the name. */
+		if (c->local) {
+			fprintf(stderr, "herd: %s\n", err.text);
+			goto out;
+		}
+	}
+	for (int i = 0; i < c->n_nodes; i++)
+		c->nodes[i].ifname = c->local || c->n_nodes == 1
+					     ? "lo"
+					     : "(decided at launch)";
+	if (!c->local && c->n_nodes > 1) {
+		char addr[INET_ADDRSTRLEN] = "";
 
-		for (int l = 0; l < slots; l++)
-			printf("%-6d %-24s %-10zu %-10d\n", rank++, e->host, i,
-			       l);
+		free(c->master_addr);
+		if (getaddrinfo(c->nodes[0].host, NULL, &hints, &ai) == 0 && ai)
+			inet_ntop(AF_INET,
+				  &((struct sockaddr_in *)ai->ai_addr)->sin_addr,
+				  addr, sizeof(addr));
+		c->master_addr = strdup(addr[0] ? addr : c->nodes[0].host);
+	}
+	printf("job %s: %d node%s, %d rank%s, transport %s, log %s\n",
+	       c->spec->name, c->n_nodes, c->n_nodes == 1 ? "" : "s",
+	       c->world_size, c->world_size == 1 ? "" : "s",
+	       c->local ? "local" : "ssh", c->log_dir);
+	for (int i = 0; i < c->n_nodes; i++) {
+		json_t *body = launch_body(c, &c->nodes[i], command);
+		json_t *ranks = json_object_get(body, "ranks"), *r;
+		size_t k;
+
+		printf("\nnode %d: %s (%d rank%s)\n", i, c->nodes[i].host,
+		       c->nodes[i].n_ranks, c->nodes[i].n_ranks == 1 ? "" : "s");
+		printf("  command: %s\n", command);
+		if (c->spec->launch.workdir)
+			printf("  workdir: %s\n", c->spec->launch.workdir);
+		printf("  environment of every rank:\n");
+		print_env("    ", json_object_get(body, "env"));
+		json_array_foreach(ranks, k, r)
+		{
+			printf("  rank %d:\n",
+			       (int)json_integer_value(json_object_get(r, "rank")));
+			print_env("    ", json_object_get(r, "env"));
+		}
+		json_decref(body);
 	}
 	if (res->spares->count) {
-		printf("spares:");
+		printf("\nspares:");
 		for (size_t i = 0; i < res->spares->count; i++)
 			printf(" %s", res->spares->entries[i].host);
 		printf("\n");
 	}
-	printf("world size %d (slots decided per node at launch when not "
-	       "set)\n", rank);
+	if (c->spec->nodes.slots <= 0)
+		printf("\n(slots not set: 1 rank per node unless the hostfile "
+		       "says; GPU counts are used once binding lands)\n");
+	status = 0;
+out:
+	if (ai)
+		freeaddrinfo(ai);
 	free(command);
-	return 0;
+	return status;
 }
 
 /* --- setup and teardown ------------------------------------------------- */
 
+/* log.dir with {{name}} filled in, made absolute: ranks on other nodes
+ * see the same path on a shared filesystem, whatever their workdir. */
 static char *render_log_dir(const struct spec *spec, struct herd_err *err)
 {
 	const struct render_var vars[] = {{"name", spec->name}};
+	char *dir = render_text(spec->log.dir, vars, 1, 0, err);
+	char cwd[4096], *abs;
 
-	return render_text(spec->log.dir, vars, 1, 0, err);
+	if (!dir || dir[0] == '/')
+		return dir;
+	if (!getcwd(cwd, sizeof(cwd)) || asprintf(&abs, "%s/%s", cwd, dir) < 0) {
+		herd_errprintf(err, "cannot make %s absolute", dir);
+		free(dir);
+		return NULL;
+	}
+	free(dir);
+	return abs;
 }
 
 static void ctl_cleanup(struct ctl *c)
@@ -864,7 +940,7 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 	}
 	if (opt->dry_run) {
 		status = dry_run(&c, &res);
-		free(c.log_dir);
+		ctl_cleanup(&c);
 		resolve_free(&res);
 		return status;
 	}
