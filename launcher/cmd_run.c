@@ -36,6 +36,31 @@ static int agent_path(char *out, size_t len)
 	return access(out, X_OK);
 }
 
+/* A relative launch.workdir or checkpoint.dir means "next to the job
+ * file" (as nodes.hostfile does): the ranks start in the remote user's
+ * home, so a relative path would silently mean something else there. */
+static int absolutize(char **path, const char *job_path)
+{
+	char *copy, *dir, *abs, real[PATH_MAX];
+
+	if (!*path || (*path)[0] == '/')
+		return 0;
+	copy = strdup(job_path);
+	if (!copy)
+		return -1;
+	dir = dirname(copy);
+	if (!realpath(dir, real)) {
+		free(copy);
+		return -1;
+	}
+	free(copy);
+	if (asprintf(&abs, "%s/%s", real, *path) < 0)
+		return -1;
+	free(*path);
+	*path = abs;
+	return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -81,6 +106,12 @@ int cmd_run(int argc, char **argv)
 	if (!spec) {
 		fprintf(stderr, "%s\n", err.text);
 		return EXIT_SPEC;
+	}
+	if (absolutize(&spec->launch.workdir, argv[optind]) < 0 ||
+	    absolutize(&spec->checkpoint.dir, argv[optind]) < 0) {
+		cli_error("run: cannot resolve paths next to %s", argv[optind]);
+		spec_free(spec);
+		return 1;
 	}
 	status = ctl_run(spec, &opt);
 	spec_free(spec);

@@ -5,8 +5,10 @@ Reads the torchrun-style variables herd sets (RANK, WORLD_SIZE, LOCAL_RANK,
 MASTER_ADDR, MASTER_PORT), trains a tiny regression model for --steps
 steps, checks every step that all ranks hold identical parameters (the
 proof that gradients were all-reduced across nodes), writes a checkpoint
-every --ckpt-every steps as DIR/step_N/ with a COMPLETE marker written
-last, and resumes from --resume PATH when given.
+every --ckpt-every steps as DIR/step_N/ (written under a temporary name,
+COMPLETE marker inside, then renamed into place, so a checkpoint is either
+whole or absent), and resumes from --resume PATH, else from
+$HERD_RESUME_FROM when herd sets it.  Rank 0 prints loss and steps/s.
 """
 import argparse
 import os
@@ -29,6 +31,24 @@ def parse():
     return p.parse_args()
 
 
+def save(root, step, model, opt):
+    """Writes root/step_NNNNNN atomically: a temporary directory holding
+    model.pt and the COMPLETE marker is renamed into place."""
+    os.makedirs(root, exist_ok=True)
+    final = os.path.join(root, f"step_{step:06d}")
+    tmp = os.path.join(root, f".tmp-step_{step:06d}-{os.getpid()}")
+    os.makedirs(tmp, exist_ok=True)
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict(),
+                "step": step}, os.path.join(tmp, "model.pt"))
+    with open(os.path.join(tmp, "COMPLETE"), "w") as f:
+        f.write(f"{step}\n")
+        f.flush()
+        os.fsync(f.fileno())
+    if os.path.exists(final):
+        return
+    os.rename(tmp, final)
+
+
 def main():
     args = parse()
     rank = int(os.environ["RANK"])
@@ -39,6 +59,8 @@ def main():
     ddp = nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
     start = 0
+    if not args.resume:
+        args.resume = os.environ.get("HERD_RESUME_FROM", "")
     if args.resume:
         state = torch.load(os.path.join(args.resume, "model.pt"))
         model.load_state_dict(state["model"])
@@ -47,6 +69,7 @@ def main():
         print(f"rank {rank}: resumed from {args.resume} at step {start}",
               flush=True)
     gen = torch.Generator().manual_seed(1000 + rank)
+    t_last = time.monotonic()
     for step in range(start, args.steps):
         x = torch.randn(32, 16, generator=gen)
         y = x.sum(dim=1, keepdim=True)
@@ -62,15 +85,13 @@ def main():
                   file=sys.stderr, flush=True)
             return 1
         if rank == 0:
-            print(f"step {step + 1}/{args.steps} loss {loss.item():.4f}",
-                  flush=True)
+            now = time.monotonic()
+            rate = 1.0 / max(now - t_last, 1e-9)
+            t_last = now
+            print(f"step {step + 1}/{args.steps} loss {loss.item():.4f} "
+                  f"{rate:.1f} steps/s", flush=True)
         if args.ckpt and rank == 0 and (step + 1) % args.ckpt_every == 0:
-            d = os.path.join(args.ckpt, f"step_{step + 1:06d}")
-            os.makedirs(d, exist_ok=True)
-            torch.save({"model": model.state_dict(),
-                        "opt": opt.state_dict(), "step": step + 1},
-                       os.path.join(d, "model.pt"))
-            open(os.path.join(d, "COMPLETE"), "w").close()
+            save(args.ckpt, step + 1, model, opt)
         if args.step_sleep:
             time.sleep(args.step_sleep)
         dist.barrier()
