@@ -57,7 +57,7 @@ def main():
     torch.manual_seed(0)
     model = nn.Linear(16, 1)
     ddp = nn.parallel.DistributedDataParallel(model)
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
     start = 0
     if not args.resume:
         args.resume = os.environ.get("HERD_RESUME_FROM", "")
