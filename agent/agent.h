@@ -38,6 +38,7 @@ struct agent {
 	int n_ranks;
 	int attempt;
 	int64_t grace_ms;
+	int stop_signal;	/* what rank_stop_all sends first (SIGTERM) */
 	long kill_timer;	/* SIGKILL after grace, 0 when none */
 	bool stopping;		/* STOP received or herd gone */
 	bool exit_when_idle;	/* exit once every rank is reaped */
@@ -48,7 +49,8 @@ struct agent {
 int rank_launch(struct agent *a, json_t *launch, struct herd_err *err);
 void rank_reap(struct agent *a);
 void rank_signal_all(struct agent *a, int sig);
-/* Starts the stop sequence: SIGTERM now, SIGKILL after grace. */
+/* Starts the stop sequence: stop_signal (SIGTERM unless STOP named
+ * another) now, SIGKILL after grace. */
 void rank_stop_all(struct agent *a);
 int rank_alive_count(const struct agent *a);
 void rank_free_all(struct agent *a);

@@ -150,9 +150,16 @@ static void on_frame(struct conn *c, struct proto_frame *f, void *arg)
 	case PROTO_STOP: {
 		json_t *g = json_object_get(f->body, "grace_ms");
 		json_t *ex = json_object_get(f->body, "exit");
+		json_t *sg = json_object_get(f->body, "signal");
 
 		if (json_is_integer(g))
 			a->grace_ms = json_integer_value(g);
+		/* Ctrl-C on herd: the ranks get SIGINT, not SIGTERM on top
+		 * of it, so their SIGINT handlers can finish. */
+		a->stop_signal = SIGTERM;
+		if (json_is_integer(sg) && json_integer_value(sg) > 0 &&
+		    json_integer_value(sg) < NSIG)
+			a->stop_signal = (int)json_integer_value(sg);
 		a->stopping = true;
 		a->exit_when_idle = json_is_true(ex);
 		if (rank_alive_count(a) == 0)

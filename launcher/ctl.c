@@ -178,9 +178,9 @@ static void maybe_end(struct ctl *c)
 		ctl_set_state(c, CTL_END);
 }
 
-/* Tells every agent to stop its ranks (SIGTERM, SIGKILL after grace) and
+/* Tells every agent to stop its ranks (sig, SIGKILL after grace) and
  * exit. */
-static void stop_all(struct ctl *c, long grace_ms)
+static void stop_all_with(struct ctl *c, long grace_ms, int sig)
 {
 	if (c->state == CTL_CONNECT || c->state == CTL_RUN)
 		ctl_set_state(c, CTL_STOPPING);
@@ -190,8 +190,8 @@ static void stop_all(struct ctl *c, long grace_ms)
 
 		if (!n->conn || conn_is_dead(n->conn))
 			continue;
-		body = json_pack("{s:I, s:b}", "grace_ms", (json_int_t)grace_ms,
-				 "exit", 1);
+		body = json_pack("{s:I, s:b, s:i}", "grace_ms",
+				 (json_int_t)grace_ms, "exit", 1, "signal", sig);
 		conn_send(n->conn, PROTO_STOP, body, NULL, 0, NULL);
 		json_decref(body);
 	}
@@ -200,6 +200,11 @@ static void stop_all(struct ctl *c, long grace_ms)
 	c->stop_timer =
 		loop_timer_add(c->loop, grace_ms + 5000, on_stop_timeout, c);
 	maybe_end(c);
+}
+
+static void stop_all(struct ctl *c, long grace_ms)
+{
+	stop_all_with(c, grace_ms, SIGTERM);
 }
 
 /* --- output ------------------------------------------------------------ */
@@ -747,17 +752,10 @@ static void on_sigpipe(struct loop *loop, int fd, short revents, void *arg)
 					"\nherd: %s: stopping all ranks "
 					"(again to kill them at once)\n",
 					strsignal(sig));
-				for (int k = 0; k < c->n_nodes; k++) {
-					json_t *body = json_pack(
-						"{s:i}", "signal", sig);
-
-					if (c->nodes[k].conn)
-						conn_send(c->nodes[k].conn,
-							  PROTO_SIGNAL, body,
-							  NULL, 0, NULL);
-					json_decref(body);
-				}
-				stop_all(c, c->spec->health.grace_ms);
+				/* The ranks get the signal itself (SIGINT
+				 * for Ctrl-C), then SIGKILL after grace. */
+				stop_all_with(c, c->spec->health.grace_ms,
+					      sig);
 			} else {
 				fprintf(stderr, "\nherd: killing all ranks\n");
 				stop_all(c, 0);
