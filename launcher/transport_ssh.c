@@ -102,37 +102,77 @@ static char *key_fingerprint(ssh_key key)
 	return fp ? fp : strdup("(unknown)");
 }
 
+/* Whether a known_hosts line names host in plain text in its first
+ * field (comma-separated names, maybe [host]:port). */
+static bool known_hosts_line_matches(const char *line, const char *host)
+{
+	size_t hlen = strlen(host);
+	const char *p = line;
+
+	while (*p && *p != ' ' && *p != '\t') {
+		const char *q = p;
+
+		if (*q == '[')
+			q++;
+		if (!strncmp(q, host, hlen) && strchr(",] \t", q[hlen]))
+			return true;
+		while (*p && *p != ',' && *p != ' ' && *p != '\t')
+			p++;
+		if (*p == ',')
+			p++;
+	}
+	return false;
+}
+
 /* Line of known_hosts that pins host in plain text, or 0 (hashed). */
 static int known_hosts_line(const char *file, const char *host)
 {
 	FILE *f = fopen(file, "r");
 	char line[8192];
-	size_t hlen = strlen(host);
 	int no = 0, found = 0;
 
 	if (!f)
 		return 0;
 	while (!found && fgets(line, sizeof(line), f)) {
-		char *p = line;
-
 		no++;
-		/* first field: comma-separated names, maybe [host]:port */
-		while (*p && *p != ' ' && *p != '\t') {
-			char *q = p;
-
-			if (*q == '[')
-				q++;
-			if (!strncmp(q, host, hlen) &&
-			    strchr(",] \t", q[hlen]))
-				found = no;
-			while (*p && *p != ',' && *p != ' ' && *p != '\t')
-				p++;
-			if (*p == ',')
-				p++;
-		}
+		if (known_hosts_line_matches(line, host))
+			found = no;
 	}
 	fclose(f);
 	return found;
+}
+
+/* Fingerprint of the key of type `type` that file pins for host in plain
+ * text, or NULL (hashed entry, unreadable file).  libssh does not hand
+ * back the entry it found for SSH_KNOWN_HOSTS_CHANGED, so it is read
+ * here. */
+static char *pinned_fingerprint(const char *file, const char *host,
+				enum ssh_keytypes_e type)
+{
+	int line = known_hosts_line(file, host);
+	FILE *f;
+	char buf[8192], *fp = NULL;
+
+	if (line <= 0 || !(f = fopen(file, "r")))
+		return NULL;
+	for (int no = 1; fgets(buf, sizeof(buf), f); no++) {
+		char ktype[64], b64[8192];
+		ssh_key key = NULL;
+
+		if (no < line)
+			continue;
+		/* names, key type, base64 key (widths: the buffers above) */
+		if (known_hosts_line_matches(buf, host) &&
+		    sscanf(buf, "%*s %63s %8191s", ktype, b64) == 2 &&
+		    ssh_key_type_from_name(ktype) == type &&
+		    ssh_pki_import_pubkey_base64(b64, type, &key) == SSH_OK) {
+			fp = key_fingerprint(key);
+			ssh_key_free(key);
+			break;
+		}
+	}
+	fclose(f);
+	return fp;
 }
 
 static int check_host_key(struct ssh_node *n, ssh_session s)
@@ -158,15 +198,10 @@ static int check_host_key(struct ssh_node *n, ssh_session s)
 		rc = 0;
 		break;
 	case SSH_KNOWN_HOSTS_CHANGED: {
-		struct ssh_knownhosts_entry *entry = NULL;
-		char *old = NULL;
+		char *old = pinned_fingerprint(priv->known_hosts, n->host,
+					       ssh_key_type(key));
 		int line = known_hosts_line(priv->known_hosts, n->host);
 
-		if (ssh_session_get_known_hosts_entry(s, &entry) ==
-			    SSH_KNOWN_HOSTS_CHANGED &&
-		    entry)
-			old = key_fingerprint(entry->publickey);
-		ssh_knownhosts_entry_free(entry);
 		transport_report(
 			n->fd, "host key",
 			"%s: HOST KEY CHANGED: the node now presents %s, but "
