@@ -1,0 +1,154 @@
+/* test_checkpoint.c — newest complete checkpoint: latest_file, pattern,
+ * natural order, markers, skipped reasons. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "herd/checkpoint.h"
+
+static char root[] = "/tmp/herd-test-ckpt.XXXXXX";
+
+static void touch(const char *rel)
+{
+	char p[512];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fclose(f);
+}
+
+static void mkd(const char *rel)
+{
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	assert_int_equal(mkdir(p, 0755), 0);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	strcpy(root + strlen(root) - 6, "XXXXXX");
+	assert_non_null(mkdtemp(root));
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[600];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_natural_order(void **state)
+{
+	(void)state;
+	assert_true(checkpoint_name_cmp("step_9", "step_10") < 0);
+	assert_true(checkpoint_name_cmp("step_000010", "step_9") > 0);
+	assert_true(checkpoint_name_cmp("global_step100", "global_step99") > 0);
+	assert_int_equal(checkpoint_name_cmp("a1", "a1"), 0);
+	assert_true(checkpoint_name_cmp("a", "a1") < 0);
+}
+
+static void test_pattern_newest_complete(void **state)
+{
+	struct checkpoint_result res;
+	struct herd_err err;
+	char want[512];
+
+	(void)state;
+	mkd("step_9");
+	touch("step_9/COMPLETE");
+	mkd("step_10");
+	touch("step_10/COMPLETE");
+	mkd("step_11");	/* newest, incomplete: skipped */
+	mkd(".tmp-step_12-1");	/* an unfinished atomic save: ignored */
+	assert_int_equal(checkpoint_find(root, NULL, "step_*", "COMPLETE",
+					 &res, &err), 0);
+	snprintf(want, sizeof(want), "%s/step_10", root);
+	assert_string_equal(res.path, want);
+	assert_string_equal(res.source, "pattern");
+	assert_int_equal(res.n_skipped, 1);
+	assert_non_null(strstr(res.skipped[0].path, "step_11"));
+	assert_string_equal(res.skipped[0].reason, "no COMPLETE marker");
+	checkpoint_result_free(&res);
+}
+
+static void test_latest_file(void **state)
+{
+	struct checkpoint_result res;
+	struct herd_err err;
+	FILE *f;
+	char p[512];
+
+	(void)state;
+	mkd("global_step5");
+	touch("global_step5/COMPLETE");
+	mkd("global_step7");
+	snprintf(p, sizeof(p), "%s/latest", root);
+	f = fopen(p, "w");
+	fputs("global_step5\n", f);
+	fclose(f);
+	assert_int_equal(checkpoint_find(root, "latest", "global_step*",
+					 "COMPLETE", &res, &err), 0);
+	assert_non_null(res.path);
+	assert_non_null(strstr(res.path, "global_step5"));
+	assert_string_equal(res.source, "latest_file");
+	checkpoint_result_free(&res);
+
+	/* latest names an incomplete one: fall back to the pattern. */
+	f = fopen(p, "w");
+	fputs("global_step7", f);
+	fclose(f);
+	assert_int_equal(checkpoint_find(root, "latest", "global_step*",
+					 "COMPLETE", &res, &err), 0);
+	assert_non_null(strstr(res.path, "global_step5"));
+	assert_int_equal(res.n_skipped, 1);
+	assert_non_null(strstr(res.skipped[0].path, "global_step7"));
+	checkpoint_result_free(&res);
+}
+
+static void test_none(void **state)
+{
+	struct checkpoint_result res;
+	struct herd_err err;
+
+	(void)state;
+	assert_int_equal(checkpoint_find("/nonexistent/herd", "latest",
+					 "step_*", "COMPLETE", &res, &err), 0);
+	assert_null(res.path);
+	checkpoint_result_free(&res);
+	assert_int_equal(checkpoint_find(root, NULL, "nomatch_*", NULL, &res,
+					 &err), 0);
+	assert_null(res.path);
+	checkpoint_result_free(&res);
+	assert_int_equal(checkpoint_find(root, NULL, "a/b", NULL, &res, &err),
+			 -1);
+	assert_non_null(strstr(err.text, "without '/'"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_natural_order),
+		cmocka_unit_test_setup_teardown(test_pattern_newest_complete,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_latest_file, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_none, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
