@@ -320,6 +320,10 @@ void rank_reap(struct agent *a)
 				continue;
 			r->running = false;
 			r->status = status;
+			/* The rank is over: whatever it left in its group
+			 * (a background child ignoring SIGINT, a daemon)
+			 * goes with it, as Slurm ends a step's leftovers. */
+			kill(-r->pid, SIGKILL);
 			/* Whatever the rank wrote is in the pipes now. */
 			if (r->out.fd >= 0)
 				stream_read(a, r, &r->out, 1);
