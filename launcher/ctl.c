@@ -425,6 +425,11 @@ static json_t *launch_body(struct ctl *c, struct node *n, const char *command)
 			if (!env_set_by_user(c->spec, "NCCL_SOCKET_IFNAME"))
 				set_str(renv, "NCCL_SOCKET_IFNAME", n->ifname);
 		}
+		/* The agent applies these after the job's variables, so
+		 * launch.env must win here too (RANK, LOCAL_WORLD_SIZE,
+		 * HERD_PROGRESS_FILE...). */
+		for (size_t e = 0; e < c->spec->launch.n_env; e++)
+			json_object_del(renv, c->spec->launch.env[e].key);
 		json_array_append_new(ranks, json_pack("{s:i, s:o}", "rank",
 							rank, "env", renv));
 	}
