@@ -114,47 +114,59 @@ static void keeper_on_parent_death(int sig)
 	_exit(137);
 }
 
-/* Runs in the keeper (child of the agent); never returns. */
+/* Runs in the keeper (child of the agent); never returns.  It starts with
+ * every signal blocked (spawn_one), so that nothing sent to the new group
+ * runs the agent's handlers or is lost before the rank exists. */
 static void keeper_main(pid_t agent_pid, int out_w, int err_w,
 			const char *workdir, char **argv, char **envp)
 {
+	static const int stop_sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
 	struct sigaction sa;
-	int devnull, status = 0;
+	sigset_t stopset, pending;
+	int devnull, go[2], status = 0;
 	pid_t pid;
 
 	setpgid(0, 0);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = keeper_on_parent_death;
 	sigaction(SIGUSR1, &sa, NULL);
+	/* Signals the agent sends to the group are for the rank: the keeper
+	 * keeps them blocked for good and hands on those that came before
+	 * the rank was forked (a child does not inherit pending signals). */
+	sigemptyset(&stopset);
+	for (size_t i = 0; i < sizeof(stop_sigs) / sizeof(stop_sigs[0]); i++)
+		sigaddset(&stopset, stop_sigs[i]);
+	sigprocmask(SIG_SETMASK, &stopset, NULL);
 	prctl(PR_SET_PDEATHSIG, SIGUSR1);
 	if (getppid() != agent_pid)
 		keeper_on_parent_death(SIGUSR1);
-
-	/* Signals the agent sends to the group are for the rank. */
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGQUIT, &sa, NULL);
 
 	devnull = open("/dev/null", O_RDWR);
 	if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out_w, 1) < 0 ||
 	    dup2(err_w, 2) < 0)
 		_exit(127);
 	close_range(3, ~0U, 0);
+	if (pipe2(go, O_CLOEXEC) < 0)
+		_exit(127);
 
 	pid = fork();
 	if (pid < 0)
 		_exit(127);
 	if (pid == 0) {
 		sigset_t none;
+		char b;
 
 		sa.sa_handler = SIG_DFL;
 		for (int s = 1; s < NSIG; s++)
 			sigaction(s, &sa, NULL);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		/* Stop signals stay blocked until the keeper has handed on
+		 * the early ones: one that reached both of us merges. */
+		close(go[1]);
+		while (read(go[0], &b, 1) < 0 && errno == EINTR)
+			;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (workdir && chdir(workdir) < 0) {
 			static const char msg[] =
 				"herd-agent: cannot enter the workdir\n";
@@ -166,6 +178,12 @@ static void keeper_main(pid_t agent_pid, int out_w, int err_w,
 		execve("/bin/sh", argv, envp);
 		_exit(127);
 	}
+	close(go[0]);
+	sigpending(&pending);
+	for (size_t i = 0; i < sizeof(stop_sigs) / sizeof(stop_sigs[0]); i++)
+		if (sigismember(&pending, stop_sigs[i]))
+			kill(pid, stop_sigs[i]);
+	close(go[1]);
 	/* The keeper keeps no copy of the output pipes: EOF must come
 	 * when the rank (and whatever it started) is gone. */
 	dup2(devnull, 1);
@@ -175,11 +193,15 @@ static void keeper_main(pid_t agent_pid, int out_w, int err_w,
 	if (WIFSIGNALED(status)) {
 		struct rlimit no_core = {0, 0};
 		int sig = WTERMSIG(status);
+		sigset_t one;
 
 		setrlimit(RLIMIT_CORE, &no_core);
 		sa.sa_handler = SIG_DFL;
 		sigaction(sig, &sa, NULL);
 		prctl(PR_SET_PDEATHSIG, 0);
+		sigemptyset(&one);
+		sigaddset(&one, sig);
+		sigprocmask(SIG_UNBLOCK, &one, NULL);
 		kill(getpid(), sig);
 		_exit(128 + sig);
 	}
@@ -386,19 +408,24 @@ static int spawn_one(struct agent *a, struct rank *r, const char *command,
 	int out[2] = {-1, -1}, errp[2] = {-1, -1};
 	char *argv[] = {"sh", "-c", (char *)command, NULL};
 	pid_t agent_pid = getpid();
+	sigset_t all, old;
 	pid_t pid;
 
 	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
 		herd_errprintf(err, "pipe: %s", strerror(errno));
 		goto fail;
 	}
+	/* The keeper is born with every signal blocked; see keeper_main. */
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
 	pid = fork();
+	if (pid == 0)
+		keeper_main(agent_pid, out[1], errp[1], workdir, argv, env->v);
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0) {
 		herd_errprintf(err, "fork: %s", strerror(errno));
 		goto fail;
 	}
-	if (pid == 0)
-		keeper_main(agent_pid, out[1], errp[1], workdir, argv, env->v);
 	/* Both sides set the group so that a signal sent right after fork
 	 * already reaches it. */
 	setpgid(pid, pid);
