@@ -175,15 +175,10 @@ static int node_host_key(struct keys_job *job, struct keys_node *n,
 		rc = 0;
 		break;
 	case SSH_KNOWN_HOSTS_CHANGED: {
-		struct ssh_knownhosts_entry *entry = NULL;
-		char *old = NULL;
 		int line = keys_known_hosts_line(job->known_hosts, n->host);
+		char *old = keys_known_hosts_fingerprint(job->known_hosts,
+							 line);
 
-		if (ssh_session_get_known_hosts_entry(s, &entry) ==
-			    SSH_KNOWN_HOSTS_CHANGED &&
-		    entry)
-			old = keys_fingerprint(entry->publickey);
-		ssh_knownhosts_entry_free(entry);
 		herd_errprintf(&n->why,
 			       "HOST KEY CHANGED: the node presents %s but "
 			       "%s line %d pins %s; if the node was "

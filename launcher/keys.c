@@ -352,6 +352,50 @@ int keys_known_hosts_line(const char *file, const char *host)
 	return found;
 }
 
+/* Cuts the next blank-separated word out of *p (NUL-terminating it in
+ * place) and returns it, or NULL at the end of the text. */
+static char *next_word(char **p)
+{
+	char *w = *p;
+
+	while (*w == ' ' || *w == '\t' || *w == '\r')
+		w++;
+	if (!*w)
+		return NULL;
+	*p = w + strcspn(w, " \t\r");
+	if (**p)
+		*(*p)++ = '\0';
+	return w;
+}
+
+char *keys_known_hosts_fingerprint(const char *file, int line)
+{
+	char *text = NULL, *p, *next, *fp = NULL;
+	char *type, *b64;
+	size_t len;
+	ssh_key key = NULL;
+	int no = 0;
+
+	if (line < 1 || read_file(file, &text, &len) < 0)
+		return NULL;
+	for (p = text; p && *p; p = next) {
+		next = strchr(p, '\n');
+		if (next)
+			*next++ = '\0';
+		if (++no == line)
+			break;
+	}
+	/* host patterns, key type, base64, comment */
+	if (no == line && p && next_word(&p) && (type = next_word(&p)) &&
+	    (b64 = next_word(&p)) &&
+	    ssh_pki_import_pubkey_base64(b64, ssh_key_type_from_name(type),
+					 &key) == SSH_OK)
+		fp = keys_fingerprint(key);
+	ssh_key_free(key);
+	free(text);
+	return fp;
+}
+
 int keys_text_has_key(const char *text, size_t len, const char *type,
 		      const char *base64)
 {

@@ -82,6 +82,10 @@ char *keys_fingerprint(ssh_key key);
  * "host key changed" message too. */
 int keys_known_hosts_line(const char *file, const char *host);
 
+/* "SHA256:..." of the key on line (1-based) of the known_hosts file, or
+ * NULL when that line holds no readable key.  Caller frees. */
+char *keys_known_hosts_fingerprint(const char *file, int line);
+
 /* Whether text (len bytes, authorized_keys or known_hosts format) holds
  * a line with the key "type base64": the two words next to each other
  * anywhere in the line, so options and host patterns before them and
