@@ -38,12 +38,12 @@ enum node_result {
 };
 
 struct keys_node {
-	const char *host;	/* owned by the resolved lists */
+	const char *host; /* owned by the resolved lists */
 	enum node_result result;
 	bool mesh_ok;
-	char *hostkey_type;	/* the node's host key, for --mesh */
+	char *hostkey_type; /* the node's host key, for --mesh */
 	char *hostkey_base64;
-	struct herd_err why;	/* set when the node failed */
+	struct herd_err why; /* set when the node failed */
 };
 
 enum keys_pass { PASS_INSTALL, PASS_MESH };
@@ -51,18 +51,18 @@ enum keys_pass { PASS_INSTALL, PASS_MESH };
 struct keys_job {
 	const struct spec *spec;
 	struct keys_pair pair;
-	char *public_line;	/* "type base64 comment\n" */
-	char *known_hosts;	/* ~ expanded */
-	char *ssh_dir;		/* $HOME/.ssh: libssh's %d */
+	char *public_line; /* "type base64 comment\n" */
+	char *known_hosts; /* ~ expanded */
+	char *ssh_dir;	   /* $HOME/.ssh: libssh's %d */
 	bool accept_new;
 	struct keys_node *nodes;
 	size_t n_nodes;
 	enum keys_pass pass;
-	size_t mesh_room;	/* --mesh: bytes for every node's line */
+	size_t mesh_room; /* --mesh: bytes for every node's line */
 
-	pthread_mutex_t lock;	/* everything below, known_hosts, stdout */
-	size_t next;		/* next node a worker takes */
-	char *password;		/* typed once, used for every node */
+	pthread_mutex_t lock; /* everything below, known_hosts, stdout */
+	size_t next;	      /* next node a worker takes */
+	char *password;	      /* typed once, used for every node */
 	bool password_asked;
 };
 
@@ -103,7 +103,7 @@ static void keys_usage(FILE *out)
 
 /* Under job->lock: one line of progress, whole even with many threads. */
 static void say(struct keys_job *job, FILE *f, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void say(struct keys_job *job, FILE *f, const char *fmt, ...)
 {
 	va_list ap;
@@ -176,8 +176,8 @@ static int node_host_key(struct keys_job *job, struct keys_node *n,
 		break;
 	case SSH_KNOWN_HOSTS_CHANGED: {
 		int line = keys_known_hosts_line(job->known_hosts, n->host);
-		char *old = keys_known_hosts_fingerprint(job->known_hosts,
-							 line);
+		char *old =
+		    keys_known_hosts_fingerprint(job->known_hosts, line);
 
 		herd_errprintf(&n->why,
 			       "HOST KEY CHANGED: the node presents %s but "
@@ -193,13 +193,13 @@ static int node_host_key(struct keys_job *job, struct keys_node *n,
 		break;
 	}
 	case SSH_KNOWN_HOSTS_OTHER:
-		herd_errprintf(&n->why,
-			       "the node presents a %s host key (%s) but %s "
-			       "line %d pins a key of another type; remove "
-			       "that line if the node was reinstalled",
-			       n->hostkey_type, fp, job->known_hosts,
-			       keys_known_hosts_line(job->known_hosts,
-						     n->host));
+		herd_errprintf(
+		    &n->why,
+		    "the node presents a %s host key (%s) but %s "
+		    "line %d pins a key of another type; remove "
+		    "that line if the node was reinstalled",
+		    n->hostkey_type, fp, job->known_hosts,
+		    keys_known_hosts_line(job->known_hosts, n->host));
 		break;
 	case SSH_KNOWN_HOSTS_NOT_FOUND:
 	case SSH_KNOWN_HOSTS_UNKNOWN:
@@ -238,8 +238,7 @@ out:
 
 /* Tries every way in: keys first (agent, config, defaults, the job's
  * key), then the password.  Returns 0 or -1 with n->why. */
-static int node_auth(struct keys_job *job, struct keys_node *n,
-		     ssh_session s)
+static int node_auth(struct keys_job *job, struct keys_node *n, ssh_session s)
 {
 	char *user = NULL;
 	const char *pw, *why;
@@ -357,8 +356,8 @@ static void node_install(struct keys_job *job, struct keys_node *n)
 		herd_errprintf(&n->why, "out of memory");
 		goto out;
 	}
-	if (keys_remote_write(s, "authorized_keys", next, nlen, 0600,
-			      &n->why) < 0)
+	if (keys_remote_write(s, "authorized_keys", next, nlen, 0600, &n->why) <
+	    0)
 		goto out;
 	n->result = NODE_INSTALLED;
 out:
@@ -391,9 +390,8 @@ static int mesh_known_hosts(struct keys_job *job, struct keys_node *n,
 
 		if (!m->hostkey_base64 || m->result == NODE_FAILED)
 			continue;
-		match = keys_known_hosts_match(text, len, m->host,
-					       m->hostkey_type,
-					       m->hostkey_base64);
+		match = keys_known_hosts_match(
+		    text, len, m->host, m->hostkey_type, m->hostkey_base64);
 		if (match < 0) {
 			herd_errprintf(&n->why,
 				       "~/.ssh/known_hosts on the node pins "
@@ -501,8 +499,8 @@ static void *worker(void *arg)
  * no thread can be started the calling thread does the work. */
 static void run_pass(struct keys_job *job, enum keys_pass pass)
 {
-	size_t want = job->spec->ssh.fanout > 0 ? (size_t)job->spec->ssh.fanout
-						 : 64;
+	size_t want =
+	    job->spec->ssh.fanout > 0 ? (size_t)job->spec->ssh.fanout : 64;
 	pthread_t *tids;
 	pthread_attr_t attr;
 	size_t started = 0;
@@ -562,9 +560,8 @@ static void job_mesh_room(struct keys_job *job)
 /* The local key pair: made when missing, reported either way. */
 static int job_pair(struct keys_job *job, struct herd_err *err)
 {
-	const char *identity = job->spec->ssh.identity
-				   ? job->spec->ssh.identity
-				   : KEYS_DEFAULT_IDENTITY;
+	const char *identity = job->spec->ssh.identity ? job->spec->ssh.identity
+						       : KEYS_DEFAULT_IDENTITY;
 	char host[256] = "localhost", comment[320];
 	ssh_key key = NULL;
 	char *fp = NULL;
@@ -583,9 +580,8 @@ static int job_pair(struct keys_job *job, struct herd_err *err)
 					 ssh_key_type_from_name(job->pair.type),
 					 &key) == SSH_OK)
 		fp = keys_fingerprint(key);
-	printf("%s key pair %s (%s)\n",
-	       job->pair.created ? "created" : "using", job->pair.private_path,
-	       fp ? fp : "?");
+	printf("%s key pair %s (%s)\n", job->pair.created ? "created" : "using",
+	       job->pair.private_path, fp ? fp : "?");
 	fflush(stdout);
 	free(fp);
 	ssh_key_free(key);
@@ -673,17 +669,17 @@ int cmd_keys(int argc, char **argv)
 	}
 	if (resolve_nodes(spec, &res, &err) < 0) {
 		cli_error("%s", err.text);
-		status = res.fail == RESOLVE_FAIL_RUNTIME ? EXIT_NODE
-							  : EXIT_SPEC;
+		status =
+		    res.fail == RESOLVE_FAIL_RUNTIME ? EXIT_NODE : EXIT_SPEC;
 		goto out;
 	}
 	status = EXIT_NODE;
 	job.spec = spec;
 	job.accept_new =
 	    accept_new || spec->ssh.host_keys == SPEC_HOST_KEYS_ACCEPT_NEW;
-	job.known_hosts = keys_expand_home(spec->ssh.known_hosts
-					       ? spec->ssh.known_hosts
-					       : KEYS_DEFAULT_KNOWN_HOSTS);
+	job.known_hosts =
+	    keys_expand_home(spec->ssh.known_hosts ? spec->ssh.known_hosts
+						   : KEYS_DEFAULT_KNOWN_HOSTS);
 	job.ssh_dir = keys_expand_home("~/.ssh");
 	if (!job.known_hosts || !job.ssh_dir) {
 		cli_error("keys: out of memory");

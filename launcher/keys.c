@@ -91,7 +91,7 @@ int keys_write_atomic(const char *path, const void *buf, size_t len,
 		tmp = NULL;
 		return herd_errprintf(err, "out of memory");
 	}
-	fd = mkstemp(tmp);	/* 0600 from the start */
+	fd = mkstemp(tmp); /* 0600 from the start */
 	if (fd < 0) {
 		herd_errprintf(err, "cannot create %s: %s", tmp,
 			       strerror(errno));
@@ -172,21 +172,22 @@ static int pair_create(struct keys_pair *kp, const char *comment,
 		goto out;
 	}
 	if (ssh_pki_export_privkey_base64(key, NULL, NULL, NULL, &priv) !=
-		    SSH_OK ||
+		SSH_OK ||
 	    ssh_pki_export_pubkey_base64(key, &pub) != SSH_OK) {
 		herd_errprintf(err, "cannot export the new key");
 		goto out;
 	}
-	if (asprintf(&line, "%s %s %s\n", ssh_key_type_to_char(ssh_key_type(key)),
-		     pub, comment) < 0) {
+	if (asprintf(&line, "%s %s %s\n",
+		     ssh_key_type_to_char(ssh_key_type(key)), pub,
+		     comment) < 0) {
 		line = NULL;
 		herd_errprintf(err, "out of memory");
 		goto out;
 	}
-	if (keys_write_atomic(kp->private_path, priv, strlen(priv), 0600,
-			      err) < 0 ||
-	    keys_write_atomic(kp->public_path, line, strlen(line), 0644,
-			      err) < 0)
+	if (keys_write_atomic(kp->private_path, priv, strlen(priv), 0600, err) <
+		0 ||
+	    keys_write_atomic(kp->public_path, line, strlen(line), 0644, err) <
+		0)
 		goto out;
 	kp->created = true;
 	rc = 0;
@@ -226,20 +227,21 @@ int keys_pair_load(const char *private_path, const char *comment,
 		if (pair_create(kp, comment, err) < 0)
 			goto out;
 	}
-	if (read_file(kp->private_path, &kp->private_text,
-		      &kp->private_len) < 0) {
+	if (read_file(kp->private_path, &kp->private_text, &kp->private_len) <
+	    0) {
 		herd_errprintf(err, "cannot read %s: %s", kp->private_path,
 			       strerror(errno));
 		goto out;
 	}
 	if (ssh_pki_import_privkey_base64(kp->private_text, NULL, NULL, NULL,
 					  &key) != SSH_OK) {
-		herd_errprintf(err,
-			       "%s: not a private key herd can read without a "
-			       "passphrase (herd keys needs an unencrypted key: "
-			       "set ssh.identity to another path to make a new "
-			       "one)",
-			       kp->private_path);
+		herd_errprintf(
+		    err,
+		    "%s: not a private key herd can read without a "
+		    "passphrase (herd keys needs an unencrypted key: "
+		    "set ssh.identity to another path to make a new "
+		    "one)",
+		    kp->private_path);
 		goto out;
 	}
 	if (ssh_pki_export_pubkey_base64(key, &pub) != SSH_OK ||
@@ -261,8 +263,8 @@ int keys_pair_load(const char *private_path, const char *comment,
 			herd_errprintf(err, "out of memory");
 			goto out;
 		}
-		if (keys_write_atomic(kp->public_path, line, strlen(line),
-				      0644, err) < 0)
+		if (keys_write_atomic(kp->public_path, line, strlen(line), 0644,
+				      err) < 0)
 			goto out;
 	}
 	rc = 0;
@@ -413,8 +415,8 @@ int keys_text_has_key(const char *text, size_t len, const char *type,
 				continue;
 			if ((size_t)(stop - w) < tlen + 1 + blen)
 				break;
-			if (memcmp(w, type, tlen) || (w[tlen] != ' ' &&
-						      w[tlen] != '\t'))
+			if (memcmp(w, type, tlen) ||
+			    (w[tlen] != ' ' && w[tlen] != '\t'))
 				continue;
 			const char *k = w + tlen;
 
@@ -435,7 +437,7 @@ int keys_known_hosts_match(const char *text, size_t len, const char *host,
 			   const char *type, const char *base64)
 {
 	const char *end = text + len, *p = text;
-	char line[8192];	/* known_hosts lines are far shorter */
+	char line[8192]; /* known_hosts lines are far shorter */
 	int no = 0, other = 0;
 
 	while (p < end) {
@@ -504,8 +506,8 @@ int keys_remote_run(ssh_session s, const char *cmd, const void *in,
 		goto out;
 	}
 	for (size_t off = 0; in && off < inlen;) {
-		size_t part = inlen - off < sizeof(chunk) ? inlen - off
-							  : sizeof(chunk);
+		size_t part =
+		    inlen - off < sizeof(chunk) ? inlen - off : sizeof(chunk);
 		int n = ssh_channel_write(ch, (const char *)in + off,
 					  (uint32_t)part);
 
@@ -548,8 +550,8 @@ int keys_remote_run(ssh_session s, const char *cmd, const void *in,
 		got += (size_t)n;
 	}
 	for (;;) {
-		int n = ssh_channel_read_nonblocking(ch, chunk, sizeof(chunk),
-						     1);
+		int n =
+		    ssh_channel_read_nonblocking(ch, chunk, sizeof(chunk), 1);
 
 		if (n <= 0)
 			break;
@@ -621,8 +623,8 @@ int keys_remote_read(ssh_session s, const char *name, char **out,
 		 "f=\"$HOME/.ssh/%s\"; if [ -e \"$f\" ]; then exec cat "
 		 "\"$f\"; fi",
 		 name);
-	status = keys_remote_run(s, cmd, NULL, 0, out, outlen, why,
-				 sizeof(why), err);
+	status = keys_remote_run(s, cmd, NULL, 0, out, outlen, why, sizeof(why),
+				 err);
 	if (status < 0)
 		return -1;
 	if (status != 0) {
@@ -657,8 +659,8 @@ int keys_remote_write(ssh_session s, const char *name, const void *buf,
 		 "if cat >\"$t\" && chmod %o \"$t\" && mv -f \"$t\" \"$d/%s\"; "
 		 "then exit 0; fi; rm -f \"$t\"; exit 1",
 		 name, suffix, (unsigned int)mode, name);
-	status = keys_remote_run(s, cmd, buf, len, NULL, NULL, why,
-				 sizeof(why), err);
+	status = keys_remote_run(s, cmd, buf, len, NULL, NULL, why, sizeof(why),
+				 err);
 	if (status < 0)
 		return -1;
 	if (status != 0)

@@ -40,13 +40,13 @@
 /* A key pair on this machine.  Every string is owned here and freed by
  * keys_pair_free(). */
 struct keys_pair {
-	char *private_path;	/* ~ expanded */
-	char *public_path;	/* private_path + ".pub" */
-	char *type;		/* "ssh-ed25519" */
-	char *base64;		/* the public key blob */
-	char *private_text;	/* the private key file as read */
+	char *private_path; /* ~ expanded */
+	char *public_path;  /* private_path + ".pub" */
+	char *type;	    /* "ssh-ed25519" */
+	char *base64;	    /* the public key blob */
+	char *private_text; /* the private key file as read */
 	size_t private_len;
-	bool created;		/* keys_pair_load() made the pair */
+	bool created; /* keys_pair_load() made the pair */
 };
 
 /* path with a leading "~/" (or a lone "~") replaced by the home
