@@ -21,6 +21,8 @@ static const struct command commands[] = {
 	{"keys", "JOB.yaml [--accept-new] [--mesh]",
 	 "make a key pair, install it on every node, pin host keys",
 	 cmd_keys},
+	{"plan", "JOB.yaml [--topology FILE.xml] [--json]",
+	 "print each rank's node, GPU, NIC and CPUs", cmd_plan},
 	{"run", "JOB.yaml [--dry-run] [-v]",
 	 "start the job on every node and watch it", cmd_run},
 	{"hostlist", "[--expand|--compress] EXPR...",

@@ -1,0 +1,338 @@
+/* cmd_plan.c — `herd plan JOB.yaml [--topology FILE.xml] [--json]`: the
+ * binding of every rank (GPU, NIC, CPUs) without starting anything.
+ *
+ * With --topology every node is planned with that hwloc XML and no node
+ * is contacted.  Without it only this machine can be planned (nodes
+ * "localhost" or this host's name), from its live topology: remote nodes
+ * need their agents' HELLO topology, which `herd run` has and `herd plan`
+ * does not contact yet.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "herd/bind.h"
+#include "herd/spec.h"
+#include "herd/topo.h"
+#include "resolve.h"
+
+/* Output could not be written, a discovery command failed, or memory ran
+ * out: not the user's input. */
+#define EXIT_RUNTIME 1
+
+/* One node's plan. */
+struct node_plan {
+	const char *host;
+	struct bind_rank *ranks;
+	int n_ranks;
+};
+
+static void plan_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: herd plan JOB.yaml [--topology FILE.xml] [--json]\n"
+		"\n"
+		"Prints, for every rank of the job, the node it runs on and\n"
+		"its binding: GPU (index in PCI bus order and bus id), RDMA\n"
+		"NIC (name:port, as NCCL_IB_HCA takes it), its netdev, and\n"
+		"the CPUs (a Linux cpu list).  Nothing is started.\n"
+		"\n"
+		"  --topology FILE  plan every node with this hwloc XML\n"
+		"                   (lstopo --of xml); no node is contacted\n"
+		"  --json           an array of objects with keys rank, node,\n"
+		"                   host, local_rank, gpu, gpu_bus_id, nic,\n"
+		"                   netdev, cpus (null where none)\n"
+		"  -h, --help       show this text\n"
+		"\n"
+		"Without --topology only this machine (localhost) is planned,\n"
+		"from its own topology.\n"
+		"\n"
+		"Exit status: 0 success; 1 output or a discovery command\n"
+		"failed; 2 a bad job spec, topology, topology_file or usage.\n");
+}
+
+/* True when host names this machine. */
+static bool is_local(const char *host)
+{
+	char me[HOST_NAME_MAX + 1];
+
+	if (!strcmp(host, "localhost") || !strcmp(host, "127.0.0.1"))
+		return true;
+	if (gethostname(me, sizeof(me)) < 0)
+		return false;
+	me[sizeof(me) - 1] = '\0';
+	return !strcmp(host, me);
+}
+
+/* "mlx5_1:1" into buf, or "" without a NIC. */
+static void nic_text(const struct bind_rank *r, char *buf, size_t size)
+{
+	if (r->nic[0])
+		snprintf(buf, size, "%s:%d", r->nic, r->nic_port);
+	else
+		buf[0] = '\0';
+}
+
+static json_t *str_or_null(const char *s)
+{
+	return s && s[0] ? json_string(s) : json_null();
+}
+
+static int print_json(const struct node_plan *np, size_t n_nodes)
+{
+	int rank = 0;
+
+	if (fputs("[", stdout) < 0)
+		return -1;
+	for (size_t i = 0; i < n_nodes; i++) {
+		for (int l = 0; l < np[i].n_ranks; l++, rank++) {
+			const struct bind_rank *r = &np[i].ranks[l];
+			char nic[TOPO_NAME_MAX + 16];
+			json_t *o;
+			char *s;
+
+			nic_text(r, nic, sizeof(nic));
+			o = json_pack("{s:i, s:i, s:s, s:i, s:o, s:o, s:o, s:o, "
+				      "s:o}",
+				      "rank", rank, "node", (int)i, "host",
+				      np[i].host, "local_rank", l, "gpu",
+				      r->gpu >= 0 ? json_integer(r->gpu)
+						  : json_null(),
+				      "gpu_bus_id", str_or_null(r->gpu_bus_id),
+				      "nic", str_or_null(nic), "netdev",
+				      str_or_null(r->netdev), "cpus",
+				      str_or_null(r->cpus));
+			if (!o)
+				return -1;
+			s = json_dumps(o, JSON_PRESERVE_ORDER);
+			json_decref(o);
+			if (!s)
+				return -1;
+			printf("%s\n%s", rank ? "," : "", s);
+			free(s);
+		}
+	}
+	if (fputs("\n]\n", stdout) < 0)
+		return -1;
+	return 0;
+}
+
+/* The columns of the table, in order. */
+enum { C_RANK, C_NODE, C_HOST, C_LOCAL, C_GPU, C_BUS, C_NIC, C_NETDEV, C_CPUS,
+       N_COLS };
+
+static const char *const col_names[N_COLS] = {
+    "RANK", "NODE", "HOST", "LOCAL", "GPU", "BUS_ID", "NIC", "NETDEV", "CPUS",
+};
+
+/* The cells of one row; numbers are written into own. */
+static void row_cells(const struct node_plan *np, size_t node, int l, int rank,
+		      char own[5][TOPO_NAME_MAX + 16], const char *cell[N_COLS])
+{
+	const struct bind_rank *r = &np[node].ranks[l];
+
+	snprintf(own[0], sizeof(own[0]), "%d", rank);
+	snprintf(own[1], sizeof(own[1]), "%zu", node);
+	snprintf(own[2], sizeof(own[2]), "%d", l);
+	snprintf(own[3], sizeof(own[3]), "%d", r->gpu);
+	nic_text(r, own[4], sizeof(own[4]));
+	cell[C_RANK] = own[0];
+	cell[C_NODE] = own[1];
+	cell[C_HOST] = np[node].host;
+	cell[C_LOCAL] = own[2];
+	cell[C_GPU] = r->gpu >= 0 ? own[3] : "-";
+	cell[C_BUS] = r->gpu_bus_id[0] ? r->gpu_bus_id : "-";
+	cell[C_NIC] = own[4][0] ? own[4] : "-";
+	cell[C_NETDEV] = r->netdev[0] ? r->netdev : "-";
+	cell[C_CPUS] = r->cpus && r->cpus[0] ? r->cpus : "-";
+}
+
+static int print_table(const struct node_plan *np, size_t n_nodes)
+{
+	size_t width[N_COLS];
+	char own[5][TOPO_NAME_MAX + 16];
+	const char *cell[N_COLS];
+	int rank = 0;
+
+	for (int c = 0; c < N_COLS; c++)
+		width[c] = strlen(col_names[c]);
+	for (size_t i = 0; i < n_nodes; i++)
+		for (int l = 0; l < np[i].n_ranks; l++, rank++) {
+			row_cells(np, i, l, rank, own, cell);
+			for (int c = 0; c < N_COLS; c++)
+				if (strlen(cell[c]) > width[c])
+					width[c] = strlen(cell[c]);
+		}
+	for (int c = 0; c < N_COLS; c++)
+		printf("%-*s%s", c < N_COLS - 1 ? (int)width[c] : 0,
+		       col_names[c], c < N_COLS - 1 ? "  " : "\n");
+	rank = 0;
+	for (size_t i = 0; i < n_nodes; i++)
+		for (int l = 0; l < np[i].n_ranks; l++, rank++) {
+			row_cells(np, i, l, rank, own, cell);
+			for (int c = 0; c < N_COLS; c++)
+				printf("%-*s%s",
+				       c < N_COLS - 1 ? (int)width[c] : 0,
+				       cell[c], c < N_COLS - 1 ? "  " : "\n");
+		}
+	return ferror(stdout) ? -1 : 0;
+}
+
+/* Loads bind.topology_file, relative to the job file's directory. */
+static struct bind_platform *load_platform(const struct spec *spec,
+					   struct herd_err *err)
+{
+	const char *f = spec->bind.topology_file;
+	const char *slash = strrchr(spec->path, '/');
+	char path[PATH_MAX];
+
+	if (f[0] == '/' || !slash)
+		return bind_platform_load(f, err);
+	if ((size_t)snprintf(path, sizeof(path), "%.*s/%s",
+			     (int)(slash - spec->path), spec->path,
+			     f) >= sizeof(path)) {
+		herd_errprintf(err, "bind.topology_file: path too long");
+		return NULL;
+	}
+	return bind_platform_load(path, err);
+}
+
+/* Parses the arguments; returns -1 (status set) to stop. */
+static int plan_args(int argc, char **argv, const char **job,
+		     const char **topology, bool *json, int *status)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			plan_usage(stdout);
+			*status = 0;
+			return -1;
+		} else if (!strcmp(a, "--json")) {
+			*json = true;
+		} else if (!strcmp(a, "--topology")) {
+			if (i + 1 >= argc) {
+				cli_error("plan: --topology needs a file");
+				return -1;
+			}
+			*topology = argv[++i];
+		} else if (!strncmp(a, "--topology=", 11)) {
+			*topology = a + 11;
+		} else if (a[0] == '-' && a[1] != '\0') {
+			cli_error("plan: unknown option '%s' (try 'herd plan "
+				  "--help')",
+				  a);
+			return -1;
+		} else if (*job) {
+			cli_error("plan: one job file, not '%s' and '%s'", *job,
+				  a);
+			return -1;
+		} else {
+			*job = a;
+		}
+	}
+	if (!*job) {
+		plan_usage(stderr);
+		return -1;
+	}
+	return 0;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+	const char *job = NULL, *topology = NULL;
+	bool json = false;
+	struct spec *spec = NULL;
+	struct resolved res = {0};
+	struct bind_platform *platform = NULL;
+	struct topo *topo = NULL;
+	struct node_plan *np = NULL;
+	struct bind_opts opts;
+	struct herd_err err;
+	size_t n_nodes = 0;
+	int status = EXIT_SPEC;
+
+	herd_err_clear(&err);
+	if (plan_args(argc, argv, &job, &topology, &json, &status) < 0)
+		goto out;
+	spec = spec_load(job, &err);
+	if (!spec) {
+		cli_error("%s", err.text);
+		goto out;
+	}
+	if (resolve_nodes(spec, &res, &err) < 0) {
+		cli_error("%s", err.text);
+		if (res.fail == RESOLVE_FAIL_RUNTIME)
+			status = EXIT_RUNTIME;
+		goto out;
+	}
+	if (!topology)
+		for (size_t i = 0; i < res.nodes->count; i++)
+			if (!is_local(res.nodes->entries[i].host)) {
+				cli_error("plan: node %s is remote: herd plan "
+					  "needs --topology for remote nodes "
+					  "until agents report topology",
+					  res.nodes->entries[i].host);
+				goto out;
+			}
+	if (spec->bind.topology_file &&
+	    !(platform = load_platform(spec, &err))) {
+		cli_error("plan: %s", err.text);
+		goto out;
+	}
+	bind_opts_from_spec(&opts, spec, platform);
+	topo = topo_load(topology, 0, &err);
+	if (!topo) {
+		cli_error("plan: %s", err.text);
+		goto out;
+	}
+	np = calloc(res.nodes->count, sizeof(*np));
+	if (!np) {
+		cli_error("plan: out of memory");
+		status = EXIT_RUNTIME;
+		goto out;
+	}
+	for (size_t i = 0; i < res.nodes->count; i++) {
+		const struct hostfile_entry *e = &res.nodes->entries[i];
+		int slots = e->slots > 0 ? e->slots : bind_default_slots(topo);
+
+		np[i].host = e->host;
+		np[i].ranks = calloc((size_t)slots, sizeof(*np[i].ranks));
+		if (!np[i].ranks) {
+			cli_error("plan: out of memory");
+			status = EXIT_RUNTIME;
+			goto out;
+		}
+		n_nodes = i + 1;
+		if (bind_plan(topo, slots, &opts, np[i].ranks, &err) < 0) {
+			cli_error("plan: node %s: %s", e->host, err.text);
+			goto out;
+		}
+		np[i].n_ranks = slots;
+	}
+	if ((json ? print_json(np, n_nodes) : print_table(np, n_nodes)) < 0 ||
+	    fflush(stdout) != 0) {
+		cli_error("plan: cannot write the plan: %s", strerror(errno));
+		status = EXIT_RUNTIME;
+		goto out;
+	}
+	status = 0;
+out:
+	for (size_t i = 0; np && i < n_nodes; i++) {
+		bind_ranks_release(np[i].ranks, (size_t)np[i].n_ranks);
+		free(np[i].ranks);
+	}
+	free(np);
+	topo_free(topo);
+	bind_platform_free(platform);
+	resolve_free(&res);
+	spec_free(spec);
+	return status;
+}
