@@ -15,25 +15,45 @@ cleanup() {
 	"$top/tests/cluster/down" "$dir" >/dev/null 2>&1 || true
 	rm -rf "$work"
 }
-trap cleanup EXIT
+trap 'cleanup' EXIT
 trap 'exit 130' INT TERM
 . "$dir/env"
 
-cp "$top/examples/torch-ddp/train.py" "$work/"
+# The job runs as a demo user whose home is in the work directory, so
+# that `herd keys` installs its key there and nothing of this machine's
+# own accounts changes.
+user=herd-demo-$$
+useradd -M -d "$work/home" -s /bin/sh -p "*" "$user"   # "*": no password, not locked
+cleanup() {
+	[ -z "${agent_pid:-}" ] || kill "$agent_pid" 2>/dev/null || true
+	"$top/tests/cluster/down" "$dir" >/dev/null 2>&1 || true
+	userdel "$user" 2>/dev/null || true
+	rm -rf "$work"
+}
+# sshd reads a user's authorized keys as that user: let the demo user
+# reach the cluster's shared authorized_keys (the cluster's private key
+# stays 0600).
+chmod 711 "$dir" "$dir/nodes" "$dir"/nodes/*
+chmod 644 "$dir"/nodes/*/authorized_keys
+mkdir -p "$work/home" "$work/job"
+cp "$top/examples/torch-ddp/train.py" "$work/job/"
+chown -R "$user:" "$work/home" "$work/job"
+chmod 755 "$work"
 cat >"$work/job.yaml" <<JOB
 name: demo
 nodes:
   hosts: $HERD_CLUSTER_HOSTLIST
   slots: 1
 ssh:
+  user: $user
   identity: $work/herd_ed25519
   known_hosts: $work/known_hosts
 launch:
   command: /usr/bin/python3 train.py --steps 30 --ckpt ckpt --ckpt-every 10 {{resume_args}}
-  workdir: .
+  workdir: job
   env: {OMP_NUM_THREADS: "1"}
 checkpoint:
-  dir: ckpt
+  dir: job/ckpt
   pattern: "step_*"
   complete_marker: COMPLETE
   resume_args: "--resume {{checkpoint}}"
@@ -46,17 +66,20 @@ cat "$work/job.yaml"
 echo "== herd hosts"
 "$herd" hosts "$work/job.yaml"
 
-if "$herd" --help | grep -q '^  herd keys'; then
-	echo "== herd keys --accept-new (new key pair, installed on every node, host keys pinned)"
-	# The cluster's own client key authorizes the first contact.
-	SSH_AUTH_SOCK= HERD_BOOTSTRAP_IDENTITY=$HERD_CLUSTER_KEY \
-		"$herd" keys "$work/job.yaml" --accept-new
-else
-	cp "$HERD_CLUSTER_KEY" "$work/herd_ed25519"
-	cp "$HERD_CLUSTER_KNOWN_HOSTS" "$work/known_hosts"
-fi
+echo "== herd keys --accept-new: a new key pair, installed on every node, host keys pinned"
+# First contact goes through an ssh-agent holding the cluster's own key,
+# as a user's first contact would go through theirs.
+eval "$(ssh-agent -s)" >/dev/null
+agent_pid=$SSH_AGENT_PID
+ssh-add -q "$HERD_CLUSTER_KEY"
+"$herd" keys "$work/job.yaml" --accept-new
+echo "== herd keys again: nothing to add"
+"$herd" keys "$work/job.yaml"
+kill "$agent_pid"
+agent_pid=
+unset SSH_AUTH_SOCK SSH_AGENT_PID
 
-echo "== herd run (4 nodes x 1 rank, gloo on CPU)"
+echo "== herd run (4 nodes x 1 rank, gloo on CPU), with only the new key"
 "$herd" run -v "$work/job.yaml"
 echo "== events"
 cut -c1-160 "$work/runs/demo/events.jsonl"

@@ -654,7 +654,7 @@ int keys_remote_write(ssh_session s, const char *name, const void *buf,
 	 * chmod then gives it the final mode before it replaces the old. */
 	snprintf(cmd, sizeof(cmd),
 		 "umask 077; d=\"$HOME/.ssh\"; "
-		 "[ -d \"$d\" ] || mkdir -m 700 \"$d\" || exit 1; "
+		 "mkdir -p -m 700 \"$d\" || exit 1; "
 		 "t=\"$d/%s.herd-tmp.%s\"; "
 		 "if cat >\"$t\" && chmod %o \"$t\" && mv -f \"$t\" \"$d/%s\"; "
 		 "then exit 0; fi; rm -f \"$t\"; exit 1",
