@@ -71,7 +71,7 @@ static char *expand_tilde(const char *path)
 static int agent_cache_name(const char *path, char *out, size_t outlen,
 			    struct herd_err *err)
 {
-	uint64_t h = 1469598103934665603ULL;	/* FNV-1a 64 */
+	uint64_t h = 14695981039346656037ULL;	/* FNV-1a 64 */
 	unsigned char buf[65536];
 	size_t n;
 	FILE *f = fopen(path, "rb");
