@@ -25,6 +25,9 @@
 /* InfiniBand port state ACTIVE in hwloc's PortNState info. */
 #define IB_PORT_ACTIVE "4"
 
+/* hwloc components left out of live discovery (see topo_load()). */
+static const char *const live_skip[] = {"pci", "opencl", "gl"};
+
 /* Highest port number looked for in PortNState infos: HCAs have 1 or 2. */
 #define NIC_PORTS_MAX 16
 
@@ -520,6 +523,17 @@ struct topo *topo_load(const char *xml_path, unsigned flags,
 		hwloc_topology_set_io_types_filter(
 		    topo, (flags & TOPO_IO_ALL) ? HWLOC_TYPE_FILTER_KEEP_ALL
 						: HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+	/* Live discovery without three components: on Linux the "linux"
+	 * component reads PCI devices from sysfs itself, and "pci"
+	 * (libpciaccess) only repeats that while leaking about 1 KiB per
+	 * load; "opencl" would start the GPU driver's OpenCL runtime and
+	 * "gl" would query X displays, both slow and useless for binding. */
+	if (!xml && !(flags & TOPO_NO_IO))
+		for (size_t i = 0; i < sizeof(live_skip) / sizeof(*live_skip);
+		     i++)
+			hwloc_topology_set_components(
+			    topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
+			    live_skip[i]);
 	/* hwloc does not take an empty buffer; neither do we. */
 	if (xml && (len == 0 ||
 		    hwloc_topology_set_xmlbuffer(topo, xml, (int)len) < 0)) {

@@ -137,7 +137,9 @@ enum {
 
 /* Loads the topology of this machine (xml_path NULL: live discovery,
  * which hwloc lets HWLOC_XMLFILE redirect) or of the lstopo XML export at
- * xml_path (read here, at most TOPO_XML_MAX bytes).  Returns a topology
+ * xml_path (read here, at most TOPO_XML_MAX bytes).  Live discovery
+ * leaves out hwloc's pci (libpciaccess; Linux sysfs discovery already
+ * gives the PCI devices), opencl and gl components.  Returns a topology
  * the caller frees with topo_free(), or NULL with err naming the file
  * and what was wrong ("cannot open", "not an hwloc XML topology", "no
  * PUs"). */
