@@ -109,3 +109,15 @@ ev_all() {
 		"[inputs | select(.event == \$e)] | length > 0 and all(.[]; $3)" \
 		"$1" >/dev/null
 }
+
+# own_binaries: copies bin/herd and bin/herd-agent into ./bin and puts it
+# first on PATH, so that a rebuild of the tree while the test runs cannot
+# swap the agent under a running job (herd finds herd-agent next to
+# itself).
+own_binaries() {
+	mkdir -p bin &&
+	cp "$HERD_ROOT/bin/herd" "$HERD_ROOT/bin/herd-agent" bin/ &&
+	PATH=$PWD/bin:$PATH &&
+	export PATH &&
+	test "$(command -v herd)" = "$PWD/bin/herd"
+}
