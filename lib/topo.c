@@ -197,11 +197,16 @@ static int loc_of_io(hwloc_topology_t topo, hwloc_obj_t obj,
 		     struct topo_loc *loc)
 {
 	hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(topo, obj);
-	hwloc_obj_t b;
+	hwloc_obj_t b, first = obj->parent;
 	int n = 0, skip;
 
 	if (!anc)
 		return -1;
+	/* An OS device hangs under its PCI device: the bridges start
+	 * above that. */
+	while (first && (first->type == HWLOC_OBJ_OS_DEVICE ||
+			 first->type == HWLOC_OBJ_PCI_DEVICE))
+		first = first->parent;
 	loc->cpuset = hwloc_bitmap_dup(anc->cpuset);
 	loc->nodeset = hwloc_bitmap_dup(anc->nodeset);
 	if (!loc->cpuset || !loc->nodeset)
@@ -210,12 +215,12 @@ static int loc_of_io(hwloc_topology_t topo, hwloc_obj_t obj,
 	/* Count the bridges above, then write them root first; past
 	 * TOPO_PCI_DEPTH_MAX keep the ones nearest the root, which decide
 	 * "same root complex" and "same switch". */
-	for (b = obj->parent; b && b->type == HWLOC_OBJ_BRIDGE; b = b->parent)
+	for (b = first; b && b->type == HWLOC_OBJ_BRIDGE; b = b->parent)
 		n++;
 	skip = n > TOPO_PCI_DEPTH_MAX ? n - TOPO_PCI_DEPTH_MAX : 0;
 	n -= skip;
 	loc->n_path = n;
-	for (b = obj->parent; b && b->type == HWLOC_OBJ_BRIDGE; b = b->parent) {
+	for (b = first; b && b->type == HWLOC_OBJ_BRIDGE; b = b->parent) {
 		const struct hwloc_bridge_attr_s *ba = &b->attr->bridge;
 
 		if (skip > 0) {
