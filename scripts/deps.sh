@@ -11,7 +11,7 @@ libpmix-dev libcmocka-dev libslurm-dev
 hwloc-nox perl sharness iproute2 util-linux procps psmisc
 openssh-client openssh-server
 slurm-wlm slurmctld slurmd slurm-client munge
-openmpi-bin libopenmpi-dev
+openmpi-bin libopenmpi-dev pdsh
 python3 python3-torch
 "
 
