@@ -99,3 +99,82 @@ cluster_wait_ssh() {
 		sleep 0.1   # poll interval of a bounded wait
 	done
 }
+
+# ---- Slurm on the cluster (tests/cluster/slurm) ----------------------------
+#   slurm_up [DIR]            munged, slurmctld and one slurmd per node on the
+#                             cluster in DIR (default: the current one); waits
+#                             until every node is idle; exports SLURM_CONF and
+#                             HERD_SLURM_* (DIR/slurm/env); the EXIT trap takes
+#                             Slurm down before the cluster
+#   slurm_down [DIR]          tear Slurm down now (the node cluster stays)
+#   slurm_kill_node NODE      SIGKILL the node's slurmd and its job steps
+#   slurm_start_node NODE     start its slurmd again, wait until it registers
+#   slurm_node_state NODE     the node's state as sinfo prints it (idle, idle*, down*...)
+#   slurm_wait_state NODE PATTERN [S]  poll until the state matches the case
+#                             PATTERN (at most S s, 10)
+
+_herd_slurm_dirs=
+
+# Tear down every Slurm this script brought up; keeps the exit status.
+_herd_slurm_exit() {
+	_herd_slurm_rc=$?
+	for _herd_slurm_d in $_herd_slurm_dirs; do
+		HC_QUIET=1 "$HERD_CLUSTER_TOOLS/slurm" down "$_herd_slurm_d" >&2
+	done
+	_herd_slurm_dirs=
+	return $_herd_slurm_rc
+}
+
+_herd_slurm_trap() {
+	[ -z "$_herd_slurm_trapped" ] || return 0
+	_herd_slurm_trapped=t
+	_herd_cluster_trap   # once installed, cluster_up leaves the trap alone
+	if command -v die >/dev/null 2>&1; then
+		trap '_herd_slurm_exit; _herd_cluster_exit; die' EXIT
+	else
+		trap '_herd_slurm_exit; _herd_cluster_exit' EXIT
+	fi
+}
+_herd_slurm_trapped=
+
+slurm_up() {
+	_herd_slurm_d=${1:-$HERD_CLUSTER_DIR}
+	[ -n "$_herd_slurm_d" ] || { echo "usage: slurm_up [DIR]" >&2; return 2; }
+	_herd_slurm_trap
+	_herd_slurm_dirs="$_herd_slurm_dirs $_herd_slurm_d"
+	"$HERD_CLUSTER_TOOLS/slurm" up "$_herd_slurm_d" >/dev/null || return 1
+	. "$_herd_slurm_d/slurm/env"
+}
+
+slurm_down() {
+	_herd_slurm_d=${1:-$HERD_CLUSTER_DIR}
+	"$HERD_CLUSTER_TOOLS/slurm" down "$_herd_slurm_d" || return 1
+	_herd_slurm_left=
+	for _herd_slurm_x in $_herd_slurm_dirs; do
+		[ "$_herd_slurm_x" = "$_herd_slurm_d" ] ||
+			_herd_slurm_left="$_herd_slurm_left $_herd_slurm_x"
+	done
+	_herd_slurm_dirs=$_herd_slurm_left
+}
+
+slurm_kill_node() { "$HERD_CLUSTER_TOOLS/slurm" kill "$1"; }
+slurm_start_node() { "$HERD_CLUSTER_TOOLS/slurm" start "$1"; }
+
+slurm_node_state() {
+	_herd_slurm_n=$(_herd_cluster_name "$1") || return 1
+	timeout 5 sinfo -h -N -n "$_herd_slurm_n" -o %T | head -n 1 | grep .
+}
+
+slurm_wait_state() {
+	_herd_slurm_end=$(($(date +%s) + ${3:-10}))
+	while :; do
+		_herd_slurm_st=$(slurm_node_state "$1")
+		# shellcheck disable=SC2254
+		case $_herd_slurm_st in $2) return 0 ;; esac
+		if [ "$(date +%s)" -ge $_herd_slurm_end ]; then
+			echo "slurm_wait_state: $1 is '$_herd_slurm_st', not $2" >&2
+			return 1
+		fi
+		sleep 0.1   # poll interval of a bounded wait
+	done
+}
