@@ -36,26 +36,27 @@ struct node_plan {
 
 static void plan_usage(FILE *out)
 {
-	fprintf(out,
-		"usage: herd plan JOB.yaml [--topology FILE.xml] [--json]\n"
-		"\n"
-		"Prints, for every rank of the job, the node it runs on and\n"
-		"its binding: GPU (index in PCI bus order and bus id), RDMA\n"
-		"NIC (name:port, as NCCL_IB_HCA takes it), its netdev, and\n"
-		"the CPUs (a Linux cpu list).  Nothing is started.\n"
-		"\n"
-		"  --topology FILE  plan every node with this hwloc XML\n"
-		"                   (lstopo --of xml); no node is contacted\n"
-		"  --json           an array of objects with keys rank, node,\n"
-		"                   host, local_rank, gpu, gpu_bus_id, nic,\n"
-		"                   netdev, cpus (null where none)\n"
-		"  -h, --help       show this text\n"
-		"\n"
-		"Without --topology only this machine (localhost) is planned,\n"
-		"from its own topology.\n"
-		"\n"
-		"Exit status: 0 success; 1 output or a discovery command\n"
-		"failed; 2 a bad job spec, topology, topology_file or usage.\n");
+	fprintf(
+	    out,
+	    "usage: herd plan JOB.yaml [--topology FILE.xml] [--json]\n"
+	    "\n"
+	    "Prints, for every rank of the job, the node it runs on and\n"
+	    "its binding: GPU (index in PCI bus order and bus id), RDMA\n"
+	    "NIC (name:port, as NCCL_IB_HCA takes it), its netdev, and\n"
+	    "the CPUs (a Linux cpu list).  Nothing is started.\n"
+	    "\n"
+	    "  --topology FILE  plan every node with this hwloc XML\n"
+	    "                   (lstopo --of xml); no node is contacted\n"
+	    "  --json           an array of objects with keys rank, node,\n"
+	    "                   host, local_rank, gpu, gpu_bus_id, nic,\n"
+	    "                   netdev, cpus (null where none)\n"
+	    "  -h, --help       show this text\n"
+	    "\n"
+	    "Without --topology only this machine (localhost) is planned,\n"
+	    "from its own topology.\n"
+	    "\n"
+	    "Exit status: 0 success; 1 output or a discovery command\n"
+	    "failed; 2 a bad job spec, topology, topology_file or usage.\n");
 }
 
 /* True when host names this machine. */
@@ -99,16 +100,15 @@ static int print_json(const struct node_plan *np, size_t n_nodes)
 			char *s;
 
 			nic_text(r, nic, sizeof(nic));
-			o = json_pack("{s:i, s:i, s:s, s:i, s:o, s:o, s:o, s:o, "
-				      "s:o}",
-				      "rank", rank, "node", (int)i, "host",
-				      np[i].host, "local_rank", l, "gpu",
-				      r->gpu >= 0 ? json_integer(r->gpu)
-						  : json_null(),
-				      "gpu_bus_id", str_or_null(r->gpu_bus_id),
-				      "nic", str_or_null(nic), "netdev",
-				      str_or_null(r->netdev), "cpus",
-				      str_or_null(r->cpus));
+			o = json_pack(
+			    "{s:i, s:i, s:s, s:i, s:o, s:o, s:o, s:o, "
+			    "s:o}",
+			    "rank", rank, "node", (int)i, "host", np[i].host,
+			    "local_rank", l, "gpu",
+			    r->gpu >= 0 ? json_integer(r->gpu) : json_null(),
+			    "gpu_bus_id", str_or_null(r->gpu_bus_id), "nic",
+			    str_or_null(nic), "netdev", str_or_null(r->netdev),
+			    "cpus", str_or_null(r->cpus));
 			if (!o)
 				return -1;
 			s = json_dumps(o, JSON_PRESERVE_ORDER);
@@ -125,8 +125,18 @@ static int print_json(const struct node_plan *np, size_t n_nodes)
 }
 
 /* The columns of the table, in order. */
-enum { C_RANK, C_NODE, C_HOST, C_LOCAL, C_GPU, C_BUS, C_NIC, C_NETDEV, C_CPUS,
-       N_COLS };
+enum {
+	C_RANK,
+	C_NODE,
+	C_HOST,
+	C_LOCAL,
+	C_GPU,
+	C_BUS,
+	C_NIC,
+	C_NETDEV,
+	C_CPUS,
+	N_COLS
+};
 
 static const char *const col_names[N_COLS] = {
     "RANK", "NODE", "HOST", "LOCAL", "GPU", "BUS_ID", "NIC", "NETDEV", "CPUS",

@@ -30,10 +30,10 @@ enum { NEAR_SWITCH = 0, NEAR_HOST_BRIDGE, NEAR_NUMA, NEAR_PACKAGE, NEAR_ANY };
 
 struct platform_gpu {
 	char bus_id[TOPO_BUSID_MAX];
-	char nic[TOPO_NAME_MAX];	/* "" when not given */
-	int port;			/* 0 when not given */
-	char netdev[TOPO_NAME_MAX];	/* "" when not given */
-	hwloc_bitmap_t cpus;		/* NULL when not given */
+	char nic[TOPO_NAME_MAX];    /* "" when not given */
+	int port;		    /* 0 when not given */
+	char netdev[TOPO_NAME_MAX]; /* "" when not given */
+	hwloc_bitmap_t cpus;	    /* NULL when not given */
 };
 
 struct bind_platform {
@@ -214,8 +214,7 @@ out:
 	return ret;
 }
 
-struct bind_platform *bind_platform_load(const char *path,
-					 struct herd_err *err)
+struct bind_platform *bind_platform_load(const char *path, struct herd_err *err)
 {
 	struct bind_platform *p = NULL;
 	struct stat st;
@@ -327,9 +326,10 @@ static int check_platform(const struct topo *t, const struct bind_platform *p,
 			return herd_errprintf(err,
 					      "%s: gpus[%zu]: GPU %s is not on "
 					      "this node (it has %zu GPUs%s%s)",
-					      p->name, i, pg->bus_id,
-					      t->n_gpus, t->n_gpus ? ", first " : "",
-					      t->n_gpus ? t->gpus[0].bus_id : "");
+					      p->name, i, pg->bus_id, t->n_gpus,
+					      t->n_gpus ? ", first " : "",
+					      t->n_gpus ? t->gpus[0].bus_id
+							: "");
 		if (pg->nic[0] && find_nic(t, pg->nic) < 0)
 			return herd_errprintf(err,
 					      "%s: gpus[%zu]: NIC %s is not on "
@@ -442,11 +442,11 @@ static hwloc_bitmap_t gpu_domain(const struct topo *t,
 
 /* Per-rank working state while planning. */
 struct work {
-	hwloc_bitmap_t domain;	/* owned */
-	struct topo_loc loc;	/* CPU-only ranks: where their NUMA node is;
-				 * its bitmaps are owned */
+	hwloc_bitmap_t domain; /* owned */
+	struct topo_loc loc;   /* CPU-only ranks: where their NUMA node is;
+				* its bitmaps are owned */
 	const struct topo_loc *near; /* what the NIC should be near */
-	int group;		/* index of the distinct domain */
+	int group;		     /* index of the distinct domain */
 };
 
 static void work_free(struct work *w, size_t n)
@@ -511,7 +511,8 @@ static hwloc_bitmap_t share_of(const struct topo *t, hwloc_const_bitmap_t d,
 			n_cores++;
 	if (n_cores >= (size_t)k) {
 		size_t lo = (size_t)((long long)j * (long long)n_cores / k);
-		size_t hi = (size_t)((long long)(j + 1) * (long long)n_cores / k);
+		size_t hi =
+		    (size_t)((long long)(j + 1) * (long long)n_cores / k);
 
 		for (size_t i = 0; i < t->n_cores; i++) {
 			if (!hwloc_bitmap_intersects(t->cores[i], d))
@@ -595,9 +596,8 @@ static void set_nic(struct bind_rank *r, const struct topo_nic *n, int port)
 /* Fills the GPU, the domain and the NIC of every rank. */
 static int place_ranks(const struct topo *t, int slots,
 		       const struct bind_opts *o,
-		       const struct platform_gpu *const *by_gpu,
-		       struct work *w, struct bind_rank *out,
-		       struct herd_err *err)
+		       const struct platform_gpu *const *by_gpu, struct work *w,
+		       struct bind_rank *out, struct herd_err *err)
 {
 	int *used = calloc(t->n_nics + 1, sizeof(*used));
 	int rc = -1;
@@ -610,8 +610,8 @@ static int place_ranks(const struct topo *t, int slots,
 		int nic = -1, port = 0;
 
 		if (o->gpu == SPEC_BIND_GPU_AUTO && t->n_gpus > 0) {
-			int g = (int)((long long)i * (long long)t->n_gpus /
-				      slots);
+			int g =
+			    (int)((long long)i * (long long)t->n_gpus / slots);
 
 			r->gpu = g;
 			memcpy(r->gpu_bus_id, t->gpus[g].bus_id,
@@ -695,12 +695,10 @@ static int split_domains(const struct topo *t, int slots,
 			goto out;
 		}
 		r->threads = threads;
-		r->cpus = topo_cpulist(o->cpu == SPEC_BIND_CPU_CORES
-					   ? share
-					   : w[i].domain);
-		r->n_cpus = hwloc_bitmap_weight(o->cpu == SPEC_BIND_CPU_CORES
-						    ? share
-						    : w[i].domain);
+		r->cpus = topo_cpulist(
+		    o->cpu == SPEC_BIND_CPU_CORES ? share : w[i].domain);
+		r->n_cpus = hwloc_bitmap_weight(
+		    o->cpu == SPEC_BIND_CPU_CORES ? share : w[i].domain);
 		hwloc_bitmap_free(share);
 		if (!r->cpus) {
 			herd_errprintf(err, "out of memory");

@@ -400,8 +400,9 @@ static int collect_gpus(hwloc_topology_t topo, struct topo *t,
 		/* The first OS device names it (nvml0 before cuda0 is as
 		 * good as the reverse: both are the same device). */
 		if (!g->name[0] && copy_name(g->name, sizeof(g->name), o->name))
-			return herd_errprintf(err, "GPU name '%.64s...' is too "
-						   "long",
+			return herd_errprintf(err,
+					      "GPU name '%.64s...' is too "
+					      "long",
 					      o->name);
 	}
 	return 0;
@@ -428,10 +429,11 @@ static int collect_net(hwloc_topology_t topo, struct topo *t,
 				return herd_errprintf(err, "too many NICs or "
 							   "out of memory");
 			if (copy_name(n->name, sizeof(n->name), o->name) ||
-			    (nd && copy_name(n->netdev, sizeof(n->netdev),
-					     nd->name)))
-				return herd_errprintf(err, "NIC name '%.64s' "
-							   "is too long",
+			    (nd &&
+			     copy_name(n->netdev, sizeof(n->netdev), nd->name)))
+				return herd_errprintf(err,
+						      "NIC name '%.64s' "
+						      "is too long",
 						      o->name);
 			n->port = nic_port(o);
 			if (pci)
@@ -446,9 +448,10 @@ static int collect_net(hwloc_topology_t topo, struct topo *t,
 				return herd_errprintf(err, "too many netdevs "
 							   "or out of memory");
 			if (copy_name(n->name, sizeof(n->name), o->name))
-				return herd_errprintf(err, "netdev name "
-							   "'%.64s' is too "
-							   "long",
+				return herd_errprintf(err,
+						      "netdev name "
+						      "'%.64s' is too "
+						      "long",
 						      o->name);
 			if (pci)
 				pci_busid(&o->parent->attr->pcidev, n->bus_id);
@@ -526,8 +529,9 @@ struct topo *topo_load(const char *xml_path, unsigned flags,
 	}
 	if (!(flags & TOPO_NO_IO))
 		hwloc_topology_set_io_types_filter(
-		    topo, (flags & TOPO_IO_ALL) ? HWLOC_TYPE_FILTER_KEEP_ALL
-						: HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+		    topo, (flags & TOPO_IO_ALL)
+			      ? HWLOC_TYPE_FILTER_KEEP_ALL
+			      : HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
 	/* Live discovery without three components: on Linux the "linux"
 	 * component reads PCI devices from sysfs itself, and "pci"
 	 * (libpciaccess) only repeats that while leaking about 1 KiB per
@@ -557,8 +561,8 @@ struct topo *topo_load(const char *xml_path, unsigned flags,
 		herd_errprintf(err, "out of memory");
 		goto out;
 	}
-	if (collect_cpus(topo, t, &sub) < 0 || collect_gpus(topo, t, &sub) < 0 ||
-	    collect_net(topo, t, &sub) < 0) {
+	if (collect_cpus(topo, t, &sub) < 0 ||
+	    collect_gpus(topo, t, &sub) < 0 || collect_net(topo, t, &sub) < 0) {
 		herd_errprintf(err, "topology %s: %s", what, sub.text);
 		goto out;
 	}
@@ -649,8 +653,8 @@ json_t *topo_summary(const struct topo *t)
 		json_t *o = append_obj(pkgs);
 
 		if (!o ||
-		    json_object_set_new(o, "os_index",
-					json_integer(t->packages[i].os_index)) ||
+		    json_object_set_new(
+			o, "os_index", json_integer(t->packages[i].os_index)) ||
 		    set_list(o, "cpus", t->packages[i].cpuset) < 0)
 			goto out;
 	}
@@ -669,7 +673,8 @@ json_t *topo_summary(const struct topo *t)
 		const struct topo_nic *n = &t->nics[i];
 		json_t *o = append_obj(nics);
 
-		if (!o || json_object_set_new(o, "name", json_string(n->name)) ||
+		if (!o ||
+		    json_object_set_new(o, "name", json_string(n->name)) ||
 		    json_object_set_new(o, "port", json_integer(n->port)) ||
 		    json_object_set_new(o, "netdev", json_string(n->netdev)) ||
 		    json_object_set_new(o, "bus_id", json_string(n->bus_id)) ||
@@ -680,7 +685,8 @@ json_t *topo_summary(const struct topo *t)
 		const struct topo_netdev *n = &t->netdevs[i];
 		json_t *o = append_obj(nds);
 
-		if (!o || json_object_set_new(o, "name", json_string(n->name)) ||
+		if (!o ||
+		    json_object_set_new(o, "name", json_string(n->name)) ||
 		    json_object_set_new(o, "bus_id", json_string(n->bus_id)) ||
 		    loc_to_json(o, &n->loc) < 0)
 			goto out;
@@ -761,12 +767,13 @@ static int parse_list(const char *s, const char *key, const struct where *w,
 	b = hwloc_bitmap_alloc();
 	if (!b)
 		return herd_errprintf(err, "out of memory");
-	if (s[0] && (hwloc_bitmap_list_sscanf(b, s) < 0 ||
-		     hwloc_bitmap_last(b) < 0 ||
-		     hwloc_bitmap_last(b) >= TOPO_CPUS_MAX)) {
+	if (s[0] &&
+	    (hwloc_bitmap_list_sscanf(b, s) < 0 || hwloc_bitmap_last(b) < 0 ||
+	     hwloc_bitmap_last(b) >= TOPO_CPUS_MAX)) {
 		hwloc_bitmap_free(b);
-		return bad(err, w, key, "a cpu list like \"0-15,64-79\" "
-					"within the limit");
+		return bad(err, w, key,
+			   "a cpu list like \"0-15,64-79\" "
+			   "within the limit");
 	}
 	*out = b;
 	return 0;

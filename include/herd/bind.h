@@ -87,29 +87,29 @@ struct bind_opts {
 	enum spec_bind_gpu gpu;
 	enum spec_bind_nic nic;
 	enum spec_bind_cpu cpu;
-	const char *const *nic_list;	/* bind.nic list, n_nic_list entries */
+	const char *const *nic_list; /* bind.nic list, n_nic_list entries */
 	size_t n_nic_list;
-	const struct bind_platform *platform;	/* NULL: none */
+	const struct bind_platform *platform; /* NULL: none */
 };
 
 /* What one local rank gets.  Strings are "" and numbers -1 when none. */
 struct bind_rank {
 	int local_rank;
-	int gpu;			/* index in the node's PCI bus order */
+	int gpu; /* index in the node's PCI bus order */
 	char gpu_bus_id[TOPO_BUSID_MAX];
-	char nic[TOPO_NAME_MAX];	/* mlx5_1 */
-	int nic_port;			/* 1-based; -1 without a NIC */
-	char netdev[TOPO_NAME_MAX];	/* ib1 */
-	char *cpus;	/* Linux cpu list "0-15,128-143"; NULL: no binding.
-			 * Owned; bind_ranks_release() frees it. */
-	int n_cpus;	/* PUs in cpus, 0 without a cpuset */
-	int threads;	/* cores of the rank's share (OMP_NUM_THREADS),
-			 * 0 with bind.cpu: none */
+	char nic[TOPO_NAME_MAX];    /* mlx5_1 */
+	int nic_port;		    /* 1-based; -1 without a NIC */
+	char netdev[TOPO_NAME_MAX]; /* ib1 */
+	char *cpus;  /* Linux cpu list "0-15,128-143"; NULL: no binding.
+		      * Owned; bind_ranks_release() frees it. */
+	int n_cpus;  /* PUs in cpus, 0 without a cpuset */
+	int threads; /* cores of the rank's share (OMP_NUM_THREADS),
+		      * 0 with bind.cpu: none */
 };
 
 /* One environment variable from bind_env(). */
 struct bind_env_var {
-	const char *key;		/* static */
+	const char *key; /* static */
 	char value[BIND_ENV_VALUE_MAX];
 };
 

@@ -67,7 +67,7 @@
 /* Where a device or a NUMA node sits. */
 struct topo_loc {
 	hwloc_bitmap_t cpuset;	/* PUs of the nearest non-I/O ancestor */
-	hwloc_bitmap_t nodeset;	/* NUMA nodes (os indexes) local to it */
+	hwloc_bitmap_t nodeset; /* NUMA nodes (os indexes) local to it */
 	int package;		/* os index of the one package holding it,
 				 * -1 when it hangs above packages */
 	int n_path;		/* entries of path used */
@@ -84,10 +84,10 @@ struct topo_gpu {
 };
 
 struct topo_nic {
-	char name[TOPO_NAME_MAX];	/* mlx5_0 */
-	int port;			/* 1-based */
-	char netdev[TOPO_NAME_MAX];	/* ib0, or "" when none */
-	char bus_id[TOPO_BUSID_MAX];	/* "" when not under a PCI device */
+	char name[TOPO_NAME_MAX];    /* mlx5_0 */
+	int port;		     /* 1-based */
+	char netdev[TOPO_NAME_MAX];  /* ib0, or "" when none */
+	char bus_id[TOPO_BUSID_MAX]; /* "" when not under a PCI device */
 	struct topo_loc loc;
 };
 
@@ -99,8 +99,8 @@ struct topo_netdev {
 
 struct topo_numa {
 	unsigned os_index;
-	int package;		/* as in topo_loc */
-	hwloc_bitmap_t cpuset;	/* may be empty: memory-only nodes */
+	int package;	       /* as in topo_loc */
+	hwloc_bitmap_t cpuset; /* may be empty: memory-only nodes */
 };
 
 struct topo_package {
@@ -109,18 +109,18 @@ struct topo_package {
 };
 
 struct topo {
-	hwloc_bitmap_t pus;		/* every PU binding may use */
-	hwloc_bitmap_t *cores;		/* PUs of each core, in PU order */
+	hwloc_bitmap_t pus;    /* every PU binding may use */
+	hwloc_bitmap_t *cores; /* PUs of each core, in PU order */
 	size_t n_cores;
-	struct topo_numa *numa;		/* in os index order */
+	struct topo_numa *numa; /* in os index order */
 	size_t n_numa;
-	struct topo_package *packages;	/* in os index order */
+	struct topo_package *packages; /* in os index order */
 	size_t n_packages;
-	struct topo_gpu *gpus;		/* PCI bus order */
+	struct topo_gpu *gpus; /* PCI bus order */
 	size_t n_gpus;
-	struct topo_nic *nics;		/* name order */
+	struct topo_nic *nics; /* name order */
 	size_t n_nics;
-	struct topo_netdev *netdevs;	/* name order */
+	struct topo_netdev *netdevs; /* name order */
 	size_t n_netdevs;
 };
 

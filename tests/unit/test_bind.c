@@ -140,9 +140,8 @@ static void test_more_ranks_than_gpus(void **state)
 	/* 6 ranks: GPU floor(i*2/6) = 0,0,0,1,1,1; 3 ranks on 4 cores:
 	 * [0,1) [1,2) [2,4). */
 	const char *const six[] = {
-	    "0 mlx5_0:1 0,8 1",	    "0 mlx5_0:1 1,9 1",
-	    "0 mlx5_0:1 2-3,10-11 2", "1 mlx5_2:1 4,12 1",
-	    "1 mlx5_2:1 5,13 1",    "1 mlx5_2:1 6-7,14-15 2"};
+	    "0 mlx5_0:1 0,8 1",	 "0 mlx5_0:1 1,9 1",  "0 mlx5_0:1 2-3,10-11 2",
+	    "1 mlx5_2:1 4,12 1", "1 mlx5_2:1 5,13 1", "1 mlx5_2:1 6-7,14-15 2"};
 	/* 16 ranks, 8 per NUMA node of 4 cores: PUs split core by core
 	 * (0,8,1,9,...): one PU each, hyperthreads after whole cores ran
 	 * out; threads 1. */
@@ -207,9 +206,9 @@ static void test_nic_list(void **state)
 	const char *const list[] = {"mlx5_2", "mlx5_1:1"};
 	/* rank i gets list[i mod 2]; numa: ranks 0 and 1 share NUMA 0
 	 * (2 cores' worth of threads each). */
-	const char *const want[] = {
-	    "0 mlx5_2:1 0-3,8-11 2", "0 mlx5_1:1 0-3,8-11 2",
-	    "1 mlx5_2:1 4-7,12-15 4"};
+	const char *const want[] = {"0 mlx5_2:1 0-3,8-11 2",
+				    "0 mlx5_1:1 0-3,8-11 2",
+				    "1 mlx5_2:1 4-7,12-15 4"};
 	const char *const bad[] = {"mlx5_9"};
 	const char *const badport[] = {"mlx5_0:x"};
 	struct bind_rank r[3];
@@ -335,9 +334,9 @@ static void test_platform(void **state)
 	struct bind_opts o;
 	struct bind_rank r[4];
 	/* GPU 1's ranks take mlx5_1 port 1 on eno1 and split 4-5. */
-	const char *const want[] = {
-	    "0 mlx5_0:1 0-1,8-9 2", "0 mlx5_0:1 2-3,10-11 2",
-	    "1 mlx5_1:1 4 1", "1 mlx5_1:1 5 1"};
+	const char *const want[] = {"0 mlx5_0:1 0-1,8-9 2",
+				    "0 mlx5_0:1 2-3,10-11 2", "1 mlx5_1:1 4 1",
+				    "1 mlx5_1:1 5 1"};
 
 	(void)state;
 	assert_non_null(p);

@@ -125,8 +125,8 @@ static void test_jusuf_and_juropa3(void **state)
 static void test_no_io(void **state)
 {
 	struct herd_err err;
-	struct topo *t = topo_load(TOPO_DIR "jureca-dc-gpu.xml", TOPO_NO_IO,
-				   &err);
+	struct topo *t =
+	    topo_load(TOPO_DIR "jureca-dc-gpu.xml", TOPO_NO_IO, &err);
 
 	(void)state;
 	assert_non_null(t);
