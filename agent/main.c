@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "herd/topo.h"
 #include "herd/version.h"
 
 static int sig_write_fd = -1;
@@ -110,18 +111,42 @@ static json_t *node_addresses(void)
 	return arr;
 }
 
-static void send_hello(struct agent *a)
+/* The node's topology (hwloc), read once at start: GPUs, NICs, NUMA
+ * nodes and cores for the controller's binding plan.  A node whose
+ * topology cannot be read still runs ranks, unbound; HELLO says why. */
+static json_t *node_topology(const char *xml, char *why, size_t whylen)
 {
-	char host[256] = "";
+	struct herd_err err;
+	struct topo *t;
+	json_t *summary;
+
+	herd_err_clear(&err);
+	t = topo_load(xml, 0, &err);
+	if (!t) {
+		snprintf(why, whylen, "%s", err.text);
+		return NULL;
+	}
+	summary = topo_summary(t);
+	topo_free(t);
+	return summary;
+}
+
+static void send_hello(struct agent *a, const char *topology_xml)
+{
+	char host[256] = "", why[HERD_ERR_MAX] = "";
+	json_t *topo = node_topology(topology_xml, why, sizeof(why));
+	json_t *body;
 
 	gethostname(host, sizeof(host) - 1);
-	agent_send(a, PROTO_HELLO,
-		   json_pack("{s:s, s:s, s:o, s:I, s:i}", "version",
-			     HERD_VERSION, "hostname", host, "addrs",
-			     node_addresses(), "cores",
-			     (json_int_t)sysconf(_SC_NPROCESSORS_ONLN), "pid",
-			     (int)getpid()),
-		   NULL, 0);
+	body = json_pack("{s:s, s:s, s:o, s:I, s:i}", "version", HERD_VERSION,
+			 "hostname", host, "addrs", node_addresses(), "cores",
+			 (json_int_t)sysconf(_SC_NPROCESSORS_ONLN), "pid",
+			 (int)getpid());
+	if (topo)
+		json_object_set_new(body, "topo", topo);
+	else
+		json_object_set_new(body, "topo_error", json_string(why));
+	agent_send(a, PROTO_HELLO, body, NULL, 0);
 }
 
 static void on_frame(struct conn *c, struct proto_frame *f, void *arg)
@@ -202,7 +227,8 @@ static void on_close(struct conn *c, const char *reason, int clean, void *arg)
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: herd-agent [--stdio] | --version | --help\n\n"
+		"usage: herd-agent [--stdio] [--topology FILE.xml] | --version "
+		"| --help\n\n"
 		"herd-agent runs on every node of a job, started by herd. It\n"
 		"speaks herd's framed protocol on stdin/stdout (--stdio, the\n"
 		"default), starts the ranks herd asks for and stops them all\n"
@@ -215,6 +241,10 @@ int main(int argc, char **argv)
 	struct agent a = {0};
 	struct sigaction sa;
 	int in_fd, out_fd, devnull;
+	/* --topology FILE.xml: plan with an exported topology (tests,
+	 * planning); HERD_AGENT_TOPOLOGY does the same for agents started
+	 * by a transport. */
+	const char *topology_xml = getenv("HERD_AGENT_TOPOLOGY");
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--version") || !strcmp(argv[i], "-V")) {
@@ -224,6 +254,10 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);
 			return 0;
+		}
+		if (!strcmp(argv[i], "--topology") && i + 1 < argc) {
+			topology_xml = argv[++i];
+			continue;
 		}
 		if (strcmp(argv[i], "--stdio")) {
 			fprintf(stderr, "herd-agent: unknown option '%s'\n",
@@ -269,7 +303,7 @@ int main(int argc, char **argv)
 		perror("herd-agent: setup");
 		return 1;
 	}
-	send_hello(&a);
+	send_hello(&a, topology_xml);
 	loop_run(a.loop);
 
 	/* Everything is reaped; make sure no group member outlives us. */

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "herd/bind.h"
 
 extern char **environ;
 
@@ -118,7 +120,8 @@ static void keeper_on_parent_death(int sig)
  * every signal blocked (spawn_one), so that nothing sent to the new group
  * runs the agent's handlers or is lost before the rank exists. */
 static void keeper_main(pid_t agent_pid, int out_w, int err_w,
-			const char *workdir, char **argv, char **envp)
+			const char *workdir, const cpu_set_t *cpus,
+			char **argv, char **envp)
 {
 	static const int stop_sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
 	struct sigaction sa;
@@ -170,6 +173,17 @@ static void keeper_main(pid_t agent_pid, int out_w, int err_w,
 		if (workdir && chdir(workdir) < 0) {
 			static const char msg[] =
 				"herd-agent: cannot enter the workdir\n";
+			ssize_t n = write(2, msg, sizeof(msg) - 1);
+
+			(void)n;
+			_exit(127);
+		}
+		/* The plan's cpuset, before exec: every thread the rank
+		 * starts inherits it. */
+		if (cpus && sched_setaffinity(0, sizeof(*cpus), cpus) < 0) {
+			static const char msg[] =
+				"herd-agent: cannot bind the rank to its "
+				"planned cpus\n";
 			ssize_t n = write(2, msg, sizeof(msg) - 1);
 
 			(void)n;
@@ -402,8 +416,8 @@ void rank_free_all(struct agent *a)
 }
 
 static int spawn_one(struct agent *a, struct rank *r, const char *command,
-		     const char *workdir, struct envv *env,
-		     struct herd_err *err)
+		     const char *workdir, const cpu_set_t *cpus,
+		     struct envv *env, struct herd_err *err)
 {
 	int out[2] = {-1, -1}, errp[2] = {-1, -1};
 	char *argv[] = {"sh", "-c", (char *)command, NULL};
@@ -420,7 +434,8 @@ static int spawn_one(struct agent *a, struct rank *r, const char *command,
 	sigprocmask(SIG_BLOCK, &all, &old);
 	pid = fork();
 	if (pid == 0)
-		keeper_main(agent_pid, out[1], errp[1], workdir, argv, env->v);
+		keeper_main(agent_pid, out[1], errp[1], workdir, cpus, argv,
+			    env->v);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0) {
 		herd_errprintf(err, "fork: %s", strerror(errno));
@@ -480,6 +495,8 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 		json_t *jr = json_array_get(ranks, i);
 		struct rank *r = &a->ranks[i];
 		struct envv env = {0};
+		const char *cpus;
+		cpu_set_t set;
 		int rc;
 
 		r->rank = (int)json_integer_value(json_object_get(jr, "rank"));
@@ -494,7 +511,21 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 			rank_stop_all(a);
 			return herd_errprintf(err, "out of memory");
 		}
-		rc = spawn_one(a, r, command, workdir, &env, err);
+		cpus = json_string_value(json_object_get(jr, "cpus"));
+		if (cpus) {
+			struct bind_rank br = {.cpus = (char *)cpus};
+
+			if (bind_rank_cpu_set(&br, &set) < 0) {
+				envv_free(&env);
+				r->exit_sent = true;
+				rank_stop_all(a);
+				return herd_errprintf(err, "rank %d: bad cpu "
+						      "list '%s'", r->rank,
+						      cpus);
+			}
+		}
+		rc = spawn_one(a, r, command, workdir, cpus ? &set : NULL,
+			       &env, err);
 		envv_free(&env);
 		if (rc < 0) {
 			r->exit_sent = true;

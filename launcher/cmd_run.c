@@ -108,7 +108,8 @@ int cmd_run(int argc, char **argv)
 		return EXIT_SPEC;
 	}
 	if (absolutize(&spec->launch.workdir, argv[optind]) < 0 ||
-	    absolutize(&spec->checkpoint.dir, argv[optind]) < 0) {
+	    absolutize(&spec->checkpoint.dir, argv[optind]) < 0 ||
+	    absolutize(&spec->bind.topology_file, argv[optind]) < 0) {
 		cli_error("run: cannot resolve paths next to %s", argv[optind]);
 		spec_free(spec);
 		return 1;

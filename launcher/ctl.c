@@ -23,10 +23,12 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "herd/bind.h"
 #include "herd/conn.h"
 #include "herd/events.h"
 #include "herd/loop.h"
 #include "herd/render.h"
+#include "herd/topo.h"
 #include "herd/version.h"
 #include "resolve.h"
 #include "transport.h"
@@ -63,10 +65,12 @@ struct node {
 	enum node_state state;
 	char *hostname;		/* from HELLO */
 	json_t *addrs;		/* from HELLO: [{ifname, addr, netmask}] */
-	int slots;
+	int slots;		/* spec or hostfile; 0: from the topology */
 	int first_rank;
 	int n_ranks;
 	const char *ifname;	/* carries MASTER_ADDR's network */
+	json_t *topo;		/* from HELLO: topo_summary(), or NULL */
+	struct bind_rank *bind;	/* n_ranks entries once planned */
 };
 
 struct rank_slot {
@@ -101,6 +105,7 @@ struct ctl {
 	int interrupts;
 	long stop_timer;
 	int sigpipe[2];
+	struct bind_platform *platform;	/* bind.topology_file, or NULL */
 };
 
 static int sig_write_fd = -1;
@@ -425,13 +430,27 @@ static json_t *launch_body(struct ctl *c, struct node *n, const char *command)
 			if (!env_set_by_user(c->spec, "NCCL_SOCKET_IFNAME"))
 				set_str(renv, "NCCL_SOCKET_IFNAME", n->ifname);
 		}
+		/* Binding: GPU, NIC, OpenMP threads; launch.env still
+		 * wins (below). */
+		if (n->bind) {
+			struct bind_env_var bv[BIND_ENV_MAX];
+			size_t nb = bind_env(&n->bind[l], bv);
+
+			for (size_t k = 0; k < nb; k++)
+				set_str(renv, bv[k].key, bv[k].value);
+		}
 		/* The agent applies these after the job's variables, so
 		 * launch.env must win here too (RANK, LOCAL_WORLD_SIZE,
 		 * HERD_PROGRESS_FILE...). */
 		for (size_t e = 0; e < c->spec->launch.n_env; e++)
 			json_object_del(renv, c->spec->launch.env[e].key);
-		json_array_append_new(ranks, json_pack("{s:i, s:o}", "rank",
-							rank, "env", renv));
+		json_t *jr = json_pack("{s:i, s:o}", "rank", rank, "env", renv);
+
+		if (n->bind && n->bind[l].cpus &&
+		    c->spec->bind.cpu != SPEC_BIND_CPU_NONE)
+			json_object_set_new(jr, "cpus",
+					    json_string(n->bind[l].cpus));
+		json_array_append_new(ranks, jr);
 	}
 	body = json_pack("{s:i, s:s, s:I, s:o, s:o}", "attempt", c->attempt,
 			 "command", command, "grace_ms",
@@ -463,6 +482,47 @@ static int open_rank_logs(struct ctl *c, struct herd_err *err)
 	return 0;
 }
 
+/* Binds node n's ranks from the topology its agent reported: slots
+ * default to its GPU count (else 1), each rank gets its GPU, nearest NIC
+ * and cores (bind.h).  A node that reported no topology runs its ranks
+ * unbound, with a warning. */
+static int plan_node(struct ctl *c, struct node *n, struct herd_err *err)
+{
+	struct bind_opts opts;
+	struct topo *t = NULL;
+	struct herd_err e;
+	int rc = -1;
+
+	herd_err_clear(&e);
+	bind_ranks_release(n->bind, n->bind ? (size_t)n->n_ranks : 0);
+	free(n->bind);
+	n->bind = NULL;
+	if (n->topo && !(t = topo_from_summary(n->topo, &e)))
+		fprintf(stderr, "herd: %s: %s; its ranks run unbound\n",
+			n->host, e.text);
+	n->n_ranks = n->slots > 0 ? n->slots : t ? bind_default_slots(t) : 1;
+	if (!t) {
+		rc = 0;
+		goto out;
+	}
+	n->bind = calloc((size_t)n->n_ranks, sizeof(*n->bind));
+	if (!n->bind) {
+		herd_errprintf(err, "out of memory");
+		goto out;
+	}
+	bind_opts_from_spec(&opts, c->spec, c->platform);
+	if (bind_plan(t, n->n_ranks, &opts, n->bind, &e) < 0) {
+		free(n->bind);
+		n->bind = NULL;
+		herd_errprintf(err, "%s: %s", n->host, e.text);
+		goto out;
+	}
+	rc = 0;
+out:
+	topo_free(t);
+	return rc;
+}
+
 static int plan(struct ctl *c, struct herd_err *err)
 {
 	int rank = 0, index = 0;
@@ -474,7 +534,8 @@ static int plan(struct ctl *c, struct herd_err *err)
 			continue;
 		n->index = index++;
 		n->first_rank = rank;
-		n->n_ranks = n->slots > 0 ? n->slots : 1;
+		if (plan_node(c, n, err) < 0)
+			return -1;
 		rank += n->n_ranks;
 	}
 	c->world_size = rank;
@@ -596,6 +657,16 @@ static void on_hello(struct ctl *c, struct node *n, json_t *body)
 	if (!json_is_array(n->addrs)) {
 		json_decref(n->addrs);
 		n->addrs = json_array();
+	}
+	json_decref(n->topo);
+	n->topo = json_incref(json_object_get(body, "topo"));
+	if (!n->topo) {
+		const char *why = json_string_value(
+			json_object_get(body, "topo_error"));
+
+		fprintf(stderr, "herd: %s: no topology (%s); its ranks run "
+				"unbound\n",
+			n->host, why ? why : "not reported");
 	}
 	n->state = NODE_UP;
 	c->n_up++;
@@ -898,8 +969,14 @@ static void ctl_cleanup(struct ctl *c)
 		free(c->nodes[i].host);
 		free(c->nodes[i].hostname);
 		json_decref(c->nodes[i].addrs);
+		json_decref(c->nodes[i].topo);
+		if (c->nodes[i].bind)
+			bind_ranks_release(c->nodes[i].bind,
+					   (size_t)c->nodes[i].n_ranks);
+		free(c->nodes[i].bind);
 	}
 	free(c->nodes);
+	bind_platform_free(c->platform);
 	for (int r = 0; r < c->world_size && c->ranks; r++) {
 		if (c->ranks[r].log)
 			fclose(c->ranks[r].log);
@@ -956,6 +1033,12 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 	if (!c.loop || !c.ev || pipe2(c.sigpipe, O_CLOEXEC | O_NONBLOCK) < 0) {
 		fprintf(stderr, "herd: %s\n",
 			err.text[0] ? err.text : strerror(errno));
+		goto out;
+	}
+	if (spec->bind.topology_file &&
+	    !(c.platform = bind_platform_load(spec->bind.topology_file, &err))) {
+		fprintf(stderr, "herd: bind.topology_file: %s\n", err.text);
+		status = EXIT_SPEC;
 		goto out;
 	}
 	c.transport = transport_new(c.local ? "local" : "ssh", spec,
