@@ -32,6 +32,13 @@
 
 /* 32 KiB: one SSH channel packet is at most 32 KiB of payload. */
 #define SSH_PUMP_CHUNK (32 * 1024)
+/* The remote start command exits with this when no cached agent of
+ * this build exists (an unusual value, so a failing agent is not taken
+ * for a missing one). */
+#define SSH_AGENT_MISSING 97
+/* How long to wait for the agent's first bytes before handing the
+ * channel to the pump anyway (the controller has its own timeouts). */
+#define SSH_FIRST_BYTES_MS 30000
 /* An agent binary over 256 MiB is not ours. */
 #define SSH_AGENT_MAX (256L * 1024 * 1024)
 
@@ -44,6 +51,7 @@ struct ssh_priv {
 	char agent_name[96];	/* agent-VERSION-HASH in ~/.cache/herd */
 	char *known_hosts;	/* ~ expanded */
 	char *identity;		/* ~ expanded, or NULL */
+	char *ssh_dir;		/* $HOME/.ssh */
 };
 
 struct ssh_node {
@@ -255,27 +263,6 @@ static int check_host_key(struct ssh_node *n, ssh_session s)
 	return rc;
 }
 
-/* Runs cmd on the node and returns its exit status, or -1. */
-static int run_remote(ssh_session s, const char *cmd)
-{
-	ssh_channel ch = ssh_channel_new(s);
-	char buf[256];
-	int status = -1;
-
-	if (!ch)
-		return -1;
-	if (ssh_channel_open_session(ch) == SSH_OK &&
-	    ssh_channel_request_exec(ch, cmd) == SSH_OK) {
-		while (ssh_channel_read(ch, buf, sizeof(buf), 0) > 0)
-			;
-		ssh_channel_send_eof(ch);
-		status = ssh_channel_get_exit_status(ch);
-	}
-	ssh_channel_close(ch);
-	ssh_channel_free(ch);
-	return status;
-}
-
 static int upload_agent(struct ssh_node *n, ssh_session s)
 {
 	struct ssh_priv *priv = n->t->priv;
@@ -407,7 +394,8 @@ static void *node_thread(void *arg)
 	const struct spec *spec = t->spec;
 	ssh_session s = NULL;
 	ssh_channel ch = NULL;
-	char cmd[512];
+	char cmd[512], first[SSH_PUMP_CHUNK];
+	size_t n_first = 0;
 	long secs = spec->ssh.connect_timeout_ms / 1000;
 	long usecs = (spec->ssh.connect_timeout_ms % 1000) * 1000;
 	bool have_slot = true;
@@ -420,6 +408,9 @@ static void *node_thread(void *arg)
 		goto out;
 	}
 	ssh_options_set(s, SSH_OPTIONS_HOST, n->host);
+	/* $HOME, not the password database: tests and wrappers set it. */
+	if (priv->ssh_dir)
+		ssh_options_set(s, SSH_OPTIONS_SSH_DIR, priv->ssh_dir);
 	ssh_options_parse_config(s, NULL);	/* ~/.ssh/config, system */
 	if (spec->ssh.user)
 		ssh_options_set(s, SSH_OPTIONS_USER, spec->ssh.user);
@@ -463,24 +454,56 @@ static void *node_thread(void *arg)
 		ssh_string_free_char(user);
 		goto out;
 	}
-	snprintf(cmd, sizeof(cmd), "test -x \"$HOME/.cache/herd/%s\"",
-		 priv->agent_name);
-	status = run_remote(s, cmd);
-	if (status < 0) {
-		transport_report(n->fd, "agent", "%s: cannot run commands: %s",
-				 n->host, ssh_get_error(s));
-		goto out;
+	/* One remote command in the common case (every command costs a
+	 * login shell on the node): start the cached agent, or exit 97 when
+	 * there is none, then upload it and try once more. */
+	snprintf(cmd, sizeof(cmd),
+		 "a=\"$HOME/.cache/herd/%s\"; [ -x \"$a\" ] && exec \"$a\" "
+		 "--stdio; exit %d",
+		 priv->agent_name, SSH_AGENT_MISSING);
+	for (int tries = 0;; tries++) {
+		int got;
+
+		ch = ssh_channel_new(s);
+		if (!ch || ssh_channel_open_session(ch) != SSH_OK ||
+		    ssh_channel_request_exec(ch, cmd) != SSH_OK) {
+			transport_report(n->fd, "agent",
+					 "%s: cannot start herd-agent: %s",
+					 n->host, ssh_get_error(s));
+			goto out;
+		}
+		/* The agent speaks first (HELLO); silence until the
+		 * timeout is left to the controller to judge. */
+		got = ssh_channel_read_timeout(ch, first, sizeof(first), 0,
+					       SSH_FIRST_BYTES_MS);
+		if (got > 0) {
+			n_first = (size_t)got;
+			break;
+		}
+		if (got < 0 || !ssh_channel_is_eof(ch))
+			break;
+		status = ssh_channel_get_exit_status(ch);
+		ssh_channel_close(ch);
+		ssh_channel_free(ch);
+		ch = NULL;
+		if (status != SSH_AGENT_MISSING || tries > 0) {
+			transport_report(n->fd, "agent",
+					 "%s: herd-agent exited at once "
+					 "(status %d)",
+					 n->host, status);
+			goto out;
+		}
+		if (upload_agent(n, s) < 0)
+			goto out;
 	}
-	if (status != 0 && upload_agent(n, s) < 0)
-		goto out;
-	ch = ssh_channel_new(s);
-	snprintf(cmd, sizeof(cmd), "exec \"$HOME/.cache/herd/%s\" --stdio",
-		 priv->agent_name);
-	if (!ch || ssh_channel_open_session(ch) != SSH_OK ||
-	    ssh_channel_request_exec(ch, cmd) != SSH_OK) {
-		transport_report(n->fd, "agent", "%s: cannot start herd-agent: "
-				 "%s", n->host, ssh_get_error(s));
-		goto out;
+	for (size_t off = 0; off < n_first;) {
+		ssize_t w = write(n->fd, first + off, n_first - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			goto out;
+		off += (size_t)w;
 	}
 	sem_post(&priv->fanout);
 	have_slot = false;
@@ -578,6 +601,7 @@ static void ssh_free_priv(struct transport *t)
 	sem_destroy(&priv->fanout);
 	free(priv->known_hosts);
 	free(priv->identity);
+	free(priv->ssh_dir);
 	free(priv);
 }
 
@@ -597,6 +621,16 @@ static int ssh_init_priv(struct transport *t, struct herd_err *err)
 						 ? t->spec->ssh.known_hosts
 						 : "~/.ssh/known_hosts");
 	priv->identity = expand_tilde(t->spec->ssh.identity);
+	priv->ssh_dir = expand_tilde("~/.ssh");
+	/* Without ssh.identity, the key `herd keys` makes by default. */
+	if (!priv->identity) {
+		char *dflt = expand_tilde("~/.ssh/herd_ed25519");
+
+		if (dflt && access(dflt, R_OK) == 0)
+			priv->identity = dflt;
+		else
+			free(dflt);
+	}
 	sem_init(&priv->fanout, 0, (unsigned int)fanout);
 	pthread_mutex_init(&priv->known_hosts_lock, NULL);
 	pthread_mutex_init(&priv->live_lock, NULL);
