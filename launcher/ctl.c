@@ -1041,7 +1041,7 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 		status = EXIT_SPEC;
 		goto out;
 	}
-	c.transport = transport_new(c.local ? "local" : "ssh", spec,
+	c.transport = transport_new(transport_pick(spec, c.local), spec,
 				    opt->agent_path, &err);
 	if (!c.transport) {
 		fprintf(stderr, "herd: %s\n", err.text);

@@ -43,6 +43,10 @@ int transport_start(struct transport *t, const char *host,
 		    struct herd_err *err);
 void transport_free(struct transport *t);
 
+/* The transport a job uses: "local" for a lone localhost node, else
+ * "ssh". */
+const char *transport_pick(const struct spec *spec, int lone_localhost);
+
 /* Implementations. */
 extern const struct transport_ops transport_local_ops;
 extern const struct transport_ops transport_ssh_ops;
