@@ -1088,6 +1088,7 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 		n->conn = conn_new(c.loop, fd, fd, PROTO_FRAME_MAX, on_frame,
 				   on_close, &c);
 	}
+	transport_commit(c.transport);
 	progress(&c, false);
 	check_all_connected(&c);
 	if (c.state != CTL_END)

@@ -46,6 +46,12 @@ int transport_start(struct transport *t, const char *host,
 	return t->ops->start(t, host, err);
 }
 
+void transport_commit(struct transport *t)
+{
+	if (t->ops->commit)
+		t->ops->commit(t);
+}
+
 void transport_free(struct transport *t)
 {
 	if (!t)

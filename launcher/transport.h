@@ -24,6 +24,10 @@ struct transport_ops {
 	/* Returns a connected socket owned by the caller, or -1 with err. */
 	int (*start)(struct transport *t, const char *host,
 		     struct herd_err *err);
+	/* Called after a batch of start()s: a transport that starts all
+	 * its agents at once (one srun step) does it here.  NULL: nothing
+	 * to do. */
+	void (*commit)(struct transport *t);
 	/* Releases the transport (after every socket was closed). */
 	void (*free)(struct transport *t);
 };
@@ -41,6 +45,8 @@ struct transport *transport_new(const char *kind, const struct spec *spec,
 				const char *agent_path, struct herd_err *err);
 int transport_start(struct transport *t, const char *host,
 		    struct herd_err *err);
+/* Ends a batch of transport_start() calls (see commit above). */
+void transport_commit(struct transport *t);
 void transport_free(struct transport *t);
 
 /* The transport a job uses: "local" for a lone localhost node, else
