@@ -29,6 +29,9 @@ struct rank {
 	int status;		/* waitpid status once reaped */
 	struct rank_stream out, err;
 	bool exit_sent;
+	int64_t last_output_ms;	/* wall clock of its last output */
+	char progress_file[512];	/* HERD_PROGRESS_FILE it may touch */
+	bool hung_reported;
 };
 
 struct agent {
@@ -43,6 +46,15 @@ struct agent {
 	bool stopping;		/* STOP received or herd gone */
 	bool exit_when_idle;	/* exit once every rank is reaped */
 	int sigpipe[2];		/* SIGCHLD / SIGTERM → loop */
+
+	/* health.c: heartbeats both ways (DESIGN.md "failure"). */
+	int64_t last_rx_ms;	/* monotonic time of herd's last frame */
+	int64_t hb_interval_ms;	/* 0 until herd's first HEARTBEAT */
+	int64_t hb_timeout_ms;
+	long hb_timer;
+	uint64_t hb_seq;
+	int64_t progress_timeout_ms;	/* 0: hung ranks are not looked for */
+	char run_dir[256];	/* private per-agent directory ("" none) */
 };
 
 /* rank.c */
@@ -54,6 +66,15 @@ void rank_signal_all(struct agent *a, int sig);
 void rank_stop_all(struct agent *a);
 int rank_alive_count(const struct agent *a);
 void rank_free_all(struct agent *a);
+
+/* health.c */
+/* Notes that herd spoke (any frame). */
+void health_heard(struct agent *a);
+/* herd's HEARTBEAT: adopts its interval and timeout, starts ours. */
+void health_on_heartbeat(struct agent *a, json_t *body);
+/* The private directory for progress files; "" when it cannot be made. */
+void health_init(struct agent *a);
+void health_fini(struct agent *a);
 
 /* main.c */
 void agent_send(struct agent *a, enum proto_type type, json_t *body,

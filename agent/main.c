@@ -56,9 +56,13 @@ void agent_ranks_gone(struct agent *a)
 		loop_timer_del(a->loop, a->kill_timer);
 		a->kill_timer = 0;
 	}
-	if (a->stopping)
+	if (a->stopping) {
 		agent_send(a, PROTO_STOPPED,
 			   json_pack("{s:i}", "attempt", a->attempt), NULL, 0);
+		/* Stopped for a restart: the next LAUNCH is welcome. */
+		if (!a->exit_when_idle)
+			a->stopping = false;
+	}
 }
 
 static void on_sigpipe(struct loop *loop, int fd, short revents, void *arg)
@@ -155,6 +159,7 @@ static void on_frame(struct conn *c, struct proto_frame *f, void *arg)
 	struct herd_err err;
 
 	(void)c;
+	health_heard(a);
 	switch (f->type) {
 	case PROTO_LAUNCH:
 		if (a->stopping)
@@ -197,6 +202,7 @@ static void on_frame(struct conn *c, struct proto_frame *f, void *arg)
 		break;
 	}
 	case PROTO_HEARTBEAT:
+		health_on_heartbeat(a, f->body);
 		break;
 	default:
 		agent_send(a, PROTO_ERROR,
@@ -303,12 +309,14 @@ int main(int argc, char **argv)
 		perror("herd-agent: setup");
 		return 1;
 	}
+	health_init(&a);
 	send_hello(&a, topology_xml);
 	loop_run(a.loop);
 
 	/* Everything is reaped; make sure no group member outlives us. */
 	rank_signal_all(&a, SIGKILL);
 	rank_free_all(&a);
+	health_fini(&a);
 	conn_free(a.conn);
 	loop_free(a.loop);
 	close(a.sigpipe[0]);

@@ -225,7 +225,8 @@ static void keeper_main(pid_t agent_pid, int out_w, int err_w,
 static void send_output(struct agent *a, struct rank *r, int which,
 			const char *data, size_t len)
 {
-	json_t *body = json_pack("{s:i, s:i}", "rank", r->rank, "fd", which);
+	json_t *body = json_pack("{s:i, s:i, s:i}", "rank", r->rank, "fd",
+				 which, "attempt", a->attempt);
 
 	agent_send(a, PROTO_OUTPUT, body, data, len);
 }
@@ -277,6 +278,7 @@ static int stream_read(struct agent *a, struct rank *r, struct rank_stream *s,
 			return errno == EAGAIN || errno == EINTR ? 1 : 0;
 		if (n == 0)
 			return 0;
+		r->last_output_ms = loop_wall_ms();
 		s->len += (size_t)n;
 		stream_emit(a, r, s, which, 0);
 	}
@@ -295,6 +297,7 @@ static void maybe_send_exit(struct agent *a, struct rank *r)
 	else
 		body = json_pack("{s:i, s:i, s:n}", "rank", r->rank, "code",
 				 WEXITSTATUS(r->status), "signal");
+	json_object_set_new(body, "attempt", json_integer(a->attempt));
 	agent_send(a, PROTO_EXIT, body, NULL, 0);
 	if (rank_alive_count(a) == 0)
 		agent_ranks_gone(a);
@@ -486,6 +489,8 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 		return herd_errprintf(err, "LAUNCH asks for %zu ranks on one "
 				      "node (at most 4096)", n);
 	a->attempt = (int)json_integer_value(json_object_get(launch, "attempt"));
+	a->progress_timeout_ms = json_integer_value(
+		json_object_get(launch, "progress_timeout_ms"));
 	if (json_is_integer(grace))
 		a->grace_ms = json_integer_value(grace);
 	a->ranks = calloc(n ? n : 1, sizeof(*a->ranks));
@@ -503,7 +508,27 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 		r->local_rank = (int)i;
 		r->out.fd = r->err.fd = -1;
 		a->n_ranks = (int)i + 1;
+		/* HERD_PROGRESS_FILE: node-local, in the agent's private
+		 * directory; launch.env may name another file, which is
+		 * then the one watched. */
+		r->last_output_ms = loop_wall_ms();
+		r->progress_file[0] = '\0';
+		if (a->run_dir[0])
+			snprintf(r->progress_file, sizeof(r->progress_file),
+				 "%s/rank-%d.progress", a->run_dir, r->rank);
+		{
+			json_t *je = json_object_get(launch, "env");
+			const char *user = json_string_value(
+				json_object_get(je, "HERD_PROGRESS_FILE"));
+
+			if (user)
+				snprintf(r->progress_file,
+					 sizeof(r->progress_file), "%s", user);
+		}
 		if (envv_from_environ(&env) < 0 ||
+		    (r->progress_file[0] &&
+		     envv_set(&env, "HERD_PROGRESS_FILE", r->progress_file) <
+			     0) ||
 		    envv_add_json(&env, json_object_get(launch, "env")) < 0 ||
 		    envv_add_json(&env, json_object_get(jr, "env")) < 0) {
 			envv_free(&env);

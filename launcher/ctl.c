@@ -1,112 +1,52 @@
-/* ctl.c — the job controller (DESIGN.md steps 3-8).
+/* ctl.c — the job controller's lifecycle (DESIGN.md steps 3-8).
  *
  * One loop, one table of states.  Every node is a conn (conn.h) whose
- * frames arrive here no matter which transport started its agent.  The
- * controller owns the plan (which rank runs where, with which
- * environment), prints rank output, writes the event log and decides the
- * exit status.
+ * frames arrive here whichever transport started its agent.  An attempt
+ * fails when a rank exits non-zero, hangs, or its node fails (channel
+ * broken, heartbeats silent for health.timeout).  Then the controller
+ * stops the ranks everywhere and waits for every surviving agent to
+ * confirm, evicts failed nodes, takes spares or shrinks within nodes.min,
+ * finds the newest complete checkpoint and launches the next attempt
+ * after restart.backoff, until restart.max is spent.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <arpa/inet.h>
-#include <netdb.h>
 
 #include "cli.h"
-#include "ctl.h"
-#include "herd/bind.h"
-#include "herd/conn.h"
-#include "herd/events.h"
-#include "herd/loop.h"
+#include "ctl_int.h"
+#include "herd/checkpoint.h"
 #include "herd/render.h"
-#include "herd/topo.h"
 #include "herd/version.h"
-#include "resolve.h"
-#include "transport.h"
-
-extern char **environ;
-
-/* The job's lifecycle (STYLE.md rule 10). */
-enum ctl_state {
-	CTL_CONNECT,	/* agents starting, HELLOs arriving */
-	CTL_RUN,	/* ranks launched and running */
-	CTL_STOPPING,	/* ranks being stopped, agents told to exit */
-	CTL_END,	/* every agent gone; exit status known */
-};
 
 static const struct {
 	enum ctl_state from;
 	enum ctl_state to;
 } ctl_transitions[] = {
-	{CTL_CONNECT, CTL_RUN},	     /* every node up (or nodes.min met) */
-	{CTL_CONNECT, CTL_STOPPING}, /* too few nodes, or Ctrl-C */
-	{CTL_RUN, CTL_STOPPING},     /* all ranks done, a failure, Ctrl-C */
-	{CTL_STOPPING, CTL_END},     /* every agent gone, or grace over */
+	{CTL_CONNECT, CTL_RUN},	      /* enough nodes up */
+	{CTL_CONNECT, CTL_STOPPING},  /* too few nodes, or Ctrl-C */
+	{CTL_RUN, CTL_RECOVER},	      /* the attempt failed; restarts left */
+	{CTL_RUN, CTL_STOPPING},      /* all ranks done, last failure, Ctrl-C */
+	{CTL_RECOVER, CTL_BACKOFF},   /* ranks gone, enough nodes */
+	{CTL_RECOVER, CTL_STOPPING},  /* below nodes.min, or Ctrl-C */
+	{CTL_BACKOFF, CTL_RUN},	      /* the next attempt */
+	{CTL_BACKOFF, CTL_STOPPING},  /* below nodes.min, or Ctrl-C */
+	{CTL_STOPPING, CTL_END},      /* every agent gone, or grace over */
 };
 
-static const char *const ctl_state_names[] = {"connect", "run", "stopping",
-					      "end"};
+static const char *const ctl_state_names[] = {
+	"connect", "run", "recover", "backoff", "stopping", "end"};
 
-enum node_state { NODE_CONNECTING, NODE_UP, NODE_FAILED, NODE_GONE };
-
-struct node {
-	char *host;
-	int index;
-	struct conn *conn;
-	enum node_state state;
-	char *hostname;		/* from HELLO */
-	json_t *addrs;		/* from HELLO: [{ifname, addr, netmask}] */
-	int slots;		/* spec or hostfile; 0: from the topology */
-	int first_rank;
-	int n_ranks;
-	const char *ifname;	/* carries MASTER_ADDR's network */
-	json_t *topo;		/* from HELLO: topo_summary(), or NULL */
-	struct bind_rank *bind;	/* n_ranks entries once planned */
-};
-
-struct rank_slot {
-	int node;
-	bool done;
-	FILE *log;
-	/* A partial line waiting for its end (prefixing needs lines). */
-	char *partial[3];
-	size_t partial_len[3];
-};
-
-struct ctl {
-	struct spec *spec;
-	const struct ctl_options *opt;
-	struct loop *loop;
-	struct transport *transport;
-	struct events *ev;
-	struct node *nodes;
-	int n_nodes;
-	int n_up, n_failed, n_closed;
-	enum ctl_state state;
-	int attempt;
-	int world_size;
-	struct rank_slot *ranks;
-	int ranks_done;
-	int status;		/* the job's exit status so far */
-	bool failed;		/* the first failure was recorded */
-	char *log_dir;
-	char *master_addr;
-	bool local;
-	bool tty;
-	int interrupts;
-	long stop_timer;
-	int sigpipe[2];
-	struct bind_platform *platform;	/* bind.topology_file, or NULL */
-};
+/* The longest wait between attempts, however often restart.backoff
+ * doubles. */
+#define CTL_BACKOFF_MAX_MS 60000
 
 static int sig_write_fd = -1;
 
@@ -120,7 +60,7 @@ static void on_signal(int sig)
 	errno = saved;
 }
 
-static void ctl_set_state(struct ctl *c, enum ctl_state to)
+static void set_state(struct ctl *c, enum ctl_state to)
 {
 	for (size_t i = 0;
 	     i < sizeof(ctl_transitions) / sizeof(ctl_transitions[0]); i++) {
@@ -137,25 +77,117 @@ static void ctl_set_state(struct ctl *c, enum ctl_state to)
 		ctl_state_names[c->state], ctl_state_names[to]);
 }
 
+static int count_nodes(const struct ctl *c, enum node_state state,
+		       int member)
+{
+	int k = 0;
+
+	for (int i = 0; i < c->n_nodes; i++)
+		if (c->nodes[i].state == state &&
+		    (member < 0 || c->nodes[i].member == (member > 0)))
+			k++;
+	return k;
+}
+
 static void progress(struct ctl *c, bool final)
 {
+	int up = count_nodes(c, NODE_UP, 1);
+	int failed = count_nodes(c, NODE_EVICTED, -1);
+
 	if (!c->tty)
 		return;
-	fprintf(stderr, "\rherd: %d/%d nodes up%s", c->n_up, c->n_nodes,
-		c->n_failed ? "" : "");
-	if (c->n_failed)
-		fprintf(stderr, ", %d failed", c->n_failed);
+	fprintf(stderr, "\rherd: %d/%d nodes up", up, c->want_nodes);
+	if (failed)
+		fprintf(stderr, ", %d failed", failed);
 	fputs(final ? "\n" : "   ", stderr);
 }
 
-/* Records the first failure: it decides the exit status. */
-static void record_failure(struct ctl *c, int status)
+/* Records the attempt's first failure: its status and why. */
+static void record_failure(struct ctl *c, int status, const char *why)
 {
 	if (c->failed)
 		return;
 	c->failed = true;
 	c->status = status;
+	if (c->attempt >= 1 && c->notes) {
+		c->notes[c->attempt - 1].status = status;
+		snprintf(c->notes[c->attempt - 1].why,
+			 sizeof(c->notes[0].why), "%.250s", why);
+	}
 }
+
+/* conns are freed from a timer, never inside their own callbacks; the
+ * graveyard holds them until then (and until cleanup). */
+static void free_graveyard(struct loop *loop, void *arg)
+{
+	struct ctl *c = arg;
+
+	(void)loop;
+	c->graveyard_timer = 0;
+	for (size_t i = 0; i < c->n_graveyard; i++)
+		conn_free(c->graveyard[i]);
+	c->n_graveyard = 0;
+}
+
+static void drop_conn(struct ctl *c, struct node *n)
+{
+	struct conn **g;
+
+	if (!n->conn)
+		return;
+	conn_pause_reading(n->conn);
+	g = realloc(c->graveyard, (c->n_graveyard + 1) * sizeof(*g));
+	if (g) {
+		c->graveyard = g;
+		c->graveyard[c->n_graveyard++] = n->conn;
+	}
+	if (!c->graveyard_timer)
+		c->graveyard_timer =
+			loop_timer_add(c->loop, 0, free_graveyard, c);
+	n->conn = NULL;
+}
+
+static void on_frame(struct conn *conn, struct proto_frame *f, void *arg);
+static void on_close(struct conn *conn, const char *reason, int clean,
+		     void *arg);
+
+/* Starts node n's agent; member says whether it joins the job or is a
+ * readmit probe. */
+static void start_node(struct ctl *c, struct node *n, bool member)
+{
+	struct herd_err err;
+	int fd;
+
+	herd_err_clear(&err);
+	n->member = member;
+	n->state = NODE_CONNECTING;
+	n->stopped = false;
+	n->last_rx_ms = loop_now_ms();
+	fd = transport_start(c->transport, n->host, &err);
+	if (fd < 0) {
+		n->state = NODE_EVICTED;
+		fprintf(stderr, "herd: %s: %s\n", n->host, err.text);
+		return;
+	}
+	n->conn = conn_new(c->loop, fd, fd, PROTO_FRAME_MAX, on_frame,
+			   on_close, c);
+	if (!n->conn)
+		n->state = NODE_EVICTED;
+}
+
+/* --- the end ------------------------------------------------------------ */
+
+static void maybe_end(struct ctl *c)
+{
+	if (c->state != CTL_STOPPING)
+		return;
+	for (int i = 0; i < c->n_nodes; i++)
+		if (c->nodes[i].conn)
+			return;
+	set_state(c, CTL_END);
+}
+
+static void node_failed(struct ctl *c, struct node *n, const char *reason);
 
 static void on_stop_timeout(struct loop *loop, void *arg)
 {
@@ -163,42 +195,78 @@ static void on_stop_timeout(struct loop *loop, void *arg)
 
 	(void)loop;
 	c->stop_timer = 0;
+	if (c->state == CTL_RECOVER) {
+		/* A survivor that cannot confirm its ranks gone is not
+		 * trusted with the next attempt. */
+		for (int i = 0; i < c->n_nodes; i++) {
+			struct node *n = &c->nodes[i];
+
+			if (n->member && n->state == NODE_UP && !n->stopped)
+				node_failed(c, n,
+					    "did not confirm that its ranks "
+					    "stopped within health.grace");
+		}
+		return;
+	}
 	if (c->state != CTL_STOPPING)
 		return;
 	for (int i = 0; i < c->n_nodes; i++) {
 		struct node *n = &c->nodes[i];
 
-		if (n->state == NODE_UP || n->state == NODE_CONNECTING)
+		if (!n->conn)
+			continue;
+		if (n->member)
 			fprintf(stderr,
 				"herd: %s: agent did not confirm that its "
 				"ranks stopped; hanging up\n",
 				n->host);
+		drop_conn(c, n);
 	}
-	ctl_set_state(c, CTL_END);
+	set_state(c, CTL_END);
 }
 
-static void maybe_end(struct ctl *c)
+static void send_stop(struct node *n, long grace_ms, int sig,
+		      bool exit_after)
 {
-	if (c->state == CTL_STOPPING && c->n_closed == c->n_nodes)
-		ctl_set_state(c, CTL_END);
+	json_t *body;
+
+	if (!n->conn || conn_is_dead(n->conn))
+		return;
+	body = json_pack("{s:I, s:b, s:i}", "grace_ms", (json_int_t)grace_ms,
+			 "exit", exit_after, "signal", sig);
+	conn_send(n->conn, PROTO_STOP, body, NULL, 0, NULL);
+	json_decref(body);
 }
 
-/* Tells every agent to stop its ranks (sig, SIGKILL after grace) and
- * exit. */
-static void stop_all_with(struct ctl *c, long grace_ms, int sig)
+/* The end of the job: every agent stops its ranks (sig, SIGKILL after
+ * grace) and exits. */
+static void finish(struct ctl *c, long grace_ms, int sig)
 {
-	if (c->state == CTL_CONNECT || c->state == CTL_RUN)
-		ctl_set_state(c, CTL_STOPPING);
+	if (c->state == CTL_STOPPING || c->state == CTL_END) {
+		/* A second request only shortens the grace. */
+		for (int i = 0; i < c->n_nodes; i++)
+			send_stop(&c->nodes[i], grace_ms, SIGKILL, true);
+		return;
+	}
+	if (c->backoff_timer) {
+		loop_timer_del(c->loop, c->backoff_timer);
+		c->backoff_timer = 0;
+	}
+	set_state(c, CTL_STOPPING);
 	for (int i = 0; i < c->n_nodes; i++) {
 		struct node *n = &c->nodes[i];
-		json_t *body;
 
-		if (!n->conn || conn_is_dead(n->conn))
+		if (n->readmit_timer) {
+			loop_timer_del(c->loop, n->readmit_timer);
+			n->readmit_timer = 0;
+		}
+		if (n->state == NODE_CONNECTING) {
+			/* Not up yet: hang up; its agent stops at EOF. */
+			drop_conn(c, n);
+			n->state = NODE_GONE;
 			continue;
-		body = json_pack("{s:I, s:b, s:i}", "grace_ms",
-				 (json_int_t)grace_ms, "exit", 1, "signal", sig);
-		conn_send(n->conn, PROTO_STOP, body, NULL, 0, NULL);
-		json_decref(body);
+		}
+		send_stop(n, grace_ms, sig, true);
 	}
 	if (c->stop_timer)
 		loop_timer_del(c->loop, c->stop_timer);
@@ -207,372 +275,349 @@ static void stop_all_with(struct ctl *c, long grace_ms, int sig)
 	maybe_end(c);
 }
 
-static void stop_all(struct ctl *c, long grace_ms)
+/* --- failure and recovery ------------------------------------------------ */
+
+static void launch(struct ctl *c);
+static void check_recovered(struct ctl *c);
+static void check_connected(struct ctl *c);
+
+static void summary(struct ctl *c)
 {
-	stop_all_with(c, grace_ms, SIGTERM);
+	bool any_evicted = false;
+
+	if (c->attempt <= 1 && !c->final_failure)
+		return;
+	fprintf(stderr, "herd: job %s ended after %d attempt%s:\n",
+		c->spec->name, c->attempt, c->attempt == 1 ? "" : "s");
+	for (int a = 0; a < c->attempt; a++)
+		fprintf(stderr, "herd:   attempt %d: %s\n", a + 1,
+			c->notes[a].why[0] ? c->notes[a].why : "completed");
+	for (int i = 0; i < c->n_nodes; i++) {
+		if (c->nodes[i].state != NODE_EVICTED)
+			continue;
+		if (!any_evicted)
+			fprintf(stderr, "herd:   evicted:");
+		fprintf(stderr, " %s", c->nodes[i].host);
+		any_evicted = true;
+	}
+	if (any_evicted)
+		fputc('\n', stderr);
 }
 
-/* --- output ------------------------------------------------------------ */
+static void on_readmit(struct loop *loop, void *arg);
 
-static void print_lines(struct ctl *c, int rank, int fd, const char *data,
-			size_t len, bool flush)
+/* Takes node n out of the job for good (or until readmitted). */
+static void evict(struct ctl *c, struct node *n, const char *reason)
 {
-	struct rank_slot *r = &c->ranks[rank];
-	FILE *out = fd == 2 ? stderr : stdout;
-	char prefix[300];
-	size_t start = 0;
+	bool was_member = n->member;
 
-	if (c->opt->verbose)
-		snprintf(prefix, sizeof(prefix), "[%s:%d] ",
-			 c->nodes[r->node].host, rank);
+	drop_conn(c, n);
+	ctl_node_unplan(n);
+	n->state = NODE_EVICTED;
+	n->member = false;
+	if (was_member)
+		events_emit(c->ev, "node_evicted",
+			    json_pack("{s:s, s:s, s:i}", "host", n->host,
+				      "reason", reason, "attempt", c->attempt));
+	if (c->spec->nodes.readmit_after_ms >= 0 && !n->readmit_timer &&
+	    c->state != CTL_STOPPING && c->state != CTL_END) {
+		n->readmit_timer = loop_timer_add(
+			c->loop, c->spec->nodes.readmit_after_ms, on_readmit, n);
+	}
+}
+
+static struct ctl *the_ctl;	/* for node timers: one controller a process */
+
+static void on_readmit(struct loop *loop, void *arg)
+{
+	struct node *n = arg;
+	struct ctl *c = the_ctl;
+
+	(void)loop;
+	n->readmit_timer = 0;
+	if (n->state != NODE_EVICTED || c->state == CTL_STOPPING ||
+	    c->state == CTL_END)
+		return;
+	start_node(c, n, false);	/* a probe: HELLO readmits it */
+	if (n->state == NODE_EVICTED)
+		evict(c, n, "readmit probe failed");
 	else
-		snprintf(prefix, sizeof(prefix), "[%d] ", rank);
-	for (size_t i = 0; i < len; i++) {
-		if (data[i] != '\n')
-			continue;
-		fputs(prefix, out);
-		if (r->partial_len[fd]) {
-			fwrite(r->partial[fd], 1, r->partial_len[fd], out);
-			r->partial_len[fd] = 0;
-		}
-		fwrite(data + start, 1, i + 1 - start, out);
-		start = i + 1;
-	}
-	if (start < len) {
-		size_t rest = len - start;
-		char *p = realloc(r->partial[fd], r->partial_len[fd] + rest);
-
-		if (p) {
-			memcpy(p + r->partial_len[fd], data + start, rest);
-			r->partial[fd] = p;
-			r->partial_len[fd] += rest;
-		}
-	}
-	if (flush && r->partial_len[fd]) {
-		fputs(prefix, out);
-		fwrite(r->partial[fd], 1, r->partial_len[fd], out);
-		fputc('\n', out);
-		r->partial_len[fd] = 0;
-	}
-	fflush(out);
+		transport_commit(c->transport);
 }
 
-/* --- plan and launch --------------------------------------------------- */
-
-static bool same_net(const char *a, const char *b, const char *mask)
+/* The attempt failed: stop its ranks everywhere, then recover or end. */
+static void attempt_failed(struct ctl *c, int status, const char *why)
 {
-	struct in_addr ia, ib, im;
+	bool restarts_left;
 
-	if (inet_pton(AF_INET, a, &ia) != 1 || inet_pton(AF_INET, b, &ib) != 1 ||
-	    inet_pton(AF_INET, mask, &im) != 1)
-		return false;
-	return (ia.s_addr & im.s_addr) == (ib.s_addr & im.s_addr);
-}
-
-/* The interface of node n whose network holds addr, or NULL. */
-static const char *iface_for(struct node *n, const char *addr)
-{
-	size_t i;
-	json_t *a;
-
-	json_array_foreach(n->addrs, i, a)
-	{
-		const char *ad = json_string_value(json_object_get(a, "addr"));
-		const char *mk = json_string_value(json_object_get(a, "netmask"));
-
-		if (ad && mk && same_net(ad, addr, mk))
-			return json_string_value(json_object_get(a, "ifname"));
+	if (c->state != CTL_RUN)
+		return;
+	record_failure(c, status, why);
+	events_emit(c->ev, "attempt_end",
+		    json_pack("{s:i, s:s, s:i}", "attempt", c->attempt,
+			      "reason", why, "status", status));
+	restarts_left = c->attempt < 1 + c->spec->restart.max &&
+			c->interrupts == 0;
+	if (!restarts_left) {
+		if (c->interrupts == 0 && c->spec->restart.max > 0)
+			fprintf(stderr,
+				"herd: restart limit reached (restart.max "
+				"%d)\n",
+				c->spec->restart.max);
+		c->final_failure = true;
+		finish(c, c->spec->health.grace_ms, SIGTERM);
+		return;
 	}
-	return NULL;
-}
-
-/* MASTER_ADDR: node 0's address on a network every node shares — not the
- * address its hostname resolves to (127.0.1.1 on stock Debian). */
-static int pick_master(struct ctl *c, struct herd_err *err)
-{
-	struct node *first = NULL;
-	size_t i;
-	json_t *a;
-
-	for (int k = 0; k < c->n_nodes; k++) {
-		if (c->nodes[k].state == NODE_UP) {
-			first = &c->nodes[k];
-			break;
-		}
-	}
-	if (!first)
-		return herd_errprintf(err, "no node is up");
-	if (c->local || c->n_up == 1) {
-		c->master_addr = strdup("127.0.0.1");
-		for (int k = 0; k < c->n_nodes; k++)
-			c->nodes[k].ifname = "lo";
-		return 0;
-	}
-	json_array_foreach(first->addrs, i, a)
-	{
-		const char *ad = json_string_value(json_object_get(a, "addr"));
-		bool shared = true;
-
-		for (int k = 0; k < c->n_nodes && shared; k++) {
-			struct node *n = &c->nodes[k];
-
-			if (n->state == NODE_UP && n != first &&
-			    !iface_for(n, ad))
-				shared = false;
-		}
-		if (ad && shared) {
-			c->master_addr = strdup(ad);
-			for (int k = 0; k < c->n_nodes; k++)
-				if (c->nodes[k].state == NODE_UP)
-					c->nodes[k].ifname =
-						iface_for(&c->nodes[k], ad);
-			first->ifname = json_string_value(
-				json_object_get(a, "ifname"));
-			return 0;
-		}
-	}
-	return herd_errprintf(err,
-			      "%s has no address on a network that every "
-			      "node shares; ranks could not reach MASTER_ADDR",
-			      first->host);
-}
-
-static bool env_set_by_user(const struct spec *spec, const char *key)
-{
-	for (size_t i = 0; i < spec->launch.n_env; i++)
-		if (!strcmp(spec->launch.env[i].key, key))
-			return true;
-	return false;
-}
-
-static void set_str(json_t *obj, const char *key, const char *value)
-{
-	json_object_set_new(obj, key, json_string(value ? value : ""));
-}
-
-static void set_int(json_t *obj, const char *key, long value)
-{
-	char buf[32];
-
-	snprintf(buf, sizeof(buf), "%ld", value);
-	json_object_set_new(obj, key, json_string(buf));
-}
-
-/* Variables every rank of the attempt shares. */
-static json_t *job_env(struct ctl *c)
-{
-	const struct spec *spec = c->spec;
-	json_t *env = json_object();
-
-	/* launch.env_pass: variables of herd's own environment, by glob. */
-	for (char **e = environ; *e; e++) {
-		const char *eq = strchr(*e, '=');
-		char key[256];
-
-		if (!eq || (size_t)(eq - *e) >= sizeof(key))
-			continue;
-		memcpy(key, *e, (size_t)(eq - *e));
-		key[eq - *e] = '\0';
-		for (size_t g = 0; g < spec->launch.env_pass.n; g++)
-			if (!fnmatch(spec->launch.env_pass.v[g], key, 0))
-				set_str(env, key, eq + 1);
-	}
-	set_str(env, "MASTER_ADDR", c->master_addr);
-	set_int(env, "MASTER_PORT", spec->launch.master_port);
-	set_int(env, "WORLD_SIZE", c->world_size);
-	set_int(env, "TORCHELASTIC_RESTART_COUNT", c->attempt - 1);
-	set_str(env, "HERD_JOB", spec->name);
-	set_int(env, "HERD_ATTEMPT", c->attempt);
-	set_str(env, "HERD_RESUME_FROM", "");
-	/* launch.env always wins over what herd computes. */
-	for (size_t i = 0; i < spec->launch.n_env; i++)
-		set_str(env, spec->launch.env[i].key, spec->launch.env[i].value);
-	return env;
-}
-
-static char *render_command(struct ctl *c, struct herd_err *err)
-{
-	const struct render_var vars[] = {
-		{"name", c->spec->name},
-		{"checkpoint", ""},
-		{"resume_args", ""},
-		{"attempt", NULL},
-	};
-
-	return render_text(c->spec->launch.command, vars,
-			   sizeof(vars) / sizeof(vars[0]) - 1, 0, err);
-}
-
-static json_t *launch_body(struct ctl *c, struct node *n, const char *command)
-{
-	json_t *ranks = json_array();
-	json_t *body;
-
-	for (int l = 0; l < n->n_ranks; l++) {
-		json_t *renv = json_object();
-		int rank = n->first_rank + l;
-		char progress[4096];
-
-		set_int(renv, "RANK", rank);
-		set_int(renv, "LOCAL_RANK", l);
-		set_int(renv, "LOCAL_WORLD_SIZE", n->n_ranks);
-		set_int(renv, "NODE_RANK", n->index);
-		set_int(renv, "GROUP_RANK", n->index);
-		snprintf(progress, sizeof(progress),
-			 "%s/attempt-%d/rank-%d.progress", c->log_dir,
-			 c->attempt, rank);
-		set_str(renv, "HERD_PROGRESS_FILE", progress);
-		/* gloo/NCCL would otherwise pick the address the hostname
-		 * resolves to (127.0.1.1 on stock Debian). */
-		if (n->ifname) {
-			if (!env_set_by_user(c->spec, "GLOO_SOCKET_IFNAME"))
-				set_str(renv, "GLOO_SOCKET_IFNAME", n->ifname);
-			if (!env_set_by_user(c->spec, "NCCL_SOCKET_IFNAME"))
-				set_str(renv, "NCCL_SOCKET_IFNAME", n->ifname);
-		}
-		/* Binding: GPU, NIC, OpenMP threads; launch.env still
-		 * wins (below). */
-		if (n->bind) {
-			struct bind_env_var bv[BIND_ENV_MAX];
-			size_t nb = bind_env(&n->bind[l], bv);
-
-			for (size_t k = 0; k < nb; k++)
-				set_str(renv, bv[k].key, bv[k].value);
-		}
-		/* The agent applies these after the job's variables, so
-		 * launch.env must win here too (RANK, LOCAL_WORLD_SIZE,
-		 * HERD_PROGRESS_FILE...). */
-		for (size_t e = 0; e < c->spec->launch.n_env; e++)
-			json_object_del(renv, c->spec->launch.env[e].key);
-		json_t *jr = json_pack("{s:i, s:o}", "rank", rank, "env", renv);
-
-		if (n->bind && n->bind[l].cpus &&
-		    c->spec->bind.cpu != SPEC_BIND_CPU_NONE)
-			json_object_set_new(jr, "cpus",
-					    json_string(n->bind[l].cpus));
-		json_array_append_new(ranks, jr);
-	}
-	body = json_pack("{s:i, s:s, s:I, s:o, s:o}", "attempt", c->attempt,
-			 "command", command, "grace_ms",
-			 (json_int_t)c->spec->health.grace_ms, "env", job_env(c),
-			 "ranks", ranks);
-	if (c->spec->launch.workdir)
-		json_object_set_new(body, "workdir",
-				    json_string(c->spec->launch.workdir));
-	return body;
-}
-
-static int open_rank_logs(struct ctl *c, struct herd_err *err)
-{
-	char dir[4096];
-
-	snprintf(dir, sizeof(dir), "%s/attempt-%d", c->log_dir, c->attempt);
-	if (events_mkdirs(dir, 0755) < 0)
-		return herd_errprintf(err, "cannot create %s: %s", dir,
-				      strerror(errno));
-	for (int r = 0; r < c->world_size; r++) {
-		char path[4200];
-
-		snprintf(path, sizeof(path), "%s/rank-%d.log", dir, r);
-		c->ranks[r].log = fopen(path, "w");
-		if (!c->ranks[r].log)
-			return herd_errprintf(err, "cannot create %s: %s", path,
-					      strerror(errno));
-	}
-	return 0;
-}
-
-/* Binds node n's ranks from the topology its agent reported: slots
- * default to its GPU count (else 1), each rank gets its GPU, nearest NIC
- * and cores (bind.h).  A node that reported no topology runs its ranks
- * unbound, with a warning. */
-static int plan_node(struct ctl *c, struct node *n, struct herd_err *err)
-{
-	struct bind_opts opts;
-	struct topo *t = NULL;
-	struct herd_err e;
-	int rc = -1;
-
-	herd_err_clear(&e);
-	bind_ranks_release(n->bind, n->bind ? (size_t)n->n_ranks : 0);
-	free(n->bind);
-	n->bind = NULL;
-	if (n->topo && !(t = topo_from_summary(n->topo, &e)))
-		fprintf(stderr, "herd: %s: %s; its ranks run unbound\n",
-			n->host, e.text);
-	n->n_ranks = n->slots > 0 ? n->slots : t ? bind_default_slots(t) : 1;
-	if (!t) {
-		rc = 0;
-		goto out;
-	}
-	n->bind = calloc((size_t)n->n_ranks, sizeof(*n->bind));
-	if (!n->bind) {
-		herd_errprintf(err, "out of memory");
-		goto out;
-	}
-	bind_opts_from_spec(&opts, c->spec, c->platform);
-	if (bind_plan(t, n->n_ranks, &opts, n->bind, &e) < 0) {
-		free(n->bind);
-		n->bind = NULL;
-		herd_errprintf(err, "%s: %s", n->host, e.text);
-		goto out;
-	}
-	rc = 0;
-out:
-	topo_free(t);
-	return rc;
-}
-
-static int plan(struct ctl *c, struct herd_err *err)
-{
-	int rank = 0, index = 0;
-
+	fprintf(stderr, "herd: attempt %d failed: %s; recovering\n",
+		c->attempt, why);
+	set_state(c, CTL_RECOVER);
 	for (int i = 0; i < c->n_nodes; i++) {
 		struct node *n = &c->nodes[i];
 
-		if (n->state != NODE_UP)
-			continue;
-		n->index = index++;
-		n->first_rank = rank;
-		if (plan_node(c, n, err) < 0)
-			return -1;
-		rank += n->n_ranks;
+		if (n->member && n->state == NODE_UP) {
+			n->stopped = false;
+			send_stop(n, c->spec->health.grace_ms, SIGTERM,
+				  false);
+		}
 	}
-	c->world_size = rank;
-	c->ranks = calloc((size_t)rank, sizeof(*c->ranks));
-	if (!c->ranks)
-		return herd_errprintf(err, "out of memory");
-	for (int i = 0; i < c->n_nodes; i++)
-		for (int l = 0; l < c->nodes[i].n_ranks; l++)
-			c->ranks[c->nodes[i].first_rank + l].node = i;
-	return pick_master(c, err);
+	if (c->stop_timer)
+		loop_timer_del(c->loop, c->stop_timer);
+	c->stop_timer = loop_timer_add(c->loop,
+				       c->spec->health.grace_ms + 5000,
+				       on_stop_timeout, c);
+	check_recovered(c);
+}
+
+/* A node failed: channel broken, heartbeats silent, agent error. */
+static void node_failed(struct ctl *c, struct node *n, const char *reason)
+{
+	char why[512];
+
+	if (n->state == NODE_EVICTED || n->state == NODE_GONE ||
+	    n->state == NODE_SPARE)
+		return;
+	if (c->state == CTL_STOPPING || c->state == CTL_END) {
+		drop_conn(c, n);
+		n->state = NODE_GONE;
+		maybe_end(c);
+		return;
+	}
+	if (!n->member) {
+		/* A probe or a warm spare: quietly out again. */
+		evict(c, n, reason);
+		return;
+	}
+	events_emit(c->ev, "node_failed",
+		    json_pack("{s:s, s:s, s:i}", "host", n->host, "reason",
+			      reason, "attempt", c->attempt));
+	if (c->state == CTL_CONNECT) {
+		if (c->tty)
+			fputc('\n', stderr);
+		fprintf(stderr, "herd: %s\n", reason);
+	} else {
+		fprintf(stderr, "herd: node %s failed: %s\n", n->host, reason);
+	}
+	evict(c, n, reason);
+	snprintf(why, sizeof(why), "node %s failed: %s", n->host, reason);
+	switch (c->state) {
+	case CTL_CONNECT:
+		progress(c, false);
+		check_connected(c);
+		break;
+	case CTL_RUN:
+		attempt_failed(c, 1, why);
+		break;
+	case CTL_RECOVER:
+		check_recovered(c);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Replaces evicted members with spares (warm ones first), as many as
+ * the job is missing.  Returns how many are still connecting. */
+static int take_spares(struct ctl *c)
+{
+	int have = count_nodes(c, NODE_UP, 1) + count_nodes(c, NODE_CONNECTING, 1);
+	bool started = false;
+
+	for (int pass = 0; pass < 2 && have < c->want_nodes; pass++) {
+		for (int i = 0; i < c->n_nodes && have < c->want_nodes; i++) {
+			struct node *n = &c->nodes[i];
+			bool warm = n->state == NODE_UP && !n->member;
+			bool idle = n->state == NODE_SPARE;
+
+			if (pass == 0 ? !warm : !idle)
+				continue;
+			events_emit(c->ev, "spare_used",
+				    json_pack("{s:s, s:i}", "host", n->host,
+					      "attempt", c->attempt + 1));
+			fprintf(stderr, "herd: spare %s joins the job\n",
+				n->host);
+			if (warm) {
+				n->member = true;
+			} else {
+				start_node(c, n, true);
+				if (n->state == NODE_EVICTED)
+					continue;
+				started = true;
+			}
+			have++;
+		}
+	}
+	if (started)
+		transport_commit(c->transport);
+	return count_nodes(c, NODE_CONNECTING, 1);
+}
+
+static void on_backoff(struct loop *loop, void *arg)
+{
+	struct ctl *c = arg;
+
+	(void)loop;
+	c->backoff_timer = 0;
+	if (c->state != CTL_BACKOFF)
+		return;
+	if (count_nodes(c, NODE_UP, 1) < c->min_nodes) {
+		char why[160];
+
+		snprintf(why, sizeof(why),
+			 "only %d nodes left, nodes.min is %d",
+			 count_nodes(c, NODE_UP, 1), c->min_nodes);
+		fprintf(stderr, "herd: %s\n", why);
+		c->final_failure = true;
+		finish(c, 0, SIGTERM);
+		return;
+	}
+	launch(c);
+}
+
+/* Recovery goes on until every surviving member confirmed its ranks
+ * gone and every joining spare is up or failed. */
+static void check_recovered(struct ctl *c)
+{
+	int64_t backoff;
+	int up;
+
+	if (c->state != CTL_RECOVER)
+		return;
+	for (int i = 0; i < c->n_nodes; i++) {
+		struct node *n = &c->nodes[i];
+
+		if (n->member && n->state == NODE_UP && !n->stopped)
+			return;
+	}
+	if (take_spares(c) > 0)
+		return;
+	up = count_nodes(c, NODE_UP, 1);
+	if (up < c->min_nodes) {
+		char why[160];
+
+		snprintf(why, sizeof(why),
+			 "only %d node%s left, nodes.min is %d", up,
+			 up == 1 ? "" : "s", c->min_nodes);
+		fprintf(stderr, "herd: %s; giving up\n", why);
+		c->final_failure = true;
+		finish(c, 0, SIGTERM);
+		return;
+	}
+	if (up < c->want_nodes)
+		fprintf(stderr,
+			"herd: no spare left; continuing with %d of %d nodes "
+			"(nodes.min %d)\n",
+			up, c->want_nodes, c->min_nodes);
+	set_state(c, CTL_BACKOFF);
+	backoff = c->spec->restart.backoff_ms;
+	for (int k = 1; k < c->attempt && backoff < CTL_BACKOFF_MAX_MS; k++)
+		backoff *= 2;
+	if (backoff > CTL_BACKOFF_MAX_MS)
+		backoff = CTL_BACKOFF_MAX_MS;
+	c->backoff_timer = loop_timer_add(c->loop, backoff, on_backoff, c);
+}
+
+/* The newest complete checkpoint, with events for it and for every newer
+ * one passed over. */
+static void find_checkpoint(struct ctl *c)
+{
+	const struct spec *s = c->spec;
+	struct checkpoint_result res;
+	struct herd_err err;
+
+	free(c->checkpoint);
+	c->checkpoint = NULL;
+	if (!s->checkpoint.dir)
+		return;
+	herd_err_clear(&err);
+	if (checkpoint_find(s->checkpoint.dir, s->checkpoint.latest_file,
+			    s->checkpoint.pattern, s->checkpoint.complete_marker,
+			    &res, &err) < 0) {
+		fprintf(stderr, "herd: checkpoint: %s\n", err.text);
+		return;
+	}
+	for (size_t i = 0; i < res.n_skipped; i++) {
+		events_emit(c->ev, "checkpoint_skipped",
+			    json_pack("{s:s, s:s, s:i}", "path",
+				      res.skipped[i].path, "reason",
+				      res.skipped[i].reason, "attempt",
+				      c->attempt));
+		if (c->attempt > 1)
+			fprintf(stderr, "herd: skipping checkpoint %s: %s\n",
+				res.skipped[i].path, res.skipped[i].reason);
+	}
+	if (res.path) {
+		c->checkpoint = strdup(res.path);
+		events_emit(c->ev, "checkpoint_found",
+			    json_pack("{s:s, s:s, s:i}", "path", res.path,
+				      "source", res.source, "attempt",
+				      c->attempt));
+		fprintf(stderr, "herd: attempt %d resumes from %s\n", c->attempt,
+			res.path);
+	}
+	checkpoint_result_free(&res);
 }
 
 static void launch(struct ctl *c)
 {
 	struct herd_err err;
+	struct attempt_note *notes;
 	char *command = NULL;
 
-	c->attempt = 1;
-	if (plan(c, &err) < 0 || open_rank_logs(c, &err) < 0 ||
-	    !(command = render_command(c, &err))) {
-		fprintf(stderr, "herd: %s\n", err.text);
-		record_failure(c, 1);
-		stop_all(c, 0);
+	herd_err_clear(&err);
+	notes = realloc(c->notes, (size_t)(c->attempt + 1) * sizeof(*notes));
+	if (!notes) {
+		fprintf(stderr, "herd: out of memory\n");
+		c->status = 1;
+		finish(c, 0, SIGTERM);
 		return;
 	}
-	ctl_set_state(c, CTL_RUN);
+	c->notes = notes;
+	memset(&c->notes[c->attempt], 0, sizeof(*notes));
+	c->attempt++;
+	c->failed = false;
+	c->status = 0;
+	find_checkpoint(c);
+	if (ctl_plan(c, &err) < 0 || ctl_open_rank_logs(c, &err) < 0 ||
+	    !(command = ctl_render_command(c, &err))) {
+		fprintf(stderr, "herd: %s\n", err.text);
+		record_failure(c, 1, err.text);
+		c->final_failure = true;
+		finish(c, 0, SIGTERM);
+		return;
+	}
+	set_state(c, CTL_RUN);
 	events_emit(c->ev, "attempt_start",
-		    json_pack("{s:i, s:i, s:i, s:s}", "attempt", c->attempt,
-			      "nodes", c->n_up, "world_size", c->world_size,
-			      "master_addr", c->master_addr));
+		    json_pack("{s:i, s:i, s:i, s:s, s:s?}", "attempt",
+			      c->attempt, "nodes", count_nodes(c, NODE_UP, 1),
+			      "world_size", c->world_size, "master_addr",
+			      c->master_addr, "checkpoint", c->checkpoint));
 	for (int i = 0; i < c->n_nodes; i++) {
 		struct node *n = &c->nodes[i];
 		json_t *body;
 
-		if (n->state != NODE_UP)
+		if (!n->member || n->state != NODE_UP)
 			continue;
-		body = launch_body(c, n, command);
+		body = ctl_launch_body(c, n, command);
 		conn_send(n->conn, PROTO_LAUNCH, body, NULL, 0, NULL);
 		json_decref(body);
 		for (int l = 0; l < n->n_ranks; l++)
@@ -586,50 +631,31 @@ static void launch(struct ctl *c)
 	free(command);
 }
 
-/* --- frames from agents ------------------------------------------------ */
+/* --- connecting ----------------------------------------------------------- */
 
-static void node_failed(struct ctl *c, struct node *n, const char *reason)
+static void check_connected(struct ctl *c)
 {
-	if (n->state == NODE_FAILED || n->state == NODE_GONE)
+	int up;
+
+	if (c->state != CTL_CONNECT)
 		return;
-	bool was_up = n->state == NODE_UP;
-
-	n->state = NODE_FAILED;
-	c->n_failed++;
-	if (was_up)
-		c->n_up--;
-	events_emit(c->ev, "node_failed",
-		    json_pack("{s:s, s:s, s:i}", "host", n->host, "reason",
-			      reason, "attempt", c->attempt));
-	if (c->state == CTL_CONNECT) {
-		if (c->tty)
-			fputc('\n', stderr);
-		fprintf(stderr, "herd: %s\n", reason);
-		progress(c, false);
-	} else if (c->state == CTL_RUN) {
-		fprintf(stderr, "herd: node %s failed: %s\n", n->host, reason);
-		record_failure(c, 1);
-		stop_all(c, c->spec->health.grace_ms);
-	}
-}
-
-static void check_all_connected(struct ctl *c)
-{
-	int need;
-
-	if (c->state != CTL_CONNECT || c->n_up + c->n_failed < c->n_nodes)
+	if (count_nodes(c, NODE_CONNECTING, 1) > 0)
+		return;
+	/* Fill in for nodes that never came up, from the spares. */
+	if (take_spares(c) > 0)
 		return;
 	progress(c, true);
-	need = c->spec->nodes.min > 0 ? (int)c->spec->nodes.min : c->n_nodes;
-	if (c->n_up < need) {
+	up = count_nodes(c, NODE_UP, 1);
+	if (up < c->min_nodes || up == 0) {
 		fprintf(stderr,
-			"herd: %d of %d nodes are up; the job needs %d%s\n",
-			c->n_up, c->n_nodes, need,
+			"herd: %d of %d nodes are up; the job needs %d%s\n", up,
+			c->want_nodes, c->min_nodes,
 			c->spec->nodes.min > 0 ? " (nodes.min)"
 					       : " (set nodes.min to start "
 						 "with fewer)");
-		record_failure(c, 1);
-		stop_all(c, 0);
+		c->status = 1;
+		c->final_failure = true;
+		finish(c, 0, SIGTERM);
 		return;
 	}
 	launch(c);
@@ -660,7 +686,7 @@ static void on_hello(struct ctl *c, struct node *n, json_t *body)
 	}
 	json_decref(n->topo);
 	n->topo = json_incref(json_object_get(body, "topo"));
-	if (!n->topo) {
+	if (!n->topo && n->member) {
 		const char *why = json_string_value(
 			json_object_get(body, "topo_error"));
 
@@ -669,31 +695,52 @@ static void on_hello(struct ctl *c, struct node *n, json_t *body)
 			n->host, why ? why : "not reported");
 	}
 	n->state = NODE_UP;
-	c->n_up++;
+	/* Heartbeats start now, both ways. */
+	conn_send(n->conn, PROTO_HEARTBEAT,
+		  json_pack("{s:I, s:I}", "interval_ms",
+			    (json_int_t)c->spec->health.heartbeat_ms,
+			    "timeout_ms", (json_int_t)c->spec->health.timeout_ms),
+		  NULL, 0, NULL);
+	if (!n->member) {
+		events_emit(c->ev, "node_readmitted",
+			    json_pack("{s:s}", "host", n->host));
+		fprintf(stderr, "herd: %s answers again; readmitted as a "
+				"spare\n",
+			n->host);
+		check_recovered(c);
+		return;
+	}
 	events_emit(c->ev, "node_up",
 		    json_pack("{s:s, s:s}", "host", n->host, "hostname",
 			      n->hostname));
 	progress(c, false);
-	check_all_connected(c);
+	check_connected(c);
+	check_recovered(c);
 }
+
+/* --- running ------------------------------------------------------------- */
 
 static void on_rank_exit(struct ctl *c, struct node *n, json_t *body)
 {
 	int rank = (int)json_integer_value(json_object_get(body, "rank"));
 	json_t *code = json_object_get(body, "code");
 	json_t *sig = json_object_get(body, "signal");
+	json_t *att = json_object_get(body, "attempt");
 	int status;
 	struct rank_slot *r;
 
-	if (rank < 0 || rank >= c->world_size || c->ranks[rank].node != n->index)
+	if (json_is_integer(att) && json_integer_value(att) != c->attempt)
+		return;	/* a rank of an attempt already over */
+	if (!c->ranks || rank < 0 || rank >= c->world_size ||
+	    &c->nodes[c->ranks[rank].node] != n)
 		return;
 	r = &c->ranks[rank];
 	if (r->done)
 		return;
 	r->done = true;
 	c->ranks_done++;
-	print_lines(c, rank, 1, "", 0, true);
-	print_lines(c, rank, 2, "", 0, true);
+	ctl_print(c, rank, 1, "", 0, true);
+	ctl_print(c, rank, 2, "", 0, true);
 	if (r->log) {
 		fclose(r->log);
 		r->log = NULL;
@@ -701,28 +748,67 @@ static void on_rank_exit(struct ctl *c, struct node *n, json_t *body)
 	status = json_is_integer(sig) ? 128 + (int)json_integer_value(sig)
 				       : (int)json_integer_value(code);
 	events_emit(c->ev, "rank_exit",
-		    json_pack("{s:i, s:i, s:s, s:i, s:o, s:o}", "attempt",
+		    json_pack("{s:i, s:i, s:s, s:i, s:O, s:O}", "attempt",
 			      c->attempt, "rank", rank, "host", n->host,
-			      "status", status, "code", json_incref(code),
-			      "signal", json_incref(sig)));
-	if (status != 0 && c->state == CTL_RUN) {
+			      "status", status, "code", code ? code : json_null(),
+			      "signal", sig ? sig : json_null()));
+	if (c->state != CTL_RUN)
+		return;
+	if (status != 0) {
+		char why[256];
+
 		if (json_is_integer(sig))
-			fprintf(stderr,
-				"herd: rank %d on %s was killed by signal %d "
-				"(%s); stopping the job\n",
-				rank, n->host, (int)json_integer_value(sig),
-				strsignal((int)json_integer_value(sig)));
+			snprintf(why, sizeof(why),
+				 "rank %d on %s was killed by signal %d (%s)",
+				 rank, n->host, (int)json_integer_value(sig),
+				 strsignal((int)json_integer_value(sig)));
 		else
-			fprintf(stderr,
-				"herd: rank %d on %s exited with status %d; "
-				"stopping the job\n",
-				rank, n->host, status);
-		record_failure(c, status);
-		stop_all(c, c->spec->health.grace_ms);
+			snprintf(why, sizeof(why),
+				 "rank %d on %s exited with status %d", rank,
+				 n->host, status);
+		fprintf(stderr, "herd: %s; stopping the attempt\n", why);
+		attempt_failed(c, status, why);
 		return;
 	}
-	if (c->ranks_done == c->world_size && c->state == CTL_RUN)
-		stop_all(c, c->spec->health.grace_ms);
+	if (c->ranks_done == c->world_size) {
+		events_emit(c->ev, "attempt_end",
+			    json_pack("{s:i, s:s, s:i}", "attempt", c->attempt,
+				      "reason", "completed", "status", 0));
+		finish(c, c->spec->health.grace_ms, SIGTERM);
+	}
+}
+
+static void on_heartbeat(struct ctl *c, struct node *n, json_t *body)
+{
+	json_t *hung = json_object_get(body, "hung"), *h;
+	json_t *att = json_object_get(body, "attempt");
+	char why[512] = "";
+	size_t i, len = 0;
+
+	if (!json_is_array(hung) || json_array_size(hung) == 0 ||
+	    c->state != CTL_RUN || !n->member ||
+	    (json_is_integer(att) && json_integer_value(att) != c->attempt))
+		return;
+	json_array_foreach(hung, i, h)
+	{
+		int rank = (int)json_integer_value(json_object_get(h, "rank"));
+		json_int_t silent =
+			json_integer_value(json_object_get(h, "silent_ms"));
+
+		events_emit(c->ev, "rank_hung",
+			    json_pack("{s:i, s:i, s:s, s:I}", "attempt",
+				      c->attempt, "rank", rank, "host", n->host,
+				      "silent_ms", silent));
+		len += (size_t)snprintf(why + len, sizeof(why) - len,
+					"%s%d", i ? ", " : "rank ", rank);
+		if (len >= sizeof(why))
+			len = sizeof(why) - 1;
+	}
+	snprintf(why + len, sizeof(why) - len,
+		 " on %s hung (no output and no progress for %.1f s)", n->host,
+		 (double)c->spec->health.progress_timeout_ms / 1000.0);
+	fprintf(stderr, "herd: %s; stopping the attempt\n", why);
+	attempt_failed(c, 1, why);
 }
 
 static struct node *node_of(struct ctl *c, struct conn *conn)
@@ -740,6 +826,7 @@ static void on_frame(struct conn *conn, struct proto_frame *f, void *arg)
 
 	if (!n)
 		goto out;
+	n->last_rx_ms = loop_now_ms();
 	switch (f->type) {
 	case PROTO_HELLO:
 		if (n->state == NODE_CONNECTING)
@@ -748,17 +835,28 @@ static void on_frame(struct conn *conn, struct proto_frame *f, void *arg)
 	case PROTO_OUTPUT: {
 		int rank = (int)json_integer_value(json_object_get(f->body, "rank"));
 		int fd = (int)json_integer_value(json_object_get(f->body, "fd"));
+		json_t *att = json_object_get(f->body, "attempt");
 
-		if (rank < 0 || rank >= c->world_size || (fd != 1 && fd != 2))
+		if (!c->ranks || rank < 0 || rank >= c->world_size ||
+		    (fd != 1 && fd != 2) ||
+		    (json_is_integer(att) &&
+		     json_integer_value(att) != c->attempt))
 			break;
 		if (c->ranks[rank].log)
 			fwrite(f->data, 1, f->data_len, c->ranks[rank].log);
-		print_lines(c, rank, fd, (const char *)f->data, f->data_len,
-			    false);
+		ctl_print(c, rank, fd, (const char *)f->data, f->data_len,
+			  false);
 		break;
 	}
 	case PROTO_EXIT:
 		on_rank_exit(c, n, f->body);
+		break;
+	case PROTO_STOPPED:
+		n->stopped = true;
+		check_recovered(c);
+		break;
+	case PROTO_HEARTBEAT:
+		on_heartbeat(c, n, f->body);
 		break;
 	case PROTO_ERROR: {
 		const char *msg =
@@ -767,9 +865,6 @@ static void on_frame(struct conn *conn, struct proto_frame *f, void *arg)
 		node_failed(c, n, msg ? msg : "agent reported an error");
 		break;
 	}
-	case PROTO_STOPPED:
-	case PROTO_HEARTBEAT:
-		break;
 	default:
 		break;
 	}
@@ -786,23 +881,53 @@ static void on_close(struct conn *conn, const char *reason, int clean,
 
 	if (!n)
 		return;
-	c->n_closed++;
-	if (c->state == CTL_STOPPING) {
-		if (n->state == NODE_UP) {
-			n->state = NODE_GONE;
-			c->n_up--;
-		}
+	if (c->state == CTL_STOPPING || c->state == CTL_END) {
+		drop_conn(c, n);
+		n->state = NODE_GONE;
 		maybe_end(c);
 		return;
 	}
 	snprintf(why, sizeof(why), "%s: connection to the agent lost (%s)",
-		 n->host, clean ? "it exited" : reason);
+		 n->host, clean ? "end of stream" : reason);
 	node_failed(c, n, why);
-	check_all_connected(c);
-	maybe_end(c);
 }
 
-/* --- signals ------------------------------------------------------------ */
+/* Heartbeats: herd sends its own, and fails a node it has not heard from
+ * for health.timeout (a partition is caught here, not by TCP). */
+static void on_heartbeat_tick(struct loop *loop, void *arg)
+{
+	struct ctl *c = arg;
+	int64_t now = loop_now_ms();
+
+	c->hb_timer = loop_timer_add(loop, c->spec->health.heartbeat_ms,
+				     on_heartbeat_tick, c);
+	for (int i = 0; i < c->n_nodes; i++) {
+		struct node *n = &c->nodes[i];
+		json_t *body;
+
+		if (n->state != NODE_UP || !n->conn)
+			continue;
+		if (now - n->last_rx_ms > c->spec->health.timeout_ms) {
+			char why[256];
+
+			snprintf(why, sizeof(why),
+				 "no heartbeat for %.1f s (health.timeout "
+				 "%.1f s)",
+				 (double)(now - n->last_rx_ms) / 1000.0,
+				 (double)c->spec->health.timeout_ms / 1000.0);
+			node_failed(c, n, why);
+			continue;
+		}
+		body = json_pack("{s:I, s:I}", "interval_ms",
+				 (json_int_t)c->spec->health.heartbeat_ms,
+				 "timeout_ms",
+				 (json_int_t)c->spec->health.timeout_ms);
+		conn_send(n->conn, PROTO_HEARTBEAT, body, NULL, 0, NULL);
+		json_decref(body);
+	}
+}
+
+/* --- signals ------------------------------------------------------------- */
 
 static void on_sigpipe(struct loop *loop, int fd, short revents, void *arg)
 {
@@ -815,6 +940,7 @@ static void on_sigpipe(struct loop *loop, int fd, short revents, void *arg)
 	while ((n = read(fd, b, sizeof(b))) > 0) {
 		for (ssize_t i = 0; i < n; i++) {
 			int sig = b[i];
+			char why[64];
 
 			if (sig == SIGCHLD) {
 				while (waitpid(-1, NULL, WNOHANG) > 0)
@@ -822,123 +948,29 @@ static void on_sigpipe(struct loop *loop, int fd, short revents, void *arg)
 				continue;
 			}
 			c->interrupts++;
-			record_failure(c, 128 + sig);
-			if (c->interrupts == 1 && c->state == CTL_RUN) {
+			snprintf(why, sizeof(why), "interrupted (%s)",
+				 strsignal(sig));
+			record_failure(c, 128 + sig, why);
+			if (c->state == CTL_RUN)
+				events_emit(c->ev, "attempt_end",
+					    json_pack("{s:i, s:s, s:i}",
+						      "attempt", c->attempt,
+						      "reason", why, "status",
+						      128 + sig));
+			if (c->interrupts == 1) {
 				fprintf(stderr,
 					"\nherd: %s: stopping all ranks "
 					"(again to kill them at once)\n",
 					strsignal(sig));
 				/* The ranks get the signal itself (SIGINT
 				 * for Ctrl-C), then SIGKILL after grace. */
-				stop_all_with(c, c->spec->health.grace_ms,
-					      sig);
+				finish(c, c->spec->health.grace_ms, sig);
 			} else {
 				fprintf(stderr, "\nherd: killing all ranks\n");
-				stop_all(c, 0);
+				finish(c, 0, SIGKILL);
 			}
 		}
 	}
-}
-
-/* --- dry run ------------------------------------------------------------ */
-
-static void print_env(const char *indent, json_t *env)
-{
-	const char *key;
-	json_t *val;
-
-	json_object_foreach(env, key, val)
-		printf("%s%s=%s\n", indent, key, json_string_value(val));
-}
-
-/* Prints what `herd run` would send every node, touching no node: the
- * address of node 0 comes from name resolution here, interfaces are
- * decided by each agent at launch. */
-static int dry_run(struct ctl *c, struct resolved *res)
-{
-	struct herd_err err;
-	char *command = render_command(c, &err);
-	struct addrinfo hints = {.ai_family = AF_INET}, *ai = NULL;
-	int status = EXIT_SPEC;
-
-	if (!command) {
-		fprintf(stderr, "herd: %s\n", err.text);
-		return EXIT_SPEC;
-	}
-	c->n_nodes = (int)res->nodes->count;
-	c->nodes = calloc((size_t)c->n_nodes, sizeof(*c->nodes));
-	if (!c->nodes)
-		goto out;
-	for (int i = 0; i < c->n_nodes; i++) {
-		c->nodes[i].host = strdup(res->nodes->entries[i].host);
-		c->nodes[i].slots = c->spec->nodes.slots > 0
-					    ? (int)c->spec->nodes.slots
-					    : res->nodes->entries[i].slots;
-		c->nodes[i].state = NODE_UP;
-		c->nodes[i].ifname = c->local ? "lo" : "(decided at launch)";
-	}
-	c->n_up = c->n_nodes;
-	c->attempt = 1;
-	if (plan(c, &err) < 0) {
-		/* Without agents no address is known: use the name. */
-		if (c->local) {
-			fprintf(stderr, "herd: %s\n", err.text);
-			goto out;
-		}
-	}
-	for (int i = 0; i < c->n_nodes; i++)
-		c->nodes[i].ifname = c->local || c->n_nodes == 1
-					     ? "lo"
-					     : "(decided at launch)";
-	if (!c->local && c->n_nodes > 1) {
-		char addr[INET_ADDRSTRLEN] = "";
-
-		free(c->master_addr);
-		if (getaddrinfo(c->nodes[0].host, NULL, &hints, &ai) == 0 && ai)
-			inet_ntop(AF_INET,
-				  &((struct sockaddr_in *)ai->ai_addr)->sin_addr,
-				  addr, sizeof(addr));
-		c->master_addr = strdup(addr[0] ? addr : c->nodes[0].host);
-	}
-	printf("job %s: %d node%s, %d rank%s, transport %s, log %s\n",
-	       c->spec->name, c->n_nodes, c->n_nodes == 1 ? "" : "s",
-	       c->world_size, c->world_size == 1 ? "" : "s",
-	       c->local ? "local" : "ssh", c->log_dir);
-	for (int i = 0; i < c->n_nodes; i++) {
-		json_t *body = launch_body(c, &c->nodes[i], command);
-		json_t *ranks = json_object_get(body, "ranks"), *r;
-		size_t k;
-
-		printf("\nnode %d: %s (%d rank%s)\n", i, c->nodes[i].host,
-		       c->nodes[i].n_ranks, c->nodes[i].n_ranks == 1 ? "" : "s");
-		printf("  command: %s\n", command);
-		if (c->spec->launch.workdir)
-			printf("  workdir: %s\n", c->spec->launch.workdir);
-		printf("  environment of every rank:\n");
-		print_env("    ", json_object_get(body, "env"));
-		json_array_foreach(ranks, k, r)
-		{
-			printf("  rank %d:\n",
-			       (int)json_integer_value(json_object_get(r, "rank")));
-			print_env("    ", json_object_get(r, "env"));
-		}
-		json_decref(body);
-	}
-	if (res->spares->count) {
-		printf("\nspares:");
-		for (size_t i = 0; i < res->spares->count; i++)
-			printf(" %s", res->spares->entries[i].host);
-		printf("\n");
-	}
-	if (c->spec->nodes.slots <= 0)
-		printf("\n(slots not set: 1 rank per node unless the hostfile "
-		       "says; GPU counts are used once binding lands)\n");
-	status = 0;
-out:
-	if (ai)
-		freeaddrinfo(ai);
-	free(command);
-	return status;
 }
 
 /* --- setup and teardown ------------------------------------------------- */
@@ -965,35 +997,60 @@ static char *render_log_dir(const struct spec *spec, struct herd_err *err)
 static void ctl_cleanup(struct ctl *c)
 {
 	for (int i = 0; i < c->n_nodes; i++) {
-		conn_free(c->nodes[i].conn);
-		free(c->nodes[i].host);
-		free(c->nodes[i].hostname);
-		json_decref(c->nodes[i].addrs);
-		json_decref(c->nodes[i].topo);
-		if (c->nodes[i].bind)
-			bind_ranks_release(c->nodes[i].bind,
-					   (size_t)c->nodes[i].n_ranks);
-		free(c->nodes[i].bind);
+		struct node *n = &c->nodes[i];
+
+		conn_free(n->conn);
+		free(n->host);
+		free(n->hostname);
+		json_decref(n->addrs);
+		json_decref(n->topo);
+		ctl_node_unplan(n);
 	}
 	free(c->nodes);
 	bind_platform_free(c->platform);
-	for (int r = 0; r < c->world_size && c->ranks; r++) {
-		if (c->ranks[r].log)
-			fclose(c->ranks[r].log);
-		for (int k = 0; k < 3; k++)
-			free(c->ranks[r].partial[k]);
-	}
-	free(c->ranks);
+	ctl_free_ranks(c);
 	transport_free(c->transport);
 	events_close(c->ev);
 	free(c->log_dir);
 	free(c->master_addr);
+	free(c->checkpoint);
+	free(c->notes);
+	free_graveyard(c->loop, c);
+	free(c->graveyard);
 	if (c->loop)
 		loop_free(c->loop);
 	if (c->sigpipe[0] >= 0) {
 		close(c->sigpipe[0]);
 		close(c->sigpipe[1]);
 	}
+}
+
+static int add_nodes(struct ctl *c, struct resolved *res)
+{
+	size_t total = res->nodes->count + res->spares->count;
+
+	c->nodes = calloc(total ? total : 1, sizeof(*c->nodes));
+	if (!c->nodes)
+		return -1;
+	for (size_t i = 0; i < total; i++) {
+		bool spare = i >= res->nodes->count;
+		const struct hostfile_entry *e =
+			spare ? &res->spares->entries[i - res->nodes->count]
+			      : &res->nodes->entries[i];
+		struct node *n = &c->nodes[c->n_nodes++];
+
+		n->host = strdup(e->host);
+		if (!n->host)
+			return -1;
+		n->slots = c->spec->nodes.slots > 0 ? (int)c->spec->nodes.slots
+						    : e->slots;
+		n->state = NODE_SPARE;
+		n->index = -1;
+	}
+	c->want_nodes = (int)res->nodes->count;
+	c->min_nodes = c->spec->nodes.min > 0 ? (int)c->spec->nodes.min
+					      : c->want_nodes;
+	return 0;
 }
 
 int ctl_run(struct spec *spec, const struct ctl_options *opt)
@@ -1019,14 +1076,14 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 		return EXIT_SPEC;
 	}
 	if (opt->dry_run) {
-		status = dry_run(&c, &res);
+		status = ctl_dry_run(&c, &res);
 		ctl_cleanup(&c);
 		resolve_free(&res);
 		return status;
 	}
 
+	the_ctl = &c;
 	c.tty = isatty(2);
-	c.status = 0;
 	c.loop = loop_new();
 	snprintf(path, sizeof(path), "%s/events.jsonl", c.log_dir);
 	c.ev = events_open(path, &err);
@@ -1043,8 +1100,9 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 	}
 	c.transport = transport_new(transport_pick(spec, c.local), spec,
 				    opt->agent_path, &err);
-	if (!c.transport) {
-		fprintf(stderr, "herd: %s\n", err.text);
+	if (!c.transport || add_nodes(&c, &res) < 0) {
+		fprintf(stderr, "herd: %s\n",
+			c.transport ? "out of memory" : err.text);
 		goto out;
 	}
 	sig_write_fd = c.sigpipe[1];
@@ -1058,42 +1116,30 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 	signal(SIGPIPE, SIG_IGN);
 	loop_fd_add(c.loop, c.sigpipe[0], POLLIN, on_sigpipe, &c);
 
-	c.n_nodes = (int)res.nodes->count;
-	c.nodes = calloc((size_t)c.n_nodes, sizeof(*c.nodes));
-	if (!c.nodes) {
-		fprintf(stderr, "herd: out of memory\n");
-		goto out;
-	}
 	events_emit(c.ev, "job_start",
-		    json_pack("{s:s, s:i, s:s, s:s}", "job", spec->name,
-			      "nodes", c.n_nodes, "mode",
+		    json_pack("{s:s, s:i, s:i, s:s, s:s}", "job", spec->name,
+			      "nodes", c.want_nodes, "spares",
+			      c.n_nodes - c.want_nodes, "mode",
 			      spec_mode_name(spec->launch.mode), "transport",
 			      c.transport->ops->name));
-	for (int i = 0; i < c.n_nodes; i++) {
-		struct node *n = &c.nodes[i];
-		int fd;
-
-		n->host = strdup(res.nodes->entries[i].host);
-		n->slots = spec->nodes.slots > 0 ? (int)spec->nodes.slots
-						 : res.nodes->entries[i].slots;
-		n->state = NODE_CONNECTING;
-		fd = transport_start(c.transport, n->host, &err);
-		if (fd < 0) {
-			n->state = NODE_FAILED;
-			c.n_failed++;
-			c.n_closed++;
-			fprintf(stderr, "herd: %s: %s\n", n->host, err.text);
-			continue;
-		}
-		n->conn = conn_new(c.loop, fd, fd, PROTO_FRAME_MAX, on_frame,
-				   on_close, &c);
+	for (int i = 0; i < c.want_nodes; i++) {
+		start_node(&c, &c.nodes[i], true);
+		if (c.nodes[i].state == NODE_EVICTED)
+			events_emit(c.ev, "node_failed",
+				    json_pack("{s:s, s:s, s:i}", "host",
+					      c.nodes[i].host, "reason",
+					      "transport could not start",
+					      "attempt", 0));
 	}
 	transport_commit(c.transport);
 	progress(&c, false);
-	check_all_connected(&c);
+	c.hb_timer = loop_timer_add(c.loop, spec->health.heartbeat_ms,
+				    on_heartbeat_tick, &c);
+	check_connected(&c);
 	if (c.state != CTL_END)
 		loop_run(c.loop);
 	status = c.status;
+	summary(&c);
 	events_emit(c.ev, "job_end",
 		    json_pack("{s:i, s:i}", "status", status, "attempts",
 			      c.attempt));
@@ -1101,5 +1147,6 @@ out:
 	sigaction(SIGCHLD, &(struct sigaction){.sa_handler = SIG_DFL}, NULL);
 	ctl_cleanup(&c);
 	resolve_free(&res);
+	the_ctl = NULL;
 	return status;
 }

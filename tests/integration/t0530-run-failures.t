@@ -18,6 +18,7 @@ job() {
 		echo "nodes: {hosts: \"${HERD_CLUSTER_PREFIX}[1-2]\", slots: 1}"
 		echo "ssh: {identity: $2, known_hosts: $3$4}"
 		echo "health: {grace: 1s}"
+		echo "restart: {max: 0}"
 		echo "launch:"
 		echo "  workdir: $PWD"
 		echo "  command: echo \$RANK >>started; echo ran"

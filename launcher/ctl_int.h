@@ -1,0 +1,133 @@
+/* ctl_int.h — the controller's state, shared by ctl.c (lifecycle:
+ * connect, run, recover, end) and ctl_launch.c (plan, environment, launch,
+ * output).  Not a public header: only the launcher's ctl files include it.
+ */
+#ifndef HERD_LAUNCHER_CTL_INT_H
+#define HERD_LAUNCHER_CTL_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ctl.h"
+#include "herd/bind.h"
+#include "herd/conn.h"
+#include "herd/events.h"
+#include "herd/loop.h"
+#include "resolve.h"
+#include "transport.h"
+
+/* The job's lifecycle (STYLE.md rule 10); transitions in ctl.c. */
+enum ctl_state {
+	CTL_CONNECT,	/* agents starting, HELLOs arriving */
+	CTL_RUN,	/* an attempt's ranks run */
+	CTL_RECOVER,	/* an attempt failed: ranks stopping, nodes evicted,
+			 * spares joining */
+	CTL_BACKOFF,	/* waiting restart.backoff before the next attempt */
+	CTL_STOPPING,	/* the end: ranks stopping, agents told to exit */
+	CTL_END,	/* every agent gone; exit status known */
+};
+
+enum node_state {
+	NODE_SPARE,	 /* a spare nobody connected to yet */
+	NODE_CONNECTING, /* agent starting */
+	NODE_UP,	 /* agent said HELLO */
+	NODE_EVICTED,	 /* failed; out of the job (may be readmitted) */
+	NODE_GONE,	 /* its agent exited at the end of the job */
+};
+
+struct node {
+	char *host;
+	enum node_state state;
+	bool member;		/* in the job; false: a spare (idle or warm) */
+	bool stopped;		/* confirmed its ranks gone (recover) */
+	struct conn *conn;
+	int64_t last_rx_ms;	/* monotonic time of its last frame */
+	long readmit_timer;
+
+	/* From HELLO. */
+	char *hostname;
+	json_t *addrs;		/* [{ifname, addr, netmask}] */
+	json_t *topo;		/* topo_summary(), or NULL */
+
+	/* The plan of the current attempt. */
+	int slots;		/* spec or hostfile; 0: from the topology */
+	int index;		/* node rank */
+	int first_rank;
+	int n_ranks;
+	const char *ifname;	/* carries MASTER_ADDR's network */
+	struct bind_rank *bind;	/* n_ranks entries, or NULL (unbound) */
+};
+
+struct rank_slot {
+	int node;		/* index into ctl.nodes */
+	bool done;
+	FILE *log;
+	/* A partial line waiting for its end (prefixing needs lines). */
+	char *partial[3];
+	size_t partial_len[3];
+};
+
+/* Why each attempt ended, for the summary. */
+struct attempt_note {
+	int status;
+	char why[256];
+};
+
+struct ctl {
+	struct spec *spec;
+	const struct ctl_options *opt;
+	struct loop *loop;
+	struct transport *transport;
+	struct events *ev;
+	struct bind_platform *platform;	/* bind.topology_file, or NULL */
+
+	struct node *nodes;	/* the nodes, then the spares */
+	int n_nodes;
+	int want_nodes;		/* members the job asks for */
+	int min_nodes;		/* nodes.min, or want_nodes */
+
+	enum ctl_state state;
+	int attempt;		/* 0 before the first launch */
+	struct attempt_note *notes;	/* [attempt-1] */
+	int world_size;
+	struct rank_slot *ranks;
+	int ranks_done;
+	char *master_addr;
+	char *checkpoint;	/* the attempt resumes from this, or NULL */
+
+	int status;		/* the exit status so far */
+	bool failed;		/* this attempt's first failure is recorded */
+	bool final_failure;	/* no restart: the job ends */
+	char *log_dir;
+	bool local;
+	bool tty;
+	int interrupts;
+	long stop_timer, backoff_timer, hb_timer, graveyard_timer;
+	struct conn **graveyard;	/* dropped conns, freed soon */
+	size_t n_graveyard;
+	int sigpipe[2];
+};
+
+/* ctl_launch.c */
+/* Places ranks on the member nodes that are up, binds them, picks
+ * MASTER_ADDR.  Returns 0 or -1 with err. */
+int ctl_plan(struct ctl *c, struct herd_err *err);
+/* The command with {{name}}, {{checkpoint}}, {{resume_args}} filled in. */
+char *ctl_render_command(struct ctl *c, struct herd_err *err);
+/* The LAUNCH frame body for node n. */
+json_t *ctl_launch_body(struct ctl *c, struct node *n, const char *command);
+/* Opens log.dir/attempt-N/rank-R.log for every rank. */
+int ctl_open_rank_logs(struct ctl *c, struct herd_err *err);
+/* Frees the attempt's rank table (logs, partial lines). */
+void ctl_free_ranks(struct ctl *c);
+/* Prints rank output with its [rank] or [host:rank] prefix, whole lines
+ * only; flush prints a last partial line. */
+void ctl_print(struct ctl *c, int rank, int fd, const char *data, size_t len,
+	       bool flush);
+/* herd run --dry-run. */
+int ctl_dry_run(struct ctl *c, struct resolved *res);
+/* Releases node n's plan (binding). */
+void ctl_node_unplan(struct node *n);
+
+#endif

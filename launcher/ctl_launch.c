@@ -1,0 +1,511 @@
+/* ctl_launch.c — what the controller sends: the plan of every attempt
+ * (ranks on nodes, binding, MASTER_ADDR), each rank's environment, the
+ * LAUNCH frames; and what it prints: rank output and the dry run. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ctl_int.h"
+#include "herd/render.h"
+#include "herd/topo.h"
+
+extern char **environ;
+
+/* A member node whose agent is up: it takes part in the attempt. */
+static bool in_job(const struct node *n)
+{
+	return n->member && n->state == NODE_UP;
+}
+
+static int members_up(const struct ctl *c)
+{
+	int k = 0;
+
+	for (int i = 0; i < c->n_nodes; i++)
+		k += in_job(&c->nodes[i]);
+	return k;
+}
+
+/* --- output ------------------------------------------------------------ */
+
+void ctl_print(struct ctl *c, int rank, int fd, const char *data, size_t len,
+	       bool flush)
+{
+	struct rank_slot *r = &c->ranks[rank];
+	FILE *out = fd == 2 ? stderr : stdout;
+	char prefix[300];
+	size_t start = 0;
+
+	if (c->opt->verbose)
+		snprintf(prefix, sizeof(prefix), "[%s:%d] ",
+			 c->nodes[r->node].host, rank);
+	else
+		snprintf(prefix, sizeof(prefix), "[%d] ", rank);
+	for (size_t i = 0; i < len; i++) {
+		if (data[i] != '\n')
+			continue;
+		fputs(prefix, out);
+		if (r->partial_len[fd]) {
+			fwrite(r->partial[fd], 1, r->partial_len[fd], out);
+			r->partial_len[fd] = 0;
+		}
+		fwrite(data + start, 1, i + 1 - start, out);
+		start = i + 1;
+	}
+	if (start < len) {
+		size_t rest = len - start;
+		char *p = realloc(r->partial[fd], r->partial_len[fd] + rest);
+
+		if (p) {
+			memcpy(p + r->partial_len[fd], data + start, rest);
+			r->partial[fd] = p;
+			r->partial_len[fd] += rest;
+		}
+	}
+	if (flush && r->partial_len[fd]) {
+		fputs(prefix, out);
+		fwrite(r->partial[fd], 1, r->partial_len[fd], out);
+		fputc('\n', out);
+		r->partial_len[fd] = 0;
+	}
+	fflush(out);
+}
+
+/* --- plan and launch --------------------------------------------------- */
+
+static bool same_net(const char *a, const char *b, const char *mask)
+{
+	struct in_addr ia, ib, im;
+
+	if (inet_pton(AF_INET, a, &ia) != 1 || inet_pton(AF_INET, b, &ib) != 1 ||
+	    inet_pton(AF_INET, mask, &im) != 1)
+		return false;
+	return (ia.s_addr & im.s_addr) == (ib.s_addr & im.s_addr);
+}
+
+/* The interface of node n whose network holds addr, or NULL. */
+static const char *iface_for(struct node *n, const char *addr)
+{
+	size_t i;
+	json_t *a;
+
+	json_array_foreach(n->addrs, i, a)
+	{
+		const char *ad = json_string_value(json_object_get(a, "addr"));
+		const char *mk = json_string_value(json_object_get(a, "netmask"));
+
+		if (ad && mk && same_net(ad, addr, mk))
+			return json_string_value(json_object_get(a, "ifname"));
+	}
+	return NULL;
+}
+
+/* MASTER_ADDR: node 0's address on a network every node shares — not the
+ * address its hostname resolves to (127.0.1.1 on stock Debian). */
+static int pick_master(struct ctl *c, struct herd_err *err)
+{
+	struct node *first = NULL;
+	size_t i;
+	json_t *a;
+
+	for (int k = 0; k < c->n_nodes; k++) {
+		if (in_job(&c->nodes[k])) {
+			first = &c->nodes[k];
+			break;
+		}
+	}
+	if (!first)
+		return herd_errprintf(err, "no node is up");
+	free(c->master_addr);
+	c->master_addr = NULL;
+	if (c->local || members_up(c) == 1) {
+		c->master_addr = strdup("127.0.0.1");
+		for (int k = 0; k < c->n_nodes; k++)
+			c->nodes[k].ifname = "lo";
+		return 0;
+	}
+	json_array_foreach(first->addrs, i, a)
+	{
+		const char *ad = json_string_value(json_object_get(a, "addr"));
+		bool shared = true;
+
+		for (int k = 0; k < c->n_nodes && shared; k++) {
+			struct node *n = &c->nodes[k];
+
+			if (in_job(n) && n != first && !iface_for(n, ad))
+				shared = false;
+		}
+		if (ad && shared) {
+			c->master_addr = strdup(ad);
+			for (int k = 0; k < c->n_nodes; k++)
+				if (in_job(&c->nodes[k]))
+					c->nodes[k].ifname =
+						iface_for(&c->nodes[k], ad);
+			first->ifname = json_string_value(
+				json_object_get(a, "ifname"));
+			return 0;
+		}
+	}
+	return herd_errprintf(err,
+			      "%s has no address on a network that every "
+			      "node shares; ranks could not reach MASTER_ADDR",
+			      first->host);
+}
+
+static bool env_set_by_user(const struct spec *spec, const char *key)
+{
+	for (size_t i = 0; i < spec->launch.n_env; i++)
+		if (!strcmp(spec->launch.env[i].key, key))
+			return true;
+	return false;
+}
+
+static void set_str(json_t *obj, const char *key, const char *value)
+{
+	json_object_set_new(obj, key, json_string(value ? value : ""));
+}
+
+static void set_int(json_t *obj, const char *key, long value)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%ld", value);
+	json_object_set_new(obj, key, json_string(buf));
+}
+
+/* Variables every rank of the attempt shares. */
+static json_t *job_env(struct ctl *c)
+{
+	const struct spec *spec = c->spec;
+	json_t *env = json_object();
+
+	/* launch.env_pass: variables of herd's own environment, by glob. */
+	for (char **e = environ; *e; e++) {
+		const char *eq = strchr(*e, '=');
+		char key[256];
+
+		if (!eq || (size_t)(eq - *e) >= sizeof(key))
+			continue;
+		memcpy(key, *e, (size_t)(eq - *e));
+		key[eq - *e] = '\0';
+		for (size_t g = 0; g < spec->launch.env_pass.n; g++)
+			if (!fnmatch(spec->launch.env_pass.v[g], key, 0))
+				set_str(env, key, eq + 1);
+	}
+	set_str(env, "MASTER_ADDR", c->master_addr);
+	set_int(env, "MASTER_PORT", spec->launch.master_port);
+	set_int(env, "WORLD_SIZE", c->world_size);
+	set_int(env, "TORCHELASTIC_RESTART_COUNT", c->attempt - 1);
+	set_str(env, "HERD_JOB", spec->name);
+	set_int(env, "HERD_ATTEMPT", c->attempt);
+	set_str(env, "HERD_RESUME_FROM", c->checkpoint ? c->checkpoint : "");
+	/* launch.env always wins over what herd computes. */
+	for (size_t i = 0; i < spec->launch.n_env; i++)
+		set_str(env, spec->launch.env[i].key, spec->launch.env[i].value);
+	return env;
+}
+
+/* {{checkpoint}} is the checkpoint this attempt resumes from and
+ * {{resume_args}} is checkpoint.resume_args with it filled in; both are
+ * empty when there is none. */
+char *ctl_render_command(struct ctl *c, struct herd_err *err)
+{
+	const char *ckpt = c->checkpoint ? c->checkpoint : "";
+	char attempt[16];
+	struct render_var vars[] = {
+		{"name", c->spec->name},
+		{"checkpoint", ckpt},
+		{"resume_args", ""},
+		{"attempt", attempt},
+	};
+	char *resume = NULL, *cmd;
+
+	snprintf(attempt, sizeof(attempt), "%d", c->attempt);
+	if (c->checkpoint && c->spec->checkpoint.resume_args) {
+		resume = render_text(c->spec->checkpoint.resume_args, vars, 4,
+				     0, err);
+		if (!resume)
+			return NULL;
+		vars[2].value = resume;
+	}
+	cmd = render_text(c->spec->launch.command, vars, 4, 0, err);
+	free(resume);
+	return cmd;
+}
+
+json_t *ctl_launch_body(struct ctl *c, struct node *n, const char *command)
+{
+	json_t *ranks = json_array();
+	json_t *body;
+
+	for (int l = 0; l < n->n_ranks; l++) {
+		json_t *renv = json_object();
+		int rank = n->first_rank + l;
+
+		set_int(renv, "RANK", rank);
+		set_int(renv, "LOCAL_RANK", l);
+		set_int(renv, "LOCAL_WORLD_SIZE", n->n_ranks);
+		set_int(renv, "NODE_RANK", n->index);
+		set_int(renv, "GROUP_RANK", n->index);
+		/* gloo/NCCL would otherwise pick the address the hostname
+		 * resolves to (127.0.1.1 on stock Debian). */
+		if (n->ifname) {
+			if (!env_set_by_user(c->spec, "GLOO_SOCKET_IFNAME"))
+				set_str(renv, "GLOO_SOCKET_IFNAME", n->ifname);
+			if (!env_set_by_user(c->spec, "NCCL_SOCKET_IFNAME"))
+				set_str(renv, "NCCL_SOCKET_IFNAME", n->ifname);
+		}
+		/* Binding: GPU, NIC, OpenMP threads; launch.env still
+		 * wins (below). */
+		if (n->bind) {
+			struct bind_env_var bv[BIND_ENV_MAX];
+			size_t nb = bind_env(&n->bind[l], bv);
+
+			for (size_t k = 0; k < nb; k++)
+				set_str(renv, bv[k].key, bv[k].value);
+		}
+		/* The agent applies these after the job's variables, so
+		 * launch.env must win here too (RANK, LOCAL_WORLD_SIZE,
+		 * HERD_PROGRESS_FILE...). */
+		for (size_t e = 0; e < c->spec->launch.n_env; e++)
+			json_object_del(renv, c->spec->launch.env[e].key);
+		json_t *jr = json_pack("{s:i, s:o}", "rank", rank, "env", renv);
+
+		if (n->bind && n->bind[l].cpus &&
+		    c->spec->bind.cpu != SPEC_BIND_CPU_NONE)
+			json_object_set_new(jr, "cpus",
+					    json_string(n->bind[l].cpus));
+		json_array_append_new(ranks, jr);
+	}
+	body = json_pack("{s:i, s:s, s:I, s:o, s:o}", "attempt", c->attempt,
+			 "command", command, "grace_ms",
+			 (json_int_t)c->spec->health.grace_ms, "env", job_env(c),
+			 "ranks", ranks);
+	if (c->spec->launch.workdir)
+		json_object_set_new(body, "workdir",
+				    json_string(c->spec->launch.workdir));
+	if (c->spec->health.progress_timeout_ms > 0)
+		json_object_set_new(
+			body, "progress_timeout_ms",
+			json_integer(c->spec->health.progress_timeout_ms));
+	return body;
+}
+
+int ctl_open_rank_logs(struct ctl *c, struct herd_err *err)
+{
+	char dir[4096];
+
+	snprintf(dir, sizeof(dir), "%s/attempt-%d", c->log_dir, c->attempt);
+	if (events_mkdirs(dir, 0755) < 0)
+		return herd_errprintf(err, "cannot create %s: %s", dir,
+				      strerror(errno));
+	for (int r = 0; r < c->world_size; r++) {
+		char path[4200];
+
+		snprintf(path, sizeof(path), "%s/rank-%d.log", dir, r);
+		c->ranks[r].log = fopen(path, "w");
+		if (!c->ranks[r].log)
+			return herd_errprintf(err, "cannot create %s: %s", path,
+					      strerror(errno));
+	}
+	return 0;
+}
+
+/* Binds node n's ranks from the topology its agent reported: slots
+ * default to its GPU count (else 1), each rank gets its GPU, nearest NIC
+ * and cores (bind.h).  A node that reported no topology runs its ranks
+ * unbound, with a warning. */
+void ctl_node_unplan(struct node *n)
+{
+	if (n->bind)
+		bind_ranks_release(n->bind, (size_t)n->n_ranks);
+	free(n->bind);
+	n->bind = NULL;
+}
+
+static int plan_node(struct ctl *c, struct node *n, struct herd_err *err)
+{
+	struct bind_opts opts;
+	struct topo *t = NULL;
+	struct herd_err e;
+	int rc = -1;
+
+	herd_err_clear(&e);
+	ctl_node_unplan(n);
+	if (n->topo && !(t = topo_from_summary(n->topo, &e)))
+		fprintf(stderr, "herd: %s: %s; its ranks run unbound\n",
+			n->host, e.text);
+	n->n_ranks = n->slots > 0 ? n->slots : t ? bind_default_slots(t) : 1;
+	if (!t) {
+		rc = 0;
+		goto out;
+	}
+	n->bind = calloc((size_t)n->n_ranks, sizeof(*n->bind));
+	if (!n->bind) {
+		herd_errprintf(err, "out of memory");
+		goto out;
+	}
+	bind_opts_from_spec(&opts, c->spec, c->platform);
+	if (bind_plan(t, n->n_ranks, &opts, n->bind, &e) < 0) {
+		free(n->bind);
+		n->bind = NULL;
+		herd_errprintf(err, "%s: %s", n->host, e.text);
+		goto out;
+	}
+	rc = 0;
+out:
+	topo_free(t);
+	return rc;
+}
+
+int ctl_plan(struct ctl *c, struct herd_err *err)
+{
+	int rank = 0, index = 0;
+
+	for (int i = 0; i < c->n_nodes; i++) {
+		struct node *n = &c->nodes[i];
+
+		if (!in_job(n)) {
+			ctl_node_unplan(n);
+			n->n_ranks = 0;
+			n->index = -1;
+			continue;
+		}
+		n->index = index++;
+		n->first_rank = rank;
+		if (plan_node(c, n, err) < 0)
+			return -1;
+		rank += n->n_ranks;
+	}
+	ctl_free_ranks(c);
+	c->world_size = rank;
+	c->ranks = calloc((size_t)(rank ? rank : 1), sizeof(*c->ranks));
+	if (!c->ranks)
+		return herd_errprintf(err, "out of memory");
+	for (int i = 0; i < c->n_nodes; i++)
+		for (int l = 0; l < c->nodes[i].n_ranks; l++)
+			c->ranks[c->nodes[i].first_rank + l].node = i;
+	return pick_master(c, err);
+}
+
+void ctl_free_ranks(struct ctl *c)
+{
+	for (int r = 0; r < c->world_size && c->ranks; r++) {
+		if (c->ranks[r].log)
+			fclose(c->ranks[r].log);
+		for (int k = 0; k < 3; k++)
+			free(c->ranks[r].partial[k]);
+	}
+	free(c->ranks);
+	c->ranks = NULL;
+	c->world_size = 0;
+	c->ranks_done = 0;
+}
+/* --- dry run ------------------------------------------------------------ */
+
+static void print_env(const char *indent, json_t *env)
+{
+	const char *key;
+	json_t *val;
+
+	json_object_foreach(env, key, val)
+		printf("%s%s=%s\n", indent, key, json_string_value(val));
+}
+
+/* Prints what `herd run` would send every node, touching no node: the
+ * address of node 0 comes from name resolution here, interfaces are
+ * decided by each agent at launch. */
+int ctl_dry_run(struct ctl *c, struct resolved *res)
+{
+	struct herd_err err;
+	char *command = ctl_render_command(c, &err);
+	struct addrinfo hints = {.ai_family = AF_INET}, *ai = NULL;
+	int status = EXIT_SPEC;
+
+	if (!command) {
+		fprintf(stderr, "herd: %s\n", err.text);
+		return EXIT_SPEC;
+	}
+	c->n_nodes = (int)res->nodes->count;
+	c->nodes = calloc((size_t)c->n_nodes, sizeof(*c->nodes));
+	if (!c->nodes)
+		goto out;
+	for (int i = 0; i < c->n_nodes; i++) {
+		c->nodes[i].host = strdup(res->nodes->entries[i].host);
+		c->nodes[i].slots = c->spec->nodes.slots > 0
+					    ? (int)c->spec->nodes.slots
+					    : res->nodes->entries[i].slots;
+		c->nodes[i].state = NODE_UP;
+		c->nodes[i].member = true;
+		c->nodes[i].ifname = c->local ? "lo" : "(decided at launch)";
+	}
+	c->attempt = 1;
+	if (ctl_plan(c, &err) < 0) {
+		/* Without agents no address is known: use the name. */
+		if (c->local) {
+			fprintf(stderr, "herd: %s\n", err.text);
+			goto out;
+		}
+	}
+	for (int i = 0; i < c->n_nodes; i++)
+		c->nodes[i].ifname = c->local || c->n_nodes == 1
+					     ? "lo"
+					     : "(decided at launch)";
+	if (!c->local && c->n_nodes > 1) {
+		char addr[INET_ADDRSTRLEN] = "";
+
+		free(c->master_addr);
+		if (getaddrinfo(c->nodes[0].host, NULL, &hints, &ai) == 0 && ai)
+			inet_ntop(AF_INET,
+				  &((struct sockaddr_in *)ai->ai_addr)->sin_addr,
+				  addr, sizeof(addr));
+		c->master_addr = strdup(addr[0] ? addr : c->nodes[0].host);
+	}
+	printf("job %s: %d node%s, %d rank%s, transport %s, log %s\n",
+	       c->spec->name, c->n_nodes, c->n_nodes == 1 ? "" : "s",
+	       c->world_size, c->world_size == 1 ? "" : "s",
+	       c->local ? "local" : "ssh", c->log_dir);
+	for (int i = 0; i < c->n_nodes; i++) {
+		json_t *body = ctl_launch_body(c, &c->nodes[i], command);
+		json_t *ranks = json_object_get(body, "ranks"), *r;
+		size_t k;
+
+		printf("\nnode %d: %s (%d rank%s)\n", i, c->nodes[i].host,
+		       c->nodes[i].n_ranks, c->nodes[i].n_ranks == 1 ? "" : "s");
+		printf("  command: %s\n", command);
+		if (c->spec->launch.workdir)
+			printf("  workdir: %s\n", c->spec->launch.workdir);
+		printf("  environment of every rank:\n");
+		print_env("    ", json_object_get(body, "env"));
+		json_array_foreach(ranks, k, r)
+		{
+			printf("  rank %d:\n",
+			       (int)json_integer_value(json_object_get(r, "rank")));
+			print_env("    ", json_object_get(r, "env"));
+		}
+		json_decref(body);
+	}
+	if (res->spares->count) {
+		printf("\nspares:");
+		for (size_t i = 0; i < res->spares->count; i++)
+			printf(" %s", res->spares->entries[i].host);
+		printf("\n");
+	}
+	if (c->spec->nodes.slots <= 0)
+		printf("\n(slots not set: each node runs one rank per GPU its "
+		       "agent finds, else 1;\n here without agents: the "
+		       "hostfile's slots, else 1)\n");
+	status = 0;
+out:
+	if (ai)
+		freeaddrinfo(ai);
+	free(command);
+	return status;
+}
+
