@@ -14,7 +14,7 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wformat=2 \
 CFLAGS   ?= -O2 -g
 HARDEN   := -D_FORTIFY_SOURCE=2 -fstack-protector-strong
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lslurm
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lslurm -lcrypto
 ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) $(CFLAGS) -Iinclude -MMD -MP \
               $(PKG_CFLAGS)
 ALL_LDFLAGS := $(LDFLAGS)

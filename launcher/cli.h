@@ -11,6 +11,7 @@ int cmd_validate(int argc, char **argv);
 int cmd_hosts(int argc, char **argv);
 int cmd_hostlist(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_sbatch(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_keys(int argc, char **argv);
 

@@ -666,6 +666,7 @@ static void on_hello(struct ctl *c, struct node *n, json_t *body)
 	const char *version = json_string_value(json_object_get(body, "version"));
 	const char *hostname =
 		json_string_value(json_object_get(body, "hostname"));
+	json_t *hb;
 
 	if (!version || strcmp(version, HERD_VERSION)) {
 		char why[256];
@@ -696,11 +697,11 @@ static void on_hello(struct ctl *c, struct node *n, json_t *body)
 	}
 	n->state = NODE_UP;
 	/* Heartbeats start now, both ways. */
-	conn_send(n->conn, PROTO_HEARTBEAT,
-		  json_pack("{s:I, s:I}", "interval_ms",
-			    (json_int_t)c->spec->health.heartbeat_ms,
-			    "timeout_ms", (json_int_t)c->spec->health.timeout_ms),
-		  NULL, 0, NULL);
+	hb = json_pack("{s:I, s:I}", "interval_ms",
+		       (json_int_t)c->spec->health.heartbeat_ms, "timeout_ms",
+		       (json_int_t)c->spec->health.timeout_ms);
+	conn_send(n->conn, PROTO_HEARTBEAT, hb, NULL, 0, NULL);
+	json_decref(hb);
 	if (!n->member) {
 		events_emit(c->ev, "node_readmitted",
 			    json_pack("{s:s}", "host", n->host));

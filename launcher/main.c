@@ -25,6 +25,8 @@ static const struct command commands[] = {
 	 "print each rank's node, GPU, NIC and CPUs", cmd_plan},
 	{"run", "JOB.yaml [--dry-run] [-v]",
 	 "start the job on every node and watch it", cmd_run},
+	{"sbatch", "JOB.yaml [--dry-run] [--wait]",
+	 "submit the job to Slurm (libslurm); print the job id", cmd_sbatch},
 	{"hostlist", "[--expand|--compress] EXPR...",
 	 "expand or compress Slurm hostlist expressions", cmd_hostlist},
 };

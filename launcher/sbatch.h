@@ -69,10 +69,18 @@ char *sbatch_template_load(const char *self, struct herd_err *err);
 char *sbatch_script(const struct sbatch *sb, const char *tmpl,
 		    struct herd_err *err);
 
-/* Submits script through libslurm (slurm_init() must have run) with env,
+/* Initializes libslurm (slurm_init(NULL): SLURM_CONF or the default
+ * slurm.conf) and quiets its own messages on stderr: herd reports each
+ * failure once, in one line.  Pair with slurm_fini(). */
+void sbatch_slurm_init(void);
+
+/* Submits script through libslurm (sbatch_slurm_init() has run) with env,
  * a NULL-terminated "NAME=value" array the job starts with.  Stores the
  * job id.  Returns 0, or -1 with err: "Slurm refused the job: REASON
- * (what it was about)" for a refusal, REASON being Slurm's own words. */
+ * (what it was about)" for a refusal, REASON being Slurm's own words.
+ * A job slurmctld took but left pending for a reason no time clears (its
+ * partition can never run it: EnforcePartLimits=NO) is cancelled and
+ * reported as refused. */
 int sbatch_submit(const struct sbatch *sb, const char *script,
 		  char *const *env, uint32_t *job_id, struct herd_err *err);
 

@@ -7,7 +7,7 @@ set -eu
 PACKAGES="
 make gcc pkg-config clang libclang-rt-14-dev
 libyaml-dev libssh-dev libcurl4-openssl-dev libjansson-dev libhwloc-dev
-libpmix-dev libcmocka-dev libslurm-dev
+libpmix-dev libcmocka-dev libslurm-dev libssl-dev
 hwloc-nox perl sharness iproute2 util-linux procps psmisc
 openssh-client openssh-server
 slurm-wlm slurmctld slurmd slurm-client munge
