@@ -463,6 +463,9 @@ static int take_spares(struct ctl *c)
 					continue;
 				started = true;
 			}
+			/* A spare runs no ranks: nothing of it to stop, so
+			 * recovery must not wait for its STOPPED. */
+			n->stopped = true;
 			have++;
 		}
 	}
