@@ -846,8 +846,12 @@ static void on_frame(struct conn *conn, struct proto_frame *f, void *arg)
 		    (json_is_integer(att) &&
 		     json_integer_value(att) != c->attempt))
 			break;
-		if (c->ranks[rank].log)
+		if (c->ranks[rank].log) {
+			/* Flushed at once: the log is how a person (or a
+			 * test) follows a rank while it runs. */
 			fwrite(f->data, 1, f->data_len, c->ranks[rank].log);
+			fflush(c->ranks[rank].log);
+		}
 		ctl_print(c, rank, fd, (const char *)f->data, f->data_len,
 			  false);
 		break;
