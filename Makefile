@@ -37,7 +37,7 @@ FUZZ_BIN     := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 
 FUZZ_SECONDS ?= 30
 
-.PHONY: all deps check unit integration fuzz-smoke fuzz demo bench clean format
+.PHONY: all deps check unit integration fuzz-smoke fuzz demo bench clean format examples
 all: bin/herd bin/herd-agent lib/libherd.a
 
 # Objects are rebuilt whenever the compiler flags change (a sanitizer
@@ -75,13 +75,19 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRC)
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  -o $@ $< $(LIB_SRC) $(PKG_LIBS)
 
+# Example programs the tests and the demo run (Open MPI's mpicc).
+examples: $(BUILD)/examples/allreduce
+$(BUILD)/examples/allreduce: examples/mpi-allreduce/allreduce.c
+	@mkdir -p $(dir $@)
+	mpicc -O2 -Wall -o $@ $<
+
 deps:
 	@scripts/deps.sh
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
-integration: all
+integration: all examples
 	prove -v tests/integration/*.t
 
 fuzz-smoke: $(FUZZ_BIN)

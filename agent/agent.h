@@ -29,10 +29,24 @@ struct rank {
 	int status;		/* waitpid status once reaped */
 	struct rank_stream out, err;
 	bool exit_sent;
+	bool pmix_connected;	/* pmix mode: it reached our PMIx server */
 	int64_t last_output_ms;	/* wall clock of its last output */
 	char progress_file[512];	/* HERD_PROGRESS_FILE it may touch */
 	bool hung_reported;
 };
+
+/* Environment of a rank being built: the agent's, then the job's, then
+ * the rank's; a later entry replaces an earlier one of the same name.
+ * v is NULL-terminated. */
+struct envv {
+	char **v;
+	size_t n, cap;
+};
+
+/* Sets key=value in e.  Returns 0 or -1 (out of memory). */
+int envv_set(struct envv *e, const char *key, const char *value);
+
+struct pmix_state;
 
 struct agent {
 	struct loop *loop;
@@ -55,6 +69,9 @@ struct agent {
 	uint64_t hb_seq;
 	int64_t progress_timeout_ms;	/* 0: hung ranks are not looked for */
 	char run_dir[256];	/* private per-agent directory ("" none) */
+
+	struct pmix_state *pmix;	/* pmix.c; NULL until a pmix launch */
+	bool pmix_mode;		/* the current attempt runs under PMIx */
 };
 
 /* rank.c */
@@ -75,6 +92,19 @@ void health_on_heartbeat(struct agent *a, json_t *body);
 /* The private directory for progress files; "" when it cannot be made. */
 void health_init(struct agent *a);
 void health_fini(struct agent *a);
+
+/* pmix.c: the agent is the PMIx server of its ranks (launch.mode pmix).
+ * Sets up the server (once) and the attempt's namespace from LAUNCH's
+ * "pmix" object.  Returns 0 or -1 with err. */
+int pmix_prepare(struct agent *a, json_t *launch, struct herd_err *err);
+/* Registers rank r with the server and adds what its client needs to
+ * env (PMIx_server_setup_fork, OMPI_MCA_schizo).  Returns 0 or -1. */
+int pmix_setup_rank(struct agent *a, struct rank *r, struct envv *env,
+		    struct herd_err *err);
+/* herd's FENCE_DONE: completes the matching fence. */
+void pmix_on_fence_done(struct agent *a, struct proto_frame *f);
+/* At exit: fails pending fences, finalizes the server. */
+void pmix_fini(struct agent *a);
 
 /* main.c */
 void agent_send(struct agent *a, enum proto_type type, json_t *body,

@@ -204,6 +204,9 @@ static void on_frame(struct conn *c, struct proto_frame *f, void *arg)
 	case PROTO_HEARTBEAT:
 		health_on_heartbeat(a, f->body);
 		break;
+	case PROTO_FENCE_DONE:
+		pmix_on_fence_done(a, f);
+		break;
 	default:
 		agent_send(a, PROTO_ERROR,
 			   json_pack("{s:s}", "message",
@@ -316,6 +319,7 @@ int main(int argc, char **argv)
 	/* Everything is reaped; make sure no group member outlives us. */
 	rank_signal_all(&a, SIGKILL);
 	rank_free_all(&a);
+	pmix_fini(&a);
 	health_fini(&a);
 	conn_free(a.conn);
 	loop_free(a.loop);

@@ -31,12 +31,8 @@ extern char **environ;
 
 /* Environment of a rank: the agent's, then the job's, then the rank's;
  * later entries replace earlier ones with the same name. */
-struct envv {
-	char **v;
-	size_t n, cap;
-};
 
-static int envv_set(struct envv *e, const char *key, const char *value)
+int envv_set(struct envv *e, const char *key, const char *value)
 {
 	size_t klen = strlen(key);
 	char *entry;
@@ -298,6 +294,9 @@ static void maybe_send_exit(struct agent *a, struct rank *r)
 		body = json_pack("{s:i, s:i, s:n}", "rank", r->rank, "code",
 				 WEXITSTATUS(r->status), "signal");
 	json_object_set_new(body, "attempt", json_integer(a->attempt));
+	if (a->pmix_mode)
+		json_object_set_new(body, "pmix_connected",
+				    json_boolean(r->pmix_connected));
 	agent_send(a, PROTO_EXIT, body, NULL, 0);
 	if (rank_alive_count(a) == 0)
 		agent_ranks_gone(a);
@@ -489,6 +488,9 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 		return herd_errprintf(err, "LAUNCH asks for %zu ranks on one "
 				      "node (at most 4096)", n);
 	a->attempt = (int)json_integer_value(json_object_get(launch, "attempt"));
+	a->pmix_mode = json_is_object(json_object_get(launch, "pmix"));
+	if (pmix_prepare(a, launch, err) < 0)
+		return -1;
 	a->progress_timeout_ms = json_integer_value(
 		json_object_get(launch, "progress_timeout_ms"));
 	if (json_is_integer(grace))
@@ -529,6 +531,7 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 		    (r->progress_file[0] &&
 		     envv_set(&env, "HERD_PROGRESS_FILE", r->progress_file) <
 			     0) ||
+		    (a->pmix_mode && pmix_setup_rank(a, r, &env, err) < 0) ||
 		    envv_add_json(&env, json_object_get(launch, "env")) < 0 ||
 		    envv_add_json(&env, json_object_get(jr, "env")) < 0) {
 			envv_free(&env);

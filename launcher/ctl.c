@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -278,6 +279,7 @@ static void finish(struct ctl *c, long grace_ms, int sig)
 /* --- failure and recovery ------------------------------------------------ */
 
 static void launch(struct ctl *c);
+static void fences_clear(struct ctl *c);
 static void check_recovered(struct ctl *c);
 static void check_connected(struct ctl *c);
 
@@ -357,9 +359,10 @@ static void attempt_failed(struct ctl *c, int status, const char *why)
 		    json_pack("{s:i, s:s, s:i}", "attempt", c->attempt,
 			      "reason", why, "status", status));
 	restarts_left = c->attempt < 1 + c->spec->restart.max &&
-			c->interrupts == 0;
+			c->interrupts == 0 && !c->no_restart;
 	if (!restarts_left) {
-		if (c->interrupts == 0 && c->spec->restart.max > 0)
+		if (c->interrupts == 0 && !c->no_restart &&
+		    c->spec->restart.max > 0)
 			fprintf(stderr,
 				"herd: restart limit reached (restart.max "
 				"%d)\n",
@@ -598,6 +601,7 @@ static void launch(struct ctl *c)
 	memset(&c->notes[c->attempt], 0, sizeof(*notes));
 	c->attempt++;
 	c->failed = false;
+	fences_clear(c);
 	c->status = 0;
 	find_checkpoint(c);
 	if (ctl_plan(c, &err) < 0 || ctl_open_rank_logs(c, &err) < 0 ||
@@ -722,6 +726,170 @@ static void on_hello(struct ctl *c, struct node *n, json_t *body)
 	check_recovered(c);
 }
 
+/* --- PMIx fences and aborts ---------------------------------------------- */
+
+static void fence_free(struct ctl *c, int k)
+{
+	struct fence *f = &c->fences[k];
+
+	if (f->timer)
+		loop_timer_del(c->loop, f->timer);
+	for (int i = 0; f->parts && i < c->n_nodes; i++)
+		free(f->parts[i]);
+	free(f->parts);
+	free(f->part_len);
+	free(f->got);
+	c->fences[k] = c->fences[--c->n_fences];
+}
+
+static void fences_clear(struct ctl *c)
+{
+	while (c->n_fences > 0)
+		fence_free(c, 0);
+	free(c->fences);
+	c->fences = NULL;
+}
+
+static int fence_find(struct ctl *c, int seq)
+{
+	for (int k = 0; k < c->n_fences; k++)
+		if (c->fences[k].seq == seq)
+			return k;
+	return -1;
+}
+
+static bool fence_member(const struct node *n)
+{
+	return n->member && n->state == NODE_UP && n->n_ranks > 0;
+}
+
+static void on_fence_timeout(struct loop *loop, void *arg)
+{
+	struct ctl *c = the_ctl;
+	int seq = (int)(intptr_t)arg, k = fence_find(c, seq);
+	char why[512];
+	size_t len;
+
+	(void)loop;
+	if (k < 0)
+		return;
+	c->fences[k].timer = 0;
+	len = (size_t)snprintf(why, sizeof(why),
+			       "PMIx fence %d timed out after %.0f s; never "
+			       "contributed:",
+			       seq, (double)c->spec->health.fence_timeout_ms /
+					    1000.0);
+	for (int i = 0; i < c->n_nodes && len < sizeof(why); i++)
+		if (fence_member(&c->nodes[i]) && !c->fences[k].got[i])
+			len += (size_t)snprintf(why + len, sizeof(why) - len,
+						" %s", c->nodes[i].host);
+	fence_free(c, k);
+	fprintf(stderr, "herd: %s\n", why);
+	attempt_failed(c, 1, why);
+}
+
+static void on_fence(struct ctl *c, struct node *n, struct proto_frame *f)
+{
+	int seq = (int)json_integer_value(json_object_get(f->body, "seq"));
+	json_t *att = json_object_get(f->body, "attempt");
+	int idx = (int)(n - c->nodes), k, want = 0;
+	struct fence *fe;
+	char *all = NULL;
+	size_t total = 0, off = 0;
+
+	if (c->state != CTL_RUN || !fence_member(n) ||
+	    json_integer_value(att) != c->attempt)
+		return;
+	k = fence_find(c, seq);
+	if (k < 0) {
+		struct fence *nf = realloc(c->fences, (size_t)(c->n_fences + 1) *
+							      sizeof(*nf));
+
+		if (!nf)
+			return;
+		c->fences = nf;
+		k = c->n_fences++;
+		fe = &c->fences[k];
+		memset(fe, 0, sizeof(*fe));
+		fe->seq = seq;
+		fe->got = calloc((size_t)c->n_nodes, sizeof(*fe->got));
+		fe->parts = calloc((size_t)c->n_nodes, sizeof(*fe->parts));
+		fe->part_len = calloc((size_t)c->n_nodes, sizeof(*fe->part_len));
+		if (!fe->got || !fe->parts || !fe->part_len) {
+			fence_free(c, k);
+			return;
+		}
+		fe->timer = loop_timer_add(c->loop,
+					   c->spec->health.fence_timeout_ms,
+					   on_fence_timeout,
+					   (void *)(intptr_t)seq);
+	}
+	fe = &c->fences[k];
+	if (fe->got[idx])
+		return;
+	fe->got[idx] = true;
+	fe->n_got++;
+	if (f->data_len) {
+		fe->parts[idx] = malloc(f->data_len);
+		if (!fe->parts[idx])
+			return;
+		memcpy(fe->parts[idx], f->data, f->data_len);
+		fe->part_len[idx] = f->data_len;
+	}
+	for (int i = 0; i < c->n_nodes; i++) {
+		want += fence_member(&c->nodes[i]);
+		total += fe->part_len[i];
+	}
+	if (fe->n_got < want)
+		return;
+	/* Everyone is in: the concatenation, in node order, to all. */
+	if (total && !(all = malloc(total))) {
+		fence_free(c, k);
+		attempt_failed(c, 1, "out of memory gathering a PMIx fence");
+		return;
+	}
+	for (int i = 0; i < c->n_nodes; i++) {
+		if (fe->part_len[i])
+			memcpy(all + off, fe->parts[i], fe->part_len[i]);
+		off += fe->part_len[i];
+	}
+	for (int i = 0; i < c->n_nodes; i++) {
+		json_t *body;
+
+		if (!fence_member(&c->nodes[i]))
+			continue;
+		body = json_pack("{s:i, s:i, s:i}", "attempt", c->attempt,
+				 "seq", seq, "status", 0);
+		conn_send(c->nodes[i].conn, PROTO_FENCE_DONE, body, all, total,
+			  NULL);
+		json_decref(body);
+	}
+	free(all);
+	fence_free(c, k);
+}
+
+/* MPI_Abort: the program itself ends the job, at once and everywhere,
+ * with the abort's status; no restart. */
+static void on_abort(struct ctl *c, struct node *n, json_t *body)
+{
+	int rank = (int)json_integer_value(json_object_get(body, "rank"));
+	int status = (int)json_integer_value(json_object_get(body, "status"));
+	const char *msg = json_string_value(json_object_get(body, "message"));
+	char why[512];
+
+	if (c->state != CTL_RUN ||
+	    json_integer_value(json_object_get(body, "attempt")) != c->attempt)
+		return;
+	if (status <= 0 || status > 255)
+		status = 1;
+	snprintf(why, sizeof(why), "rank %d on %s called MPI_Abort (status %d)%s%.300s",
+		 rank, n->host, status, msg && *msg ? ": " : "",
+		 msg ? msg : "");
+	fprintf(stderr, "herd: %s; stopping every rank\n", why);
+	c->no_restart = true;
+	attempt_failed(c, status, why);
+}
+
 /* --- running ------------------------------------------------------------- */
 
 static void on_rank_exit(struct ctl *c, struct node *n, json_t *body)
@@ -731,6 +899,7 @@ static void on_rank_exit(struct ctl *c, struct node *n, json_t *body)
 	json_t *sig = json_object_get(body, "signal");
 	json_t *att = json_object_get(body, "attempt");
 	int status;
+	bool singleton;
 	struct rank_slot *r;
 
 	if (json_is_integer(att) && json_integer_value(att) != c->attempt)
@@ -751,6 +920,10 @@ static void on_rank_exit(struct ctl *c, struct node *n, json_t *body)
 	}
 	status = json_is_integer(sig) ? 128 + (int)json_integer_value(sig)
 				       : (int)json_integer_value(code);
+	singleton = status == 0 &&
+		    json_is_false(json_object_get(body, "pmix_connected"));
+	if (singleton)
+		status = 1;
 	events_emit(c->ev, "rank_exit",
 		    json_pack("{s:i, s:i, s:s, s:i, s:O, s:O}", "attempt",
 			      c->attempt, "rank", rank, "host", n->host,
@@ -761,7 +934,14 @@ static void on_rank_exit(struct ctl *c, struct node *n, json_t *body)
 	if (status != 0) {
 		char why[256];
 
-		if (json_is_integer(sig))
+		if (singleton)
+			snprintf(why, sizeof(why),
+				 "rank %d on %s exited 0 without ever "
+				 "connecting to herd's PMIx server (ran as a "
+				 "singleton? Open MPI needs "
+				 "OMPI_MCA_schizo=^orte)",
+				 rank, n->host);
+		else if (json_is_integer(sig))
 			snprintf(why, sizeof(why),
 				 "rank %d on %s was killed by signal %d (%s)",
 				 rank, n->host, (int)json_integer_value(sig),
@@ -865,6 +1045,12 @@ static void on_frame(struct conn *conn, struct proto_frame *f, void *arg)
 		break;
 	case PROTO_HEARTBEAT:
 		on_heartbeat(c, n, f->body);
+		break;
+	case PROTO_FENCE:
+		on_fence(c, n, f);
+		break;
+	case PROTO_ABORT:
+		on_abort(c, n, f->body);
 		break;
 	case PROTO_ERROR: {
 		const char *msg =
@@ -1017,6 +1203,7 @@ static void ctl_cleanup(struct ctl *c)
 	free(c->nodes);
 	bind_platform_free(c->platform);
 	ctl_free_ranks(c);
+	fences_clear(c);
 	transport_free(c->transport);
 	events_close(c->ev);
 	free(c->log_dir);

@@ -68,6 +68,17 @@ struct rank_slot {
 	size_t partial_len[3];
 };
 
+/* A PMIx fence being gathered: one contribution from every member node
+ * with ranks, concatenated in node order and sent back to all. */
+struct fence {
+	int seq;
+	int n_got;
+	bool *got;		/* [node index in ctl.nodes] */
+	char **parts;		/* [node index] contribution */
+	size_t *part_len;
+	long timer;
+};
+
 /* Why each attempt ended, for the summary. */
 struct attempt_note {
 	int status;
@@ -96,9 +107,13 @@ struct ctl {
 	char *master_addr;
 	char *checkpoint;	/* the attempt resumes from this, or NULL */
 
+	struct fence *fences;	/* pmix: fences in flight */
+	int n_fences;
+
 	int status;		/* the exit status so far */
 	bool failed;		/* this attempt's first failure is recorded */
 	bool final_failure;	/* no restart: the job ends */
+	bool no_restart;	/* the program asked to end (MPI_Abort) */
 	char *log_dir;
 	bool local;
 	bool tty;

@@ -239,6 +239,46 @@ char *ctl_render_command(struct ctl *c, struct herd_err *err)
 	return cmd;
 }
 
+/* What node n's agent needs to be the PMIx server of its ranks: the job's
+ * node and process maps in node order (for PMIx_generate_regex/ppn), its
+ * own place in them, and its local ranks. */
+static json_t *pmix_job(struct ctl *c, struct node *n)
+{
+	json_t *local = json_array();
+	char *nodes = NULL, *ppn = NULL;
+	size_t nl = 0, pl = 0;
+	FILE *fn = open_memstream(&nodes, &nl), *fp = open_memstream(&ppn, &pl);
+	json_t *pj;
+	bool first = true;
+
+	for (int i = 0; i < c->n_nodes && fn && fp; i++) {
+		struct node *m = &c->nodes[i];
+
+		if (!in_job(m) || m->n_ranks == 0)
+			continue;
+		fprintf(fn, "%s%s", first ? "" : ",",
+			m->hostname ? m->hostname : m->host);
+		fputs(first ? "" : ";", fp);
+		for (int l = 0; l < m->n_ranks; l++)
+			fprintf(fp, "%s%d", l ? "," : "", m->first_rank + l);
+		first = false;
+	}
+	if (fn)
+		fclose(fn);
+	if (fp)
+		fclose(fp);
+	for (int l = 0; l < n->n_ranks; l++)
+		json_array_append_new(local, json_integer(n->first_rank + l));
+	pj = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:s, s:o}", "job",
+		       c->spec->name, "nodes", nodes ? nodes : "", "ppn",
+		       ppn ? ppn : "", "job_size", c->world_size, "num_nodes",
+		       members_up(c), "node_id", n->index, "hostname",
+		       n->hostname ? n->hostname : n->host, "local", local);
+	free(nodes);
+	free(ppn);
+	return pj;
+}
+
 json_t *ctl_launch_body(struct ctl *c, struct node *n, const char *command)
 {
 	json_t *ranks = json_array();
@@ -290,6 +330,8 @@ json_t *ctl_launch_body(struct ctl *c, struct node *n, const char *command)
 	if (c->spec->launch.workdir)
 		json_object_set_new(body, "workdir",
 				    json_string(c->spec->launch.workdir));
+	if (c->spec->launch.mode == SPEC_MODE_PMIX)
+		json_object_set_new(body, "pmix", pmix_job(c, n));
 	if (c->spec->health.progress_timeout_ms > 0)
 		json_object_set_new(
 			body, "progress_timeout_ms",

@@ -42,6 +42,9 @@ static const char *const proto_type_names[] = {
     [PROTO_SIGNAL] = "SIGNAL",	     [PROTO_STOP] = "STOP",
     [PROTO_HEARTBEAT] = "HEARTBEAT", [PROTO_ERROR] = "ERROR",
     [PROTO_STOPPED] = "STOPPED",
+    [PROTO_FENCE] = "FENCE",
+    [PROTO_FENCE_DONE] = "FENCE_DONE",
+    [PROTO_ABORT] = "ABORT",
 };
 
 const char *proto_type_name(int type)

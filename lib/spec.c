@@ -861,6 +861,10 @@ static const struct field health_keys[] = {
      .off = OFF(health.progress_timeout_ms),
      .lo = 1,
      .word = "off"},
+    {.name = "health.fence_timeout",
+     .set = set_duration,
+     .off = OFF(health.fence_timeout_ms),
+     .lo = 1},
     {0},
 };
 
@@ -1322,6 +1326,7 @@ struct spec *spec_parse(const char *buf, size_t len, const char *path,
 	spec->health.timeout_ms = 3000;
 	spec->health.grace_ms = 10 * 1000;
 	spec->health.progress_timeout_ms = -1;
+	spec->health.fence_timeout_ms = 5 * 60 * 1000;
 	spec->restart.max = 3;
 	spec->restart.backoff_ms = 2000;
 	c.spec = spec;

@@ -225,6 +225,7 @@ static void body(struct out *o, const struct spec *s)
 	dur(o, "timeout", s->health.timeout_ms, NULL);
 	dur(o, "grace", s->health.grace_ms, NULL);
 	dur(o, "progress_timeout", s->health.progress_timeout_ms, "off");
+	dur(o, "fence_timeout", s->health.fence_timeout_ms, NULL);
 	map_end(o);
 
 	map_start(o, "restart", 0);

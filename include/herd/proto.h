@@ -49,7 +49,13 @@ enum proto_type {
 	PROTO_HEARTBEAT,   /* both ways: {seq, ranks, counters} */
 	PROTO_ERROR,	   /* either way: {message} before closing */
 	PROTO_STOPPED,	   /* agent -> herd: every rank of the attempt is gone */
-	PROTO_TYPE_MAX_ = PROTO_STOPPED,
+	PROTO_FENCE,	   /* agent -> herd: {attempt, seq}, data = the node's
+			    * PMIx fence contribution */
+	PROTO_FENCE_DONE,  /* herd -> agent: {attempt, seq, status}, data =
+			    * every node's contribution, concatenated */
+	PROTO_ABORT,	   /* agent -> herd: {attempt, rank, status, message}:
+			    * a rank called PMIx_Abort (MPI_Abort) */
+	PROTO_TYPE_MAX_ = PROTO_ABORT,
 };
 
 /* "HELLO", "LAUNCH", ...; "?" for unknown values. */

@@ -114,6 +114,8 @@ struct spec {
 		long timeout_ms;	/* default 3s */
 		long grace_ms;		/* default 10s */
 		long progress_timeout_ms;	/* -1: off (default) */
+		long fence_timeout_ms;	/* pmix: a fence some node never
+					 * joins fails the attempt (5m) */
 	} health;
 
 	struct {

@@ -359,7 +359,7 @@ static void test_reject_header(void **state)
 	put_header(buf, 10, PROTO_VERSION, 0, 0, 2);
 	expect_reject(1024, buf, 6, "unknown type 0");
 	put_header(buf, 10, PROTO_VERSION, PROTO_TYPE_MAX_ + 1, 0, 2);
-	expect_reject(1024, buf, 6, "unknown type 10");
+	expect_reject(1024, buf, 6, "unknown type 13");
 	put_header(buf, 10, PROTO_VERSION, 255, 0, 2);
 	expect_reject(1024, buf, 6, "unknown type 255");
 	put_header(buf, 10, PROTO_VERSION, PROTO_EXIT, 0x0100, 2);

@@ -1,0 +1,599 @@
+/* pmix.c — the agent as the PMIx server of its ranks (launch.mode pmix),
+ * what slurmstepd or prted are to MPI programs (DESIGN.md "PMIx facts").
+ *
+ * Per attempt the agent registers one namespace with the job's maps and
+ * every rank's data, registers each local rank as a client and gives it
+ * PMIx_server_setup_fork's environment.  The PMIx library calls us back
+ * on its own progress thread; those callbacks never block and never touch
+ * the agent's state: they queue a request and wake the loop through a
+ * pipe, and the loop does the work (STYLE.md rule 6):
+ *   fence_nb  → FENCE to herd, which gathers every node's contribution and
+ *               answers FENCE_DONE with the concatenation; then the
+ *               library's callback, whose data we free in its release
+ *               function;
+ *   abort     → ABORT to herd, which ends the attempt everywhere;
+ *   client_connected / client_finalized → noted per rank: a rank that
+ *               exits 0 without ever connecting ran as a singleton.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <pmix.h>
+#include <pmix_server.h>
+
+#include "agent.h"
+
+/* A namespace name: "herd.<job>.<attempt>", cut to what PMIx allows. */
+#define PMIX_NSPACE_FMT "herd.%.*s.%d"
+
+enum req_kind { REQ_FENCE, REQ_ABORT, REQ_CONNECTED, REQ_FINALIZED };
+
+/* Work handed from the PMIx progress thread to the loop. */
+struct req {
+	enum req_kind kind;
+	pmix_rank_t rank;
+	char *data;		/* fence: our copy of the contribution */
+	size_t ndata;
+	int status;		/* abort */
+	char msg[512];		/* abort */
+	pmix_modex_cbfunc_t modex_cb;	/* fence */
+	pmix_op_cbfunc_t op_cb;		/* abort */
+	void *cbdata;
+	struct req *next;
+};
+
+/* A fence sent to herd, waiting for FENCE_DONE. */
+struct fence {
+	int seq;
+	pmix_modex_cbfunc_t cb;
+	void *cbdata;
+	struct fence *next;
+};
+
+struct pmix_state {
+	struct agent *a;
+	bool server_up;
+	char nspace[PMIX_MAX_NSLEN + 1];	/* the current attempt's */
+	bool nspace_registered;
+	char tmpdir[300];
+	int wake[2];		/* progress thread → loop */
+	pthread_mutex_t lock;	/* guards queue */
+	struct req *queue, *queue_tail;
+	struct fence *fences;	/* pending, oldest first */
+	int fence_seq;
+};
+
+/* The one server of this process (the PMIx library has one too). */
+static struct pmix_state *the_pmix;
+
+/* --- progress thread side: queue and wake, nothing else ---------------- */
+
+static void enqueue(struct req *r)
+{
+	struct pmix_state *p = the_pmix;
+	char b = 1;
+	ssize_t n;
+
+	pthread_mutex_lock(&p->lock);
+	if (p->queue_tail)
+		p->queue_tail->next = r;
+	else
+		p->queue = r;
+	p->queue_tail = r;
+	pthread_mutex_unlock(&p->lock);
+	n = write(p->wake[1], &b, 1);
+	(void)n;	/* a full pipe already wakes the loop */
+}
+
+static pmix_status_t on_client_connected(const pmix_proc_t *proc,
+					 void *server_object,
+					 pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+	struct req *r = calloc(1, sizeof(*r));
+
+	(void)server_object;
+	(void)cbfunc;
+	(void)cbdata;
+	if (r) {
+		r->kind = REQ_CONNECTED;
+		r->rank = proc->rank;
+		enqueue(r);
+	}
+	return PMIX_OPERATION_SUCCEEDED;
+}
+
+static pmix_status_t on_client_finalized(const pmix_proc_t *proc,
+					 void *server_object,
+					 pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+	struct req *r = calloc(1, sizeof(*r));
+
+	(void)server_object;
+	(void)cbfunc;
+	(void)cbdata;
+	if (r) {
+		r->kind = REQ_FINALIZED;
+		r->rank = proc->rank;
+		enqueue(r);
+	}
+	return PMIX_OPERATION_SUCCEEDED;
+}
+
+static pmix_status_t on_abort(const pmix_proc_t *proc, void *server_object,
+			      int status, const char msg[], pmix_proc_t procs[],
+			      size_t nprocs, pmix_op_cbfunc_t cbfunc,
+			      void *cbdata)
+{
+	struct req *r = calloc(1, sizeof(*r));
+
+	(void)server_object;
+	(void)procs;
+	(void)nprocs;
+	if (!r)
+		return PMIX_ERR_NOMEM;
+	r->kind = REQ_ABORT;
+	r->rank = proc->rank;
+	r->status = status;
+	snprintf(r->msg, sizeof(r->msg), "%s", msg ? msg : "");
+	r->op_cb = cbfunc;
+	r->cbdata = cbdata;
+	enqueue(r);
+	return PMIX_SUCCESS;
+}
+
+static pmix_status_t on_fence(const pmix_proc_t procs[], size_t nprocs,
+			      const pmix_info_t info[], size_t ninfo,
+			      char *data, size_t ndata,
+			      pmix_modex_cbfunc_t cbfunc, void *cbdata)
+{
+	struct req *r = calloc(1, sizeof(*r));
+
+	(void)procs;
+	(void)nprocs;
+	(void)info;
+	(void)ninfo;
+	if (!r)
+		return PMIX_ERR_NOMEM;
+	r->kind = REQ_FENCE;
+	r->ndata = ndata;
+	if (ndata) {
+		r->data = malloc(ndata);
+		if (!r->data) {
+			free(r);
+			return PMIX_ERR_NOMEM;
+		}
+		memcpy(r->data, data, ndata);
+	}
+	r->modex_cb = cbfunc;
+	r->cbdata = cbdata;
+	enqueue(r);
+	return PMIX_SUCCESS;
+}
+
+static pmix_server_module_t module = {
+	.client_connected = on_client_connected,
+	.client_finalized = on_client_finalized,
+	.abort = on_abort,
+	.fence_nb = on_fence,
+};
+
+/* --- loop side ----------------------------------------------------------- */
+
+static struct rank *rank_of(struct agent *a, pmix_rank_t rank)
+{
+	for (int i = 0; i < a->n_ranks; i++)
+		if ((pmix_rank_t)a->ranks[i].rank == rank)
+			return &a->ranks[i];
+	return NULL;
+}
+
+static void handle(struct pmix_state *p, struct req *r)
+{
+	struct agent *a = p->a;
+	struct rank *rk;
+
+	switch (r->kind) {
+	case REQ_CONNECTED:
+		if ((rk = rank_of(a, r->rank)))
+			rk->pmix_connected = true;
+		break;
+	case REQ_FINALIZED:
+		break;
+	case REQ_ABORT:
+		agent_send(a, PROTO_ABORT,
+			   json_pack("{s:i, s:i, s:i, s:s}", "attempt",
+				     a->attempt, "rank", (int)r->rank,
+				     "status", r->status, "message", r->msg),
+			   NULL, 0);
+		/* The client waits for this before it exits. */
+		if (r->op_cb)
+			r->op_cb(PMIX_SUCCESS, r->cbdata);
+		break;
+	case REQ_FENCE: {
+		struct fence *f = calloc(1, sizeof(*f)), **tail;
+
+		if (!f) {
+			r->modex_cb(PMIX_ERR_NOMEM, NULL, 0, r->cbdata, NULL,
+				    NULL);
+			break;
+		}
+		f->seq = ++p->fence_seq;
+		f->cb = r->modex_cb;
+		f->cbdata = r->cbdata;
+		for (tail = &p->fences; *tail; tail = &(*tail)->next)
+			;
+		*tail = f;
+		agent_send(a, PROTO_FENCE,
+			   json_pack("{s:i, s:i}", "attempt", a->attempt, "seq",
+				     f->seq),
+			   r->data, r->ndata);
+		break;
+	}
+	}
+	free(r->data);
+	free(r);
+}
+
+static void on_wake(struct loop *loop, int fd, short revents, void *arg)
+{
+	struct pmix_state *p = arg;
+	char buf[256];
+	struct req *r;
+
+	(void)loop;
+	(void)revents;
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	for (;;) {
+		pthread_mutex_lock(&p->lock);
+		r = p->queue;
+		if (r) {
+			p->queue = r->next;
+			if (!p->queue)
+				p->queue_tail = NULL;
+		}
+		pthread_mutex_unlock(&p->lock);
+		if (!r)
+			break;
+		handle(p, r);
+	}
+}
+
+static void release_fence_data(void *cbdata)
+{
+	free(cbdata);
+}
+
+void pmix_on_fence_done(struct agent *a, struct proto_frame *f)
+{
+	struct pmix_state *p = a->pmix;
+	int seq = (int)json_integer_value(json_object_get(f->body, "seq"));
+	int att = (int)json_integer_value(json_object_get(f->body, "attempt"));
+	json_t *st = json_object_get(f->body, "status");
+	struct fence **pp, *fe;
+	char *copy = NULL;
+
+	if (!p || att != a->attempt)
+		return;
+	for (pp = &p->fences; *pp && (*pp)->seq != seq; pp = &(*pp)->next)
+		;
+	if (!(fe = *pp))
+		return;
+	*pp = fe->next;
+	if (json_is_integer(st) && json_integer_value(st) != 0) {
+		fe->cb(PMIX_ERR_TIMEOUT, NULL, 0, fe->cbdata, NULL, NULL);
+		free(fe);
+		return;
+	}
+	/* The library owns the data until it calls the release function. */
+	if (f->data_len && !(copy = malloc(f->data_len))) {
+		fe->cb(PMIX_ERR_NOMEM, NULL, 0, fe->cbdata, NULL, NULL);
+		free(fe);
+		return;
+	}
+	if (copy)
+		memcpy(copy, f->data, f->data_len);
+	fe->cb(PMIX_SUCCESS, copy, f->data_len, fe->cbdata, release_fence_data,
+	       copy);
+	free(fe);
+}
+
+/* --- setup ---------------------------------------------------------------- */
+
+/* Waits for a PMIx operation's callback (run on the progress thread). */
+struct op_wait {
+	pthread_mutex_t m;
+	pthread_cond_t cv;
+	bool done;
+	pmix_status_t status;
+};
+
+static void op_done(pmix_status_t status, void *cbdata)
+{
+	struct op_wait *w = cbdata;
+
+	pthread_mutex_lock(&w->m);
+	w->status = status;
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->m);
+}
+
+static pmix_status_t op_wait_for(struct op_wait *w, pmix_status_t rc)
+{
+	if (rc == PMIX_OPERATION_SUCCEEDED)
+		return PMIX_SUCCESS;
+	if (rc != PMIX_SUCCESS)
+		return rc;
+	pthread_mutex_lock(&w->m);
+	while (!w->done)
+		pthread_cond_wait(&w->cv, &w->m);
+	pthread_mutex_unlock(&w->m);
+	return w->status;
+}
+
+#define OP_WAIT_INIT                                                       \
+	{                                                                  \
+		PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, \
+			PMIX_SUCCESS                                       \
+	}
+
+static int server_up(struct agent *a, struct herd_err *err)
+{
+	struct pmix_state *p = a->pmix;
+	pmix_info_t *info;
+	pmix_status_t rc;
+
+	if (p->server_up)
+		return 0;
+	/* Its own directory for the rendezvous files (DESIGN.md). */
+	snprintf(p->tmpdir, sizeof(p->tmpdir), "%s/pmix",
+		 a->run_dir[0] ? a->run_dir : "/tmp");
+	if (mkdir(p->tmpdir, 0700) < 0 && errno != EEXIST)
+		return herd_errprintf(err, "cannot create %s: %s", p->tmpdir,
+				      strerror(errno));
+	/* ds12/ds21 alone crash or hang on this stack; hash is safe. */
+	setenv("PMIX_MCA_gds", "hash", 0);
+	PMIX_INFO_CREATE(info, 2);
+	PMIX_INFO_LOAD(&info[0], PMIX_SERVER_TMPDIR, p->tmpdir, PMIX_STRING);
+	PMIX_INFO_LOAD(&info[1], PMIX_SYSTEM_TMPDIR, p->tmpdir, PMIX_STRING);
+	rc = PMIx_server_init(&module, info, 2);
+	PMIX_INFO_FREE(info, 2);
+	if (rc != PMIX_SUCCESS)
+		return herd_errprintf(err, "PMIx_server_init: %s",
+				      PMIx_Error_string(rc));
+	p->server_up = true;
+	return 0;
+}
+
+static int state_new(struct agent *a, struct herd_err *err)
+{
+	struct pmix_state *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return herd_errprintf(err, "out of memory");
+	p->a = a;
+	pthread_mutex_init(&p->lock, NULL);
+	if (pipe2(p->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
+		free(p);
+		return herd_errprintf(err, "pipe: %s", strerror(errno));
+	}
+	loop_fd_add(a->loop, p->wake[0], POLLIN, on_wake, p);
+	a->pmix = p;
+	the_pmix = p;
+	return 0;
+}
+
+static void info_u32(pmix_info_t *i, const char *key, uint32_t v)
+{
+	PMIX_INFO_LOAD(i, key, &v, PMIX_UINT32);
+}
+
+static void info_str(pmix_info_t *i, const char *key, const char *v)
+{
+	PMIX_INFO_LOAD(i, key, v, PMIX_STRING);
+}
+
+/* Job info for the attempt's namespace, from LAUNCH's "pmix" object:
+ *   {"nspace", "nodes": "h1,h2" (node order), "ppn": "0,1;2,3" (ranks
+ *    per node, same order), "job_size", "num_nodes", "node_id",
+ *    "hostname", "local": [ranks here], "node_ranks": {...}} */
+static int register_nspace(struct agent *a, json_t *pj, struct herd_err *err)
+{
+	struct pmix_state *p = a->pmix;
+	const char *nodes = json_string_value(json_object_get(pj, "nodes"));
+	const char *ppn = json_string_value(json_object_get(pj, "ppn"));
+	const char *host = json_string_value(json_object_get(pj, "hostname"));
+	json_t *local = json_object_get(pj, "local");
+	uint32_t job_size =
+		(uint32_t)json_integer_value(json_object_get(pj, "job_size"));
+	uint32_t num_nodes =
+		(uint32_t)json_integer_value(json_object_get(pj, "num_nodes"));
+	uint32_t node_id =
+		(uint32_t)json_integer_value(json_object_get(pj, "node_id"));
+	size_t nlocal = json_array_size(local), ninfo, k = 0;
+	char *node_regex = NULL, *proc_regex = NULL, peers[8192] = "";
+	struct op_wait w = OP_WAIT_INIT;
+	pmix_info_t *info = NULL;
+	pmix_status_t rc;
+	size_t plen = 0;
+	int ret = -1;
+
+	if (!nodes || !ppn || !host || !json_is_array(local) || !job_size)
+		return herd_errprintf(err, "LAUNCH lacks the pmix job map");
+	if (PMIx_generate_regex(nodes, &node_regex) != PMIX_SUCCESS ||
+	    PMIx_generate_ppn(ppn, &proc_regex) != PMIX_SUCCESS) {
+		herd_errprintf(err, "cannot encode the job map for PMIx");
+		goto out;
+	}
+	for (size_t i = 0; i < nlocal && plen < sizeof(peers) - 16; i++)
+		plen += (size_t)snprintf(peers + plen, sizeof(peers) - plen,
+					 "%s%d", i ? "," : "",
+					 (int)json_integer_value(
+						 json_array_get(local, i)));
+
+	ninfo = 12 + nlocal;
+	PMIX_INFO_CREATE(info, ninfo);
+	PMIX_INFO_LOAD(&info[k++], PMIX_NODE_MAP, node_regex, PMIX_REGEX);
+	PMIX_INFO_LOAD(&info[k++], PMIX_PROC_MAP, proc_regex, PMIX_REGEX);
+	info_u32(&info[k++], PMIX_JOB_SIZE, job_size);
+	info_u32(&info[k++], PMIX_MAX_PROCS, job_size);
+	info_u32(&info[k++], PMIX_UNIV_SIZE, job_size);
+	info_u32(&info[k++], PMIX_LOCAL_SIZE, (uint32_t)nlocal);
+	info_str(&info[k++], PMIX_LOCAL_PEERS, peers);
+	info_u32(&info[k++], PMIX_NUM_NODES, num_nodes);
+	info_u32(&info[k++], PMIX_NODEID, node_id);
+	info_str(&info[k++], PMIX_HOSTNAME, host);
+	info_str(&info[k++], PMIX_JOBID, p->nspace);
+	info_u32(&info[k++], PMIX_APPNUM, 0);
+	/* Per rank: PMIX_RANK first (DESIGN.md), then its local and node
+	 * ranks and host. */
+	for (size_t i = 0; i < nlocal; i++) {
+		pmix_data_array_t *darray;
+		pmix_info_t *pi;
+		pmix_rank_t rank =
+			(pmix_rank_t)json_integer_value(json_array_get(local, i));
+		uint16_t lr = (uint16_t)i;
+
+		PMIX_DATA_ARRAY_CREATE(darray, 4, PMIX_INFO);
+		pi = (pmix_info_t *)darray->array;
+		PMIX_INFO_LOAD(&pi[0], PMIX_RANK, &rank, PMIX_PROC_RANK);
+		PMIX_INFO_LOAD(&pi[1], PMIX_LOCAL_RANK, &lr, PMIX_UINT16);
+		PMIX_INFO_LOAD(&pi[2], PMIX_NODE_RANK, &lr, PMIX_UINT16);
+		PMIX_INFO_LOAD(&pi[3], PMIX_HOSTNAME, host, PMIX_STRING);
+		PMIX_LOAD_KEY(info[k].key, PMIX_PROC_DATA);
+		info[k].value.type = PMIX_DATA_ARRAY;
+		info[k].value.data.darray = darray;
+		k++;
+	}
+	rc = op_wait_for(&w, PMIx_server_register_nspace(p->nspace, (int)nlocal,
+							 info, k, op_done, &w));
+	if (rc != PMIX_SUCCESS) {
+		herd_errprintf(err, "PMIx_server_register_nspace: %s",
+			       PMIx_Error_string(rc));
+		goto out;
+	}
+	p->nspace_registered = true;
+	ret = 0;
+out:
+	if (info)
+		PMIX_INFO_FREE(info, ninfo);
+	free(node_regex);
+	free(proc_regex);
+	return ret;
+}
+
+static void deregister_nspace(struct pmix_state *p)
+{
+	struct op_wait w = OP_WAIT_INIT;
+
+	if (!p->nspace_registered)
+		return;
+	PMIx_server_deregister_nspace(p->nspace, op_done, &w);
+	op_wait_for(&w, PMIX_SUCCESS);
+	p->nspace_registered = false;
+}
+
+int pmix_prepare(struct agent *a, json_t *launch, struct herd_err *err)
+{
+	json_t *pj = json_object_get(launch, "pmix");
+	const char *job = json_string_value(json_object_get(pj, "job"));
+
+	if (!json_is_object(pj))
+		return 0;	/* not a pmix launch */
+	if (!a->pmix && state_new(a, err) < 0)
+		return -1;
+	if (server_up(a, err) < 0)
+		return -1;
+	/* Ranks of the last attempt are gone (rank_launch checked). */
+	deregister_nspace(a->pmix);
+	for (struct fence *f = a->pmix->fences, *next; f; f = next) {
+		next = f->next;
+		f->cb(PMIX_ERR_TIMEOUT, NULL, 0, f->cbdata, NULL, NULL);
+		free(f);
+	}
+	a->pmix->fences = NULL;
+	a->pmix->fence_seq = 0;
+	snprintf(a->pmix->nspace, sizeof(a->pmix->nspace), PMIX_NSPACE_FMT,
+		 PMIX_MAX_NSLEN - 16, job ? job : "job", a->attempt);
+	return register_nspace(a, pj, err);
+}
+
+int pmix_setup_rank(struct agent *a, struct rank *r, struct envv *env,
+		    struct herd_err *err)
+{
+	struct pmix_state *p = a->pmix;
+	struct op_wait w = OP_WAIT_INIT;
+	char **penv = NULL;
+	pmix_proc_t proc;
+	pmix_status_t rc;
+	int ret = 0;
+
+	if (!p || !p->nspace_registered)
+		return 0;
+	PMIX_PROC_LOAD(&proc, p->nspace, (pmix_rank_t)r->rank);
+	rc = op_wait_for(&w, PMIx_server_register_client(&proc, getuid(),
+							 getgid(), NULL,
+							 op_done, &w));
+	if (rc != PMIX_SUCCESS)
+		return herd_errprintf(err, "PMIx_server_register_client: %s",
+				      PMIx_Error_string(rc));
+	rc = PMIx_server_setup_fork(&proc, &penv);
+	if (rc != PMIX_SUCCESS)
+		return herd_errprintf(err, "PMIx_server_setup_fork: %s",
+				      PMIx_Error_string(rc));
+	for (char **e = penv; e && *e; e++) {
+		char *eq = strchr(*e, '=');
+
+		if (!eq)
+			continue;
+		*eq = '\0';
+		if (envv_set(env, *e, eq + 1) < 0)
+			ret = herd_errprintf(err, "out of memory");
+		*eq = '=';
+	}
+	/* Open MPI 4.1 direct launch falls back to singletons without it
+	 * (DESIGN.md); set unless the job's environment says otherwise. */
+	if (ret == 0 && envv_set(env, "OMPI_MCA_schizo", "^orte") < 0)
+		ret = herd_errprintf(err, "out of memory");
+	for (char **e = penv; e && *e; e++)
+		free(*e);
+	free(penv);
+	return ret;
+}
+
+void pmix_fini(struct agent *a)
+{
+	struct pmix_state *p = a->pmix;
+
+	if (!p)
+		return;
+	for (struct fence *f = p->fences, *next; f; f = next) {
+		next = f->next;
+		free(f);
+	}
+	if (p->server_up) {
+		deregister_nspace(p);
+		PMIx_server_finalize();
+	}
+	/* Requests the progress thread queued after the last wake-up. */
+	for (struct req *r = p->queue, *next; r; r = next) {
+		next = r->next;
+		free(r->data);
+		free(r);
+	}
+	loop_fd_del(a->loop, p->wake[0]);
+	close(p->wake[0]);
+	close(p->wake[1]);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+	a->pmix = NULL;
+	the_pmix = NULL;
+}
