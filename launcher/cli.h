@@ -15,6 +15,10 @@ int cmd_sbatch(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_keys(int argc, char **argv);
 
+/* The herd-agent installed next to this herd, into out; returns 0, or -1
+ * when it is not there (out still names where it was looked for). */
+int cli_agent_path(char *out, size_t len);
+
 /* Prints "herd: " + message to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -2,10 +2,9 @@
  * binding of every rank (GPU, NIC, CPUs) without starting anything.
  *
  * With --topology every node is planned with that hwloc XML and no node
- * is contacted.  Without it only this machine can be planned (nodes
- * "localhost" or this host's name), from its live topology: remote nodes
- * need their agents' HELLO topology, which `herd run` has and `herd plan`
- * does not contact yet.
+ * is contacted.  Without it this machine is planned from its live
+ * topology, and remote nodes from what their agents report (herd connects
+ * as `herd run` does, plans, prints, and starts no rank).
  */
 #include <errno.h>
 #include <limits.h>
@@ -27,12 +26,8 @@
  * out: not the user's input. */
 #define EXIT_RUNTIME 1
 
-/* One node's plan. */
-struct node_plan {
-	const char *host;
-	struct bind_rank *ranks;
-	int n_ranks;
-};
+#include "ctl.h"
+#include "plan.h"
 
 static void plan_usage(FILE *out)
 {
@@ -52,8 +47,9 @@ static void plan_usage(FILE *out)
 	    "                   netdev, cpus (null where none)\n"
 	    "  -h, --help       show this text\n"
 	    "\n"
-	    "Without --topology only this machine (localhost) is planned,\n"
-	    "from its own topology.\n"
+	    "Without --topology, this machine is planned from its own\n"
+	    "topology and remote nodes from what their agents report\n"
+	    "(herd connects as `herd run` does; no rank is started).\n"
 	    "\n"
 	    "Exit status: 0 success; 1 output or a discovery command\n"
 	    "failed; 2 a bad job spec, topology, topology_file or usage.\n");
@@ -195,6 +191,31 @@ static int print_table(const struct node_plan *np, size_t n_nodes)
 	return ferror(stdout) ? -1 : 0;
 }
 
+int plan_print(const struct node_plan *np, size_t n_nodes, bool json)
+{
+	if ((json ? print_json(np, n_nodes) : print_table(np, n_nodes)) < 0 ||
+	    fflush(stdout) != 0)
+		return -1;
+	return 0;
+}
+
+/* Without --topology, remote nodes are planned from what their agents
+ * report: herd connects, plans as `herd run` would, prints, and stops
+ * the agents without starting a rank. */
+static int plan_from_agents(struct spec *spec, bool json)
+{
+	struct ctl_options opt = {.plan_only = true, .plan_json = json};
+	char agent[PATH_MAX + 16];
+
+	if (cli_agent_path(agent, sizeof(agent)) < 0) {
+		cli_error("plan: cannot find herd-agent next to herd (%s)",
+			  agent);
+		return EXIT_RUNTIME;
+	}
+	opt.agent_path = agent;
+	return ctl_run(spec, &opt);
+}
+
 /* Loads bind.topology_file, relative to the job file's directory. */
 static struct bind_platform *load_platform(const struct spec *spec,
 					   struct herd_err *err)
@@ -286,10 +307,7 @@ int cmd_plan(int argc, char **argv)
 	if (!topology)
 		for (size_t i = 0; i < res.nodes->count; i++)
 			if (!is_local(res.nodes->entries[i].host)) {
-				cli_error("plan: node %s is remote: herd plan "
-					  "needs --topology for remote nodes "
-					  "until agents report topology",
-					  res.nodes->entries[i].host);
+				status = plan_from_agents(spec, json);
 				goto out;
 			}
 	if (spec->bind.topology_file &&
@@ -327,8 +345,7 @@ int cmd_plan(int argc, char **argv)
 		}
 		np[i].n_ranks = slots;
 	}
-	if ((json ? print_json(np, n_nodes) : print_table(np, n_nodes)) < 0 ||
-	    fflush(stdout) != 0) {
+	if (plan_print(np, n_nodes, json) < 0) {
 		cli_error("plan: cannot write the plan: %s", strerror(errno));
 		status = EXIT_RUNTIME;
 		goto out;

@@ -23,8 +23,7 @@ static void usage(FILE *out)
 		"  -v          prefix output with host and rank\n");
 }
 
-/* herd-agent is installed next to herd. */
-static int agent_path(char *out, size_t len)
+int cli_agent_path(char *out, size_t len)
 {
 	char self[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -95,7 +94,7 @@ int cmd_run(int argc, char **argv)
 		usage(stderr);
 		return EXIT_SPEC;
 	}
-	if (agent_path(agent, sizeof(agent)) < 0) {
+	if (cli_agent_path(agent, sizeof(agent)) < 0) {
 		cli_error("run: cannot find herd-agent next to herd (%s)",
 			  agent);
 		return 1;

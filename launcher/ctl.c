@@ -23,6 +23,7 @@
 
 #include "cli.h"
 #include "ctl_int.h"
+#include "plan.h"
 #include "herd/checkpoint.h"
 #include "herd/render.h"
 #include "herd/version.h"
@@ -583,6 +584,38 @@ static void find_checkpoint(struct ctl *c)
 	checkpoint_result_free(&res);
 }
 
+/* herd plan without --topology: the plan the agents' topologies give,
+ * printed; then the agents are told to exit. */
+static void print_plan(struct ctl *c)
+{
+	struct node_plan *np = calloc((size_t)c->n_nodes, sizeof(*np));
+	size_t k = 0;
+
+	c->status = 0;
+	for (int i = 0; np && i < c->n_nodes; i++) {
+		struct node *n = &c->nodes[i];
+
+		if (!n->member || n->state != NODE_UP)
+			continue;
+		if (!n->bind) {
+			fprintf(stderr, "herd: plan: %s reported no topology\n",
+				n->host);
+			c->status = 1;
+			continue;
+		}
+		np[k].host = n->host;
+		np[k].ranks = n->bind;
+		np[k].n_ranks = n->n_ranks;
+		k++;
+	}
+	if (!np || plan_print(np, k, c->opt->plan_json) < 0) {
+		fprintf(stderr, "herd: plan: cannot write the plan\n");
+		c->status = 1;
+	}
+	free(np);
+	finish(c, 0, SIGTERM);
+}
+
 static void launch(struct ctl *c)
 {
 	struct herd_err err;
@@ -610,6 +643,11 @@ static void launch(struct ctl *c)
 		record_failure(c, 1, err.text);
 		c->final_failure = true;
 		finish(c, 0, SIGTERM);
+		return;
+	}
+	if (c->opt->plan_only) {
+		print_plan(c);
+		free(command);
 		return;
 	}
 	set_state(c, CTL_RUN);
@@ -1281,8 +1319,11 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 	c.tty = isatty(2);
 	c.loop = loop_new();
 	snprintf(path, sizeof(path), "%s/events.jsonl", c.log_dir);
-	c.ev = events_open(path, &err);
-	if (!c.loop || !c.ev || pipe2(c.sigpipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+	/* herd plan leaves no trace: no event log. */
+	if (!opt->plan_only)
+		c.ev = events_open(path, &err);
+	if (!c.loop || (!c.ev && !opt->plan_only) ||
+	    pipe2(c.sigpipe, O_CLOEXEC | O_NONBLOCK) < 0) {
 		fprintf(stderr, "herd: %s\n",
 			err.text[0] ? err.text : strerror(errno));
 		goto out;

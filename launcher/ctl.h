@@ -12,6 +12,8 @@ struct ctl_options {
 	bool verbose;		/* -v: prefix output with [host:rank] */
 	bool dry_run;		/* print the plan of every rank, start nothing */
 	const char *agent_path;	/* herd-agent next to bin/herd */
+	bool plan_only;		/* herd plan: connect, plan, print, stop */
+	bool plan_json;		/* herd plan --json */
 };
 
 /* Runs the job to its end.  Returns the exit status DESIGN.md defines:
