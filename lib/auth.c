@@ -1,0 +1,376 @@
+/* auth.c — the per-job secret and the challenge-response of auth.h.
+ *
+ * HMAC-SHA256 and the constant-time compare come from OpenSSL's libcrypto;
+ * randomness from getrandom().  Reads and writes share one deadline per
+ * exchange and use MSG_NOSIGNAL, so a vanished peer is an error, not a
+ * SIGPIPE.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "herd/auth.h"
+
+static const unsigned char tag_challenge[AUTH_TAG_LEN] = {'H', 'R', 'D', 'c'};
+static const unsigned char tag_response[AUTH_TAG_LEN] = {'H', 'R', 'D', 'a'};
+static const unsigned char tag_confirm[AUTH_TAG_LEN] = {'H', 'R', 'D', 'k'};
+static const unsigned char tag_name[AUTH_TAG_LEN] = {'H', 'R', 'D', 'n'};
+
+static const char label_agent[] = "herd-agent";
+static const char label_ctl[] = "herd-ctl";
+
+void auth_wipe(void *p, size_t len)
+{
+	if (p)
+		OPENSSL_cleanse(p, len);
+}
+
+static int random_bytes(unsigned char *buf, size_t len, struct herd_err *err)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		ssize_t n = getrandom(buf + off, len - off, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return herd_errprintf(err, "getrandom: %s",
+					      n < 0 ? strerror(errno)
+						    : "no bytes");
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+int auth_secret_new(struct auth_secret *s, char hex[AUTH_SECRET_HEX_LEN + 1],
+		    struct herd_err *err)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	if (random_bytes(s->key, sizeof(s->key), err) < 0)
+		return -1;
+	for (size_t i = 0; i < AUTH_SECRET_LEN; i++) {
+		hex[2 * i] = digits[s->key[i] >> 4];
+		hex[2 * i + 1] = digits[s->key[i] & 15];
+	}
+	hex[AUTH_SECRET_HEX_LEN] = '\0';
+	return 0;
+}
+
+static int hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int auth_secret_from_hex(struct auth_secret *s, const char *hex,
+			 struct herd_err *err)
+{
+	size_t len = hex ? strnlen(hex, AUTH_SECRET_HEX_LEN + 1) : 0;
+
+	if (len != AUTH_SECRET_HEX_LEN)
+		return herd_errprintf(err,
+				      "the job secret must be %d hex digits",
+				      AUTH_SECRET_HEX_LEN);
+	for (size_t i = 0; i < AUTH_SECRET_LEN; i++) {
+		int hi = hex_value(hex[2 * i]), lo = hex_value(hex[2 * i + 1]);
+
+		if (hi < 0 || lo < 0) {
+			auth_wipe(s->key, sizeof(s->key));
+			return herd_errprintf(err, "the job secret must be "
+						   "hex digits only");
+		}
+		s->key[i] = (unsigned char)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+/* HMAC-SHA256(secret, label || a || b) into mac. */
+static int mac_of(const struct auth_secret *s, const char *label,
+		  const unsigned char *a, const unsigned char *b,
+		  unsigned char mac[AUTH_MAC_LEN], struct herd_err *err)
+{
+	/* The longest label plus two nonces. */
+	unsigned char data[sizeof(label_agent) + 2 * AUTH_NONCE_LEN];
+	size_t llen = strlen(label), off = 0;
+	unsigned int mlen = 0;
+
+	memcpy(data, label, llen);
+	off += llen;
+	memcpy(data + off, a, AUTH_NONCE_LEN);
+	off += AUTH_NONCE_LEN;
+	memcpy(data + off, b, AUTH_NONCE_LEN);
+	off += AUTH_NONCE_LEN;
+	if (!HMAC(EVP_sha256(), s->key, (int)sizeof(s->key), data, off, mac,
+		  &mlen) ||
+	    mlen != AUTH_MAC_LEN)
+		return herd_errprintf(err, "HMAC-SHA256 failed");
+	return 0;
+}
+
+int auth_challenge_make(unsigned char msg[AUTH_CHALLENGE_LEN],
+			unsigned char nonce_c[AUTH_NONCE_LEN],
+			struct herd_err *err)
+{
+	if (random_bytes(nonce_c, AUTH_NONCE_LEN, err) < 0)
+		return -1;
+	memcpy(msg, tag_challenge, AUTH_TAG_LEN);
+	memcpy(msg + AUTH_TAG_LEN, nonce_c, AUTH_NONCE_LEN);
+	return 0;
+}
+
+int auth_response_make(const struct auth_secret *s,
+		       const unsigned char challenge[AUTH_CHALLENGE_LEN],
+		       unsigned char msg[AUTH_RESPONSE_LEN],
+		       unsigned char nonce_c[AUTH_NONCE_LEN],
+		       unsigned char nonce_a[AUTH_NONCE_LEN],
+		       struct herd_err *err)
+{
+	if (memcmp(challenge, tag_challenge, AUTH_TAG_LEN))
+		return herd_errprintf(err, "not a herd challenge");
+	memcpy(nonce_c, challenge + AUTH_TAG_LEN, AUTH_NONCE_LEN);
+	if (random_bytes(nonce_a, AUTH_NONCE_LEN, err) < 0)
+		return -1;
+	memcpy(msg, tag_response, AUTH_TAG_LEN);
+	memcpy(msg + AUTH_TAG_LEN, nonce_a, AUTH_NONCE_LEN);
+	return mac_of(s, label_agent, nonce_c, nonce_a,
+		      msg + AUTH_TAG_LEN + AUTH_NONCE_LEN, err);
+}
+
+int auth_response_check(const struct auth_secret *s,
+			const unsigned char nonce_c[AUTH_NONCE_LEN],
+			const unsigned char msg[AUTH_RESPONSE_LEN],
+			unsigned char confirm[AUTH_CONFIRM_LEN],
+			struct herd_err *err)
+{
+	const unsigned char *nonce_a = msg + AUTH_TAG_LEN;
+	unsigned char want[AUTH_MAC_LEN];
+	int rc = -1;
+
+	if (memcmp(msg, tag_response, AUTH_TAG_LEN)) {
+		herd_errprintf(err, "not a herd-agent response");
+		goto out;
+	}
+	if (mac_of(s, label_agent, nonce_c, nonce_a, want, err) < 0)
+		goto out;
+	if (CRYPTO_memcmp(want, msg + AUTH_TAG_LEN + AUTH_NONCE_LEN,
+			  AUTH_MAC_LEN)) {
+		herd_errprintf(err, "wrong secret (the agent's proof does "
+				    "not match this job)");
+		goto out;
+	}
+	memcpy(confirm, tag_confirm, AUTH_TAG_LEN);
+	rc =
+	    mac_of(s, label_ctl, nonce_a, nonce_c, confirm + AUTH_TAG_LEN, err);
+out:
+	auth_wipe(want, sizeof(want));
+	return rc;
+}
+
+int auth_confirm_check(const struct auth_secret *s,
+		       const unsigned char nonce_c[AUTH_NONCE_LEN],
+		       const unsigned char nonce_a[AUTH_NONCE_LEN],
+		       const unsigned char msg[AUTH_CONFIRM_LEN],
+		       struct herd_err *err)
+{
+	unsigned char want[AUTH_MAC_LEN];
+	int rc = -1;
+
+	if (memcmp(msg, tag_confirm, AUTH_TAG_LEN)) {
+		herd_errprintf(err, "not a herd confirmation");
+		goto out;
+	}
+	if (mac_of(s, label_ctl, nonce_a, nonce_c, want, err) < 0)
+		goto out;
+	if (CRYPTO_memcmp(want, msg + AUTH_TAG_LEN, AUTH_MAC_LEN)) {
+		herd_errprintf(err, "wrong secret (the controller's proof "
+				    "does not match this job)");
+		goto out;
+	}
+	rc = 0;
+out:
+	auth_wipe(want, sizeof(want));
+	return rc;
+}
+
+int auth_name_ok(const char *name, size_t len)
+{
+	if (len == 0 || len > AUTH_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		char c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+		      c == '-'))
+			return 0;
+	}
+	return 1;
+}
+
+/* ---- I/O under one deadline ------------------------------------------- */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits until fd is ready for events or the deadline passes; doing
+ * names the step in the error ("waiting for the response"). */
+static int wait_fd(int fd, short events, int64_t deadline, const char *doing,
+		   const char *what, struct herd_err *err)
+{
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = events};
+		int64_t left = deadline - now_ms();
+		int n;
+
+		if (left <= 0)
+			return herd_errprintf(err, "timed out %s the %s", doing,
+					      what);
+		n = poll(&p, 1, (int)(left > 60000 ? 60000 : left));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return herd_errprintf(err, "poll: %s", strerror(errno));
+		if (n > 0)
+			return 0;
+	}
+}
+
+static int read_full(int fd, void *buf, size_t len, int64_t deadline,
+		     const char *what, struct herd_err *err)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		ssize_t n;
+
+		if (wait_fd(fd, POLLIN, deadline, "waiting for", what, err) < 0)
+			return -1;
+		n = recv(fd, (char *)buf + off, len - off, MSG_DONTWAIT);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0)
+			return herd_errprintf(err, "reading the %s: %s", what,
+					      strerror(errno));
+		if (n == 0)
+			return herd_errprintf(err,
+					      "the peer hung up in the %s "
+					      "(%zu of %zu bytes)",
+					      what, off, len);
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t len, int64_t deadline,
+		      const char *what, struct herd_err *err)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		ssize_t n;
+
+		if (wait_fd(fd, POLLOUT, deadline, "sending", what, err) < 0)
+			return -1;
+		n = send(fd, (const char *)buf + off, len - off,
+			 MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0)
+			return herd_errprintf(err, "sending the %s: %s", what,
+					      strerror(errno));
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+int auth_ctl_handshake(int fd, const struct auth_secret *s, int timeout_ms,
+		       char name[AUTH_NAME_MAX + 1], struct herd_err *err)
+{
+	int64_t deadline = now_ms() + timeout_ms;
+	unsigned char challenge[AUTH_CHALLENGE_LEN], nonce_c[AUTH_NONCE_LEN];
+	unsigned char response[AUTH_RESPONSE_LEN], confirm[AUTH_CONFIRM_LEN];
+	unsigned char head[AUTH_TAG_LEN + 1];
+	int rc = -1;
+
+	name[0] = '\0';
+	if (auth_challenge_make(challenge, nonce_c, err) < 0 ||
+	    write_full(fd, challenge, sizeof(challenge), deadline, "challenge",
+		       err) < 0 ||
+	    read_full(fd, response, sizeof(response), deadline, "response",
+		      err) < 0 ||
+	    auth_response_check(s, nonce_c, response, confirm, err) < 0 ||
+	    write_full(fd, confirm, sizeof(confirm), deadline, "confirmation",
+		       err) < 0 ||
+	    read_full(fd, head, sizeof(head), deadline, "node name", err) < 0)
+		goto out;
+	if (memcmp(head, tag_name, AUTH_TAG_LEN) || head[AUTH_TAG_LEN] == 0) {
+		herd_errprintf(err, "not a node name message");
+		goto out;
+	}
+	if (read_full(fd, name, head[AUTH_TAG_LEN], deadline, "node name",
+		      err) < 0)
+		goto out;
+	if (!auth_name_ok(name, head[AUTH_TAG_LEN])) {
+		herd_errprintf(err, "the node name holds characters a host "
+				    "name cannot have");
+		goto out;
+	}
+	name[head[AUTH_TAG_LEN]] = '\0';
+	rc = 0;
+out:
+	if (rc < 0)
+		name[0] = '\0';
+	auth_wipe(confirm, sizeof(confirm));
+	return rc;
+}
+
+int auth_agent_handshake(int fd, const struct auth_secret *s, const char *name,
+			 int timeout_ms, struct herd_err *err)
+{
+	int64_t deadline = now_ms() + timeout_ms;
+	unsigned char challenge[AUTH_CHALLENGE_LEN],
+	    response[AUTH_RESPONSE_LEN];
+	unsigned char nonce_c[AUTH_NONCE_LEN], nonce_a[AUTH_NONCE_LEN];
+	unsigned char confirm[AUTH_CONFIRM_LEN];
+	unsigned char msg[AUTH_TAG_LEN + 1 + AUTH_NAME_MAX];
+	size_t len = strlen(name);
+
+	if (!auth_name_ok(name, len))
+		return herd_errprintf(err, "node name '%.*s' cannot be sent",
+				      AUTH_NAME_MAX, name);
+	if (read_full(fd, challenge, sizeof(challenge), deadline, "challenge",
+		      err) < 0 ||
+	    auth_response_make(s, challenge, response, nonce_c, nonce_a, err) <
+		0 ||
+	    write_full(fd, response, sizeof(response), deadline, "response",
+		       err) < 0 ||
+	    read_full(fd, confirm, sizeof(confirm), deadline, "confirmation",
+		      err) < 0 ||
+	    auth_confirm_check(s, nonce_c, nonce_a, confirm, err) < 0)
+		return -1;
+	memcpy(msg, tag_name, AUTH_TAG_LEN);
+	msg[AUTH_TAG_LEN] = (unsigned char)len;
+	memcpy(msg + AUTH_TAG_LEN + 1, name, len);
+	return write_full(fd, msg, AUTH_TAG_LEN + 1 + len, deadline,
+			  "node name", err);
+}
