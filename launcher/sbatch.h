@@ -34,7 +34,7 @@ struct sbatch;
 
 /* How a job ended, as sbatch_wait() saw it. */
 struct sbatch_end {
-	char state[32];	/* Slurm's word: COMPLETED, FAILED, TIMEOUT, ... */
+	char state[32]; /* Slurm's word: COMPLETED, FAILED, TIMEOUT, ... */
 	int completed;	/* 1: the state is COMPLETED */
 	int status;	/* exit status for herd: the script's, 128+signal,
 			 * or 1 when the job ended without one */
@@ -81,15 +81,14 @@ void sbatch_slurm_init(void);
  * A job slurmctld took but left pending for a reason no time clears (its
  * partition can never run it: EnforcePartLimits=NO) is cancelled and
  * reported as refused. */
-int sbatch_submit(const struct sbatch *sb, const char *script,
-		  char *const *env, uint32_t *job_id, struct herd_err *err);
+int sbatch_submit(const struct sbatch *sb, const char *script, char *const *env,
+		  uint32_t *job_id, struct herd_err *err);
 
 /* Polls slurmctld until job_id has ended (a requeued job is followed into
  * its next run), backing off from 0.5 s to 2 s between polls.  Returns 0
  * with end filled, or -1 with err when slurmctld stops answering for
  * SBATCH_WAIT_ERRORS_MAX polls in a row or forgets the job. */
-int sbatch_wait(uint32_t job_id, struct sbatch_end *end,
-		struct herd_err *err);
+int sbatch_wait(uint32_t job_id, struct sbatch_end *end, struct herd_err *err);
 
 /* Failed polls in a row that sbatch_wait() bears (about a minute at the
  * 2 s backoff): slurmctld restarting is normal, gone for good is not. */
