@@ -1,0 +1,97 @@
+# lib.sh — helpers shared by the t09xx PMIx tests (POSIX sh).
+# Source after test-lib.sh, tests/cluster/lib.sh and data/run/lib.sh.
+#
+#   PMIX_PROG                   ./allreduce: a copy of build/examples/allreduce
+#                               in the trash directory (pmix_prog makes it), so
+#                               a rebuild of the tree cannot swap it mid-test
+#   pmix_require                the prerequisites every PMIx test has
+#   pmix_prog                   copies the program (fails when it is not built)
+#   pmix_job NAME [ARGS...]     writes NAME.yaml: launch.mode pmix, the program
+#                               with ARGS (shell words, may use $HERD_ATTEMPT);
+#                               the nodes: and any other top-level YAML come
+#                               from stdin
+#   pmix_expect SIZE HOST...    the lines every rank prints when all is well,
+#                               "[R] rank R of SIZE on HOST: allreduce ...",
+#                               rank R on the R+1st HOST, sorted
+#   pmix_lines FILE             the "[R] rank R of ..." lines of herd's stdout,
+#                               sorted
+#   pmix_ns I                   the network namespace of node I
+#   pmix_left                   the allreduce processes left in any node's
+#                               namespace ("NS PID" lines)
+#   pmix_none_left [S]          poll until pmix_left is empty (at most S s, 5)
+#   now_ms                      wall clock, ms
+
+PMIX_DATA=$HERD_TEST_DIR/data/pmix
+PMIX_PROG=$PWD/allreduce
+
+pmix_require() {
+	require_root
+	require_cmd ip nsenter unshare setsid flock ssh ssh-keygen jq awk
+	[ -x /usr/sbin/sshd ] ||
+		error "prerequisite /usr/sbin/sshd is missing (run 'make deps')"
+	[ -x "$HERD_ROOT/build/examples/allreduce" ] ||
+		error "prerequisite build/examples/allreduce is missing (run 'make examples')"
+}
+
+pmix_prog() {
+	cp "$HERD_ROOT/build/examples/allreduce" "$PMIX_PROG"
+}
+
+pmix_job() {
+	_pj_name=$1
+	shift
+	{
+		echo "name: $_pj_name"
+		cat
+		echo "ssh: {identity: $HERD_CLUSTER_KEY, known_hosts: $HERD_CLUSTER_KNOWN_HOSTS}"
+		echo "launch:"
+		echo "  mode: pmix"
+		# The trash directory has blanks in its path.
+		printf "  command: '\"%s\" %s'\n" "$PMIX_PROG" "$*"
+		echo "  workdir: \"$PWD\""
+	} >"$_pj_name.yaml"
+}
+
+pmix_expect() {
+	_pe_size=$1
+	shift
+	_pe_r=0
+	for _pe_h; do
+		_pe_sum=$((_pe_size * (_pe_size + 1) / 2))
+		_pe_left=$(((_pe_r + _pe_size - 1) % _pe_size))
+		echo "[$_pe_r] rank $_pe_r of $_pe_size on $_pe_h: allreduce $_pe_sum (ok), ring got $_pe_left (ok)"
+		_pe_r=$((_pe_r + 1))
+	done | sort
+}
+
+pmix_lines() {
+	grep '^\[[0-9]*\] rank ' "$1" | sort
+}
+
+pmix_ns() { echo "herd-$HERD_CLUSTER_ID-n$1"; }
+
+pmix_left() {
+	for _pl_ns in $(ip netns list | awk '{print $1}' |
+		grep "^herd-$HERD_CLUSTER_ID-n[0-9]*$"); do
+		for _pl_p in $(ip netns pids "$_pl_ns" 2>/dev/null); do
+			[ "$(cat "/proc/$_pl_p/comm" 2>/dev/null)" = allreduce ] &&
+				echo "$_pl_ns $_pl_p"
+		done
+	done
+	return 0
+}
+
+pmix_none_left() {
+	_pn_i=0
+	while [ -n "$(pmix_left)" ]; do
+		_pn_i=$((_pn_i + 1))
+		[ $_pn_i -lt $((${1:-5} * 20)) ] || {
+			echo "allreduce still running after ${1:-5} s:" >&2
+			pmix_left >&2
+			return 1
+		}
+		sleep 0.05   # poll interval of a bounded wait
+	done
+}
+
+now_ms() { date +%s%3N; }
