@@ -535,8 +535,12 @@ static void check_recovered(struct ctl *c)
 			"(nodes.min %d)\n",
 			up, c->want_nodes, c->min_nodes);
 	set_state(c, CTL_BACKOFF);
+	/* Doubles with every attempt since training last moved on to a
+	 * newer checkpoint: a crash loop backs off, a long job that fails
+	 * now and then waits restart.backoff each time. */
 	backoff = c->spec->restart.backoff_ms;
-	for (int k = 1; k < c->attempt && backoff < CTL_BACKOFF_MAX_MS; k++)
+	for (int k = c->progress_attempt > 1 ? c->progress_attempt : 1;
+	     k < c->attempt && backoff < CTL_BACKOFF_MAX_MS; k++)
 		backoff *= 2;
 	if (backoff > CTL_BACKOFF_MAX_MS)
 		backoff = CTL_BACKOFF_MAX_MS;
@@ -620,7 +624,7 @@ static void launch(struct ctl *c)
 {
 	struct herd_err err;
 	struct attempt_note *notes;
-	char *command = NULL;
+	char *command = NULL, *before;
 
 	herd_err_clear(&err);
 	notes = realloc(c->notes, (size_t)(c->attempt + 1) * sizeof(*notes));
@@ -636,7 +640,11 @@ static void launch(struct ctl *c)
 	c->failed = false;
 	fences_clear(c);
 	c->status = 0;
+	before = c->checkpoint ? strdup(c->checkpoint) : NULL;
 	find_checkpoint(c);
+	if (c->checkpoint && (!before || strcmp(before, c->checkpoint)))
+		c->progress_attempt = c->attempt;
+	free(before);
 	if (ctl_plan(c, &err) < 0 || ctl_open_rank_logs(c, &err) < 0 ||
 	    !(command = ctl_render_command(c, &err))) {
 		fprintf(stderr, "herd: %s\n", err.text);

@@ -106,6 +106,8 @@ struct ctl {
 	int ranks_done;
 	char *master_addr;
 	char *checkpoint;	/* the attempt resumes from this, or NULL */
+	int progress_attempt;	/* the last attempt that resumed from a newer
+				 * checkpoint than the one before it */
 
 	struct fence *fences;	/* pmix: fences in flight */
 	int n_fences;
