@@ -1132,15 +1132,31 @@ static void on_close(struct conn *conn, const char *reason, int clean,
 	node_failed(c, n, why);
 }
 
-/* Heartbeats: herd sends its own, and fails a node it has not heard from
- * for health.timeout (a partition is caught here, not by TCP). */
+/* How often silence is checked: a tenth of health.timeout, between 50 ms
+ * and the heartbeat interval, so a partition is noticed within about
+ * health.timeout of the node's last frame, not a heartbeat later. */
+static int64_t check_interval(const struct ctl *c)
+{
+	int64_t iv = c->spec->health.timeout_ms / 10;
+
+	if (iv > c->spec->health.heartbeat_ms)
+		iv = c->spec->health.heartbeat_ms;
+	return iv < 50 ? 50 : iv;
+}
+
+/* Heartbeats: herd sends its own every health.heartbeat, and fails a node
+ * it has not heard from for health.timeout (a partition is caught here,
+ * not by TCP). */
 static void on_heartbeat_tick(struct loop *loop, void *arg)
 {
 	struct ctl *c = arg;
 	int64_t now = loop_now_ms();
+	bool send = now - c->hb_sent_ms >= c->spec->health.heartbeat_ms;
 
-	c->hb_timer = loop_timer_add(loop, c->spec->health.heartbeat_ms,
-				     on_heartbeat_tick, c);
+	c->hb_timer = loop_timer_add(loop, check_interval(c), on_heartbeat_tick,
+				     c);
+	if (send)
+		c->hb_sent_ms = now;
 	for (int i = 0; i < c->n_nodes; i++) {
 		struct node *n = &c->nodes[i];
 		json_t *body;
@@ -1158,6 +1174,8 @@ static void on_heartbeat_tick(struct loop *loop, void *arg)
 			node_failed(c, n, why);
 			continue;
 		}
+		if (!send)
+			continue;
 		body = json_pack("{s:I, s:I}", "interval_ms",
 				 (json_int_t)c->spec->health.heartbeat_ms,
 				 "timeout_ms",
@@ -1377,7 +1395,8 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 	}
 	transport_commit(c.transport);
 	progress(&c, false);
-	c.hb_timer = loop_timer_add(c.loop, spec->health.heartbeat_ms,
+	c.hb_sent_ms = loop_now_ms();
+	c.hb_timer = loop_timer_add(c.loop, check_interval(&c),
 				    on_heartbeat_tick, &c);
 	check_connected(&c);
 	if (c.state != CTL_END)

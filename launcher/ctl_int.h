@@ -121,6 +121,7 @@ struct ctl {
 	bool tty;
 	int interrupts;
 	long stop_timer, backoff_timer, hb_timer, graveyard_timer;
+	int64_t hb_sent_ms;	/* when herd last sent its heartbeats */
 	struct conn **graveyard;	/* dropped conns, freed soon */
 	size_t n_graveyard;
 	int sigpipe[2];
