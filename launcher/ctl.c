@@ -356,6 +356,7 @@ static void attempt_failed(struct ctl *c, int status, const char *why)
 	if (c->state != CTL_RUN)
 		return;
 	record_failure(c, status, why);
+	c->failed_at_ms = loop_now_ms();
 	events_emit(c->ev, "attempt_end",
 		    json_pack("{s:i, s:s, s:i}", "attempt", c->attempt,
 			      "reason", why, "status", status));
@@ -544,7 +545,11 @@ static void check_recovered(struct ctl *c)
 		backoff *= 2;
 	if (backoff > CTL_BACKOFF_MAX_MS)
 		backoff = CTL_BACKOFF_MAX_MS;
-	c->backoff_timer = loop_timer_add(c->loop, backoff, on_backoff, c);
+	/* The backoff counts from the failure: time spent stopping ranks
+	 * and bringing in spares is already part of it. */
+	backoff -= loop_now_ms() - c->failed_at_ms;
+	c->backoff_timer = loop_timer_add(c->loop, backoff > 0 ? backoff : 0,
+					  on_backoff, c);
 }
 
 /* The newest complete checkpoint, with events for it and for every newer

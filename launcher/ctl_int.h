@@ -122,6 +122,7 @@ struct ctl {
 	int interrupts;
 	long stop_timer, backoff_timer, hb_timer, graveyard_timer;
 	int64_t hb_sent_ms;	/* when herd last sent its heartbeats */
+	int64_t failed_at_ms;	/* when the last attempt failed */
 	struct conn **graveyard;	/* dropped conns, freed soon */
 	size_t n_graveyard;
 	int sigpipe[2];
