@@ -1,7 +1,8 @@
 /* main.c — bin/herd-agent: the per-node agent started by herd.
  *
  * It speaks proto.h frames with herd over its stdin/stdout (the SSH
- * channel, or the pipes of the local transport), says HELLO, starts the
+ * channel, or the pipes of the local transport) or, with --connect, over
+ * a TCP connection to herd (the slurm transport), says HELLO, starts the
  * ranks herd asks for, streams their output and exits, and stops them
  * when herd asks or goes away.  Everything runs on one loop; signal
  * handlers only write to a pipe.
@@ -11,6 +12,7 @@
 #include <ifaddrs.h>
 #include <arpa/inet.h>
 #include <net/if.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -20,6 +22,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "herd/auth.h"
 #include "herd/topo.h"
 #include "herd/version.h"
 
@@ -233,14 +236,102 @@ static void on_close(struct conn *c, const char *reason, int clean, void *arg)
 	maybe_exit(a);
 }
 
+/* --connect HOST:PORT (the slurm transport): connects to herd over TCP
+ * and proves the job secret that herd put in our environment, which is
+ * then wiped so that no rank ever sees it.  Returns the socket, or -1
+ * after saying why on stderr. */
+static int connect_back(const char *target)
+{
+	const char *colon = strrchr(target, ':');
+	const char *secret_hex = getenv(AUTH_SECRET_ENV);
+	const char *slurm_name = getenv("SLURMD_NODENAME");
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+	struct auth_secret secret;
+	struct herd_err err;
+	char host[256], name[256] = "";
+	int fd = -1, rc, ok = 0;
+
+	herd_err_clear(&err);
+	if (auth_secret_from_hex(&secret, secret_hex, &err) < 0) {
+		fprintf(stderr, "herd-agent: %s: %s\n", AUTH_SECRET_ENV,
+			err.text);
+		goto out;
+	}
+	if (!colon || colon == target ||
+	    (size_t)(colon - target) >= sizeof(host)) {
+		fprintf(stderr, "herd-agent: --connect wants HOST:PORT\n");
+		goto out;
+	}
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - target), target);
+	rc = getaddrinfo(host, colon + 1, &hints, &ai);
+	if (rc != 0) {
+		fprintf(stderr, "herd-agent: --connect %s: %s\n", target,
+			gai_strerror(rc));
+		goto out;
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+		    0);
+	if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+		struct pollfd p = {.fd = fd, .events = POLLOUT};
+		socklen_t len = sizeof(rc);
+		int why = errno;
+
+		/* A controller that does not answer within the handshake's
+		 * own bound is not there. */
+		if (why == EINPROGRESS && poll(&p, 1, AUTH_TIMEOUT_MS) != 1)
+			why = ETIMEDOUT;
+		else if (why == EINPROGRESS)
+			why = getsockopt(fd, SOL_SOCKET, SO_ERROR, &rc, &len) < 0
+				      ? errno
+				      : rc;
+		if (why) {
+			close(fd);
+			fd = -1;
+			errno = why;
+		}
+	}
+	if (fd < 0) {
+		fprintf(stderr, "herd-agent: --connect %s: %s\n", target,
+			strerror(errno));
+		goto out;
+	}
+	if (slurm_name && *slurm_name)
+		snprintf(name, sizeof(name), "%s", slurm_name);
+	else
+		gethostname(name, sizeof(name) - 1);
+	if (auth_agent_handshake(fd, &secret, name, AUTH_TIMEOUT_MS, &err) <
+	    0) {
+		fprintf(stderr, "herd-agent: --connect %s: %s\n", target,
+			err.text);
+		goto out;
+	}
+	ok = 1;
+out:
+	/* The secret leaves the environment (and /proc/PID/environ)
+	 * whatever happened. */
+	if (secret_hex) {
+		auth_wipe((char *)secret_hex, strlen(secret_hex));
+		unsetenv(AUTH_SECRET_ENV);
+	}
+	auth_wipe(&secret, sizeof(secret));
+	if (ai)
+		freeaddrinfo(ai);
+	if (!ok && fd >= 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: herd-agent [--stdio] [--topology FILE.xml] | --version "
-		"| --help\n\n"
+		"usage: herd-agent [--stdio | --connect HOST:PORT] "
+		"[--topology FILE.xml] | --version | --help\n\n"
 		"herd-agent runs on every node of a job, started by herd. It\n"
 		"speaks herd's framed protocol on stdin/stdout (--stdio, the\n"
-		"default), starts the ranks herd asks for and stops them all\n"
+		"default), or over TCP to HOST:PORT after proving the job\n"
+		"secret in $" AUTH_SECRET_ENV " (--connect), starts the ranks herd asks for and stops them all\n"
 		"when herd asks or goes away. It is not meant to be run by "
 		"hand.\n");
 }
@@ -254,6 +345,7 @@ int main(int argc, char **argv)
 	 * planning); HERD_AGENT_TOPOLOGY does the same for agents started
 	 * by a transport. */
 	const char *topology_xml = getenv("HERD_AGENT_TOPOLOGY");
+	const char *connect_to = NULL;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--version") || !strcmp(argv[i], "-V")) {
@@ -268,6 +360,10 @@ int main(int argc, char **argv)
 			topology_xml = argv[++i];
 			continue;
 		}
+		if (!strcmp(argv[i], "--connect") && i + 1 < argc) {
+			connect_to = argv[++i];
+			continue;
+		}
 		if (strcmp(argv[i], "--stdio")) {
 			fprintf(stderr, "herd-agent: unknown option '%s'\n",
 				argv[i]);
@@ -276,10 +372,18 @@ int main(int argc, char **argv)
 		}
 	}
 
-	/* The protocol gets private copies of stdin/stdout; fds 0 and 1
-	 * become /dev/null so nothing stray can corrupt the stream. */
-	in_fd = fcntl(0, F_DUPFD_CLOEXEC, 3);
-	out_fd = fcntl(1, F_DUPFD_CLOEXEC, 3);
+	/* The protocol gets private copies of stdin/stdout (or the socket
+	 * of --connect); fds 0 and 1 become /dev/null so nothing stray can
+	 * corrupt the stream. */
+	if (connect_to) {
+		in_fd = connect_back(connect_to);
+		if (in_fd < 0)
+			return 1;
+		out_fd = in_fd;
+	} else {
+		in_fd = fcntl(0, F_DUPFD_CLOEXEC, 3);
+		out_fd = fcntl(1, F_DUPFD_CLOEXEC, 3);
+	}
 	devnull = open("/dev/null", O_RDWR);
 	if (in_fd < 0 || out_fd < 0 || devnull < 0) {
 		perror("herd-agent: setup");

@@ -135,13 +135,14 @@ static struct hostfile *source_hostfile(const struct spec *spec,
 	return hf;
 }
 
-/* nodes.slurm: the allocation herd runs in, from the variable every job
- * step of an allocation carries. */
+/* nodes.slurm (or no source inside an allocation): the allocation herd
+ * runs in, from the variable every job step of an allocation carries. */
 static struct hostfile *source_slurm(const struct spec *spec, const char *dir,
 				     enum resolve_fail *fail,
 				     struct herd_err *err)
 {
 	const char *list = getenv("SLURM_JOB_NODELIST");
+	const char *tasks = getenv("SLURM_NTASKS_PER_NODE");
 	struct hostfile *hf;
 
 	(void)dir;
@@ -156,8 +157,30 @@ static struct hostfile *source_slurm(const struct spec *spec, const char *dir,
 		return NULL;
 	}
 	hf = from_expr(list, "SLURM_JOB_NODELIST", err);
-	if (!hf)
+	if (!hf) {
 		*fail = RESOLVE_FAIL_RUNTIME;
+		return NULL;
+	}
+	/* salloc/sbatch --ntasks-per-node: that many ranks per node unless
+	 * nodes.slots says otherwise (applied later, over every entry). */
+	if (spec->nodes.slots <= 0 && tasks && *tasks) {
+		char *end;
+		long n;
+
+		errno = 0;
+		n = strtol(tasks, &end, 10);
+		if (errno || *end || n <= 0 || n > INT_MAX) {
+			*fail = RESOLVE_FAIL_RUNTIME;
+			hostfile_free(hf);
+			herd_errprintf(err,
+				       "SLURM_NTASKS_PER_NODE is '%.*s', not a "
+				       "positive number",
+				       QUOTE_MAX, tasks);
+			return NULL;
+		}
+		for (size_t i = 0; i < hf->count; i++)
+			hf->entries[i].slots = (int)n;
+	}
 	return hf;
 }
 
@@ -506,10 +529,22 @@ out:
 	return rc;
 }
 
+/* The source to resolve: the spec's, except that a spec naming none,
+ * read inside a Slurm allocation (SLURM_JOB_ID set), means the
+ * allocation (transport_pick() applies the same rule). */
+static enum spec_source source_of(const struct spec *spec)
+{
+	const char *job = getenv("SLURM_JOB_ID");
+
+	if (spec->nodes.source == SPEC_SOURCE_NONE && job && *job)
+		return SPEC_SOURCE_SLURM;
+	return spec->nodes.source;
+}
+
 int resolve_nodes(const struct spec *spec, struct resolved *res,
 		  struct herd_err *err)
 {
-	const struct source *src = source_find(spec->nodes.source);
+	const struct source *src = source_find(source_of(spec));
 	struct hostfile *given = NULL, *extra = NULL;
 	enum resolve_fail fail = RESOLVE_FAIL_INPUT;
 	char dir[PATH_MAX];

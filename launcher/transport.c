@@ -19,6 +19,8 @@ struct transport *transport_new(const char *kind, const struct spec *spec,
 		ops = &transport_local_ops;
 	else if (!strcmp(kind, "ssh"))
 		ops = &transport_ssh_ops;
+	else if (!strcmp(kind, "slurm"))
+		ops = &transport_slurm_ops;
 	if (!ops) {
 		herd_errprintf(err, "unknown transport '%s'", kind);
 		return NULL;
@@ -36,7 +38,13 @@ struct transport *transport_new(const char *kind, const struct spec *spec,
 
 const char *transport_pick(const struct spec *spec, int lone_localhost)
 {
-	(void)spec;
+	const char *job = getenv("SLURM_JOB_ID");
+
+	/* The same rule as resolve.c's: no source inside an allocation
+	 * means the allocation's nodes. */
+	if (spec->nodes.source == SPEC_SOURCE_SLURM ||
+	    (spec->nodes.source == SPEC_SOURCE_NONE && job && *job))
+		return "slurm";
 	return lone_localhost ? "local" : "ssh";
 }
 

@@ -14,6 +14,8 @@
 #ifndef HERD_LAUNCHER_TRANSPORT_H
 #define HERD_LAUNCHER_TRANSPORT_H
 
+#include <stdbool.h>
+
 #include "herd/err.h"
 #include "herd/spec.h"
 
@@ -36,11 +38,12 @@ struct transport {
 	const struct transport_ops *ops;
 	const struct spec *spec;	/* borrowed; outlives the transport */
 	char *agent_path;		/* this herd's own herd-agent */
+	bool verbose;			/* herd run -v; the caller sets it */
 	void *priv;
 };
 
-/* kind: "local" or "ssh".  agent_path: the herd-agent that belongs to this
- * herd (next to bin/herd).  Returns NULL with err. */
+/* kind: "local", "ssh" or "slurm".  agent_path: the herd-agent that
+ * belongs to this herd (next to bin/herd).  Returns NULL with err. */
 struct transport *transport_new(const char *kind, const struct spec *spec,
 				const char *agent_path, struct herd_err *err);
 int transport_start(struct transport *t, const char *host,
@@ -49,13 +52,15 @@ int transport_start(struct transport *t, const char *host,
 void transport_commit(struct transport *t);
 void transport_free(struct transport *t);
 
-/* The transport a job uses: "local" for a lone localhost node, else
- * "ssh". */
+/* The transport a job uses: "slurm" for nodes.slurm, or with no host
+ * source inside an allocation (SLURM_JOB_ID set); else "local" for a lone
+ * localhost node, else "ssh". */
 const char *transport_pick(const struct spec *spec, int lone_localhost);
 
 /* Implementations. */
 extern const struct transport_ops transport_local_ops;
 extern const struct transport_ops transport_ssh_ops;
+extern const struct transport_ops transport_slurm_ops;
 
 /* Writes a PROTO_ERROR frame {stage, message} to fd (blocking); used by
  * transports to report a node's failure. */
