@@ -512,7 +512,7 @@ int ctl_dry_run(struct ctl *c, struct resolved *res)
 	printf("job %s: %d node%s, %d rank%s, transport %s, log %s\n",
 	       c->spec->name, c->n_nodes, c->n_nodes == 1 ? "" : "s",
 	       c->world_size, c->world_size == 1 ? "" : "s",
-	       c->local ? "local" : "ssh", c->log_dir);
+	       transport_pick(c->spec, c->local), c->log_dir);
 	for (int i = 0; i < c->n_nodes; i++) {
 		json_t *body = ctl_launch_body(c, &c->nodes[i], command);
 		json_t *ranks = json_object_get(body, "ranks"), *r;

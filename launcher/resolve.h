@@ -6,7 +6,8 @@
  * is a source this herd cannot resolve here, reported as such.
  *
  * Rules applied after the source:
- *   - no source: the one node "localhost";
+ *   - no source: the Slurm allocation when SLURM_JOB_ID is set, else the
+ *     one node "localhost";
  *   - nodes.count N: the first N hosts are nodes, the rest become spares
  *     (before the hosts of nodes.spares); N above what the source gives is
  *     an error naming both numbers;
