@@ -16,7 +16,10 @@
  * nodes of a Slurm cluster share the filesystem it lives on.
  *
  * The agents connect back over TCP to a listener bound to the address
- * this host uses to reach the first node, on an ephemeral port, and prove
+ * this host uses to reach the first node that is not this host itself
+ * (inside a batch job herd runs on the first node of the allocation, and
+ * its own name resolves to a loopback address there), on an ephemeral
+ * port, and prove
  * a per-job secret (auth.h).  The secret reaches them only through srun's
  * environment (HERD_JOB_SECRET with --export=ALL); it is never on a
  * command line and never printed.  A thread accepts connections; each
@@ -197,17 +200,69 @@ static int route_source(const char *host, struct sockaddr_storage *ss,
 	return rc;
 }
 
+static bool is_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >>
+			24) == 127;
+	if (ss->ss_family == AF_INET6) {
+		const struct in6_addr *a =
+		    &((const struct sockaddr_in6 *)ss)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
+/* The address to listen on: the route source towards the first node
+ * registered so far that is reached over a real interface.  A node that
+ * is this host (its name is 127.0.1.1 on Debian) gives a loopback source
+ * the other nodes cannot connect to; only when every node gives one
+ * (all of them are this host) is loopback the answer. */
+static int listen_source(struct slurm_priv *priv, struct sockaddr_storage *ss,
+			 socklen_t *len, struct herd_err *err)
+{
+	struct sockaddr_storage lo = {0};
+	socklen_t lo_len = 0;
+	struct herd_err first;
+
+	herd_err_clear(&first);
+	for (size_t i = 0; i < priv->n_nodes; i++) {
+		struct herd_err e;
+
+		herd_err_clear(&e);
+		if (route_source(priv->nodes[i]->host, ss, len, &e) < 0) {
+			if (!first.text[0])
+				first = e;
+			continue;
+		}
+		if (!is_loopback(ss))
+			return 0;
+		if (!lo_len) {
+			lo = *ss;
+			lo_len = *len;
+		}
+	}
+	if (lo_len) {
+		*ss = lo;
+		*len = lo_len;
+		return 0;
+	}
+	return herd_errprintf(err, "%s",
+			      first.text[0] ? first.text : "no node to reach");
+}
+
 static void *accept_thread(void *arg);
 
-static int listener_open(struct slurm_priv *priv, const char *first_host,
-			 struct herd_err *err)
+static int listener_open(struct slurm_priv *priv, struct herd_err *err)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
 	char host[NI_MAXHOST], port[NI_MAXSERV];
 	int fd = -1, rc;
 
-	if (route_source(first_host, &ss, &len, err) < 0)
+	if (listen_source(priv, &ss, &len, err) < 0)
 		return -1;
 	/* An ephemeral port on that address. */
 	if (ss.ss_family == AF_INET)
@@ -880,7 +935,7 @@ static void slurm_commit(struct transport *t)
 	if (n == 0)
 		goto out;
 	if (!priv->accepting) {
-		if (listener_open(priv, batch[0]->host, &err) < 0) {
+		if (listener_open(priv, &err) < 0) {
 			fail_batch(priv, batch, n, err.text);
 			goto out;
 		}
