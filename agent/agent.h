@@ -59,7 +59,6 @@ struct agent {
 	long kill_timer;	/* SIGKILL after grace, 0 when none */
 	bool stopping;		/* STOP received or herd gone */
 	bool exit_when_idle;	/* exit once every rank is reaped */
-	int sigpipe[2];		/* SIGCHLD / SIGTERM → loop */
 
 	/* health.c: heartbeats both ways (DESIGN.md "failure"). */
 	int64_t last_rx_ms;	/* monotonic time of herd's last frame */

@@ -26,18 +26,6 @@
 #include "herd/topo.h"
 #include "herd/version.h"
 
-static int sig_write_fd = -1;
-
-static void on_signal(int sig)
-{
-	unsigned char b = (unsigned char)sig;
-	int saved = errno;
-	ssize_t n = write(sig_write_fd, &b, 1);
-
-	(void)n;
-	errno = saved;
-}
-
 void agent_send(struct agent *a, enum proto_type type, json_t *body,
 		const void *data, size_t len)
 {
@@ -68,24 +56,26 @@ void agent_ranks_gone(struct agent *a)
 	}
 }
 
-static void on_sigpipe(struct loop *loop, int fd, short revents, void *arg)
+static void on_sigchld(struct loop *loop, int sig, void *arg)
 {
 	struct agent *a = arg;
-	unsigned char b[64];
-	ssize_t n;
 
 	(void)loop;
-	(void)revents;
-	while ((n = read(fd, b, sizeof(b))) > 0) {
-		for (ssize_t i = 0; i < n; i++) {
-			if (b[i] == SIGCHLD)
-				continue;
-			/* SIGTERM/SIGINT/SIGHUP to the agent: stop and go. */
-			a->stopping = true;
-			a->exit_when_idle = true;
-			rank_stop_all(a);
-		}
-	}
+	(void)sig;
+	rank_reap(a);
+	maybe_exit(a);
+}
+
+/* SIGTERM/SIGINT/SIGHUP to the agent: stop the ranks and go. */
+static void on_sigstop(struct loop *loop, int sig, void *arg)
+{
+	struct agent *a = arg;
+
+	(void)loop;
+	(void)sig;
+	a->stopping = true;
+	a->exit_when_idle = true;
+	rank_stop_all(a);
 	rank_reap(a);
 	maybe_exit(a);
 }
@@ -339,7 +329,6 @@ static void usage(FILE *out)
 int main(int argc, char **argv)
 {
 	struct agent a = {0};
-	struct sigaction sa;
 	int in_fd, out_fd, devnull;
 	/* --topology FILE.xml: plan with an exported topology (tests,
 	 * planning); HERD_AGENT_TOPOLOGY does the same for agents started
@@ -395,20 +384,14 @@ int main(int argc, char **argv)
 
 	a.grace_ms = 10000;
 	a.loop = loop_new();
-	if (!a.loop || pipe2(a.sigpipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+	if (!a.loop || loop_on_signal(a.loop, SIGCHLD, on_sigchld, &a) < 0 ||
+	    loop_on_signal(a.loop, SIGTERM, on_sigstop, &a) < 0 ||
+	    loop_on_signal(a.loop, SIGINT, on_sigstop, &a) < 0 ||
+	    loop_on_signal(a.loop, SIGHUP, on_sigstop, &a) < 0) {
 		perror("herd-agent: setup");
 		return 1;
 	}
-	sig_write_fd = a.sigpipe[1];
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
-	sigaction(SIGCHLD, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	loop_fd_add(a.loop, a.sigpipe[0], POLLIN, on_sigpipe, &a);
 
 	a.conn = conn_new(a.loop, in_fd, out_fd, PROTO_FRAME_MAX, on_frame,
 			  on_close, &a);
@@ -427,7 +410,5 @@ int main(int argc, char **argv)
 	health_fini(&a);
 	conn_free(a.conn);
 	loop_free(a.loop);
-	close(a.sigpipe[0]);
-	close(a.sigpipe[1]);
 	return 0;
 }

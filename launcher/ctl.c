@@ -50,18 +50,6 @@ static const char *const ctl_state_names[] = {
  * doubles. */
 #define CTL_BACKOFF_MAX_MS 60000
 
-static int sig_write_fd = -1;
-
-static void on_signal(int sig)
-{
-	unsigned char b = (unsigned char)sig;
-	int saved = errno;
-	ssize_t n = write(sig_write_fd, &b, 1);
-
-	(void)n;
-	errno = saved;
-}
-
 static void set_state(struct ctl *c, enum ctl_state to)
 {
 	for (size_t i = 0;
@@ -1192,47 +1180,40 @@ static void on_heartbeat_tick(struct loop *loop, void *arg)
 
 /* --- signals ------------------------------------------------------------- */
 
-static void on_sigpipe(struct loop *loop, int fd, short revents, void *arg)
+/* Local agents and the Slurm transport's keeper are children of herd. */
+static void on_sigchld(struct loop *loop, int sig, void *arg)
+{
+	(void)loop;
+	(void)sig;
+	(void)arg;
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
+/* Ctrl-C, SIGTERM, SIGHUP: the ranks get the signal itself, then SIGKILL
+ * after grace; a second one kills at once. */
+static void on_interrupt(struct loop *loop, int sig, void *arg)
 {
 	struct ctl *c = arg;
-	unsigned char b[64];
-	ssize_t n;
+	char why[64];
 
 	(void)loop;
-	(void)revents;
-	while ((n = read(fd, b, sizeof(b))) > 0) {
-		for (ssize_t i = 0; i < n; i++) {
-			int sig = b[i];
-			char why[64];
-
-			if (sig == SIGCHLD) {
-				while (waitpid(-1, NULL, WNOHANG) > 0)
-					;
-				continue;
-			}
-			c->interrupts++;
-			snprintf(why, sizeof(why), "interrupted (%s)",
-				 strsignal(sig));
-			record_failure(c, 128 + sig, why);
-			if (c->state == CTL_RUN)
-				events_emit(c->ev, "attempt_end",
-					    json_pack("{s:i, s:s, s:i}",
-						      "attempt", c->attempt,
-						      "reason", why, "status",
-						      128 + sig));
-			if (c->interrupts == 1) {
-				fprintf(stderr,
-					"\nherd: %s: stopping all ranks "
-					"(again to kill them at once)\n",
-					strsignal(sig));
-				/* The ranks get the signal itself (SIGINT
-				 * for Ctrl-C), then SIGKILL after grace. */
-				finish(c, c->spec->health.grace_ms, sig);
-			} else {
-				fprintf(stderr, "\nherd: killing all ranks\n");
-				finish(c, 0, SIGKILL);
-			}
-		}
+	c->interrupts++;
+	snprintf(why, sizeof(why), "interrupted (%s)", strsignal(sig));
+	record_failure(c, 128 + sig, why);
+	if (c->state == CTL_RUN)
+		events_emit(c->ev, "attempt_end",
+			    json_pack("{s:i, s:s, s:i}", "attempt", c->attempt,
+				      "reason", why, "status", 128 + sig));
+	if (c->interrupts == 1) {
+		fprintf(stderr,
+			"\nherd: %s: stopping all ranks (again to kill them "
+			"at once)\n",
+			strsignal(sig));
+		finish(c, c->spec->health.grace_ms, sig);
+	} else {
+		fprintf(stderr, "\nherd: killing all ranks\n");
+		finish(c, 0, SIGKILL);
 	}
 }
 
@@ -1283,10 +1264,6 @@ static void ctl_cleanup(struct ctl *c)
 	free(c->graveyard);
 	if (c->loop)
 		loop_free(c->loop);
-	if (c->sigpipe[0] >= 0) {
-		close(c->sigpipe[0]);
-		close(c->sigpipe[1]);
-	}
 }
 
 static int add_nodes(struct ctl *c, struct resolved *res)
@@ -1319,10 +1296,9 @@ static int add_nodes(struct ctl *c, struct resolved *res)
 
 int ctl_run(struct spec *spec, const struct ctl_options *opt)
 {
-	struct ctl c = {.spec = spec, .opt = opt, .sigpipe = {-1, -1}};
+	struct ctl c = {.spec = spec, .opt = opt};
 	struct resolved res = {0};
 	struct herd_err err;
-	struct sigaction sa;
 	char path[4200];
 	int status = 1;
 
@@ -1353,8 +1329,7 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 	/* herd plan leaves no trace: no event log. */
 	if (!opt->plan_only)
 		c.ev = events_open(path, &err);
-	if (!c.loop || (!c.ev && !opt->plan_only) ||
-	    pipe2(c.sigpipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+	if (!c.loop || (!c.ev && !opt->plan_only)) {
 		fprintf(stderr, "herd: %s\n",
 			err.text[0] ? err.text : strerror(errno));
 		goto out;
@@ -1374,16 +1349,14 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 			c.transport ? "out of memory" : err.text);
 		goto out;
 	}
-	sig_write_fd = c.sigpipe[1];
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGCHLD, &sa, NULL);
+	if (loop_on_signal(c.loop, SIGINT, on_interrupt, &c) < 0 ||
+	    loop_on_signal(c.loop, SIGTERM, on_interrupt, &c) < 0 ||
+	    loop_on_signal(c.loop, SIGHUP, on_interrupt, &c) < 0 ||
+	    loop_on_signal(c.loop, SIGCHLD, on_sigchld, &c) < 0) {
+		fprintf(stderr, "herd: signals: %s\n", strerror(errno));
+		goto out;
+	}
 	signal(SIGPIPE, SIG_IGN);
-	loop_fd_add(c.loop, c.sigpipe[0], POLLIN, on_sigpipe, &c);
 
 	events_emit(c.ev, "job_start",
 		    json_pack("{s:s, s:i, s:i, s:s, s:s}", "job", spec->name,
@@ -1414,8 +1387,7 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 		    json_pack("{s:i, s:i}", "status", status, "attempts",
 			      c.attempt));
 out:
-	sigaction(SIGCHLD, &(struct sigaction){.sa_handler = SIG_DFL}, NULL);
-	ctl_cleanup(&c);
+	ctl_cleanup(&c);	/* loop_free puts the signals back */
 	resolve_free(&res);
 	the_ctl = NULL;
 	return status;

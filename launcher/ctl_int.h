@@ -125,7 +125,6 @@ struct ctl {
 	int64_t failed_at_ms;	/* when the last attempt failed */
 	struct conn **graveyard;	/* dropped conns, freed soon */
 	size_t n_graveyard;
-	int sigpipe[2];
 };
 
 /* ctl_launch.c */

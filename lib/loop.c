@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,16 @@ struct loop_timer {
 	void *arg;
 };
 
+/* Signals taken by the loop: sig_fd is the write end the handler uses
+ * (one loop per process takes signals). */
+#define LOOP_NSIG 65
+static int sig_fd = -1;
+
+struct loop_sig {
+	loop_signal_fn cb;
+	void *arg;
+};
+
 struct loop {
 	struct loop_fd *fds;
 	size_t n_fds, cap_fds;
@@ -35,6 +46,8 @@ struct loop {
 	loop_wake_fn wake_cb;
 	void *wake_arg;
 	bool stop;
+	int sig_pipe[2];	/* -1 until loop_on_signal */
+	struct loop_sig sigs[LOOP_NSIG];
 };
 
 int64_t loop_now_ms(void)
@@ -76,6 +89,7 @@ struct loop *loop_new(void)
 		return NULL;
 	}
 	loop->next_timer_id = 1;
+	loop->sig_pipe[0] = loop->sig_pipe[1] = -1;
 	if (loop_fd_add(loop, loop->wake_pipe[0], POLLIN, wake_drain, NULL) <
 	    0) {
 		loop_free(loop);
@@ -92,6 +106,13 @@ void loop_free(struct loop *loop)
 		return;
 	close(loop->wake_pipe[0]);
 	close(loop->wake_pipe[1]);
+	if (loop->sig_pipe[0] >= 0) {
+		loop_signals_reset(loop);
+		if (sig_fd == loop->sig_pipe[1])
+			sig_fd = -1;
+		close(loop->sig_pipe[0]);
+		close(loop->sig_pipe[1]);
+	}
 	free(loop->fds);
 	free(loop->timers);
 	free(loop);
@@ -150,6 +171,65 @@ void loop_fd_del(struct loop *loop, int fd)
 
 	if (f)
 		f->dead = true;
+}
+
+static void on_any_signal(int sig)
+{
+	unsigned char b = (unsigned char)sig;
+	int saved = errno;
+	ssize_t n = write(sig_fd, &b, 1);
+
+	(void)n;	/* a full pipe: the loop has signals to read anyway */
+	errno = saved;
+}
+
+static void sig_dispatch(struct loop *loop, int fd, short revents, void *arg)
+{
+	unsigned char b[64];
+	ssize_t n;
+
+	(void)revents;
+	(void)arg;
+	while ((n = read(fd, b, sizeof(b))) > 0)
+		for (ssize_t i = 0; i < n; i++)
+			if (b[i] < LOOP_NSIG && loop->sigs[b[i]].cb)
+				loop->sigs[b[i]].cb(loop, b[i],
+						    loop->sigs[b[i]].arg);
+}
+
+int loop_on_signal(struct loop *loop, int sig, loop_signal_fn cb, void *arg)
+{
+	struct sigaction sa;
+
+	if (sig <= 0 || sig >= LOOP_NSIG) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (loop->sig_pipe[0] < 0) {
+		if (pipe2(loop->sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+			return -1;
+		if (loop_fd_add(loop, loop->sig_pipe[0], POLLIN, sig_dispatch,
+				NULL) < 0)
+			return -1;
+		sig_fd = loop->sig_pipe[1];
+	}
+	loop->sigs[sig].cb = cb;
+	loop->sigs[sig].arg = arg;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_any_signal;
+	sa.sa_flags = SA_RESTART | (sig == SIGCHLD ? SA_NOCLDSTOP : 0);
+	sigemptyset(&sa.sa_mask);
+	return sigaction(sig, &sa, NULL);
+}
+
+void loop_signals_reset(struct loop *loop)
+{
+	for (int s = 1; s < LOOP_NSIG; s++) {
+		if (!loop->sigs[s].cb)
+			continue;
+		signal(s, SIG_DFL);
+		loop->sigs[s].cb = NULL;
+	}
 }
 
 long loop_timer_add(struct loop *loop, int64_t ms, loop_timer_fn cb,

@@ -45,6 +45,18 @@ void loop_timer_del(struct loop *loop, long id);
 int loop_on_wake(struct loop *loop, loop_wake_fn cb, void *arg);
 void loop_wake(struct loop *loop);
 
+/* Delivers signal sig to cb on the loop (STYLE.md rule 7): the handler
+ * only writes the signal's number to a pipe the loop watches.  One
+ * handler per signal (a later call replaces it) and one loop per process
+ * take signals.  SA_RESTART is set; SIGCHLD also gets SA_NOCLDSTOP.
+ * Returns 0 or -1 (errno set). */
+typedef void (*loop_signal_fn)(struct loop *loop, int sig, void *arg);
+int loop_on_signal(struct loop *loop, int sig, loop_signal_fn cb, void *arg);
+
+/* Puts every signal given to loop_on_signal back to its default action
+ * (before the loop is freed, or in a child). */
+void loop_signals_reset(struct loop *loop);
+
 /* Runs until loop_stop(); returns 0, or -1 when poll() fails. */
 int loop_run(struct loop *loop);
 void loop_stop(struct loop *loop);

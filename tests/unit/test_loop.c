@@ -1,6 +1,7 @@
 /* test_loop.c — the event loop: fds, timers, wake-ups, removal from
  * inside callbacks. */
 #include <poll.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -90,11 +91,36 @@ static void test_wake(void **state)
 	loop_free(loop);
 }
 
+static void on_usr1(struct loop *loop, int sig, void *arg)
+{
+	struct counts *c = arg;
+
+	assert_int_equal(sig, SIGUSR1);
+	c->wakes++;
+	loop_stop(loop);
+}
+
+static void test_signal(void **state)
+{
+	struct loop *loop = loop_new();
+	struct counts c = {0};
+
+	(void)state;
+	assert_int_equal(loop_on_signal(loop, SIGUSR1, on_usr1, &c), 0);
+	assert_int_equal(raise(SIGUSR1), 0);
+	assert_int_equal(loop_run(loop), 0);
+	assert_int_equal(c.wakes, 1);
+	assert_int_equal(loop_on_signal(loop, 0, on_usr1, &c), -1);
+	loop_free(loop);	/* SIGUSR1 is back to its default */
+	assert_true(signal(SIGUSR1, SIG_DFL) == SIG_DFL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fd_and_timers),
 		cmocka_unit_test(test_wake),
+		cmocka_unit_test(test_signal),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
