@@ -717,6 +717,10 @@ out:
 
 /* ---- writing ---------------------------------------------------------- */
 
+/* Lines of a written slurm hostfile are cut at a comma past this many
+ * bytes: well under HOSTFILE_LINE_MAX, and readable. */
+#define SLURM_WRAP 4000
+
 static int write_slurm(const struct hostfile *hf, FILE *out,
 		       struct herd_err *err)
 {
@@ -739,9 +743,21 @@ static int write_slurm(const struct hostfile *hf, FILE *out,
 		herd_errprintf(err, "out of memory");
 		goto out;
 	}
-	if (fprintf(out, "%s\n", expr) < 0) {
-		herd_errprintf(err, "write error: %s", strerror(errno));
-		goto out;
+	/* Names that compress badly (several bracket groups) can give an
+	 * expression longer than a line may be: break it at commas, which
+	 * the reader joins again (a comma between lines). */
+	for (size_t start = 0, i = 0;; i++) {
+		bool end = expr[i] == '\0';
+
+		if (!end && !(expr[i] == ',' && i - start >= SLURM_WRAP))
+			continue;
+		if (fprintf(out, "%.*s\n", (int)(i - start), expr + start) < 0) {
+			herd_errprintf(err, "write error: %s", strerror(errno));
+			goto out;
+		}
+		if (end)
+			break;
+		start = i + 1;
 	}
 	rc = 0;
 out:
