@@ -48,7 +48,7 @@ static void usage(FILE *out)
 		     "herd launches one training job over many nodes from "
 		     "one YAML file.\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(out, "  herd %-8s %-36s %s\n", commands[i].name,
+		fprintf(out, "  herd %-8s %-39s %s\n", commands[i].name,
 			commands[i].args, commands[i].summary);
 	fprintf(out, "\n  herd --version\n  herd COMMAND --help\n");
 }
