@@ -10,6 +10,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "herd/file.h"
 #include "keys.h"
 
 /* A password typed at the prompt longer than this is cut: no real
@@ -40,44 +41,8 @@ char *keys_expand_home(const char *path)
  * a missing file, EFBIG for a large one). */
 static int read_file(const char *path, char **out, size_t *outlen)
 {
-	struct stat st;
-	char *buf = NULL;
-	size_t got = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = -1, saved;
-
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &st) < 0)
-		goto out;
-	if (!S_ISREG(st.st_mode) || st.st_size > KEYS_FILE_MAX) {
-		errno = S_ISREG(st.st_mode) ? EFBIG : EINVAL;
-		goto out;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf)
-		goto out;
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			goto out;
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	buf[got] = '\0';
-	*out = buf;
-	*outlen = got;
-	buf = NULL;
-	rc = 0;
-out:
-	saved = errno;
-	free(buf);
-	close(fd);
-	errno = saved;
-	return rc;
+	*out = file_read(path, KEYS_FILE_MAX, outlen);
+	return *out ? 0 : -1;
 }
 
 int keys_write_atomic(const char *path, const void *buf, size_t len,

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "herd/bind.h"
+#include "herd/file.h"
 
 /* Device names and list entries quoted in errors are cut to this many
  * bytes so that a message always fits struct herd_err. */
@@ -216,47 +217,22 @@ out:
 
 struct bind_platform *bind_platform_load(const char *path, struct herd_err *err)
 {
-	struct bind_platform *p = NULL;
-	struct stat st;
-	char *buf = NULL;
-	size_t got = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct bind_platform *p;
+	size_t len = 0;
+	char *buf = file_read(path, BIND_PLATFORM_FILE_MAX, &len);
 
-	if (fd < 0) {
-		herd_errprintf(err, "cannot open topology file %s: %s", path,
-			       strerror(errno));
-		goto out;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    st.st_size > BIND_PLATFORM_FILE_MAX) {
-		herd_errprintf(err,
-			       "topology file %s: not a regular file of at "
-			       "most %d bytes",
-			       path, BIND_PLATFORM_FILE_MAX);
-		goto out;
-	}
-	buf = malloc((size_t)st.st_size + 1);
 	if (!buf) {
-		herd_errprintf(err, "out of memory");
-		goto out;
+		if (errno == EINVAL || errno == EFBIG)
+			herd_errprintf(err,
+				       "topology file %s: not a regular file of "
+				       "at most %d bytes",
+				       path, BIND_PLATFORM_FILE_MAX);
+		else
+			herd_errprintf(err, "cannot open topology file %s: %s",
+				       path, strerror(errno));
+		return NULL;
 	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			herd_errprintf(err, "cannot read topology file %s: %s",
-				       path,
-				       n < 0 ? strerror(errno) : "short read");
-			goto out;
-		}
-		got += (size_t)n;
-	}
-	p = bind_platform_parse(buf, got, path, err);
-out:
-	if (fd >= 0)
-		close(fd);
+	p = bind_platform_parse(buf, len, path, err);
 	free(buf);
 	return p;
 }

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "herd/file.h"
 #include "herd/topo.h"
 
 /* PCI vendor id of NVIDIA and the display classes its GPUs report. */
@@ -463,50 +464,19 @@ static int collect_net(hwloc_topology_t topo, struct topo *t,
 /* Reads path into a new buffer of at most TOPO_XML_MAX bytes. */
 static char *read_xml(const char *path, size_t *len, struct herd_err *err)
 {
-	struct stat st;
-	char *buf = NULL;
-	size_t got = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *buf = file_read(path, TOPO_XML_MAX, len);
 
-	if (fd < 0) {
-		herd_errprintf(err, "cannot open topology %s: %s", path,
-			       strerror(errno));
-		goto out;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (buf)
+		return buf;
+	if (errno == EINVAL)
 		herd_errprintf(err, "topology %s: not a regular file", path);
-		goto out;
-	}
-	if (st.st_size > TOPO_XML_MAX) {
+	else if (errno == EFBIG)
 		herd_errprintf(err, "topology %s: larger than %d bytes", path,
 			       TOPO_XML_MAX);
-		goto out;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		herd_errprintf(err, "out of memory");
-		goto out;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			herd_errprintf(err, "cannot read topology %s: %s", path,
-				       n < 0 ? strerror(errno) : "short read");
-			free(buf);
-			buf = NULL;
-			goto out;
-		}
-		got += (size_t)n;
-	}
-	buf[got] = '\0';
-	*len = got;
-out:
-	if (fd >= 0)
-		close(fd);
-	return buf;
+	else
+		herd_errprintf(err, "cannot open topology %s: %s", path,
+			       strerror(errno));
+	return NULL;
 }
 
 struct topo *topo_load(const char *xml_path, unsigned flags,
