@@ -15,6 +15,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <linux/mempolicy.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,9 +117,13 @@ static void keeper_on_parent_death(int sig)
 /* Runs in the keeper (child of the agent); never returns.  It starts with
  * every signal blocked (spawn_one), so that nothing sent to the new group
  * runs the agent's handlers or is lost before the rank exists. */
+/* NUMA node masks handed to set_mempolicy: nodes below this only. */
+#define RANK_MEM_NODES 1024
+
 static void keeper_main(pid_t agent_pid, int out_w, int err_w,
 			const char *workdir, const cpu_set_t *cpus,
-			char **argv, char **envp)
+			const unsigned long *mem_mask, char **argv,
+			char **envp)
 {
 	static const int stop_sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
 	struct sigaction sa;
@@ -185,6 +191,11 @@ static void keeper_main(pid_t agent_pid, int out_w, int err_w,
 			(void)n;
 			_exit(127);
 		}
+		/* Memory policy: prefer the NUMA node of those cpus (falls
+		 * back to others when it is full); kept across exec. */
+		if (mem_mask)
+			syscall(SYS_set_mempolicy, MPOL_PREFERRED, mem_mask,
+				(unsigned long)RANK_MEM_NODES + 1);
 		execve("/bin/sh", argv, envp);
 		_exit(127);
 	}
@@ -419,7 +430,8 @@ void rank_free_all(struct agent *a)
 
 static int spawn_one(struct agent *a, struct rank *r, const char *command,
 		     const char *workdir, const cpu_set_t *cpus,
-		     struct envv *env, struct herd_err *err)
+		     const unsigned long *mem_mask, struct envv *env,
+		     struct herd_err *err)
 {
 	int out[2] = {-1, -1}, errp[2] = {-1, -1};
 	char *argv[] = {"sh", "-c", (char *)command, NULL};
@@ -436,8 +448,8 @@ static int spawn_one(struct agent *a, struct rank *r, const char *command,
 	sigprocmask(SIG_BLOCK, &all, &old);
 	pid = fork();
 	if (pid == 0)
-		keeper_main(agent_pid, out[1], errp[1], workdir, cpus, argv,
-			    env->v);
+		keeper_main(agent_pid, out[1], errp[1], workdir, cpus,
+			    mem_mask, argv, env->v);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0) {
 		herd_errprintf(err, "fork: %s", strerror(errno));
@@ -504,6 +516,9 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 		struct envv env = {0};
 		const char *cpus;
 		cpu_set_t set;
+		/* One spare word: the kernel reads maxnode - 1 bits. */
+		unsigned long mask[RANK_MEM_NODES / (8 * sizeof(long)) + 1];
+		json_t *mem;
 		int rc;
 
 		r->rank = (int)json_integer_value(json_object_get(jr, "rank"));
@@ -552,8 +567,17 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 						      cpus);
 			}
 		}
+		mem = json_object_get(jr, "mem_node");
+		memset(mask, 0, sizeof(mask));
+		if (json_is_integer(mem) && json_integer_value(mem) >= 0 &&
+		    json_integer_value(mem) < RANK_MEM_NODES) {
+			size_t bit = (size_t)json_integer_value(mem);
+
+			mask[bit / (8 * sizeof(mask[0]))] |=
+				1UL << (bit % (8 * sizeof(mask[0])));
+		}
 		rc = spawn_one(a, r, command, workdir, cpus ? &set : NULL,
-			       &env, err);
+			       json_is_integer(mem) ? mask : NULL, &env, err);
 		envv_free(&env);
 		if (rc < 0) {
 			r->exit_sent = true;

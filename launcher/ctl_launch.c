@@ -321,6 +321,11 @@ json_t *ctl_launch_body(struct ctl *c, struct node *n, const char *command)
 		    c->spec->bind.cpu != SPEC_BIND_CPU_NONE)
 			json_object_set_new(jr, "cpus",
 					    json_string(n->bind[l].cpus));
+		/* Memory from the NUMA node of those cpus, preferred. */
+		if (n->bind && n->bind[l].numa >= 0 &&
+		    c->spec->bind.cpu != SPEC_BIND_CPU_NONE)
+			json_object_set_new(jr, "mem_node",
+					    json_integer(n->bind[l].numa));
 		json_array_append_new(ranks, jr);
 	}
 	body = json_pack("{s:i, s:s, s:I, s:o, s:o}", "attempt", c->attempt,

@@ -689,6 +689,30 @@ out:
 	return rc;
 }
 
+/* The NUMA node whose PUs hold all of each rank's cpus: its memory is
+ * the rank's local memory. */
+static int home_numa(const struct topo *t, int slots, struct bind_rank *out)
+{
+	hwloc_bitmap_t b = hwloc_bitmap_alloc();
+
+	if (!b)
+		return -1;
+	for (int i = 0; i < slots; i++) {
+		if (!out[i].cpus || !out[i].cpus[0] ||
+		    hwloc_bitmap_list_sscanf(b, out[i].cpus) < 0)
+			continue;
+		for (size_t k = 0; k < t->n_numa; k++) {
+			if (!hwloc_bitmap_iszero(t->numa[k].cpuset) &&
+			    hwloc_bitmap_isincluded(b, t->numa[k].cpuset)) {
+				out[i].numa = (int)t->numa[k].os_index;
+				break;
+			}
+		}
+	}
+	hwloc_bitmap_free(b);
+	return 0;
+}
+
 int bind_plan(const struct topo *t, int slots, const struct bind_opts *o,
 	      struct bind_rank *out, struct herd_err *err)
 {
@@ -704,6 +728,7 @@ int bind_plan(const struct topo *t, int slots, const struct bind_opts *o,
 		out[i].local_rank = i;
 		out[i].gpu = -1;
 		out[i].nic_port = -1;
+		out[i].numa = -1;
 	}
 	by_gpu = calloc(t->n_gpus + 1, sizeof(*by_gpu));
 	w = calloc((size_t)slots, sizeof(*w));
@@ -721,6 +746,10 @@ int bind_plan(const struct topo *t, int slots, const struct bind_opts *o,
 	if (o->cpu != SPEC_BIND_CPU_NONE &&
 	    split_domains(t, slots, o, w, out, err) < 0)
 		goto out;
+	if (o->cpu != SPEC_BIND_CPU_NONE && home_numa(t, slots, out) < 0) {
+		herd_errprintf(err, "out of memory");
+		goto out;
+	}
 	rc = 0;
 out:
 	if (rc < 0)

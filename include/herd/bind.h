@@ -105,6 +105,8 @@ struct bind_rank {
 	int n_cpus;  /* PUs in cpus, 0 without a cpuset */
 	int threads; /* cores of the rank's share (OMP_NUM_THREADS),
 		      * 0 with bind.cpu: none */
+	int numa;    /* os index of the one NUMA node holding all of cpus
+		      * (its memory is preferred); -1: none or several */
 };
 
 /* One environment variable from bind_env(). */

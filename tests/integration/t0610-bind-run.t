@@ -74,6 +74,34 @@ test_expect_success 'bind.cpu: none leaves the mask whole and sets no OMP_NUM_TH
 	done
 '
 
+# mem_job MODE: each rank writes the memory policy it runs under.
+mem_job() {
+	cat >"mem-$1.yaml" <<-EOF
+	name: mem-$1
+	nodes: {hosts: "${HERD_CLUSTER_PREFIX}[1-2]", slots: 2}
+	ssh: {identity: $HERD_CLUSTER_KEY, known_hosts: $HERD_CLUSTER_KNOWN_HOSTS}
+	restart: {max: 0}
+	bind: {cpu: $1}
+	launch:
+	  workdir: $PWD
+	  command: 'grep -m1 -o "prefer:[0-9]*\\|default" /proc/self/numa_maps >pol.\$RANK'
+	EOF
+}
+
+test_expect_success 'memory: a bound rank prefers its NUMA node, an unbound one keeps the default policy' '
+	mem_job cores && mem_job none &&
+	rm -f pol.* &&
+	herd run mem-cores.yaml &&
+	for r in 0 1 2 3; do
+		grep -x "prefer:[0-9][0-9]*" pol.$r || return 1
+	done &&
+	rm -f pol.* &&
+	herd run mem-none.yaml &&
+	for r in 0 1 2 3; do
+		grep -x default pol.$r || return 1
+	done
+'
+
 test_expect_success 'launch.env wins over a computed binding variable' '
 	job over cores &&
 	printf "  env: {OMP_NUM_THREADS: \"7\"}\n" >>over.yaml &&
