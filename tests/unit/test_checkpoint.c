@@ -38,7 +38,7 @@ static void mkd(const char *rel)
 static int setup(void **state)
 {
 	(void)state;
-	strcpy(root + strlen(root) - 6, "XXXXXX");
+	memcpy(root + strlen(root) - 6, "XXXXXX", 6);
 	assert_non_null(mkdtemp(root));
 	return 0;
 }
