@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <hwloc.h>
 #include <pmix.h>
 #include <pmix_server.h>
 
@@ -404,8 +405,44 @@ static void info_str(pmix_info_t *i, const char *key, const char *v)
 /* Job info for the attempt's namespace, from LAUNCH's "pmix" object:
  *   {"nspace", "nodes": "h1,h2" (node order), "ppn": "0,1;2,3" (ranks
  *    per node, same order), "job_size", "num_nodes", "node_id",
- *    "hostname", "local": [ranks here], "node_ranks": {...}} */
-static int register_nspace(struct agent *a, json_t *pj, struct herd_err *err)
+ *    "hostname", "local": [ranks here]}
+ * and LAUNCH's ranks (same order as "local") for their cpusets. */
+/* The rank's binding, published as PMIX_CPUSET and PMIX_LOCALITY_STRING
+ * (what MPI uses to tell which peers share a socket or NUMA node), where
+ * the library can make them.  Fills pi[0..] and returns how many. */
+static size_t cpuset_info(pmix_info_t *pi, const char *cpus)
+{
+	hwloc_bitmap_t b;
+	pmix_cpuset_t cs;
+	char *str = NULL;
+	size_t n = 0;
+
+	if (!cpus || !cpus[0] || !(b = hwloc_bitmap_alloc()))
+		return 0;
+	if (hwloc_bitmap_list_sscanf(b, cpus) == 0) {
+		cs.source = "hwloc";
+		cs.bitmap = b;
+		if (PMIx_server_generate_cpuset_string(&cs, &str) ==
+			    PMIX_SUCCESS &&
+		    str) {
+			PMIX_INFO_LOAD(&pi[n++], PMIX_CPUSET, str, PMIX_STRING);
+			free(str);
+			str = NULL;
+		}
+		if (PMIx_server_generate_locality_string(&cs, &str) ==
+			    PMIX_SUCCESS &&
+		    str) {
+			PMIX_INFO_LOAD(&pi[n++], PMIX_LOCALITY_STRING, str,
+				       PMIX_STRING);
+			free(str);
+		}
+	}
+	hwloc_bitmap_free(b);
+	return n;
+}
+
+static int register_nspace(struct agent *a, json_t *pj, json_t *ranks,
+			   struct herd_err *err)
 {
 	struct pmix_state *p = a->pmix;
 	const char *nodes = json_string_value(json_object_get(pj, "nodes"));
@@ -462,12 +499,14 @@ static int register_nspace(struct agent *a, json_t *pj, struct herd_err *err)
 			(pmix_rank_t)json_integer_value(json_array_get(local, i));
 		uint16_t lr = (uint16_t)i;
 
-		PMIX_DATA_ARRAY_CREATE(darray, 4, PMIX_INFO);
+		PMIX_DATA_ARRAY_CREATE(darray, 6, PMIX_INFO);
 		pi = (pmix_info_t *)darray->array;
 		PMIX_INFO_LOAD(&pi[0], PMIX_RANK, &rank, PMIX_PROC_RANK);
 		PMIX_INFO_LOAD(&pi[1], PMIX_LOCAL_RANK, &lr, PMIX_UINT16);
 		PMIX_INFO_LOAD(&pi[2], PMIX_NODE_RANK, &lr, PMIX_UINT16);
 		PMIX_INFO_LOAD(&pi[3], PMIX_HOSTNAME, host, PMIX_STRING);
+		darray->size = 4 + cpuset_info(&pi[4], json_string_value(
+			json_object_get(json_array_get(ranks, i), "cpus")));
 		PMIX_LOAD_KEY(info[k].key, PMIX_PROC_DATA);
 		info[k].value.type = PMIX_DATA_ARRAY;
 		info[k].value.data.darray = darray;
@@ -523,7 +562,7 @@ int pmix_prepare(struct agent *a, json_t *launch, struct herd_err *err)
 	a->pmix->fence_seq = 0;
 	snprintf(a->pmix->nspace, sizeof(a->pmix->nspace), PMIX_NSPACE_FMT,
 		 PMIX_MAX_NSLEN - 16, job ? job : "job", a->attempt);
-	return register_nspace(a, pj, err);
+	return register_nspace(a, pj, json_object_get(launch, "ranks"), err);
 }
 
 int pmix_setup_rank(struct agent *a, struct rank *r, struct envv *env,
