@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "herd/hostlist.h"
+#include "herd/spawn.h"
 #include "resolve.h"
 
 /* Quoted commands and names are cut to this many bytes in messages. */
@@ -200,21 +201,8 @@ static void command_child(const char *cmd, const char *dir, int out_fd,
 {
 	static const char chdir_failed[] = "herd: cannot enter the job "
 					   "file's directory\n";
-	struct sigaction dfl = {.sa_handler = SIG_DFL};
-	sigset_t none;
-	int null_fd;
 
-	setpgid(0, 0);
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != parent)
-		_exit(127);
-	for (int sig = 1; sig < NSIG; sig++)
-		sigaction(sig, &dfl, NULL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	null_fd = open("/dev/null", O_RDONLY);
-	if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(out_fd, 1) < 0 ||
-	    dup2(err_fd, 2) < 0)
+	if (spawn_child_setup(parent, out_fd, err_fd) < 0)
 		_exit(127);
 	if (chdir(dir) < 0) {
 		if (write(2, chdir_failed, sizeof(chdir_failed) - 1) < 0)

@@ -57,6 +57,7 @@
 
 #include "herd/auth.h"
 #include "herd/hostlist.h"
+#include "herd/spawn.h"
 #include "transport.h"
 
 extern char **environ;
@@ -489,24 +490,13 @@ static void step_keeper(char *const argv[], char *const envp[], int out_w,
 			int err_w, int status_w, pid_t parent)
 {
 	static const char exec_failed[] = "srun: cannot be executed\n";
-	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	struct sigaction ign = {.sa_handler = SIG_IGN};
-	int status = 127 << 8, null_fd;
+	int status = 127 << 8;
 	pid_t pid, keeper = getpid();
-	sigset_t none;
 
-	setpgid(0, 0);
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != parent)
-		_exit(127);
-	for (int sig = 1; sig < NSIG; sig++)
-		sigaction(sig, &dfl, NULL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	null_fd = open("/dev/null", O_RDWR);
 	/* From here on fd 0 is /dev/null and 3 the status pipe. */
-	if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(out_w, 1) < 0 ||
-	    dup2(err_w, 2) < 0 || dup2(status_w, 3) < 0)
+	if (spawn_child_setup(parent, out_w, err_w) < 0 ||
+	    dup2(status_w, 3) < 0)
 		_exit(127);
 	/* Nothing of herd's (sockets of other nodes, the listener) may
 	 * stay open in the keeper or srun: the pumps see their ends. */
