@@ -48,6 +48,8 @@ struct ssh_priv {
 	pthread_mutex_t live_lock;
 	pthread_cond_t live_cond;
 	int live;		/* node threads still running */
+	pthread_t *tids;	/* node threads not joined yet */
+	int n_tids, cap_tids;
 	char agent_name[96];	/* agent-VERSION-HASH in ~/.cache/herd */
 	char *known_hosts;	/* ~ expanded */
 	char *identity;		/* ~ expanded, or NULL */
@@ -530,6 +532,31 @@ out:
 	return NULL;
 }
 
+/* Node threads are joined, not detached: a thread's OpenSSL state (its
+ * random generators) is freed only when it has ended, so herd must not
+ * exit while one is still on its way out.  Threads that ended are joined
+ * here, so a long job that reconnects keeps no dead stacks. */
+static int keep_tid(struct ssh_priv *priv, pthread_t tid)
+{
+	int kept = 0;
+
+	for (int i = 0; i < priv->n_tids; i++)
+		if (pthread_tryjoin_np(priv->tids[i], NULL) != 0)
+			priv->tids[kept++] = priv->tids[i];
+	priv->n_tids = kept;
+	if (priv->n_tids == priv->cap_tids) {
+		int cap = priv->cap_tids ? 2 * priv->cap_tids : 64;
+		pthread_t *tids = realloc(priv->tids, cap * sizeof(*tids));
+
+		if (!tids)
+			return -1;
+		priv->tids = tids;
+		priv->cap_tids = cap;
+	}
+	priv->tids[priv->n_tids++] = tid;
+	return 0;
+}
+
 static int ssh_start(struct transport *t, const char *host,
 		     struct herd_err *err)
 {
@@ -554,7 +581,6 @@ static int ssh_start(struct transport *t, const char *host,
 	priv->live++;
 	pthread_mutex_unlock(&priv->live_lock);
 	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	/* 256 KiB stacks: a thousand nodes stay cheap. */
 	pthread_attr_setstacksize(&attr, 256 * 1024);
 	if (pthread_create(&tid, &attr, node_thread, n) != 0) {
@@ -570,6 +596,8 @@ static int ssh_start(struct transport *t, const char *host,
 				      host);
 	}
 	pthread_attr_destroy(&attr);
+	if (keep_tid(priv, tid) < 0)
+		pthread_detach(tid);	/* out of memory: not worth failing */
 	return sv[0];
 }
 
@@ -598,6 +626,12 @@ static void ssh_free_priv(struct transport *t)
 	t->priv = NULL;
 	if (live > 0)
 		return;
+	/* Every thread is past its last use of the shared state; wait
+	 * (bounded) until each has ended and freed its own. */
+	for (int i = 0; i < priv->n_tids; i++)
+		if (pthread_timedjoin_np(priv->tids[i], NULL, &deadline) != 0)
+			return;
+	free(priv->tids);
 	sem_destroy(&priv->fanout);
 	free(priv->known_hosts);
 	free(priv->identity);
