@@ -87,8 +87,17 @@ deps:
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
+# Each script runs verbose (sharness -v): a failing test shows its
+# commands' output.  Sanitizer reports go to build/sanitizer too and are
+# printed at the end.
 integration: all examples
-	prove -v tests/integration/*.t
+	@rm -rf $(BUILD)/sanitizer && mkdir -p $(BUILD)/sanitizer
+	@HERD_SANITIZER_LOG=$(abspath $(BUILD)/sanitizer) \
+		prove -v tests/integration/*.t :: -v; rc=$$?; \
+	for f in $(BUILD)/sanitizer/*; do \
+		[ -e "$$f" ] || continue; \
+		echo "== sanitizer report $$f"; cat "$$f"; rc=1; \
+	done; exit $$rc
 
 fuzz-smoke: $(FUZZ_BIN)
 	@tests/fuzz/run $(FUZZ_SECONDS) $(FUZZ_BIN)

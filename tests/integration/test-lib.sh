@@ -19,6 +19,13 @@ fi
 # Sanitizer builds: any report fails the process that made it.
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# `make integration` collects every report in one directory as well and
+# prints them at the end: a test that sends herd's stderr to a file would
+# otherwise hide why it failed.
+if [ -n "${HERD_SANITIZER_LOG:-}" ]; then
+	ASAN_OPTIONS=$ASAN_OPTIONS:log_path=$HERD_SANITIZER_LOG/asan
+	UBSAN_OPTIONS=$UBSAN_OPTIONS:log_path=$HERD_SANITIZER_LOG/ubsan
+fi
 export ASAN_OPTIONS UBSAN_OPTIONS
 
 # require_cmd CMD...: bail out (fail the run, never skip) when a command a
