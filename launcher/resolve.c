@@ -22,7 +22,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "herd/hostlist.h"
+#include "herd/inventory.h"
+#include "herd/version.h"
 #include "herd/spawn.h"
 #include "resolve.h"
 
@@ -430,6 +434,160 @@ out:
 	return hf;
 }
 
+/* ---- nodes.inventory: an HTTP JSON API --------------------------------- */
+
+struct body {
+	char *buf;
+	size_t len, cap;
+	bool too_big;
+};
+
+static size_t body_write(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+	struct body *b = arg;
+	size_t n = size * nmemb;
+
+	if (b->len + n > RESOLVE_INVENTORY_MAX) {
+		b->too_big = true;
+		return 0;
+	}
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap : 64 * 1024;
+		char *p;
+
+		while (cap < b->len + n)
+			cap *= 2;
+		if (!(p = realloc(b->buf, cap)))
+			return 0;
+		b->buf = p;
+		b->cap = cap;
+	}
+	memcpy(b->buf + b->len, ptr, n);
+	b->len += n;
+	return n;
+}
+
+/* The URL for messages: scheme://host[:port]/path, without user, password
+ * or query, which may carry secrets.  Into out (size bytes). */
+static void url_shown(const char *url, char *out, size_t size)
+{
+	char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL;
+	CURLU *u = curl_url();
+
+	snprintf(out, size, "(unreadable URL)");
+	if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
+		curl_url_get(u, CURLUPART_PORT, &port, 0);
+		curl_url_get(u, CURLUPART_PATH, &path, 0);
+		snprintf(out, size, "%s://%s%s%s%s", scheme, host,
+			 port ? ":" : "", port ? port : "", path ? path : "");
+	}
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_free(path);
+	curl_url_cleanup(u);
+}
+
+/* GET nodes.inventory.url (a bearer token from $token_env, never shown),
+ * at most nodes.command_timeout, redirects only to http(s); the answer is
+ * parsed by inventory_parse(). */
+static struct hostfile *source_inventory(const struct spec *spec,
+					 const char *dir,
+					 enum resolve_fail *fail,
+					 struct herd_err *err)
+{
+	const char *env = spec->nodes.inventory.token_env;
+	const char *token = env ? getenv(env) : NULL;
+	char shown[512], what[PATH_MAX + 600], cerr[CURL_ERROR_SIZE] = "";
+	struct curl_slist *headers = NULL;
+	struct hostfile *hf = NULL;
+	struct body b = {0};
+	CURL *h = NULL;
+	long code = 0;
+	CURLcode rc;
+
+	(void)dir;
+	*fail = RESOLVE_FAIL_RUNTIME;
+	url_shown(spec->nodes.inventory.url, shown, sizeof(shown));
+	snprintf(what, sizeof(what), "%s: nodes.inventory %s", spec->path,
+		 shown);
+	if (env && (!token || !*token)) {
+		*fail = RESOLVE_FAIL_INPUT;
+		herd_errprintf(err,
+			       "%s: nodes.inventory.token_env names %s, which "
+			       "is not set (export it with the inventory's "
+			       "token)",
+			       spec->path, env);
+		return NULL;
+	}
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK ||
+	    !(h = curl_easy_init()) ||
+	    !(headers = curl_slist_append(NULL, "Accept: application/json"))) {
+		herd_errprintf(err, "%s: cannot set up libcurl", what);
+		goto out;
+	}
+	curl_easy_setopt(h, CURLOPT_URL, spec->nodes.inventory.url);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
+			 (long)spec->nodes.command_timeout_ms);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "herd/" HERD_VERSION);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, body_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	if (token) {
+		/* Sent to the URL's own host only, not after a redirect to
+		 * another one (libcurl's rule without UNRESTRICTED_AUTH). */
+		curl_easy_setopt(h, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
+		curl_easy_setopt(h, CURLOPT_XOAUTH2_BEARER, token);
+	}
+	rc = curl_easy_perform(h);
+	if (b.too_big) {
+		herd_errprintf(err, "%s: the answer is larger than %d MiB",
+			       what, RESOLVE_INVENTORY_MAX >> 20);
+		goto out;
+	}
+	if (rc == CURLE_OPERATION_TIMEDOUT) {
+		herd_errprintf(err,
+			       "%s: no answer within %ld ms "
+			       "(nodes.command_timeout)",
+			       what, spec->nodes.command_timeout_ms);
+		goto out;
+	}
+	if (rc != CURLE_OK) {
+		herd_errprintf(err, "%s: %s", what,
+			       cerr[0] ? cerr : curl_easy_strerror(rc));
+		goto out;
+	}
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	if (code != 200) {
+		herd_errprintf(err, "%s: HTTP status %ld%s", what, code,
+			       code == 401 || code == 403
+				   ? (env ? " (is the token in "
+					    "nodes.inventory.token_env "
+					    "right?)"
+					  : " (does it need a token? set "
+					    "nodes.inventory.token_env)")
+				   : "");
+		goto out;
+	}
+	*fail = RESOLVE_FAIL_INPUT;
+	hf = inventory_parse(b.buf ? b.buf : "", b.len,
+			     spec->nodes.inventory.filter, what, err);
+out:
+	curl_slist_free_all(headers);
+	if (h)
+		curl_easy_cleanup(h);
+	free(b.buf);
+	return hf;
+}
+
 /* ---- the table -------------------------------------------------------- */
 
 static const struct source sources[] = {
@@ -437,9 +595,7 @@ static const struct source sources[] = {
     {SPEC_SOURCE_HOSTS, "nodes.hosts", source_hosts, NULL},
     {SPEC_SOURCE_HOSTFILE, "nodes.hostfile", source_hostfile, NULL},
     {SPEC_SOURCE_SLURM, "nodes.slurm", source_slurm, NULL},
-    {SPEC_SOURCE_INVENTORY, "nodes.inventory", NULL,
-     "nodes.inventory is not supported by this herd: list the hosts "
-     "with nodes.hosts, nodes.hostfile or nodes.command"},
+    {SPEC_SOURCE_INVENTORY, "nodes.inventory", source_inventory, NULL},
     {SPEC_SOURCE_COMMAND, "nodes.command", source_command, NULL},
 };
 

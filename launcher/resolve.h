@@ -27,6 +27,9 @@
  * largest cluster is well under 1 MiB; 16 MiB bounds a runaway script. */
 #define RESOLVE_COMMAND_OUTPUT_MAX (16 * 1024 * 1024)
 
+/* An inventory's answer beyond this is an error (as a command's). */
+#define RESOLVE_INVENTORY_MAX RESOLVE_COMMAND_OUTPUT_MAX
+
 /* The last line of a failing command's stderr quoted in the error. */
 #define RESOLVE_STDERR_LINE_MAX 256
 

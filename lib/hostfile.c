@@ -295,36 +295,44 @@ struct parse {
 	int depth;
 };
 
-static int host_check(struct parse *p, const char *host)
+int hostfile_host_check(const char *host, const char *where,
+			struct herd_err *err)
 {
 	size_t n = strlen(host);
 
 	if (n == 0)
-		return herd_errprintf(p->err, "%s:%zu: expected a host name",
-				      p->name, p->line);
+		return herd_errprintf(err, "%s: expected a host name", where);
 	if (n > HOSTFILE_HOST_MAX)
-		return herd_errprintf(p->err,
-				      "%s:%zu: host name '%.*s...' is longer "
+		return herd_errprintf(err,
+				      "%s: host name '%.*s...' is longer "
 				      "than %d characters",
-				      p->name, p->line, QUOTE_MAX, host,
+				      where, QUOTE_MAX, host,
 				      HOSTFILE_HOST_MAX);
 	if (strchr(host, '='))
-		return herd_errprintf(p->err,
-				      "%s:%zu: expected a host name first, "
+		return herd_errprintf(err,
+				      "%s: expected a host name first, "
 				      "found '%.*s'",
-				      p->name, p->line, QUOTE_MAX, host);
+				      where, QUOTE_MAX, host);
 	for (size_t i = 0; i < n; i++) {
 		char c = host[i];
 
 		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 		    (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_')
 			continue;
-		return herd_errprintf(p->err,
-				      "%s:%zu: bad host name '%.*s' (expected "
+		return herd_errprintf(err,
+				      "%s: bad host name '%.*s' (expected "
 				      "letters, digits, '.', '-' or '_')",
-				      p->name, p->line, QUOTE_MAX, host);
+				      where, QUOTE_MAX, host);
 	}
 	return 0;
+}
+
+static int host_check(struct parse *p, const char *host)
+{
+	char where[HERD_ERR_MAX];
+
+	snprintf(where, sizeof(where), "%s:%zu", p->name, p->line);
+	return hostfile_host_check(host, where, p->err);
 }
 
 static int host_add(struct parse *p, const char *host, int slots, size_t line)

@@ -18,6 +18,7 @@
 #include <yaml.h>
 
 #include "herd/hostlist.h"
+#include "herd/inventory.h"
 #include "herd/spec.h"
 
 /* Values quoted in messages are cut to this many characters so that one
@@ -667,6 +668,50 @@ static int set_inventory(struct ctx *c, const struct field *f, yaml_node_t *key,
 	return source(c, f, key);
 }
 
+static int set_inventory_url(struct ctx *c, const struct field *f,
+			     yaml_node_t *key, yaml_node_t *val)
+{
+	const char *url;
+
+	if (set_str(c, f, key, val) < 0)
+		return -1;
+	url = c->spec->nodes.inventory.url;
+	if (url && strncmp(url, "http://", 7) != 0 &&
+	    strncmp(url, "https://", 8) != 0)
+		return perr(c, val->start_mark,
+			    "expected an http:// or https:// URL for %s", f->name);
+	return 0;
+}
+
+static int set_inventory_token_env(struct ctx *c, const struct field *f,
+				   yaml_node_t *key, yaml_node_t *val)
+{
+	const char *name;
+
+	if (set_str(c, f, key, val) < 0)
+		return -1;
+	name = c->spec->nodes.inventory.token_env;
+	if (!name || env_name_ok(name))
+		return 0;
+	return perr(c, val->start_mark,
+		    "expected the name of an environment variable for %s "
+		    "(the variable holds the token; the token itself never "
+		    "goes into the job file)",
+		    f->name);
+}
+
+static int set_inventory_filter(struct ctx *c, const struct field *f,
+				yaml_node_t *key, yaml_node_t *val)
+{
+	struct herd_err e;
+
+	if (set_str(c, f, key, val) < 0)
+		return -1;
+	if (inventory_filter_check(c->spec->nodes.inventory.filter, &e) < 0)
+		return perr(c, val->start_mark, "%s: %s", f->name, e.text);
+	return 0;
+}
+
 static int set_slurm_section(struct ctx *c, const struct field *f,
 			     yaml_node_t *key, yaml_node_t *val)
 {
@@ -718,13 +763,13 @@ static const char *const source_names[] = {
 
 static const struct field inventory_keys[] = {
     {.name = "nodes.inventory.url",
-     .set = set_str,
+     .set = set_inventory_url,
      .off = OFF(nodes.inventory.url)},
     {.name = "nodes.inventory.token_env",
-     .set = set_str,
+     .set = set_inventory_token_env,
      .off = OFF(nodes.inventory.token_env)},
     {.name = "nodes.inventory.filter",
-     .set = set_str,
+     .set = set_inventory_filter,
      .off = OFF(nodes.inventory.filter)},
     {0},
 };

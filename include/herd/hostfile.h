@@ -105,6 +105,11 @@ struct hostfile *hostfile_new(void);
 int hostfile_push(struct hostfile *hf, const char *host, int slots, size_t line,
 		  struct herd_err *err);
 
+/* Checks one host name (the rules above); where prefixes the message
+ * ("file:line").  Returns 0, or -1 with err filled. */
+int hostfile_host_check(const char *host, const char *where,
+			struct herd_err *err);
+
 /* Finds a host listed twice: returns 1 and sets *first and *second to the
  * indexes of the two entries (first < second, second the smallest such
  * index), or 0 when every host is unique, or -1 when out of memory. */

@@ -529,7 +529,7 @@ static void test_round_trip(void **state)
 		   "nodes: {hosts: [a, 'b[1-3]'], count: 2, min: 1}\n"
 		   "bind: {nic: none}\nhealth: {progress_timeout: 1500ms}\n");
 	round_trip(MIN "nodes:\n  inventory: {url: 'http://x:80/y?a=b&c',"
-		       " filter: 'gpu: true'}\n");
+		       " filter: 'labels.gpu=a: b, n=#1'}\n");
 	round_trip(MIN "nodes: {hostfile: '- odd name'}\n"
 		       "slurm: {extra: ['--x=1', '#y'], nodes: 3}\n");
 }
