@@ -406,9 +406,13 @@ int main(int argc, char **argv)
 	/* Everything is reaped; make sure no group member outlives us. */
 	rank_signal_all(&a, SIGKILL);
 	rank_free_all(&a);
+	/* Everything is sent (the loop stops only then): hang up before
+	 * PMIx's own teardown, which takes about half a second and which
+	 * the controller need not wait for. */
+	conn_free(a.conn);
+	a.conn = NULL;
 	pmix_fini(&a);
 	health_fini(&a);
-	conn_free(a.conn);
 	loop_free(a.loop);
 	return 0;
 }

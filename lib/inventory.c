@@ -290,7 +290,7 @@ struct hostfile *inventory_parse(const char *body, size_t len,
 	json_array_foreach(entries, i, e)
 	{
 		char where[HERD_ERR_MAX];
-		const char *name;
+		const char *name = NULL;
 		int slots;
 
 		if (entry_host(e, i, what, &name, &slots, err) < 0)
