@@ -26,8 +26,8 @@
 
 #include "herd/hostlist.h"
 #include "herd/inventory.h"
-#include "herd/version.h"
 #include "herd/spawn.h"
+#include "herd/version.h"
 #include "resolve.h"
 
 /* Quoted commands and names are cut to this many bytes in messages. */

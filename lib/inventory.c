@@ -61,11 +61,9 @@ static int filter_parse(const char *text, struct filter *f,
 		char *eq = strchr(tok, '='), *key, *val;
 
 		if (!*trim(tok))
-			continue; /* "a=b,,c=d" or a trailing comma */
+			continue; /* a blank between commas */
 		if (!eq) {
-			herd_errprintf(err,
-				       "expected key=value, found "
-				       "'%.*s'",
+			herd_errprintf(err, "expected key=value, found '%.*s'",
 				       QUOTE_MAX, trim(tok));
 			goto fail;
 		}
@@ -73,15 +71,12 @@ static int filter_parse(const char *text, struct filter *f,
 		key = trim(tok);
 		val = trim(eq + 1);
 		if (!*key) {
-			herd_errprintf(err,
-				       "expected a key before "
-				       "'=%.*s'",
+			herd_errprintf(err, "expected a key before '=%.*s'",
 				       QUOTE_MAX, val);
 			goto fail;
 		}
 		if (f->n == INVENTORY_FILTER_MAX) {
-			herd_errprintf(err,
-				       "more than %d key=value pairs",
+			herd_errprintf(err, "more than %d key=value pairs",
 				       INVENTORY_FILTER_MAX);
 			goto fail;
 		}

@@ -679,7 +679,8 @@ static int set_inventory_url(struct ctx *c, const struct field *f,
 	if (url && strncmp(url, "http://", 7) != 0 &&
 	    strncmp(url, "https://", 8) != 0)
 		return perr(c, val->start_mark,
-			    "expected an http:// or https:// URL for %s", f->name);
+			    "expected an http:// or https:// URL for %s",
+			    f->name);
 	return 0;
 }
 
