@@ -2,7 +2,6 @@
  * see sbatch.h. */
 #include <ctype.h>
 #include <errno.h>
-#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -20,6 +19,7 @@
 
 #include "herd/render.h"
 #include "sbatch.h"
+#include "template.h"
 
 /* Exported by libslurm but not declared in slurm.h (DESIGN.md, "Slurm
  * facts"): Slurm's own parser of sbatch --time values, and the names of
@@ -448,73 +448,9 @@ const char *sbatch_output_dir(const struct sbatch *sb)
 	return sb->output_dir;
 }
 
-/* Reads path whole, refusing more than max bytes.  NULL with errno. */
-static char *read_file(const char *path, size_t max)
-{
-	FILE *f = fopen(path, "r");
-	char *buf = NULL, *ret = NULL;
-	size_t n;
-
-	if (!f)
-		return NULL;
-	buf = malloc(max + 1);
-	if (!buf)
-		goto out;
-	n = fread(buf, 1, max + 1, f);
-	if (ferror(f))
-		goto out;
-	if (n > max) {
-		errno = EFBIG;
-		goto out;
-	}
-	if (memchr(buf, '\0', n)) {
-		errno = EINVAL;
-		goto out;
-	}
-	buf[n] = '\0';
-	ret = buf;
-	buf = NULL;
-out:
-	free(buf);
-	fclose(f);
-	return ret;
-}
-
 char *sbatch_template_load(const char *self, struct herd_err *err)
 {
-	static const char *const dirs[] = {"../templates",
-					   "../share/herd/templates"};
-	char *copy, *bin, *text = NULL;
-	char tried[2][PATH_MAX];
-
-	copy = strdup(self);
-	if (!copy) {
-		herd_errprintf(err, "out of memory");
-		return NULL;
-	}
-	bin = dirname(copy);
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		snprintf(tried[i], sizeof(tried[i]), "%s/%s/%s", bin, dirs[i],
-			 SBATCH_TEMPLATE);
-		text = read_file(tried[i], SBATCH_SCRIPT_MAX);
-		if (text)
-			break;
-		if (errno != ENOENT) {
-			herd_errprintf(err, "%s: %s", tried[i],
-				       errno == EFBIG	 ? "larger than 4 MiB"
-				       : errno == EINVAL ? "holds a NUL byte"
-							 : strerror(errno));
-			goto out;
-		}
-	}
-	if (!text)
-		herd_errprintf(err,
-			       "cannot find the batch script template: "
-			       "neither %s nor %s exists",
-			       tried[0], tried[1]);
-out:
-	free(copy);
-	return text;
+	return template_load(self, SBATCH_TEMPLATE, err);
 }
 
 /* Appends to a malloc'd string; -1 when out of memory or past

@@ -20,8 +20,7 @@
 #include "herd/err.h"
 #include "herd/spec.h"
 
-/* The template's file name, looked up next to bin/herd: DIR/../templates,
- * then DIR/../share/herd/templates (an installed herd). */
+/* The template's file name in herd's templates directory (template.h). */
 #define SBATCH_TEMPLATE "sbatch.sh.tmpl"
 
 /* Slurm's own default MaxScriptSize (4 MiB): a bigger script would only
@@ -57,9 +56,8 @@ void sbatch_free(struct sbatch *sb);
  * not create (no '%' pattern in it); NULL otherwise.  Owned by sb. */
 const char *sbatch_output_dir(const struct sbatch *sb);
 
-/* Reads the template found next to the program at self (the path of
- * bin/herd).  Returns its malloc'd text, or NULL with err naming every
- * place looked in. */
+/* Reads the template from the templates directory of the program at self
+ * (the path of bin/herd).  Returns its malloc'd text, or NULL with err. */
 char *sbatch_template_load(const char *self, struct herd_err *err);
 
 /* Renders tmpl (strict: an unknown {{placeholder}} is an error) into a

@@ -1,0 +1,68 @@
+/* template.c — finding and reading job templates; see template.h. */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "herd/file.h"
+#include "template.h"
+
+int template_dir(const char *self, char *dir, size_t size,
+		 struct herd_err *err)
+{
+	static const char *const dirs[] = {"../templates",
+					   "../share/herd/templates"};
+	char tried[2][PATH_MAX];
+	char *copy = strdup(self), *bin;
+	struct stat st;
+
+	if (!copy)
+		return herd_errprintf(err, "out of memory");
+	bin = dirname(copy);
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(tried[i], sizeof(tried[i]), "%s/%s", bin, dirs[i]);
+		if (stat(tried[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+			snprintf(dir, size, "%s", tried[i]);
+			free(copy);
+			return 0;
+		}
+	}
+	free(copy);
+	return herd_errprintf(err,
+			      "cannot find herd's templates: neither %s nor "
+			      "%s is a directory",
+			      tried[0], tried[1]);
+}
+
+char *template_read(const char *path, struct herd_err *err)
+{
+	size_t len;
+	char *text = file_read(path, TEMPLATE_MAX, &len);
+
+	if (!text) {
+		herd_errprintf(err, "%s: %s", path,
+			       errno == EFBIG	 ? "larger than 4 MiB"
+			       : errno == EINVAL ? "not a regular file"
+						 : strerror(errno));
+		return NULL;
+	}
+	if (memchr(text, '\0', len)) {
+		herd_errprintf(err, "%s: holds a NUL byte", path);
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+char *template_load(const char *self, const char *name, struct herd_err *err)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 256];
+
+	if (template_dir(self, dir, sizeof(dir), err) < 0)
+		return NULL;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return template_read(path, err);
+}
