@@ -46,7 +46,7 @@ char *render_text(const char *tmpl, const struct render_var *vars,
 	if (sb_add(&b, "", 0) < 0)
 		goto oom;
 	while (*p) {
-		const char *open = strstr(p, "{{"), *q, *name, *end;
+		const char *open = strstr(p, "{{"), *q, *name, *end, *dflt;
 		const char *value = NULL;
 		size_t nlen;
 
@@ -66,6 +66,19 @@ char *render_text(const char *tmpl, const struct render_var *vars,
 		nlen = (size_t)(q - name);
 		while (*q == ' ')
 			q++;
+		dflt = NULL;
+		if (nlen && *q == '|') {
+			/* {{name|default}}: the default runs to the "}}" on the
+			 * same line. */
+			dflt = q + 1;
+			q = strstr(dflt, "}}");
+			if (!q || memchr(dflt, '\n', (size_t)(q - dflt))) {
+				if (sb_add(&b, "{{", 2) < 0)
+					goto oom;
+				p = open + 2;
+				continue;
+			}
+		}
 		if (nlen == 0 || q[0] != '}' || q[1] != '}') {
 			if (sb_add(&b, "{{", 2) < 0)	/* not a placeholder */
 				goto oom;
@@ -79,6 +92,19 @@ char *render_text(const char *tmpl, const struct render_var *vars,
 				value = vars[i].value ? vars[i].value : "";
 				break;
 			}
+		}
+		if (!value && dflt) {
+			const char *dend = q;
+
+			/* Blanks around the default are layout, not value. */
+			while (*dflt == ' ')
+				dflt++;
+			while (dend > dflt && dend[-1] == ' ')
+				dend--;
+			if (sb_add(&b, dflt, (size_t)(dend - dflt)) < 0)
+				goto oom;
+			p = end;
+			continue;
 		}
 		if (!value && strict) {
 			herd_errprintf(err, "unknown placeholder {{%.*s}}",

@@ -1,7 +1,9 @@
 /* render.h — fills {{placeholders}} in job text (commands, paths, job
  * templates).  A placeholder is {{name}} with optional spaces inside the
- * braces; names are [A-Za-z0-9_.]+.  Values come from a caller-given list
- * of name/value pairs.
+ * braces; names are [A-Za-z0-9_.]+.  {{name|default}} gives the text up
+ * to the closing "}}" on the same line (blanks around it dropped) when
+ * name has no value.
+ * Values come from a caller-given list of name/value pairs.
  */
 #ifndef HERD_RENDER_H
 #define HERD_RENDER_H
@@ -20,8 +22,8 @@ struct render_var {
 };
 
 /* Returns a malloc'd copy of tmpl with every {{name}} replaced by its
- * value.  An unknown name is an error when strict is nonzero, and is kept
- * verbatim otherwise.  An unclosed "{{" is kept verbatim.  Returns NULL
+ * value, else its default.  An unknown name without a default is an
+ * error when strict is nonzero, and is kept verbatim otherwise.  An unclosed "{{" is kept verbatim.  Returns NULL
  * with err. */
 char *render_text(const char *tmpl, const struct render_var *vars,
 		  size_t n_vars, int strict, struct herd_err *err);
