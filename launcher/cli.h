@@ -14,6 +14,7 @@ int cmd_run(int argc, char **argv);
 int cmd_sbatch(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_keys(int argc, char **argv);
+int cmd_render(int argc, char **argv);
 
 /* The herd-agent installed next to this herd, into out; returns 0, or -1
  * when it is not there (out still names where it was looked for). */

@@ -21,7 +21,8 @@ static void hosts_usage(FILE *out)
 	    "usage: herd hosts JOB.yaml [--format FMT] [--spares]\n"
 	    "\n"
 	    "Resolves the job's nodes (nodes.hosts, nodes.hostfile,\n"
-	    "nodes.command, nodes.slurm; localhost when none is given),\n"
+	    "nodes.command, nodes.slurm, nodes.inventory; localhost when\n"
+	    "none is given),\n"
 	    "applies nodes.count and nodes.spares, and prints the nodes\n"
 	    "as a hostfile.\n"
 	    "\n"
@@ -41,7 +42,9 @@ static void hosts_usage(FILE *out)
 	    "a count write 1.\n"
 	    "\n"
 	    "Exit status: 0 success; 1 a discovery command failed or timed\n"
-	    "out; 2 a bad job spec, hostfile or usage.\n");
+	    "out, or the inventory could not be reached or answered an\n"
+	    "HTTP error; 2 a bad job spec, hostfile, inventory answer or\n"
+	    "usage.\n");
 }
 
 /* Writes the nodes, then (with spares) the spares, to stdout. */

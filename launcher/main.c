@@ -27,6 +27,9 @@ static const struct command commands[] = {
 	 "start the job on every node and watch it", cmd_run},
 	{"sbatch", "JOB.yaml [--dry-run] [--wait]",
 	 "submit the job to Slurm (libslurm); print the job id", cmd_sbatch},
+	{"render", "TEMPLATE [--set K=V ...] [-o DIR]",
+	 "fill a job template (DeepSpeed ZeRO-3 config, fine-tuning job)",
+	 cmd_render},
 	{"hostlist", "[--expand|--compress] EXPR...",
 	 "expand or compress Slurm hostlist expressions", cmd_hostlist},
 };

@@ -25,7 +25,11 @@ int template_dir(const char *self, char *dir, size_t size,
 	for (size_t i = 0; i < 2; i++) {
 		snprintf(tried[i], sizeof(tried[i]), "%s/%s", bin, dirs[i]);
 		if (stat(tried[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-			snprintf(dir, size, "%s", tried[i]);
+			char real[PATH_MAX];
+
+			/* "/usr/share/herd/templates", not ".../bin/../..." */
+			snprintf(dir, size, "%s",
+				 realpath(tried[i], real) ? real : tried[i]);
 			free(copy);
 			return 0;
 		}

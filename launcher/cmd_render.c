@@ -1,0 +1,471 @@
+/* cmd_render.c — `herd render TEMPLATE [--set k=v ...] [-o DIR]`: fill a
+ * job template's {{placeholders}} and check what comes out. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+#include "herd/render.h"
+#include "herd/spec.h"
+#include "template.h"
+
+/* Writing the output failed: not the user's input. */
+#define EXIT_RUNTIME 1
+
+/* More --set options than this is a runaway script, not a job. */
+#define SETS_MAX 256
+
+/* Placeholders herd run fills in at launch: kept as they are. */
+static const char *const run_time[] = {"checkpoint", "resume_args",
+				       "attempt"};
+#define N_RUN_TIME (sizeof(run_time) / sizeof(run_time[0]))
+
+static void render_usage(FILE *out)
+{
+	fprintf(
+	    out,
+	    "usage: herd render TEMPLATE [--set NAME=VALUE ...] [-o DIR]\n"
+	    "       herd render --list\n"
+	    "\n"
+	    "Fills the {{placeholders}} of a job template and prints the\n"
+	    "result, or writes it into DIR.  TEMPLATE is a file, or the\n"
+	    "name of one of herd's templates (see --list):\n"
+	    "  ds_zero3   DeepSpeed ZeRO-3 config (ds_zero3.json)\n"
+	    "  finetune   herd job that fine-tunes a model with DeepSpeed\n"
+	    "             (finetune.yaml; needs --set hosts=... model=...)\n"
+	    "  sbatch     the batch script `herd sbatch` writes\n"
+	    "\n"
+	    "  --set NAME=VALUE  a value for {{NAME}}; a placeholder written\n"
+	    "                    {{NAME|DEFAULT}} takes DEFAULT without one\n"
+	    "  -o, --output DIR  write DIR/NAME (the template's file name\n"
+	    "                    without .tmpl), replacing it atomically\n"
+	    "  --list            print herd's templates and where they are\n"
+	    "  -h, --help        show this text\n"
+	    "\n"
+	    "{{checkpoint}}, {{resume_args}} and {{attempt}} are kept for\n"
+	    "herd run to fill in at each launch.  What comes out is checked:\n"
+	    "a .json file must be JSON, a .yaml file a valid herd job.\n"
+	    "\n"
+	    "Exit status: 0 success; 1 the output could not be written;\n"
+	    "2 a bad template, a missing or unknown value, a result that\n"
+	    "does not check, or bad usage.\n");
+}
+
+static bool name_ok(const char *s, size_t n)
+{
+	if (n == 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
+		      s[i] == '.'))
+			return false;
+	return true;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static bool is_file(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The sorted names of the .tmpl files in dir; NULL-terminated, malloc'd
+ * (free each and the array), or NULL when dir cannot be read. */
+static char **list_templates(const char *dir)
+{
+	struct dirent **ents = NULL;
+	char **names;
+	int n = scandir(dir, &ents, NULL, alphasort), k = 0;
+
+	if (n < 0)
+		return NULL;
+	names = calloc((size_t)n + 1, sizeof(*names));
+	for (int i = 0; i < n; i++) {
+		if (names && ents[i]->d_name[0] != '.' &&
+		    ends_with(ents[i]->d_name, ".tmpl"))
+			names[k++] = strdup(ents[i]->d_name);
+		free(ents[i]);
+	}
+	free(ents);
+	return names;
+}
+
+static void free_names(char **names)
+{
+	for (char **p = names; p && *p; p++)
+		free(*p);
+	free(names);
+}
+
+/* A built-in template's short name: its file name up to the first '.'. */
+static bool short_name_is(const char *file, const char *want)
+{
+	size_t n = strcspn(file, ".");
+
+	return strlen(want) == n && !strncmp(file, want, n);
+}
+
+/* The template's path into path: arg itself when it is a file (or holds
+ * a '/'), else the built-in template of that name. */
+static int find_template(const char *self, const char *arg, char *path,
+			 size_t size, struct herd_err *err)
+{
+	char dir[PATH_MAX], known[512] = "";
+	bool found = false;
+	char **names;
+	int rc = -1;
+
+	if (strchr(arg, '/') || is_file(arg)) {
+		snprintf(path, size, "%s", arg);
+		return 0;
+	}
+	if (template_dir(self, dir, sizeof(dir), err) < 0)
+		return -1;
+	if (!(names = list_templates(dir)))
+		return herd_errprintf(err, "cannot read %s: %s", dir,
+				      strerror(errno));
+	for (char **p = names; *p; p++) {
+		size_t len = strlen(known);
+
+		if (!strcmp(*p, arg) || short_name_is(*p, arg)) {
+			found = true;
+			if (snprintf(path, size, "%s/%s", dir, *p) >= (int)size)
+				herd_errprintf(err, "%s/%s: path too long",
+					       dir, *p);
+			else
+				rc = 0;
+			break;
+		}
+		snprintf(known + len, sizeof(known) - len, "%s%.*s",
+			 len ? ", " : "", (int)strcspn(*p, "."), *p);
+	}
+	if (!found)
+		herd_errprintf(err,
+			       "no template '%s': herd's templates are %s "
+			       "(in %s), or give a file",
+			       arg, known[0] ? known : "none", dir);
+	free_names(names);
+	return rc;
+}
+
+static int cmd_list(const char *self)
+{
+	char dir[PATH_MAX];
+	struct herd_err err;
+	char **names;
+
+	if (template_dir(self, dir, sizeof(dir), &err) < 0) {
+		cli_error("%s", err.text);
+		return EXIT_SPEC;
+	}
+	if (!(names = list_templates(dir))) {
+		cli_error("cannot read %s: %s", dir, strerror(errno));
+		return EXIT_SPEC;
+	}
+	printf("herd's templates in %s:\n", dir);
+	for (char **p = names; *p; p++)
+		printf("  %-10.*s %.*s\n", (int)strcspn(*p, "."), *p,
+		       (int)(strlen(*p) - strlen(".tmpl")), *p);
+	free_names(names);
+	return 0;
+}
+
+/* Renders text with vars (strict).  Every placeholder without a value
+ * or a default is named in one message. */
+static char *render_all(const char *text, struct render_var *vars,
+			size_t n_vars, const char *tmpl_name,
+			struct herd_err *err)
+{
+	struct render_var probe[SETS_MAX + N_RUN_TIME + 32];
+	char missing[HERD_ERR_MAX / 2] = "";
+	size_t n = n_vars, n_missing = 0;
+	char *out;
+
+	memcpy(probe, vars, n_vars * sizeof(*vars));
+	for (;;) {
+		char *name;
+
+		out = render_text(text, probe, n, 1, err);
+		if (out || n == sizeof(probe) / sizeof(probe[0]))
+			break;
+		/* "unknown placeholder {{NAME}}": go on without it, to
+		 * name every missing one at once. */
+		if (strncmp(err->text, "unknown placeholder {{", 22) != 0)
+			return NULL;
+		name = err->text + 22;
+		name[strcspn(name, "}")] = '\0';
+		snprintf(missing + strlen(missing),
+			 sizeof(missing) - strlen(missing), "%s%s",
+			 n_missing ? ", " : "", name);
+		probe[n].name = strdup(name);
+		probe[n++].value = "";
+		n_missing++;
+	}
+	for (size_t i = n_vars; i < n; i++)
+		free((char *)probe[i].name);
+	if (n_missing) {
+		free(out);
+		herd_errprintf(err,
+			       "%s: no value for %s: give --set NAME=VALUE "
+			       "for each",
+			       tmpl_name, missing);
+		return NULL;
+	}
+	return out;
+}
+
+/* A --set whose name the template never uses is a typo: an error. */
+static int check_sets_used(const char *text, struct render_var *vars,
+			   size_t n_sets, const char *tmpl_name,
+			   struct herd_err *err)
+{
+	static const char mark[] = "\001herd-render-mark\001";
+
+	for (size_t i = 0; i < n_sets; i++) {
+		const char *saved = vars[i].value;
+		struct herd_err e;
+		char *out;
+		bool used;
+
+		vars[i].value = mark;
+		out = render_text(text, &vars[i], 1, 0, &e);
+		vars[i].value = saved;
+		used = out && strstr(out, mark);
+		free(out);
+		if (!used)
+			return herd_errprintf(err,
+					      "--set %s: %s has no "
+					      "{{%s}}",
+					      vars[i].name, tmpl_name,
+					      vars[i].name);
+	}
+	return 0;
+}
+
+/* What comes out must check: JSON for .json, a herd job for .yaml. */
+static int check_output(const char *out_name, const char *text,
+			struct herd_err *err)
+{
+	if (ends_with(out_name, ".json")) {
+		json_error_t jerr;
+		json_t *j = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+
+		if (!j)
+			return herd_errprintf(err,
+					      "%s:%d:%d: the rendered file is "
+					      "not JSON: %s (a value given "
+					      "with --set may need quotes)",
+					      out_name, jerr.line, jerr.column,
+					      jerr.text);
+		json_decref(j);
+		return 0;
+	}
+	if (ends_with(out_name, ".yaml") || ends_with(out_name, ".yml")) {
+		struct spec *spec =
+		    spec_parse(text, strlen(text), out_name, err);
+
+		if (!spec)
+			return -1;
+		spec_free(spec);
+	}
+	return 0;
+}
+
+/* Writes text to dir/name through a temporary file and a rename, mode
+ * 0644 (0755 for a script starting with "#!"). */
+static int write_output(const char *dir, const char *name, const char *text,
+			char *path, size_t size, struct herd_err *err)
+{
+	char tmp[PATH_MAX];
+	size_t len = strlen(text), off = 0;
+	int fd;
+
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return herd_errprintf(err, "cannot make %s: %s", dir,
+				      strerror(errno));
+	if (snprintf(path, size, "%s/%s", dir, name) >= (int)size ||
+	    snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, name) >=
+		(int)sizeof(tmp))
+		return herd_errprintf(err, "%s/%s: path too long", dir, name);
+	if ((fd = mkstemp(tmp)) < 0)
+		return herd_errprintf(err, "cannot write in %s: %s", dir,
+				      strerror(errno));
+	while (off < len) {
+		ssize_t n = write(fd, text + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		off += (size_t)n;
+	}
+	if (off < len ||
+	    fchmod(fd, strncmp(text, "#!", 2) ? 0644 : 0755) < 0 ||
+	    fsync(fd) < 0 || close(fd) < 0 || rename(tmp, path) < 0) {
+		herd_errprintf(err, "cannot write %s: %s", path,
+			       strerror(errno));
+		if (off < len)
+			close(fd);
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+int cmd_render(int argc, char **argv)
+{
+	struct render_var vars[SETS_MAX + N_RUN_TIME];
+	char self[PATH_MAX], tmpl_path[PATH_MAX], out_name[NAME_MAX + 1];
+	char run_vals[N_RUN_TIME][32], written[PATH_MAX + NAME_MAX + 2];
+	const char *tmpl = NULL, *out_dir = NULL, *base;
+	char *text = NULL, *out = NULL;
+	size_t n_sets = 0, n;
+	struct herd_err err;
+	bool list = false;
+	int status = EXIT_SPEC;
+	ssize_t len;
+
+	herd_err_clear(&err);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *kv = NULL, *eq;
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			render_usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "--list")) {
+			list = true;
+		} else if (!strcmp(a, "--set") || !strncmp(a, "--set=", 6)) {
+			if (a[5] == '=')
+				kv = a + 6;
+			else if (i + 1 < argc)
+				kv = argv[++i];
+			else {
+				cli_error("--set needs NAME=VALUE");
+				goto out;
+			}
+			eq = strchr(kv, '=');
+			if (!eq || !name_ok(kv, (size_t)(eq - kv))) {
+				cli_error("--set %s: expected NAME=VALUE, NAME "
+					  "of letters, digits, '_' and '.'",
+					  kv);
+				goto out;
+			}
+			if (n_sets == SETS_MAX) {
+				cli_error("more than %d --set options",
+					  SETS_MAX);
+				goto out;
+			}
+			/* render_text takes the first match: the last
+			 * --set of a name wins by going first. */
+			memmove(vars + 1, vars, n_sets * sizeof(*vars));
+			vars[0].name = strndup(kv, (size_t)(eq - kv));
+			vars[0].value = eq + 1;
+			n_sets++;
+			if (!vars[0].name) {
+				cli_error("out of memory");
+				goto out;
+			}
+		} else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+			if (i + 1 >= argc) {
+				cli_error("%s needs a directory", a);
+				goto out;
+			}
+			out_dir = argv[++i];
+		} else if (!strncmp(a, "--output=", 9)) {
+			out_dir = a + 9;
+		} else if (a[0] == '-' && a[1]) {
+			cli_error("render: unknown option '%s' (try 'herd "
+				  "render --help')",
+				  a);
+			goto out;
+		} else if (!tmpl) {
+			tmpl = a;
+		} else {
+			cli_error("render: one template at a time ('%s' and "
+				  "'%s')",
+				  tmpl, a);
+			goto out;
+		}
+	}
+	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (len < 0) {
+		cli_error("cannot find herd itself: %s", strerror(errno));
+		goto out;
+	}
+	self[len] = '\0';
+	if (list) {
+		status = cmd_list(self);
+		goto out;
+	}
+	if (!tmpl) {
+		render_usage(stderr);
+		goto out;
+	}
+	if (find_template(self, tmpl, tmpl_path, sizeof(tmpl_path), &err) <
+		0 ||
+	    !(text = template_read(tmpl_path, &err)))
+		goto fail;
+	base = strrchr(tmpl_path, '/');
+	base = base ? base + 1 : tmpl_path;
+	n = strlen(base);
+	if (ends_with(base, ".tmpl") && n > 5)
+		n -= 5;
+	snprintf(out_name, sizeof(out_name), "%.*s", (int)n, base);
+	if (check_sets_used(text, vars, n_sets, base, &err) < 0)
+		goto fail;
+	/* After the --set values (which win): herd run's own. */
+	for (size_t i = 0; i < N_RUN_TIME; i++) {
+		snprintf(run_vals[i], sizeof(run_vals[i]), "{{%s}}",
+			 run_time[i]);
+		vars[n_sets + i] =
+		    (struct render_var){run_time[i], run_vals[i]};
+	}
+	if (!(out = render_all(text, vars, n_sets + N_RUN_TIME, base, &err)) ||
+	    check_output(out_name, out, &err) < 0)
+		goto fail;
+	if (!out_dir) {
+		if (fputs(out, stdout) < 0 || fflush(stdout) != 0) {
+			cli_error("cannot write the output: %s",
+				  strerror(errno));
+			status = EXIT_RUNTIME;
+			goto out;
+		}
+		status = 0;
+		goto out;
+	}
+	if (write_output(out_dir, out_name, out, written, sizeof(written),
+			 &err) < 0) {
+		cli_error("%s", err.text);
+		status = EXIT_RUNTIME;
+		goto out;
+	}
+	printf("wrote %s\n", written);
+	status = 0;
+	goto out;
+fail:
+	cli_error("%s", err.text);
+out:
+	for (size_t i = 0; i < n_sets; i++)
+		free((char *)vars[i].name);
+	free(text);
+	free(out);
+	return status;
+}
