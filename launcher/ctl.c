@@ -1125,9 +1125,11 @@ static void on_close(struct conn *conn, const char *reason, int clean,
 	node_failed(c, n, why);
 }
 
-/* How often silence is checked: a tenth of health.timeout, between 50 ms
- * and the heartbeat interval, so a partition is noticed within about
- * health.timeout of the node's last frame, not a heartbeat later. */
+/* How often heartbeats are due to go out and silence is looked at: a
+ * tenth of health.timeout, between 50 ms and the heartbeat interval.  The
+ * tick also wakes exactly when a node's silence reaches health.timeout
+ * (silence_wait), so a partition is noticed health.timeout after the
+ * node's last frame, not up to a tick later. */
 static int64_t check_interval(const struct ctl *c)
 {
 	int64_t iv = c->spec->health.timeout_ms / 10;
@@ -1135,6 +1137,25 @@ static int64_t check_interval(const struct ctl *c)
 	if (iv > c->spec->health.heartbeat_ms)
 		iv = c->spec->health.heartbeat_ms;
 	return iv < 50 ? 50 : iv;
+}
+
+/* Milliseconds until the next tick: the interval, or less when a node's
+ * silence reaches health.timeout sooner. */
+static int64_t silence_wait(const struct ctl *c, int64_t now)
+{
+	int64_t wait = check_interval(c);
+
+	for (int i = 0; i < c->n_nodes; i++) {
+		const struct node *n = &c->nodes[i];
+		int64_t left;
+
+		if (n->state != NODE_UP || !n->conn)
+			continue;
+		left = n->last_rx_ms + c->spec->health.timeout_ms - now;
+		if (left < wait)
+			wait = left;
+	}
+	return wait < 1 ? 1 : wait;
 }
 
 /* Heartbeats: herd sends its own every health.heartbeat, and fails a node
@@ -1146,8 +1167,6 @@ static void on_heartbeat_tick(struct loop *loop, void *arg)
 	int64_t now = loop_now_ms();
 	bool send = now - c->hb_sent_ms >= c->spec->health.heartbeat_ms;
 
-	c->hb_timer = loop_timer_add(loop, check_interval(c), on_heartbeat_tick,
-				     c);
 	if (send)
 		c->hb_sent_ms = now;
 	for (int i = 0; i < c->n_nodes; i++) {
@@ -1156,7 +1175,7 @@ static void on_heartbeat_tick(struct loop *loop, void *arg)
 
 		if (n->state != NODE_UP || !n->conn)
 			continue;
-		if (now - n->last_rx_ms > c->spec->health.timeout_ms) {
+		if (now - n->last_rx_ms >= c->spec->health.timeout_ms) {
 			char why[256];
 
 			snprintf(why, sizeof(why),
@@ -1176,6 +1195,8 @@ static void on_heartbeat_tick(struct loop *loop, void *arg)
 		conn_send(n->conn, PROTO_HEARTBEAT, body, NULL, 0, NULL);
 		json_decref(body);
 	}
+	c->hb_timer = loop_timer_add(loop, silence_wait(c, loop_now_ms()),
+				     on_heartbeat_tick, c);
 }
 
 /* --- signals ------------------------------------------------------------- */
