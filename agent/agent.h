@@ -68,6 +68,7 @@ struct agent {
 	uint64_t hb_seq;
 	int64_t progress_timeout_ms;	/* 0: hung ranks are not looked for */
 	char run_dir[256];	/* private per-agent directory ("" none) */
+	char self_path[4096];	/* this program, for ranks as $HERD_AGENT */
 
 	struct pmix_state *pmix;	/* pmix.c; NULL until a pmix launch */
 	bool pmix_mode;		/* the current attempt runs under PMIx */

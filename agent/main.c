@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "probe.h"
 #include "herd/auth.h"
 #include "herd/topo.h"
 #include "herd/version.h"
@@ -336,6 +337,11 @@ int main(int argc, char **argv)
 	const char *topology_xml = getenv("HERD_AGENT_TOPOLOGY");
 	const char *connect_to = NULL;
 
+	if (argc > 1 && !strcmp(argv[1], "probe"))
+		return probe_main(argc - 1, argv + 1);
+	if (readlink("/proc/self/exe", a.self_path,
+		     sizeof(a.self_path) - 1) < 0)
+		a.self_path[0] = '\0';
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--version") || !strcmp(argv[i], "-V")) {
 			printf("herd-agent %s\n", HERD_VERSION);

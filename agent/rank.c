@@ -543,6 +543,8 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 					 sizeof(r->progress_file), "%s", user);
 		}
 		if (envv_from_environ(&env) < 0 ||
+		    (a->self_path[0] &&
+		     envv_set(&env, "HERD_AGENT", a->self_path) < 0) ||
 		    (r->progress_file[0] &&
 		     envv_set(&env, "HERD_PROGRESS_FILE", r->progress_file) <
 			     0) ||

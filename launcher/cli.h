@@ -15,6 +15,14 @@ int cmd_sbatch(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_keys(int argc, char **argv);
 int cmd_render(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+struct spec;
+
+/* Makes the spec's relative launch.workdir, checkpoint.dir and
+ * bind.topology_file absolute, relative to the directory of the job file
+ * at job_path.  Returns 0, or -1 (out of memory, directory gone). */
+int cli_job_paths(struct spec *spec, const char *job_path);
 
 /* The herd-agent installed next to this herd, into out; returns 0, or -1
  * when it is not there (out still names where it was looked for). */

@@ -60,6 +60,15 @@ static int absolutize(char **path, const char *job_path)
 	return 0;
 }
 
+int cli_job_paths(struct spec *spec, const char *job_path)
+{
+	if (absolutize(&spec->launch.workdir, job_path) < 0 ||
+	    absolutize(&spec->checkpoint.dir, job_path) < 0 ||
+	    absolutize(&spec->bind.topology_file, job_path) < 0)
+		return -1;
+	return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -106,9 +115,7 @@ int cmd_run(int argc, char **argv)
 		fprintf(stderr, "%s\n", err.text);
 		return EXIT_SPEC;
 	}
-	if (absolutize(&spec->launch.workdir, argv[optind]) < 0 ||
-	    absolutize(&spec->checkpoint.dir, argv[optind]) < 0 ||
-	    absolutize(&spec->bind.topology_file, argv[optind]) < 0) {
+	if (cli_job_paths(spec, argv[optind]) < 0) {
 		cli_error("run: cannot resolve paths next to %s", argv[optind]);
 		spec_free(spec);
 		return 1;

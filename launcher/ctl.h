@@ -10,6 +10,7 @@
 
 struct ctl_options {
 	bool verbose;		/* -v: prefix output with [host:rank] */
+	bool untagged;		/* herd bench: output as the ranks wrote it */
 	bool dry_run;		/* print the plan of every rank, start nothing */
 	const char *agent_path;	/* herd-agent next to bin/herd */
 	bool plan_only;		/* herd plan: connect, plan, print, stop */

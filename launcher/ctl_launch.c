@@ -45,6 +45,8 @@ void ctl_print(struct ctl *c, int rank, int fd, const char *data, size_t len,
 	if (c->opt->verbose)
 		snprintf(prefix, sizeof(prefix), "[%s:%d] ",
 			 c->nodes[r->node].host, rank);
+	else if (c->opt->untagged)
+		prefix[0] = '\0';
 	else
 		snprintf(prefix, sizeof(prefix), "[%d] ", rank);
 	for (size_t i = 0; i < len; i++) {

@@ -30,6 +30,8 @@ static const struct command commands[] = {
 	{"render", "TEMPLATE [--set K=V ...] [-o DIR]",
 	 "fill a job template (DeepSpeed ZeRO-3 config, fine-tuning job)",
 	 cmd_render},
+	{"bench", "JOB.yaml [--sizes LIST] [--iters N]",
+	 "time a ring all-reduce between the job's nodes (TCP)", cmd_bench},
 	{"hostlist", "[--expand|--compress] EXPR...",
 	 "expand or compress Slurm hostlist expressions", cmd_hostlist},
 };
