@@ -60,8 +60,8 @@ static int io_all(int fd, void *buf, size_t len, bool wr)
 	char *p = buf;
 
 	while (len) {
-		ssize_t n = wr ? send(fd, p, len, MSG_NOSIGNAL)
-			       : recv(fd, p, len, 0);
+		ssize_t n =
+		    wr ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -154,8 +154,9 @@ static int exchange(int out, const char *sbuf, size_t slen, int in, char *rbuf,
 		    size_t rlen)
 {
 	while (slen || rlen) {
-		struct pollfd p[2] = {{.fd = slen ? out : -1, .events = POLLOUT},
-				      {.fd = rlen ? in : -1, .events = POLLIN}};
+		struct pollfd p[2] = {
+		    {.fd = slen ? out : -1, .events = POLLOUT},
+		    {.fd = rlen ? in : -1, .events = POLLIN}};
 		int rc = poll(p, 2, PROBE_TIMEOUT_MS);
 
 		if (rc < 0 && errno == EINTR)
@@ -166,8 +167,8 @@ static int exchange(int out, const char *sbuf, size_t slen, int in, char *rbuf,
 			return -1;
 		}
 		if (p[0].revents) {
-			ssize_t n = send(out, sbuf, slen,
-					 MSG_NOSIGNAL | MSG_DONTWAIT);
+			ssize_t n =
+			    send(out, sbuf, slen, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 			if (n < 0 && errno != EAGAIN && errno != EINTR)
 				return -1;
@@ -193,9 +194,17 @@ static int exchange(int out, const char *sbuf, size_t slen, int in, char *rbuf,
 	return 0;
 }
 
+/* The length of the chunk at off: the last ones may be short or empty. */
+static size_t chunk_len(size_t off, size_t chunk, size_t count)
+{
+	if (off >= count)
+		return 0;
+	return count - off < chunk ? count - off : chunk;
+}
+
 /* Ring all-reduce (sum) of count floats in buf; tmp holds a chunk. */
-static int ring_allreduce(float *buf, size_t count, float *tmp, int rank,
-			  int n, int next, int prev)
+static int ring_allreduce(float *buf, size_t count, float *tmp, int rank, int n,
+			  int next, int prev)
 {
 	size_t chunk = (count + (size_t)n - 1) / (size_t)n;
 
@@ -204,9 +213,10 @@ static int ring_allreduce(float *buf, size_t count, float *tmp, int rank,
 		 * place back each step. */
 		int send_c = ((rank - step) % n + n) % n;
 		int recv_c = ((rank - step - 1) % n + n) % n;
-		size_t s_off = (size_t)send_c * chunk, r_off = (size_t)recv_c * chunk;
-		size_t s_len = s_off < count ? (count - s_off < chunk ? count - s_off : chunk) : 0;
-		size_t r_len = r_off < count ? (count - r_off < chunk ? count - r_off : chunk) : 0;
+		size_t s_off = (size_t)send_c * chunk;
+		size_t r_off = (size_t)recv_c * chunk;
+		size_t s_len = chunk_len(s_off, chunk, count);
+		size_t r_len = chunk_len(r_off, chunk, count);
 		bool reduce = step < n - 1;
 
 		if (exchange(next, (char *)(buf + s_off), s_len * sizeof(float),
@@ -503,8 +513,8 @@ int probe_main(int argc, char **argv)
 			double t = (double)spent / iters;
 			double alg = (double)sizes[s] / (t > 0 ? t : 1) / 1e3;
 
-			printf("  %12zu %12.1f %12.3f %12.3f  %s\n", sizes[s], t,
-			       alg, alg * 2.0 * (n - 1) / n,
+			printf("  %12zu %12.1f %12.3f %12.3f  %s\n", sizes[s],
+			       t, alg, alg * 2.0 * (n - 1) / n,
 			       ok ? "ok" : "FAILED");
 			fflush(stdout);
 		}

@@ -80,11 +80,11 @@ static int make_probe(struct spec *spec, const char *sizes, int iters)
 int cmd_bench(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"sizes", required_argument, NULL, 's'},
-		{"iters", required_argument, NULL, 'i'},
-		{"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"sizes", required_argument, NULL, 's'},
+	    {"iters", required_argument, NULL, 'i'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *sizes = "8,64K,1M,16M";
 	struct ctl_options opt = {0};

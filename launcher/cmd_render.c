@@ -25,8 +25,7 @@
 #define SETS_MAX 256
 
 /* Placeholders herd run fills in at launch: kept as they are. */
-static const char *const run_time[] = {"checkpoint", "resume_args",
-				       "attempt"};
+static const char *const run_time[] = {"checkpoint", "resume_args", "attempt"};
 #define N_RUN_TIME (sizeof(run_time) / sizeof(run_time[0]))
 
 static void render_usage(FILE *out)
@@ -148,8 +147,8 @@ static int find_template(const char *self, const char *arg, char *path,
 		if (!strcmp(*p, arg) || short_name_is(*p, arg)) {
 			found = true;
 			if (snprintf(path, size, "%s/%s", dir, *p) >= (int)size)
-				herd_errprintf(err, "%s/%s: path too long",
-					       dir, *p);
+				herd_errprintf(err, "%s/%s: path too long", dir,
+					       *p);
 			else
 				rc = 0;
 			break;
@@ -317,13 +316,17 @@ static int write_output(const char *dir, const char *name, const char *text,
 			break;
 		off += (size_t)n;
 	}
-	if (off < len ||
-	    fchmod(fd, strncmp(text, "#!", 2) ? 0644 : 0755) < 0 ||
-	    fsync(fd) < 0 || close(fd) < 0 || rename(tmp, path) < 0) {
+	if (off < len || fchmod(fd, strncmp(text, "#!", 2) ? 0644 : 0755) < 0 ||
+	    fsync(fd) < 0) {
+		herd_errprintf(err, "cannot write %s: %s", tmp,
+			       strerror(errno));
+		close(fd);
+		unlink(tmp);
+		return -1;
+	}
+	if (close(fd) < 0 || rename(tmp, path) < 0) {
 		herd_errprintf(err, "cannot write %s: %s", path,
 			       strerror(errno));
-		if (off < len)
-			close(fd);
 		unlink(tmp);
 		return -1;
 	}
@@ -419,8 +422,7 @@ int cmd_render(int argc, char **argv)
 		render_usage(stderr);
 		goto out;
 	}
-	if (find_template(self, tmpl, tmpl_path, sizeof(tmpl_path), &err) <
-		0 ||
+	if (find_template(self, tmpl, tmpl_path, sizeof(tmpl_path), &err) < 0 ||
 	    !(text = template_read(tmpl_path, &err)))
 		goto fail;
 	base = strrchr(tmpl_path, '/');

@@ -10,8 +10,7 @@
 #include "herd/file.h"
 #include "template.h"
 
-int template_dir(const char *self, char *dir, size_t size,
-		 struct herd_err *err)
+int template_dir(const char *self, char *dir, size_t size, struct herd_err *err)
 {
 	static const char *const dirs[] = {"../templates",
 					   "../share/herd/templates"};

@@ -1,7 +1,7 @@
 /* template.h — herd's job templates (the .tmpl files in templates/),
  * found next to bin/herd: in DIR/../templates, then in
- * DIR/../share/herd/templates (an installed herd).  `herd sbatch` renders sbatch.sh.tmpl; `herd render`
- * renders any of them, or a user's own file.
+ * DIR/../share/herd/templates (an installed herd).  `herd sbatch` renders
+ * sbatch.sh.tmpl; `herd render` renders any of them, or a user's own file.
  */
 #ifndef HERD_LAUNCHER_TEMPLATE_H
 #define HERD_LAUNCHER_TEMPLATE_H
