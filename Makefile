@@ -13,14 +13,22 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wformat=2 \
             -Wno-format-nonliteral
 CFLAGS   ?= -O2 -g
 HARDEN   := -D_FORTIFY_SOURCE=2 -fstack-protector-strong
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lslurm -lcrypto
-ALL_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) $(CFLAGS) -Iinclude -MMD -MP \
-              $(PKG_CFLAGS)
-ALL_LDFLAGS := $(LDFLAGS)
+PKG_CONFIG ?= pkg-config
+# `make deps` is what installs the .pc files, so pkg-config must not run
+# when this Makefile is parsed (a first `make demo` on a fresh machine
+# would link without -ljansson ...).  These expand on first use, inside a
+# recipe, and are then kept; the targets that run deps (check, demo) build
+# in a sub-make that starts after deps has finished.
+pkg = $(shell $(PKG_CONFIG) $(1) $(PKGS) || echo PKG_MISSING)
+pkg_checked = $(if $(filter PKG_MISSING,$(1)),$(error $(PKG_CONFIG) cannot find all of $(PKGS): run 'make deps' (as root)),$(1))
+PKG_CFLAGS = $(eval PKG_CFLAGS := $$(call pkg_checked,$$(call pkg,--cflags)))$(PKG_CFLAGS)
+PKG_LIBS   = $(eval PKG_LIBS := $$(call pkg_checked,$$(call pkg,--libs)) -lslurm -lcrypto)$(PKG_LIBS)
+ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) $(CFLAGS) -Iinclude -MMD -MP \
+             $(PKG_CFLAGS) $(SAN_FLAGS)
+ALL_LDFLAGS = $(LDFLAGS) $(SAN_LDFLAGS)
 ifneq ($(SANITIZE),)
-ALL_CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
-ALL_LDFLAGS += -fsanitize=$(SANITIZE)
+SAN_FLAGS   := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+SAN_LDFLAGS := -fsanitize=$(SANITIZE)
 endif
 
 LIB_SRC      := $(sort $(wildcard lib/*.c))
@@ -81,8 +89,13 @@ $(BUILD)/examples/allreduce: examples/mpi-allreduce/allreduce.c
 	@mkdir -p $(dir $@)
 	mpicc -O2 -Wall -o $@ $<
 
+# The installer; a test replaces it (and PKG_CONFIG) to prove that the
+# first run on a machine without the packages builds.
+DEPS     ?= scripts/deps.sh
+DEMO_RUN ?= examples/demo.sh
+
 deps:
-	@scripts/deps.sh
+	@$(DEPS)
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
@@ -105,13 +118,16 @@ fuzz-smoke: $(FUZZ_BIN)
 fuzz:
 	@$(MAKE) --no-print-directory fuzz-smoke FUZZ_SECONDS=300
 
-check: deps
+check:
+	@$(DEPS)
 	@$(MAKE) --no-print-directory SANITIZE=address,undefined all unit
 	@$(MAKE) --no-print-directory SANITIZE=address,undefined integration
 	@$(MAKE) --no-print-directory fuzz-smoke
 
-demo: deps all
-	@examples/demo.sh
+demo:
+	@$(DEPS)
+	@$(MAKE) --no-print-directory all
+	@$(DEMO_RUN)
 
 bench: all
 	@bench/run
