@@ -1372,7 +1372,11 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 	}
 	if (loop_on_signal(c.loop, SIGINT, on_interrupt, &c) < 0 ||
 	    loop_on_signal(c.loop, SIGTERM, on_interrupt, &c) < 0 ||
-	    loop_on_signal(c.loop, SIGHUP, on_interrupt, &c) < 0 ||
+	    /* nohup (or a parent that ignores SIGHUP for us) means: keep
+	     * running when the terminal goes; SIGINT stays ours even in
+	     * the background, where scripts send it to stop a job. */
+	    loop_on_signal_unless_ignored(c.loop, SIGHUP, on_interrupt, &c) <
+		    0 ||
 	    loop_on_signal(c.loop, SIGCHLD, on_sigchld, &c) < 0) {
 		fprintf(stderr, "herd: signals: %s\n", strerror(errno));
 		goto out;
