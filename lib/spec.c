@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "herd/hostfile.h"
 #include "herd/hostlist.h"
 #include "herd/inventory.h"
 #include "herd/render.h"
@@ -1129,6 +1130,42 @@ static int walk(struct ctx *c, yaml_node_t *map, const struct field *tab,
 
 /* ---- checks across keys ------------------------------------------------ */
 
+/* Every host of the expression(s) at n (a scalar, or a list for
+ * nodes.hosts) follows the one host name rule of every source
+ * (hostfile_host_check); the error points at the expression. */
+static int check_host_names(struct ctx *c, yaml_node_t *n, const char *what)
+{
+	yaml_node_item_t *it;
+
+	if (n->type == YAML_SEQUENCE_NODE) {
+		for (it = n->data.sequence.items.start;
+		     it < n->data.sequence.items.top; it++)
+			if (check_host_names(c, node(c, *it), what) < 0)
+				return -1;
+		return 0;
+	}
+	if (n->type != YAML_SCALAR_NODE)
+		return 0;
+	{
+		struct herd_err herr;
+		struct hostlist *hl = hostlist_expand(
+		    (const char *)n->data.scalar.value, &herr);
+		int rc = 0;
+
+		if (!hl)
+			return perr(c, n->start_mark,
+				    "expected a hostlist expression for %s: "
+				    "%s",
+				    what, herr.text);
+		for (size_t i = 0; i < hostlist_count(hl) && !rc; i++)
+			if (hostfile_host_check(hostlist_nth(hl, i), what,
+						&herr) < 0)
+				rc = perr(c, n->start_mark, "%s", herr.text);
+		hostlist_free(hl);
+		return rc;
+	}
+}
+
 static int check_hosts(struct ctx *c)
 {
 	struct spec *s = c->spec;
@@ -1148,9 +1185,13 @@ static int check_hosts(struct ctx *c)
 		}
 		hostlist_free(hl);
 		hl = NULL;
+		if (check_host_names(c, n, "nodes.spares") < 0)
+			goto out;
 	}
 	if (s->nodes.source == SPEC_SOURCE_HOSTS) {
 		n = c->tracked[TR_HOSTS];
+		if (check_host_names(c, n, "nodes.hosts") < 0)
+			goto out;
 		if (!(hl = hostlist_expand(s->nodes.hosts, &herr))) {
 			perr(c, n->start_mark,
 			     "expected a hostlist "
