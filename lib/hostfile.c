@@ -308,6 +308,11 @@ int hostfile_host_check(const char *host, const char *where,
 				      "than %d characters",
 				      where, QUOTE_MAX, host,
 				      HOSTFILE_HOST_MAX);
+	if (host[0] == '-' || host[0] == '.' || host[0] == '_')
+		return herd_errprintf(err,
+				      "%s: bad host name '%.*s' (it must start "
+				      "with a letter or digit)",
+				      where, QUOTE_MAX, host);
 	if (strchr(host, '='))
 		return herd_errprintf(err,
 				      "%s: expected a host name first, "
@@ -320,14 +325,8 @@ int hostfile_host_check(const char *host, const char *where,
 
 		/* The first character: never '-' (it would read as an
 		 * option of ssh, srun or a user's script) nor '.'/'_'. */
-		if (alnum || (i > 0 && (c == '.' || c == '-' || c == '_')))
+		if (alnum || c == '.' || c == '-' || c == '_')
 			continue;
-		if (i == 0 && (c == '.' || c == '-' || c == '_'))
-			return herd_errprintf(err,
-					      "%s: bad host name '%.*s' (it "
-					      "must start with a letter or "
-					      "digit)",
-					      where, QUOTE_MAX, host);
 		/* Quote the name safely: control bytes as '?'. */
 		char shown[QUOTE_MAX + 1];
 		size_t k;

@@ -271,7 +271,8 @@ static void test_errors(void **state)
 	expect_error("ho$t\n", HOSTFILE_PLAIN, "hf:1: bad host name 'ho$t'");
 	/* The one host name rule of every source. */
 	expect_error("ok\n-oProxyCommand=x\n", HOSTFILE_PLAIN,
-		     "hf:2: expected a host name first");
+		     "hf:2: bad host name '-oProxyCommand=x' (it must start "
+		     "with a letter or digit)");
 	expect_error("ok\n-n1\n", HOSTFILE_PLAIN,
 		     "hf:2: bad host name '-n1' (it must start with a letter "
 		     "or digit)");
