@@ -214,6 +214,12 @@ static void sh_scan_text(struct sh_scan *s, const char *p, size_t n)
 				s->q = SH_DOUBLE;
 			} else if (c == '`') {
 				s->unsure = s->unsure ? s->unsure : "a `";
+			} else if (c == '$' && p[i + 1] == '(' &&
+				   p[i + 2] == '(') {
+				/* Arithmetic reads no quotes (and bash
+				 * evaluates subscripts in it). */
+				s->unsure = s->unsure ? s->unsure
+						      : "an arithmetic $((";
 			} else if (c == '<' && p[i + 1] == '<') {
 				s->unsure = s->unsure ? s->unsure
 						      : "a here-document <<";

@@ -215,6 +215,7 @@ static void test_shell_refused(void **state)
 	expect_shell_error("echo \"$(echo \"{{v}}\")\"", "after a $(");
 	expect_shell_error("echo \"${X:-{{v}}}\"", "after a $(");
 	expect_shell_error("cat <<EOF\n{{v}}\nEOF", "here-document");
+	expect_shell_error("echo $(( {{v}} + 1 ))", "arithmetic");
 	expect_shell_error("run # {{v}}", "in a # comment");
 	expect_shell_error("echo \"{{resume_args}}\"", "shell words");
 	expect_shell_error("echo '{{resume_args}}'", "shell words");
