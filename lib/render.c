@@ -136,7 +136,7 @@ char *render_text(const char *tmpl, const struct render_var *vars,
 			return NULL;
 		} else if (value ? sb_str(&b, value) < 0
 				 : sb_add(&b, open, (size_t)(ph.end - open)) <
-					   0) {
+				       0) {
 			goto oom;
 		}
 		p = ph.end;
@@ -218,8 +218,8 @@ static void sh_scan_text(struct sh_scan *s, const char *p, size_t n)
 				   p[i + 2] == '(') {
 				/* Arithmetic reads no quotes (and bash
 				 * evaluates subscripts in it). */
-				s->unsure = s->unsure ? s->unsure
-						      : "an arithmetic $((";
+				s->unsure =
+				    s->unsure ? s->unsure : "an arithmetic $((";
 			} else if (c == '<' && p[i + 1] == '<') {
 				s->unsure = s->unsure ? s->unsure
 						      : "a here-document <<";
@@ -238,8 +238,8 @@ static void sh_scan_text(struct sh_scan *s, const char *p, size_t n)
 			} else if (c == '"') {
 				s->q = SH_PLAIN;
 			} else if (c == '`' ||
-				   (c == '$' && (p[i + 1] == '(' ||
-						 p[i + 1] == '{'))) {
+				   (c == '$' &&
+				    (p[i + 1] == '(' || p[i + 1] == '{'))) {
 				s->unsure = s->unsure ? s->unsure
 						      : "a $(, ${ or ` inside "
 							"double quotes";
@@ -271,13 +271,12 @@ static int sh_add_value(struct strbuf *b, const struct sh_scan *s,
 		goto out;
 	/* In quotes: close them, add the quoted value, open them again. */
 	if (s->q == SH_SINGLE)
-		rc = sb_add(b, "'", 1) || sb_str(b, q) || sb_add(b, "'", 1)
-			     ? -1
-			     : 0;
+		rc = sb_add(b, "'", 1) || sb_str(b, q) || sb_add(b, "'", 1) ? -1
+									    : 0;
 	else if (s->q == SH_DOUBLE)
 		rc = sb_add(b, "\"", 1) || sb_str(b, q) || sb_add(b, "\"", 1)
-			     ? -1
-			     : 0;
+			 ? -1
+			 : 0;
 	else
 		rc = sb_str(b, q);
 out:

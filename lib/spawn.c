@@ -46,7 +46,7 @@ int spawn_report_read(int fd, struct spawn_report *r)
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR ? -1 : 0;
 	if (n != (ssize_t)sizeof(*r))
-		return 0;	/* EOF, or a short write no child makes */
+		return 0; /* EOF, or a short write no child makes */
 	return 1;
 }
 

@@ -23,8 +23,8 @@ struct render_var {
 
 /* Returns a malloc'd copy of tmpl with every {{name}} replaced by its
  * value, else its default.  An unknown name without a default is an
- * error when strict is nonzero, and is kept verbatim otherwise.  An unclosed "{{" is kept verbatim.  Returns NULL
- * with err. */
+ * error when strict is nonzero, and is kept verbatim otherwise.  An unclosed
+ * "{{" is kept verbatim.  Returns NULL with err. */
 char *render_text(const char *tmpl, const struct render_var *vars,
 		  size_t n_vars, int strict, struct herd_err *err);
 

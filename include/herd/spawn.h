@@ -19,15 +19,15 @@ int spawn_child_setup(pid_t parent, int out_fd, int err_fd);
  * (the self-pipe of posix_spawn implementations).  Nobody else learns
  * the errno of a failed exec: the child can only exit 127. */
 enum spawn_step {
-	SPAWN_STEP_SETUP = 1,	/* process group, fds, signals */
-	SPAWN_STEP_WORKDIR,	/* chdir into the working directory */
-	SPAWN_STEP_CPUS,	/* sched_setaffinity to the planned cpus */
-	SPAWN_STEP_EXEC,	/* execve itself */
+	SPAWN_STEP_SETUP = 1, /* process group, fds, signals */
+	SPAWN_STEP_WORKDIR,   /* chdir into the working directory */
+	SPAWN_STEP_CPUS,      /* sched_setaffinity to the planned cpus */
+	SPAWN_STEP_EXEC,      /* execve itself */
 };
 
 struct spawn_report {
-	int step;		/* enum spawn_step */
-	int err;		/* its errno */
+	int step; /* enum spawn_step */
+	int err;  /* its errno */
 };
 
 /* In the child: writes the report to fd (async-signal-safe; errors are
