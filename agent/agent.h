@@ -10,6 +10,7 @@
 
 #include "herd/conn.h"
 #include "herd/loop.h"
+#include "herd/spawn.h"
 
 /* Partial output is buffered up to this per stream, then sent as it is:
  * a program printing a 10 MB line must not grow the agent without bound. */
@@ -33,6 +34,12 @@ struct rank {
 	int64_t last_output_ms;	/* wall clock of its last output */
 	char progress_file[512];	/* HERD_PROGRESS_FILE it may touch */
 	bool hung_reported;
+	/* The read end of the keeper's report pipe (spawn_report_read):
+	 * why the rank could not be started, if it could not; -1 once
+	 * read to the end. */
+	int start_fd;
+	bool start_failed;
+	struct spawn_report start;	/* when start_failed */
 };
 
 /* Environment of a rank being built: the agent's, then the job's, then

@@ -393,7 +393,8 @@ int main(int argc, char **argv)
 	if (!a.loop || loop_on_signal(a.loop, SIGCHLD, on_sigchld, &a) < 0 ||
 	    loop_on_signal(a.loop, SIGTERM, on_sigstop, &a) < 0 ||
 	    loop_on_signal(a.loop, SIGINT, on_sigstop, &a) < 0 ||
-	    loop_on_signal(a.loop, SIGHUP, on_sigstop, &a) < 0) {
+	    loop_on_signal_unless_ignored(a.loop, SIGHUP, on_sigstop, &a) <
+		    0) {
 		perror("herd-agent: setup");
 		return 1;
 	}

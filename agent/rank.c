@@ -28,6 +28,7 @@
 
 #include "agent.h"
 #include "herd/bind.h"
+#include "herd/spawn.h"
 
 extern char **environ;
 
@@ -120,7 +121,7 @@ static void keeper_on_parent_death(int sig)
 /* NUMA node masks handed to set_mempolicy: nodes below this only. */
 #define RANK_MEM_NODES 1024
 
-static void keeper_main(pid_t agent_pid, int out_w, int err_w,
+static void keeper_main(pid_t agent_pid, int out_w, int err_w, int start_w,
 			const char *workdir, const cpu_set_t *cpus,
 			const unsigned long *mem_mask, char **argv,
 			char **envp)
@@ -150,13 +151,21 @@ static void keeper_main(pid_t agent_pid, int out_w, int err_w,
 	if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out_w, 1) < 0 ||
 	    dup2(err_w, 2) < 0)
 		_exit(127);
-	close_range(3, ~0U, 0);
-	if (pipe2(go, O_CLOEXEC) < 0)
+	/* fd 3: the report pipe, close-on-exec, so that the agent reads
+	 * EOF when the rank's exec succeeds and errno when it fails. */
+	if (start_w != 3 && dup3(start_w, 3, O_CLOEXEC) < 0)
 		_exit(127);
+	close_range(4, ~0U, 0);
+	if (pipe2(go, O_CLOEXEC) < 0) {
+		spawn_report_write(3, SPAWN_STEP_SETUP, errno);
+		_exit(127);
+	}
 
 	pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		spawn_report_write(3, SPAWN_STEP_SETUP, errno);
 		_exit(127);
+	}
 	if (pid == 0) {
 		sigset_t none;
 		char b;
@@ -175,9 +184,11 @@ static void keeper_main(pid_t agent_pid, int out_w, int err_w,
 		if (workdir && chdir(workdir) < 0) {
 			static const char msg[] =
 				"herd-agent: cannot enter the workdir\n";
+			int e = errno;
 			ssize_t n = write(2, msg, sizeof(msg) - 1);
 
 			(void)n;
+			spawn_report_write(3, SPAWN_STEP_WORKDIR, e);
 			_exit(127);
 		}
 		/* The plan's cpuset, before exec: every thread the rank
@@ -186,9 +197,11 @@ static void keeper_main(pid_t agent_pid, int out_w, int err_w,
 			static const char msg[] =
 				"herd-agent: cannot bind the rank to its "
 				"planned cpus\n";
+			int e = errno;
 			ssize_t n = write(2, msg, sizeof(msg) - 1);
 
 			(void)n;
+			spawn_report_write(3, SPAWN_STEP_CPUS, e);
 			_exit(127);
 		}
 		/* Memory policy: prefer the NUMA node of those cpus (falls
@@ -197,8 +210,10 @@ static void keeper_main(pid_t agent_pid, int out_w, int err_w,
 			syscall(SYS_set_mempolicy, MPOL_PREFERRED, mem_mask,
 				(unsigned long)RANK_MEM_NODES + 1);
 		execve("/bin/sh", argv, envp);
+		spawn_report_write(3, SPAWN_STEP_EXEC, errno);
 		_exit(127);
 	}
+	close(3);	/* only the rank holds the report pipe now */
 	close(go[0]);
 	sigpending(&pending);
 	for (size_t i = 0; i < sizeof(stop_sigs) / sizeof(stop_sigs[0]); i++)
@@ -206,9 +221,10 @@ static void keeper_main(pid_t agent_pid, int out_w, int err_w,
 			kill(pid, stop_sigs[i]);
 	close(go[1]);
 	/* The keeper keeps no copy of the output pipes: EOF must come
-	 * when the rank (and whatever it started) is gone. */
-	dup2(devnull, 1);
-	dup2(devnull, 2);
+	 * when the rank (and whatever it started) is gone.  (fd 0 is
+	 * /dev/null; devnull itself went with close_range.) */
+	dup2(0, 1);
+	dup2(0, 2);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (WIFSIGNALED(status)) {
@@ -295,7 +311,8 @@ static void maybe_send_exit(struct agent *a, struct rank *r)
 {
 	json_t *body;
 
-	if (r->running || r->exit_sent || r->out.fd >= 0 || r->err.fd >= 0)
+	if (r->running || r->exit_sent || r->out.fd >= 0 || r->err.fd >= 0 ||
+	    r->start_fd >= 0)
 		return;
 	r->exit_sent = true;
 	if (WIFSIGNALED(r->status))
@@ -305,12 +322,64 @@ static void maybe_send_exit(struct agent *a, struct rank *r)
 		body = json_pack("{s:i, s:i, s:n}", "rank", r->rank, "code",
 				 WEXITSTATUS(r->status), "signal");
 	json_object_set_new(body, "attempt", json_integer(a->attempt));
+	if (r->start_failed) {
+		char why[256];
+
+		/* E2BIG: only the exec knows the total of arguments and
+		 * environment (ARG_MAX depends on the node's stack limit). */
+		snprintf(why, sizeof(why), "%s: %s%s",
+			 spawn_step_what(r->start.step),
+			 strerror(r->start.err),
+			 r->start.err == E2BIG
+				 ? " (the command, its placeholders filled "
+				   "in, and the environment of the rank are "
+				   "over the kernel's limit: shorten "
+				   "launch.command, launch.env or the "
+				   "variables of env_pass)"
+				 : "");
+		json_object_set_new(body, "error", json_string(why));
+		json_object_set_new(body, "errno",
+				    json_integer(r->start.err));
+	}
 	if (a->pmix_mode)
 		json_object_set_new(body, "pmix_connected",
 				    json_boolean(r->pmix_connected));
 	agent_send(a, PROTO_EXIT, body, NULL, 0);
 	if (rank_alive_count(a) == 0)
 		agent_ranks_gone(a);
+}
+
+/* Takes the keeper's report (spawn.h) once it can be read: a report,
+ * or EOF when the rank's exec succeeded. */
+static void start_report_take(struct agent *a, struct rank *r)
+{
+	int got;
+
+	if (r->start_fd < 0)
+		return;
+	got = spawn_report_read(r->start_fd, &r->start);
+	if (got < 0)
+		return;
+	r->start_failed = got == 1;
+	loop_fd_del(a->loop, r->start_fd);
+	close(r->start_fd);
+	r->start_fd = -1;
+}
+
+static void on_start_report(struct loop *loop, int fd, short revents,
+			    void *arg)
+{
+	struct agent *a = arg;
+
+	(void)loop;
+	(void)revents;
+	for (int i = 0; i < a->n_ranks; i++) {
+		if (a->ranks[i].start_fd == fd) {
+			start_report_take(a, &a->ranks[i]);
+			maybe_send_exit(a, &a->ranks[i]);
+			return;
+		}
+	}
 }
 
 static struct rank *rank_by_fd(struct agent *a, int fd, int *which)
@@ -374,6 +443,7 @@ void rank_reap(struct agent *a)
 			 * goes with it, as Slurm ends a step's leftovers. */
 			kill(-r->pid, SIGKILL);
 			/* Whatever the rank wrote is in the pipes now. */
+			start_report_take(a, r);
 			if (r->out.fd >= 0)
 				stream_read(a, r, &r->out, 1);
 			if (r->err.fd >= 0)
@@ -422,6 +492,10 @@ void rank_free_all(struct agent *a)
 			loop_fd_del(a->loop, r->err.fd);
 			close(r->err.fd);
 		}
+		if (r->start_fd >= 0) {
+			loop_fd_del(a->loop, r->start_fd);
+			close(r->start_fd);
+		}
 	}
 	free(a->ranks);
 	a->ranks = NULL;
@@ -433,13 +507,14 @@ static int spawn_one(struct agent *a, struct rank *r, const char *command,
 		     const unsigned long *mem_mask, struct envv *env,
 		     struct herd_err *err)
 {
-	int out[2] = {-1, -1}, errp[2] = {-1, -1};
+	int out[2] = {-1, -1}, errp[2] = {-1, -1}, start[2] = {-1, -1};
 	char *argv[] = {"sh", "-c", (char *)command, NULL};
 	pid_t agent_pid = getpid();
 	sigset_t all, old;
 	pid_t pid;
 
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
+	    pipe2(start, O_CLOEXEC) < 0) {
 		herd_errprintf(err, "pipe: %s", strerror(errno));
 		goto fail;
 	}
@@ -448,8 +523,8 @@ static int spawn_one(struct agent *a, struct rank *r, const char *command,
 	sigprocmask(SIG_BLOCK, &all, &old);
 	pid = fork();
 	if (pid == 0)
-		keeper_main(agent_pid, out[1], errp[1], workdir, cpus,
-			    mem_mask, argv, env->v);
+		keeper_main(agent_pid, out[1], errp[1], start[1], workdir,
+			    cpus, mem_mask, argv, env->v);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0) {
 		herd_errprintf(err, "fork: %s", strerror(errno));
@@ -460,14 +535,18 @@ static int spawn_one(struct agent *a, struct rank *r, const char *command,
 	setpgid(pid, pid);
 	close(out[1]);
 	close(errp[1]);
+	close(start[1]);
 	r->pid = pid;
 	r->running = true;
 	r->out.fd = out[0];
 	r->err.fd = errp[0];
+	r->start_fd = start[0];
 	fcntl(out[0], F_SETFL, O_NONBLOCK);
 	fcntl(errp[0], F_SETFL, O_NONBLOCK);
+	fcntl(start[0], F_SETFL, O_NONBLOCK);
 	loop_fd_add(a->loop, out[0], POLLIN, on_output, a);
 	loop_fd_add(a->loop, errp[0], POLLIN, on_output, a);
+	loop_fd_add(a->loop, start[0], POLLIN, on_start_report, a);
 	return 0;
 fail:
 	for (int i = 0; i < 2; i++) {
@@ -475,6 +554,8 @@ fail:
 			close(out[i]);
 		if (errp[i] >= 0)
 			close(errp[i]);
+		if (start[i] >= 0)
+			close(start[i]);
 	}
 	return -1;
 }
@@ -523,7 +604,7 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 
 		r->rank = (int)json_integer_value(json_object_get(jr, "rank"));
 		r->local_rank = (int)i;
-		r->out.fd = r->err.fd = -1;
+		r->out.fd = r->err.fd = r->start_fd = -1;
 		a->n_ranks = (int)i + 1;
 		/* HERD_PROGRESS_FILE: node-local, in the agent's private
 		 * directory; launch.env may name another file, which is

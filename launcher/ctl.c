@@ -937,6 +937,10 @@ static void on_rank_exit(struct ctl *c, struct node *n, json_t *body)
 	json_t *code = json_object_get(body, "code");
 	json_t *sig = json_object_get(body, "signal");
 	json_t *att = json_object_get(body, "attempt");
+	/* Set by the agent when the rank never ran: a failed exec (its
+	 * errno), workdir or binding. */
+	const char *error = json_string_value(json_object_get(body, "error"));
+	json_t *ev;
 	int status;
 	bool singleton;
 	struct rank_slot *r;
@@ -963,17 +967,30 @@ static void on_rank_exit(struct ctl *c, struct node *n, json_t *body)
 		    json_is_false(json_object_get(body, "pmix_connected"));
 	if (singleton)
 		status = 1;
-	events_emit(c->ev, "rank_exit",
-		    json_pack("{s:i, s:i, s:s, s:i, s:O, s:O}", "attempt",
-			      c->attempt, "rank", rank, "host", n->host,
-			      "status", status, "code", code ? code : json_null(),
-			      "signal", sig ? sig : json_null()));
-	if (c->state != CTL_RUN)
+	ev = json_pack("{s:i, s:i, s:s, s:i, s:O, s:O}", "attempt", c->attempt,
+		       "rank", rank, "host", n->host, "status", status, "code",
+		       code ? code : json_null(), "signal",
+		       sig ? sig : json_null());
+	if (ev && error) {
+		json_object_set_new(ev, "reason", json_string(error));
+		json_object_set(ev, "errno", json_object_get(body, "errno"));
+	}
+	events_emit(c->ev, "rank_exit", ev);
+	if (c->state != CTL_RUN) {
+		/* Said per rank even when the attempt is already stopping
+		 * for another one: each node may fail its own way. */
+		if (error && status != 0)
+			fprintf(stderr, "herd: rank %d on %s: %s\n", rank,
+				n->host, error);
 		return;
+	}
 	if (status != 0) {
-		char why[256];
+		char why[512];
 
-		if (singleton)
+		if (error)
+			snprintf(why, sizeof(why), "rank %d on %s: %s", rank,
+				 n->host, error);
+		else if (singleton)
 			snprintf(why, sizeof(why),
 				 "rank %d on %s exited 0 without ever "
 				 "connecting to herd's PMIx server (ran as a "
@@ -1372,7 +1389,11 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 	}
 	if (loop_on_signal(c.loop, SIGINT, on_interrupt, &c) < 0 ||
 	    loop_on_signal(c.loop, SIGTERM, on_interrupt, &c) < 0 ||
-	    loop_on_signal(c.loop, SIGHUP, on_interrupt, &c) < 0 ||
+	    /* nohup (or a parent that ignores SIGHUP for us) means: keep
+	     * running when the terminal goes; SIGINT stays ours even in
+	     * the background, where scripts send it to stop a job. */
+	    loop_on_signal_unless_ignored(c.loop, SIGHUP, on_interrupt, &c) <
+		    0 ||
 	    loop_on_signal(c.loop, SIGCHLD, on_sigchld, &c) < 0) {
 		fprintf(stderr, "herd: signals: %s\n", strerror(errno));
 		goto out;

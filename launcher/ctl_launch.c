@@ -213,9 +213,12 @@ static json_t *job_env(struct ctl *c)
 	return env;
 }
 
-/* {{checkpoint}} is the checkpoint this attempt resumes from and
- * {{resume_args}} is checkpoint.resume_args with it filled in; both are
- * empty when there is none. */
+/* {{checkpoint}} is the checkpoint this attempt resumes from (an empty
+ * argument when there is none) and {{resume_args}} is
+ * checkpoint.resume_args with it filled in (nothing when there is none).
+ * Every value reaches the rank as one literal argument (render_shell):
+ * the checkpoint's name is whatever a directory in checkpoint.dir or
+ * DeepSpeed's `latest` file says, not shell text. */
 char *ctl_render_command(struct ctl *c, struct herd_err *err)
 {
 	const char *ckpt = c->checkpoint ? c->checkpoint : "";
@@ -226,17 +229,23 @@ char *ctl_render_command(struct ctl *c, struct herd_err *err)
 		{"resume_args", ""},
 		{"attempt", attempt},
 	};
+	struct herd_err e;
 	char *resume = NULL, *cmd;
 
 	snprintf(attempt, sizeof(attempt), "%d", c->attempt);
 	if (c->checkpoint && c->spec->checkpoint.resume_args) {
-		resume = render_text(c->spec->checkpoint.resume_args, vars, 4,
-				     0, err);
-		if (!resume)
+		resume = render_shell(c->spec->checkpoint.resume_args, vars, 4,
+				      NULL, &e);
+		if (!resume) {
+			herd_errprintf(err, "checkpoint.resume_args: %s",
+				       e.text);
 			return NULL;
+		}
 		vars[2].value = resume;
 	}
-	cmd = render_text(c->spec->launch.command, vars, 4, 0, err);
+	cmd = render_shell(c->spec->launch.command, vars, 4, "resume_args", &e);
+	if (!cmd)
+		herd_errprintf(err, "launch.command: %s", e.text);
 	free(resume);
 	return cmd;
 }

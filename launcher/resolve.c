@@ -70,6 +70,8 @@ static struct hostfile *from_expr(const char *expr, const char *what,
 		goto out;
 	}
 	for (size_t i = 0; i < hostlist_count(hl); i++) {
+		if (hostfile_host_check(hostlist_nth(hl, i), what, err) < 0)
+			goto out;
 		if (hostfile_push(hf, hostlist_nth(hl, i), 0, 0, &e) < 0) {
 			herd_errprintf(err, "%s: %s", what, e.text);
 			goto out;

@@ -541,32 +541,6 @@ static char *options(const struct sbatch *sb)
 	return s;
 }
 
-/* path in single quotes for /bin/sh ('\'' for a quote inside). */
-static char *shell_quote(const char *path)
-{
-	size_t n = 2;
-	char *q, *o;
-
-	for (const char *p = path; *p; p++)
-		n += *p == '\'' ? 4 : 1;
-	q = malloc(n + 1);
-	if (!q)
-		return NULL;
-	o = q;
-	*o++ = '\'';
-	for (const char *p = path; *p; p++) {
-		if (*p == '\'') {
-			memcpy(o, "'\\''", 4);
-			o += 4;
-		} else {
-			*o++ = *p;
-		}
-	}
-	*o++ = '\'';
-	*o = '\0';
-	return q;
-}
-
 char *sbatch_script(const struct sbatch *sb, const char *tmpl,
 		    struct herd_err *err)
 {
@@ -574,9 +548,9 @@ char *sbatch_script(const struct sbatch *sb, const char *tmpl,
 	char *script = NULL, *ret = NULL;
 
 	opts = options(sb);
-	herd = shell_quote(sb->herd);
-	job = shell_quote(sb->job_file);
-	wd = shell_quote(sb->workdir);
+	herd = render_shell_quote(sb->herd);
+	job = render_shell_quote(sb->job_file);
+	wd = render_shell_quote(sb->workdir);
 	if (!opts || !herd || !job || !wd) {
 		herd_errprintf(err, "out of memory or script over 4 MiB");
 		goto out;

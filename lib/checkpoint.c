@@ -108,10 +108,28 @@ static int found(struct checkpoint_result *res, const char *path,
 	return res->path && res->source ? 0 : -1;
 }
 
-/* The tag named by dir/latest_file, trimmed; NULL when absent/empty. */
-static char *read_tag(const char *dir, const char *latest_file)
+/* Whether tag can name an entry of checkpoint.dir: one path component
+ * ("global_step100"), never a way out of the directory ("..", "a/b",
+ * "/etc") nor text that would end a line in a command or a log.  Other
+ * bytes (blanks, ';', quotes) are allowed: herd passes the path to ranks
+ * as one quoted argument (render_shell), never as shell text. */
+static int tag_ok(const char *tag)
 {
-	char path[8192], *tag;
+	if (!*tag || !strcmp(tag, ".") || !strcmp(tag, ".."))
+		return 0;
+	for (const char *p = tag; *p; p++)
+		if (*p == '/' || (unsigned char)*p < 0x20 || *p == 0x7f)
+			return 0;
+	return 1;
+}
+
+/* The tag named by dir/latest_file, without surrounding blanks; NULL when
+ * the file is absent or empty, or (recorded as skipped, *oom on out of
+ * memory) when it names something else than one entry of dir. */
+static char *read_tag(const char *dir, const char *latest_file,
+		      struct checkpoint_result *res, int *oom)
+{
+	char path[8192], *tag, *start;
 	FILE *f;
 	size_t n;
 
@@ -122,6 +140,7 @@ static char *read_tag(const char *dir, const char *latest_file)
 	tag = calloc(1, CHECKPOINT_TAG_MAX + 1);
 	if (!tag) {
 		fclose(f);
+		*oom = 1;
 		return NULL;
 	}
 	n = fread(tag, 1, CHECKPOINT_TAG_MAX, f);
@@ -129,7 +148,23 @@ static char *read_tag(const char *dir, const char *latest_file)
 	tag[n] = '\0';
 	while (n > 0 && isspace((unsigned char)tag[n - 1]))
 		tag[--n] = '\0';
-	if (n == 0 || strstr(tag, "..") || strchr(tag, '\n')) {
+	for (start = tag; isspace((unsigned char)*start); start++)
+		;
+	if (!*start) {
+		free(tag);
+		return NULL;
+	}
+	memmove(tag, start, strlen(start) + 1);
+	if (!tag_ok(tag)) {
+		char reason[256];
+
+		snprintf(reason, sizeof(reason),
+			 "%s names no entry of checkpoint.dir (one name "
+			 "expected: no '/', control character, '.' or "
+			 "'..')",
+			 latest_file);
+		if (add_skip(res, path, reason) < 0)
+			*oom = 1;
 		free(tag);
 		return NULL;
 	}
@@ -161,12 +196,12 @@ int checkpoint_find(const char *dir, const char *latest_file,
 	char *tag = NULL, *latest_path = NULL;
 	char pat[8192];
 	size_t n = 0;
-	int rc = -1, r;
+	int rc = -1, r, oom = 0;
 
 	memset(res, 0, sizeof(*res));
 	if (!dir)
 		return 0;
-	if (latest_file && (tag = read_tag(dir, latest_file))) {
+	if (latest_file && (tag = read_tag(dir, latest_file, res, &oom))) {
 		if (asprintf(&latest_path, "%s/%s", dir, tag) < 0) {
 			latest_path = NULL;
 			goto oom;
@@ -181,6 +216,8 @@ int checkpoint_find(const char *dir, const char *latest_file,
 			goto out;
 		}
 	}
+	if (oom)
+		goto oom;
 	if (!pattern) {
 		rc = 0;
 		goto out;

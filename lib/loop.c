@@ -222,6 +222,18 @@ int loop_on_signal(struct loop *loop, int sig, loop_signal_fn cb, void *arg)
 	return sigaction(sig, &sa, NULL);
 }
 
+int loop_on_signal_unless_ignored(struct loop *loop, int sig,
+				  loop_signal_fn cb, void *arg)
+{
+	struct sigaction old;
+
+	if (sigaction(sig, NULL, &old) < 0)
+		return -1;
+	if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN)
+		return 1;
+	return loop_on_signal(loop, sig, cb, arg);
+}
+
 void loop_signals_reset(struct loop *loop)
 {
 	for (int s = 1; s < LOOP_NSIG; s++) {

@@ -32,9 +32,72 @@ static int sb_add(struct strbuf *b, const char *p, size_t n)
 	return 0;
 }
 
+static int sb_str(struct strbuf *b, const char *s)
+{
+	return sb_add(b, s, strlen(s));
+}
+
 static int is_name_char(char c)
 {
 	return isalnum((unsigned char)c) || c == '_' || c == '.';
+}
+
+/* One {{name}} or {{name|default}} starting at open ("{{"). */
+struct placeholder {
+	const char *name;
+	size_t nlen;
+	const char *dflt; /* NULL: no default */
+	size_t dlen;
+	const char *end; /* just after the closing "}}" */
+};
+
+/* Returns 1 when open starts a placeholder (ph filled), 0 when the "{{"
+ * is plain text. */
+static int placeholder_parse(const char *open, struct placeholder *ph)
+{
+	const char *q = open + 2;
+
+	memset(ph, 0, sizeof(*ph));
+	while (*q == ' ')
+		q++;
+	ph->name = q;
+	while (is_name_char(*q))
+		q++;
+	ph->nlen = (size_t)(q - ph->name);
+	while (*q == ' ')
+		q++;
+	if (ph->nlen && *q == '|') {
+		/* {{name|default}}: the default runs to the "}}" on the same
+		 * line; blanks around it are layout, not value. */
+		const char *d = q + 1, *dend;
+
+		q = strstr(d, "}}");
+		if (!q || memchr(d, '\n', (size_t)(q - d)))
+			return 0;
+		dend = q;
+		while (*d == ' ')
+			d++;
+		while (dend > d && dend[-1] == ' ')
+			dend--;
+		ph->dflt = d;
+		ph->dlen = (size_t)(dend - d);
+	}
+	if (ph->nlen == 0 || q[0] != '}' || q[1] != '}')
+		return 0;
+	ph->end = q + 2;
+	return 1;
+}
+
+/* The value of ph's name, or NULL when vars has none. */
+static const char *placeholder_value(const struct placeholder *ph,
+				     const struct render_var *vars,
+				     size_t n_vars)
+{
+	for (size_t i = 0; i < n_vars; i++)
+		if (strlen(vars[i].name) == ph->nlen &&
+		    !strncmp(vars[i].name, ph->name, ph->nlen))
+			return vars[i].value ? vars[i].value : "";
+	return NULL;
 }
 
 char *render_text(const char *tmpl, const struct render_var *vars,
@@ -46,80 +109,293 @@ char *render_text(const char *tmpl, const struct render_var *vars,
 	if (sb_add(&b, "", 0) < 0)
 		goto oom;
 	while (*p) {
-		const char *open = strstr(p, "{{"), *q, *name, *end, *dflt;
-		const char *value = NULL;
-		size_t nlen;
+		const char *open = strstr(p, "{{"), *value;
+		struct placeholder ph;
 
 		if (!open) {
-			if (sb_add(&b, p, strlen(p)) < 0)
+			if (sb_str(&b, p) < 0)
 				goto oom;
 			break;
 		}
 		if (sb_add(&b, p, (size_t)(open - p)) < 0)
 			goto oom;
-		q = open + 2;
-		while (*q == ' ')
-			q++;
-		name = q;
-		while (is_name_char(*q))
-			q++;
-		nlen = (size_t)(q - name);
-		while (*q == ' ')
-			q++;
-		dflt = NULL;
-		if (nlen && *q == '|') {
-			/* {{name|default}}: the default runs to the "}}" on the
-			 * same line. */
-			dflt = q + 1;
-			q = strstr(dflt, "}}");
-			if (!q || memchr(dflt, '\n', (size_t)(q - dflt))) {
-				if (sb_add(&b, "{{", 2) < 0)
-					goto oom;
-				p = open + 2;
-				continue;
-			}
-		}
-		if (nlen == 0 || q[0] != '}' || q[1] != '}') {
-			if (sb_add(&b, "{{", 2) < 0)	/* not a placeholder */
+		if (!placeholder_parse(open, &ph)) {
+			if (sb_add(&b, "{{", 2) < 0) /* not a placeholder */
 				goto oom;
 			p = open + 2;
 			continue;
 		}
-		end = q + 2;
-		for (size_t i = 0; i < n_vars; i++) {
-			if (strlen(vars[i].name) == nlen &&
-			    !strncmp(vars[i].name, name, nlen)) {
-				value = vars[i].value ? vars[i].value : "";
-				break;
-			}
-		}
-		if (!value && dflt) {
-			const char *dend = q;
-
-			/* Blanks around the default are layout, not value. */
-			while (*dflt == ' ')
-				dflt++;
-			while (dend > dflt && dend[-1] == ' ')
-				dend--;
-			if (sb_add(&b, dflt, (size_t)(dend - dflt)) < 0)
+		value = placeholder_value(&ph, vars, n_vars);
+		if (!value && ph.dflt) {
+			if (sb_add(&b, ph.dflt, ph.dlen) < 0)
 				goto oom;
-			p = end;
-			continue;
-		}
-		if (!value && strict) {
+		} else if (!value && strict) {
 			herd_errprintf(err, "unknown placeholder {{%.*s}}",
-				       (int)nlen, name);
+				       (int)ph.nlen, ph.name);
 			free(b.s);
 			return NULL;
-		}
-		if (value ? sb_add(&b, value, strlen(value)) < 0
-			  : sb_add(&b, open, (size_t)(end - open)) < 0)
+		} else if (value ? sb_str(&b, value) < 0
+				 : sb_add(&b, open, (size_t)(ph.end - open)) <
+				       0) {
 			goto oom;
-		p = end;
+		}
+		p = ph.end;
 	}
 	return b.s;
 oom:
 	free(b.s);
 	herd_errprintf(err, "rendered text exceeds %u bytes", RENDER_MAX);
 	return NULL;
+}
+
+/* ---- shell text ---------------------------------------------------------- */
+
+char *render_shell_quote(const char *s)
+{
+	struct strbuf b = {0};
+
+	if (sb_add(&b, "'", 1) < 0)
+		goto oom;
+	for (const char *p = s; *p; p++)
+		if (*p == '\'' ? sb_add(&b, "'\\''", 4) < 0
+			       : sb_add(&b, p, 1) < 0)
+			goto oom;
+	if (sb_add(&b, "'", 1) < 0)
+		goto oom;
+	return b.s;
+oom:
+	free(b.s);
+	return NULL;
+}
+
+/* Where the scan of the shell text stands: how /bin/sh would read the
+ * next character.  `unsure` is sticky: once set, no later placeholder is
+ * accepted (the scan does not follow nesting). */
+enum sh_quote { SH_PLAIN, SH_SINGLE, SH_DOUBLE, SH_COMMENT };
+
+struct sh_scan {
+	enum sh_quote q;
+	const char *unsure; /* why the quoting cannot be told; NULL: it can */
+	char prev;	    /* the previous character of the text, or 0 */
+	int escaped;	    /* a '\\' ended the text: it escapes what follows */
+};
+
+static int sh_word_start(char prev)
+{
+	return prev == 0 || prev == ' ' || prev == '\t' || prev == '\n' ||
+	       prev == ';' || prev == '&' || prev == '|' || prev == '(' ||
+	       prev == ')';
+}
+
+/* Follows the shell's quoting over the n characters of literal text at
+ * p (it may look at p[n], which is still in the template). */
+static void sh_scan_text(struct sh_scan *s, const char *p, size_t n)
+{
+	if (n > 0)
+		s->escaped = 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = p[i];
+
+		if (c == '\\' && i + 1 == n &&
+		    (s->q == SH_PLAIN || s->q == SH_DOUBLE)) {
+			s->escaped = 1;
+			s->prev = c;
+			break;
+		}
+
+		switch (s->q) {
+		case SH_PLAIN:
+			if (c == '\\' && i + 1 < n) {
+				i++;
+				c = p[i];
+			} else if (c == '\'') {
+				s->q = SH_SINGLE;
+			} else if (c == '"') {
+				s->q = SH_DOUBLE;
+			} else if (c == '`') {
+				s->unsure = s->unsure ? s->unsure : "a `";
+			} else if (c == '$' && p[i + 1] == '(' &&
+				   p[i + 2] == '(') {
+				/* Arithmetic reads no quotes (and bash
+				 * evaluates subscripts in it). */
+				s->unsure =
+				    s->unsure ? s->unsure : "an arithmetic $((";
+			} else if (c == '<' && p[i + 1] == '<') {
+				s->unsure = s->unsure ? s->unsure
+						      : "a here-document <<";
+			} else if (c == '#' && sh_word_start(s->prev)) {
+				s->q = SH_COMMENT;
+			}
+			break;
+		case SH_SINGLE:
+			if (c == '\'')
+				s->q = SH_PLAIN;
+			break;
+		case SH_DOUBLE:
+			if (c == '\\' && i + 1 < n) {
+				i++;
+				c = p[i];
+			} else if (c == '"') {
+				s->q = SH_PLAIN;
+			} else if (c == '`' ||
+				   (c == '$' &&
+				    (p[i + 1] == '(' || p[i + 1] == '{'))) {
+				s->unsure = s->unsure ? s->unsure
+						      : "a $(, ${ or ` inside "
+							"double quotes";
+			}
+			break;
+		case SH_COMMENT:
+			if (c == '\n')
+				s->q = SH_PLAIN;
+			break;
+		}
+		s->prev = c;
+	}
+}
+
+/* Adds value (quoted unless raw) where the scan stands. */
+static int sh_add_value(struct strbuf *b, const struct sh_scan *s,
+			const char *value, size_t len, int raw)
+{
+	char *v = strndup(value, len), *q = NULL;
+	int rc = -1;
+
+	if (!v)
+		return -1;
+	if (raw) {
+		rc = sb_str(b, v);
+		goto out;
+	}
+	if (!(q = render_shell_quote(v)))
+		goto out;
+	/* In quotes: close them, add the quoted value, open them again. */
+	if (s->q == SH_SINGLE)
+		rc = sb_add(b, "'", 1) || sb_str(b, q) || sb_add(b, "'", 1) ? -1
+									    : 0;
+	else if (s->q == SH_DOUBLE)
+		rc = sb_add(b, "\"", 1) || sb_str(b, q) || sb_add(b, "\"", 1)
+			 ? -1
+			 : 0;
+	else
+		rc = sb_str(b, q);
+out:
+	free(v);
+	free(q);
+	return rc;
+}
+
+static char *shell_render(const char *tmpl, const struct render_var *vars,
+			  size_t n_vars, const char *words, int balanced,
+			  struct herd_err *err)
+{
+	struct strbuf b = {0};
+	struct sh_scan s = {.q = SH_PLAIN};
+	const char *p = tmpl;
+
+	if (sb_add(&b, "", 0) < 0)
+		goto oom;
+	while (*p) {
+		const char *open = strstr(p, "{{"), *value;
+		struct placeholder ph;
+		size_t at = 0;
+		int raw;
+
+		if (!open)
+			open = p + strlen(p);
+		sh_scan_text(&s, p, (size_t)(open - p));
+		if (sb_add(&b, p, (size_t)(open - p)) < 0)
+			goto oom;
+		if (!*open)
+			break;
+		if (!placeholder_parse(open, &ph)) {
+			sh_scan_text(&s, open, 2);
+			if (sb_add(&b, "{{", 2) < 0)
+				goto oom;
+			p = open + 2;
+			continue;
+		}
+		p = ph.end;
+		value = placeholder_value(&ph, vars, n_vars);
+		if (!value && !ph.dflt) {
+			/* Unknown: kept verbatim, as render_text does. */
+			if (sb_add(&b, open, (size_t)(ph.end - open)) < 0)
+				goto oom;
+			continue;
+		}
+		at = (size_t)(open - tmpl) + 1;
+		raw = value && words && strlen(words) == ph.nlen &&
+		      !strncmp(words, ph.name, ph.nlen);
+		if (s.q == SH_COMMENT) {
+			herd_errprintf(err,
+				       "character %zu: {{%.*s}} is in a # "
+				       "comment, where the shell would not "
+				       "read it as one argument; move it "
+				       "out of the comment",
+				       at, (int)ph.nlen, ph.name);
+			goto fail;
+		}
+		if (s.escaped || (s.prev == '$' && s.q != SH_SINGLE)) {
+			/* \'... or $'... would change the meaning of the
+			 * quote herd puts first. */
+			herd_errprintf(err,
+				       "character %zu: {{%.*s}} follows a "
+				       "'%c'; put a blank or quote between "
+				       "them",
+				       at, (int)ph.nlen, ph.name, s.prev);
+			goto fail;
+		}
+		if (s.unsure) {
+			herd_errprintf(err,
+				       "character %zu: herd cannot tell how "
+				       "the shell quotes {{%.*s}} after %s; "
+				       "write it outside quotes, `...`, "
+				       "$(...) in quotes and here-documents "
+				       "(herd quotes the value itself)",
+				       at, (int)ph.nlen, ph.name, s.unsure);
+			goto fail;
+		}
+		if (raw && s.q != SH_PLAIN) {
+			herd_errprintf(err,
+				       "character %zu: {{%.*s}} is shell words "
+				       "(checkpoint.resume_args): write it "
+				       "outside quotes",
+				       at, (int)ph.nlen, ph.name);
+			goto fail;
+		}
+		if (value ? sh_add_value(&b, &s, value, strlen(value), raw) < 0
+			  : sh_add_value(&b, &s, ph.dflt, ph.dlen, 0) < 0)
+			goto oom;
+		/* A quoted value ends like a word: "#" after it starts no
+		 * comment. */
+		s.prev = 'x';
+		s.escaped = 0;
+	}
+	if (balanced && s.q != SH_PLAIN && s.q != SH_COMMENT) {
+		herd_errprintf(err, "the text ends inside %s quotes",
+			       s.q == SH_SINGLE ? "single" : "double");
+		goto fail;
+	}
+	return b.s;
+oom:
+	herd_errprintf(err, "rendered text exceeds %u bytes", RENDER_MAX);
+fail:
+	free(b.s);
+	return NULL;
+}
+
+char *render_shell(const char *tmpl, const struct render_var *vars,
+		   size_t n_vars, const char *words, struct herd_err *err)
+{
+	return shell_render(tmpl, vars, n_vars, words, 0, err);
+}
+
+int render_shell_check(const char *tmpl, const struct render_var *vars,
+		       size_t n_vars, const char *words, int balanced,
+		       struct herd_err *err)
+{
+	char *out = shell_render(tmpl, vars, n_vars, words, balanced, err);
+
+	free(out);
+	return out ? 0 : -1;
 }

@@ -17,8 +17,10 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "herd/hostfile.h"
 #include "herd/hostlist.h"
 #include "herd/inventory.h"
+#include "herd/render.h"
 #include "herd/spec.h"
 
 /* Values quoted in messages are cut to this many characters so that one
@@ -39,6 +41,8 @@ enum track {
 	TR_CHECKPOINT,
 	TR_PATTERN,
 	TR_LATEST,
+	TR_COMMAND,
+	TR_RESUME,
 	TR_MAX
 };
 
@@ -540,6 +544,14 @@ static int set_env(struct ctx *c, const struct field *f, yaml_node_t *key,
 					 "a string, number or "
 					 "boolean")))
 			return -1;
+		if (strlen(name) + 1 + strlen(text) + 1 > SPEC_ARG_STRLEN_MAX)
+			return perr(c, v->start_mark,
+				    "%s.%s is %zu bytes; Linux passes at most "
+				    "%d bytes in one variable (MAX_ARG_STRLEN) "
+				    "and every rank would fail to start: put "
+				    "the value in a file",
+				    f->name, name, strlen(text),
+				    SPEC_ARG_STRLEN_MAX - 2 - (int)strlen(name));
 		if (!(e->key = strdup(name)) || !(e->value = strdup(text))) {
 			free(e->key);
 			e->key = NULL;
@@ -862,7 +874,10 @@ static const struct field launch_keys[] = {
      .set = set_enum,
      .off = OFF(launch.mode),
      .names = mode_names},
-    {.name = "launch.command", .set = set_str, .off = OFF(launch.command)},
+    {.name = "launch.command",
+     .set = set_str,
+     .off = OFF(launch.command),
+     .track = TR_COMMAND},
     {.name = "launch.workdir", .set = set_str, .off = OFF(launch.workdir)},
     {.name = "launch.env", .set = set_env},
     {.name = "launch.env_pass", .set = set_strv, .off = OFF(launch.env_pass)},
@@ -944,7 +959,8 @@ static const struct field checkpoint_keys[] = {
      .off = OFF(checkpoint.complete_marker)},
     {.name = "checkpoint.resume_args",
      .set = set_str,
-     .off = OFF(checkpoint.resume_args)},
+     .off = OFF(checkpoint.resume_args),
+     .track = TR_RESUME},
     {0},
 };
 
@@ -1114,6 +1130,42 @@ static int walk(struct ctx *c, yaml_node_t *map, const struct field *tab,
 
 /* ---- checks across keys ------------------------------------------------ */
 
+/* Every host of the expression(s) at n (a scalar, or a list for
+ * nodes.hosts) follows the one host name rule of every source
+ * (hostfile_host_check); the error points at the expression. */
+static int check_host_names(struct ctx *c, yaml_node_t *n, const char *what)
+{
+	yaml_node_item_t *it;
+
+	if (n->type == YAML_SEQUENCE_NODE) {
+		for (it = n->data.sequence.items.start;
+		     it < n->data.sequence.items.top; it++)
+			if (check_host_names(c, node(c, *it), what) < 0)
+				return -1;
+		return 0;
+	}
+	if (n->type != YAML_SCALAR_NODE)
+		return 0;
+	{
+		struct herd_err herr;
+		struct hostlist *hl = hostlist_expand(
+		    (const char *)n->data.scalar.value, &herr);
+		int rc = 0;
+
+		if (!hl)
+			return perr(c, n->start_mark,
+				    "expected a hostlist expression for %s: "
+				    "%s",
+				    what, herr.text);
+		for (size_t i = 0; i < hostlist_count(hl) && !rc; i++)
+			if (hostfile_host_check(hostlist_nth(hl, i), what,
+						&herr) < 0)
+				rc = perr(c, n->start_mark, "%s", herr.text);
+		hostlist_free(hl);
+		return rc;
+	}
+}
+
 static int check_hosts(struct ctx *c)
 {
 	struct spec *s = c->spec;
@@ -1133,9 +1185,13 @@ static int check_hosts(struct ctx *c)
 		}
 		hostlist_free(hl);
 		hl = NULL;
+		if (check_host_names(c, n, "nodes.spares") < 0)
+			goto out;
 	}
 	if (s->nodes.source == SPEC_SOURCE_HOSTS) {
 		n = c->tracked[TR_HOSTS];
+		if (check_host_names(c, n, "nodes.hosts") < 0)
+			goto out;
 		if (!(hl = hostlist_expand(s->nodes.hosts, &herr))) {
 			perr(c, n->start_mark,
 			     "expected a hostlist "
@@ -1168,6 +1224,37 @@ out:
 	return rc;
 }
 
+/* launch.command runs as `sh -c COMMAND`: one execve() argument, and
+ * herd fills its placeholders with quoted values (render_shell). */
+static int check_command(struct ctx *c)
+{
+	struct spec *s = c->spec;
+	/* Stand-ins: only the names matter to the checks. */
+	const struct render_var vars[] = {
+	    {"name", "x"}, {"checkpoint", "x"}, {"resume_args", ""},
+	    {"attempt", "1"}};
+	struct herd_err e;
+	size_t len = strlen(s->launch.command);
+
+	if (len + 1 > SPEC_ARG_STRLEN_MAX)
+		return perr(c, c->tracked[TR_COMMAND]->start_mark,
+			    "launch.command is %zu bytes; Linux passes at "
+			    "most %d bytes as one argument (MAX_ARG_STRLEN) "
+			    "and every rank would fail to start: put the "
+			    "command in a script",
+			    len, SPEC_ARG_STRLEN_MAX - 1);
+	if (render_shell_check(s->launch.command, vars, 4, "resume_args", 0,
+			       &e) < 0)
+		return perr(c, c->tracked[TR_COMMAND]->start_mark,
+			    "launch.command: %s", e.text);
+	if (s->checkpoint.resume_args &&
+	    render_shell_check(s->checkpoint.resume_args, vars, 4, NULL, 1,
+			       &e) < 0)
+		return perr(c, c->tracked[TR_RESUME]->start_mark,
+			    "checkpoint.resume_args: %s", e.text);
+	return 0;
+}
+
 static int check(struct ctx *c, yaml_node_t *root)
 {
 	struct spec *s = c->spec;
@@ -1179,6 +1266,8 @@ static int check(struct ctx *c, yaml_node_t *root)
 			    "launch.command is required "
 			    "(the command every rank runs)");
 	}
+	if (check_command(c) < 0)
+		return -1;
 	if (s->health.timeout_ms <= s->health.heartbeat_ms) {
 		char t[32], h[32];
 

@@ -12,8 +12,11 @@
  *
  * '#' starts a comment (whole line or trailing); blank lines are allowed.
  * A host listed twice is an error naming both lines.  Host names are
- * letters, digits, '.', '-' and '_' (IPv6 literals are not supported:
- * ':' is the MPICH slot separator).
+ * ASCII letters, digits, '.', '-' and '_', starting with a letter or a
+ * digit (IPv6 literals are not supported: ':' is the MPICH slot
+ * separator).  This one rule (hostfile_host_check) holds for every host
+ * source: nodes.hosts and nodes.spares in the spec, hostfiles,
+ * nodes.command's output, the inventory and SLURM_JOB_NODELIST.
  *
  * Errors read "name:line: what was expected".
  */
@@ -105,8 +108,9 @@ struct hostfile *hostfile_new(void);
 int hostfile_push(struct hostfile *hf, const char *host, int slots, size_t line,
 		  struct herd_err *err);
 
-/* Checks one host name (the rules above); where prefixes the message
- * ("file:line").  Returns 0, or -1 with err filled. */
+/* Checks one host name (the rule above, for every host source); where
+ * prefixes the message ("file:line", "nodes.hosts").  Returns 0, or -1
+ * with err filled. */
 int hostfile_host_check(const char *host, const char *where,
 			struct herd_err *err);
 

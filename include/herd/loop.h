@@ -53,6 +53,14 @@ void loop_wake(struct loop *loop);
 typedef void (*loop_signal_fn)(struct loop *loop, int sig, void *arg);
 int loop_on_signal(struct loop *loop, int sig, loop_signal_fn cb, void *arg);
 
+/* As loop_on_signal(), unless the process inherited sig as ignored
+ * (SIG_IGN): then the disposition is left alone and 1 is returned, so
+ * that `nohup herd run` (SIGHUP ignored by nohup) is not killed by the
+ * hangup it asked to survive.  Returns 0 when the handler is installed,
+ * 1 when sig stays ignored, -1 on error (errno set). */
+int loop_on_signal_unless_ignored(struct loop *loop, int sig,
+				  loop_signal_fn cb, void *arg);
+
 /* Puts every signal given to loop_on_signal back to its default action
  * (before the loop is freed, or in a child). */
 void loop_signals_reset(struct loop *loop);

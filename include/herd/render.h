@@ -23,9 +23,49 @@ struct render_var {
 
 /* Returns a malloc'd copy of tmpl with every {{name}} replaced by its
  * value, else its default.  An unknown name without a default is an
- * error when strict is nonzero, and is kept verbatim otherwise.  An unclosed "{{" is kept verbatim.  Returns NULL
- * with err. */
+ * error when strict is nonzero, and is kept verbatim otherwise.  An unclosed
+ * "{{" is kept verbatim.  Returns NULL with err. */
 char *render_text(const char *tmpl, const struct render_var *vars,
 		  size_t n_vars, int strict, struct herd_err *err);
+
+/* ---- text that /bin/sh will read (launch.command, resume_args) ----
+ *
+ * Every value herd puts into a command must reach the program as exactly
+ * one literal argument, whatever it holds (a checkpoint directory is
+ * named by whoever writes checkpoint.dir: "ckpt-2;touch INJ;#" or
+ * "step 2" are names, not shell text).  render_shell() therefore puts each
+ * value in single quotes (a ' inside as '\'') and, since the template is
+ * shell text the user wrote, follows its quoting: a placeholder written
+ * inside "..." or '...' closes that quote, adds the quoted value and opens
+ * it again ("--out={{name}}" gives "--out="'job'"").
+ *
+ * Where a plain scan of the text cannot tell how the shell will read a
+ * placeholder (inside `...`, inside "$(...)" or "${...}", after a
+ * here-document "<<", in a # comment) the template is refused rather
+ * than guessed at.  One variable may be named `words`: its value is shell
+ * words herd built itself (checkpoint.resume_args, already rendered with
+ * render_shell()), pasted as they are; it must stand outside quotes. */
+
+/* Returns a malloc'd copy of s in single quotes for /bin/sh, or NULL when
+ * out of memory. */
+char *render_shell_quote(const char *s);
+
+/* As render_text (lenient: unknown names are kept verbatim) with each
+ * value quoted as described above; words (may be NULL) names the one
+ * variable pasted unquoted.  Defaults ({{x|text}}) are values too.
+ * Returns NULL with err ("character N: ...") when the template places a
+ * placeholder where its quoting cannot be told, or is over RENDER_MAX. */
+char *render_shell(const char *tmpl, const struct render_var *vars,
+		   size_t n_vars, const char *words, struct herd_err *err);
+
+/* The checks of render_shell() for `herd validate` (vars may hold
+ * stand-in values: only their names matter): every placeholder of tmpl
+ * with a value or default stands where its quoting can be told, words
+ * (may be NULL) outside quotes, and when balanced is nonzero the text
+ * ends outside any quote (resume_args, which is pasted into the
+ * command).  Returns 0, or -1 with err ("character N: ..."). */
+int render_shell_check(const char *tmpl, const struct render_var *vars,
+		       size_t n_vars, const char *words, int balanced,
+		       struct herd_err *err);
 
 #endif

@@ -173,6 +173,16 @@ const char *spec_bind_cpu_name(enum spec_bind_cpu cpu);
  * entries: far beyond any real job, and it bounds the duplicate check. */
 #define SPEC_LIST_MAX 4096
 
+/* Linux's MAX_ARG_STRLEN (32 pages): the most bytes, NUL included, of
+ * one argv or environment string handed to execve(); more fails with
+ * E2BIG.  launch.command reaches the rank as the one argument of
+ * `sh -c`, and each launch.env entry as one NAME=VALUE string, so
+ * `herd validate` refuses what cannot be exec'd.  (The total of every
+ * argument and variable, ARG_MAX, depends on the node's stack limit and
+ * environment: only the exec on the node can tell, and the agent reports
+ * its errno per rank.) */
+#define SPEC_ARG_STRLEN_MAX (32 * 4096)
+
 /* The longest duration accepted: one year, in milliseconds. */
 #define SPEC_DURATION_MAX (8760L * 3600 * 1000)
 

@@ -120,6 +120,61 @@ static void test_latest_file(void **state)
 	checkpoint_result_free(&res);
 }
 
+static void write_latest(const char *text)
+{
+	char p[512];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/latest", root);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* DeepSpeed's `latest` holds one name of checkpoint.dir.  Shell text in
+ * it is a name like any other (herd quotes it, render_shell); what would
+ * leave the directory or break a line is skipped with a reason. */
+static void test_latest_hostile(void **state)
+{
+	static const char *const refused[] = {
+	    "../outside", "a/b", "/etc", "..", ".", "two\nlines", "tab\there",
+	};
+	struct checkpoint_result res;
+	struct herd_err err;
+	char want[512];
+
+	(void)state;
+	mkd("ckpt-2;touch INJ;#");
+	mkd("step 3");
+	mkd("step_1");
+	write_latest(" ckpt-2;touch INJ;#\n");
+	assert_int_equal(checkpoint_find(root, "latest", "step_*", NULL, &res,
+					 &err), 0);
+	snprintf(want, sizeof(want), "%s/ckpt-2;touch INJ;#", root);
+	assert_string_equal(res.path, want);
+	assert_string_equal(res.source, "latest_file");
+	checkpoint_result_free(&res);
+	write_latest("step 3");
+	assert_int_equal(checkpoint_find(root, "latest", NULL, NULL, &res,
+					 &err), 0);
+	snprintf(want, sizeof(want), "%s/step 3", root);
+	assert_string_equal(res.path, want);
+	checkpoint_result_free(&res);
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		write_latest(refused[i]);
+		assert_int_equal(checkpoint_find(root, "latest", "step_*",
+						 NULL, &res, &err), 0);
+		snprintf(want, sizeof(want), "%s/step_1", root);
+		assert_string_equal(res.path, want);
+		assert_string_equal(res.source, "pattern");
+		assert_int_equal(res.n_skipped, 1);
+		assert_non_null(strstr(res.skipped[0].reason,
+				       "latest names no entry"));
+		checkpoint_result_free(&res);
+	}
+}
+
 static void test_none(void **state)
 {
 	struct checkpoint_result res;
@@ -146,6 +201,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pattern_newest_complete,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_latest_file, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_latest_hostile, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_none, setup, teardown),
 	};

@@ -269,7 +269,50 @@ static void test_errors(void **state)
 	expect_error("n[1-3]\nn2\n", HOSTFILE_SLURM,
 		     "hf:2: host 'n2' listed twice (first on line 1)");
 	expect_error("ho$t\n", HOSTFILE_PLAIN, "hf:1: bad host name 'ho$t'");
+	/* The one host name rule of every source. */
+	expect_error("ok\n-oProxyCommand=x\n", HOSTFILE_PLAIN,
+		     "hf:2: bad host name '-oProxyCommand=x' (it must start "
+		     "with a letter or digit)");
+	expect_error("ok\n-n1\n", HOSTFILE_PLAIN,
+		     "hf:2: bad host name '-n1' (it must start with a letter "
+		     "or digit)");
+	expect_error("-n1 slots=2\n", HOSTFILE_DEEPSPEED,
+		     "hf:1: bad host name '-n1'");
+	expect_error("a;b:4\n", HOSTFILE_MPICH, "hf:1: bad host name 'a;b'");
+	expect_error("n\xc3\xa9\n", HOSTFILE_PLAIN,
+		     "hf:1: bad host name 'n\xc3\xa9' (character 2: expected "
+		     "letters, digits, '.', '-' or '_'; ASCII only)");
+	expect_error("n[1-2],_x\n", HOSTFILE_SLURM, "bad host name '_x'");
 	expect_error("n[1-3\n", HOSTFILE_SLURM, "hf:1: expected ']'");
+}
+
+static void test_host_check(void **state)
+{
+	static const char *const good[] = {"n1", "node-01", "10.0.0.1",
+					   "a_b.example.org", "N", "0"};
+	static const char *const bad[] = {
+	    "", "-n", ".n", "_n", "a;b", "$(id)", "`id`", "a b", "a\tb",
+	    "a\nb", "n\xc3\xa9", "a/b", "a:b", "a'b", "a\"b", "a=b", "a\\b",
+	};
+	struct herd_err err;
+	char longest[HOSTFILE_HOST_MAX + 2];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		assert_int_equal(hostfile_host_check(good[i], "w", &err), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(hostfile_host_check(bad[i], "w", &err), -1);
+		assert_int_equal(strncmp(err.text, "w: ", 3), 0);
+		/* Never a control byte in the message. */
+		for (const char *p = err.text; *p; p++)
+			assert_true((unsigned char)*p >= 0x20);
+	}
+	memset(longest, 'a', sizeof(longest) - 1);
+	longest[HOSTFILE_HOST_MAX] = '\0';
+	assert_int_equal(hostfile_host_check(longest, "w", &err), 0);
+	longest[HOSTFILE_HOST_MAX] = 'a';
+	longest[HOSTFILE_HOST_MAX + 1] = '\0';
+	assert_int_equal(hostfile_host_check(longest, "w", &err), -1);
 }
 
 static void test_nul_and_long_lines(void **state)
@@ -454,6 +497,7 @@ int main(void)
 	    cmocka_unit_test(test_detect),
 	    cmocka_unit_test(test_auto_parse),
 	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_host_check),
 	    cmocka_unit_test(test_nul_and_long_lines),
 	    cmocka_unit_test(test_write),
 	    cmocka_unit_test(test_round_trip),

@@ -142,6 +142,13 @@ static void test_errors(void **state)
 	expect_error("[{\"name\": \"a\", \"slots\": 65537}]", NULL, "entry 1 (a)");
 	expect_error("[\"ok\", \"bad host\"]", NULL, "entry 2: bad host name 'bad host'");
 	expect_error("[\"\"]", NULL, "entry 1: expected a host name");
+	/* The one host name rule of every source. */
+	expect_error("[\"ok\", \"-oProxyCommand\"]", NULL,
+		     "entry 2: bad host name '-oProxyCommand' (it must start "
+		     "with a letter or digit)");
+	expect_error("[{\"name\": \"a;b\"}]", NULL, "entry 1: bad host name 'a;b'");
+	expect_error("[\"$(id)\"]", NULL, "entry 1: bad host name '$(id)'");
+	expect_error("[\"n\\u00e9\"]", NULL, "entry 1: bad host name");
 	expect_error("[]", NULL, "the inventory lists no hosts");
 	expect_error("{\"nodes\": []}", "a=b", "no host of 0 matches the filter 'a=b'");
 	expect_error(objects, "state=gone", "no host of 3 matches the filter 'state=gone'");

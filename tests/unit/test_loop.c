@@ -115,12 +115,38 @@ static void test_signal(void **state)
 	assert_true(signal(SIGUSR1, SIG_DFL) == SIG_DFL);
 }
 
+/* nohup: an inherited SIG_IGN stays; otherwise the handler goes in. */
+static void test_signal_unless_ignored(void **state)
+{
+	struct loop *loop = loop_new();
+	struct counts c = {0};
+	struct sigaction now;
+
+	(void)state;
+	signal(SIGUSR1, SIG_IGN);
+	assert_int_equal(loop_on_signal_unless_ignored(loop, SIGUSR1, on_usr1,
+						       &c),
+			 1);
+	assert_int_equal(sigaction(SIGUSR1, NULL, &now), 0);
+	assert_true(now.sa_handler == SIG_IGN);
+	assert_int_equal(raise(SIGUSR1), 0);	/* ignored: nothing happens */
+	signal(SIGUSR1, SIG_DFL);
+	assert_int_equal(loop_on_signal_unless_ignored(loop, SIGUSR1, on_usr1,
+						       &c),
+			 0);
+	assert_int_equal(raise(SIGUSR1), 0);
+	assert_int_equal(loop_run(loop), 0);
+	assert_int_equal(c.wakes, 1);
+	loop_free(loop);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fd_and_timers),
 		cmocka_unit_test(test_wake),
 		cmocka_unit_test(test_signal),
+		cmocka_unit_test(test_signal_unless_ignored),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

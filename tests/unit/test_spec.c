@@ -412,6 +412,89 @@ static void test_host_sources(void **state)
 	      "to ask for hosts)");
 }
 
+/* nodes.hosts and nodes.spares follow the host name rule of every other
+ * source (hostfile_host_check), with the position of the expression. */
+static void test_host_names(void **state)
+{
+	(void)state;
+	fails(MIN "nodes:\n  hosts: 'a;b'\n",
+	      "job.yaml:3:10: nodes.hosts: bad host name 'a;b' (character 2: "
+	      "expected letters, digits, '.', '-' or '_'; ASCII only)");
+	fails_with(MIN "nodes:\n  hosts: ['n1', '$(touch INJ)']\n",
+		   "job.yaml:3:17: nodes.hosts: bad host name '$(touch");
+	fails_with(MIN "nodes:\n  hosts:\n    - n1\n    - -oProxyCommand\n",
+		   "job.yaml:5:7: nodes.hosts: bad host name '-oProxyCommand' "
+		   "(it must start with a letter or digit)");
+	fails_with(MIN "nodes:\n  hosts: n[1-2]\n  spares: 'n\xc3\xa9'\n",
+		   "job.yaml:4:11: nodes.spares: bad host name");
+	fails_with(MIN "nodes:\n  hosts: n1\n  spares: n2,-x\n",
+		   "job.yaml:4:11: nodes.spares: bad host name '-x' (it must "
+		   "start with a letter or digit)");
+	fails_with(MIN "nodes:\n  hosts: n1\n  spares: .hidden\n",
+		   "job.yaml:4:11: nodes.spares: bad host name '.hidden'");
+	spec_free(ok(MIN "nodes:\n  hosts: [node-01, 10.0.0.2, a_b.example]\n"
+			 "  spares: 'x[1-2]'\n"));
+}
+
+/* What execve() cannot take is refused before any node is touched. */
+static void test_exec_limits(void **state)
+{
+	size_t n = SPEC_ARG_STRLEN_MAX + 40;
+	char *yaml = malloc(n + 64), *p;
+	struct herd_err err;
+	struct spec *s;
+
+	(void)state;
+	assert_non_null(yaml);
+	/* launch.command of 131,100 bytes: one argv string of sh -c. */
+	p = yaml + snprintf(yaml, 64, "name: x\nlaunch:\n  command: ");
+	memset(p, 'a', 131100);
+	memcpy(p + 131100, "\n", 2);
+	s = parse(yaml, &err);
+	assert_null(s);
+	assert_string_equal(err.text,
+			    "job.yaml:3:12: launch.command is 131100 bytes; "
+			    "Linux passes at most 131071 bytes as one argument "
+			    "(MAX_ARG_STRLEN) and every rank would fail to "
+			    "start: put the command in a script");
+	/* 131,072 bytes and the NUL do not fit; 131,071 do. */
+	memcpy(p + 131072, "\n", 2);
+	s = parse(yaml, &err);
+	assert_null(s);
+	memcpy(p + 131071, "\n", 2);
+	spec_free(ok(yaml));
+	/* One launch.env entry, NAME=VALUE, is one string too. */
+	p = yaml + snprintf(yaml, 64, "launch:\n  command: t\n  env:\n    BIG: ");
+	memset(p, 'b', 131100);
+	memcpy(p + 131100, "\n", 2);
+	s = parse(yaml, &err);
+	assert_null(s);
+	assert_string_equal(err.text,
+			    "job.yaml:4:10: launch.env.BIG is 131100 bytes; "
+			    "Linux passes at most 131067 bytes in one variable "
+			    "(MAX_ARG_STRLEN) and every rank would fail to "
+			    "start: put the value in a file");
+	free(yaml);
+}
+
+/* Placeholders of launch.command and resume_args must stand where herd
+ * can quote them (render_shell). */
+static void test_command_quoting(void **state)
+{
+	(void)state;
+	fails_with("launch:\n  command: echo \"$(cat {{checkpoint}})\"\n",
+		   "job.yaml:2:12: launch.command: character 13: herd cannot "
+		   "tell how the shell quotes {{checkpoint}}");
+	fails_with("launch:\n  command: run '{{resume_args}}'\n",
+		   "job.yaml:2:12: launch.command: character 6: "
+		   "{{resume_args}} is shell words");
+	fails_with(MIN "checkpoint: {dir: /c, resume_args: \"--r '{{checkpoint}}\"}\n",
+		   "job.yaml:2:36: checkpoint.resume_args: the text ends inside "
+		   "single quotes");
+	spec_free(ok("launch:\n  command: run \"--out={{name}}\" "
+		     "{{resume_args}} # {{unknown}}\n"));
+}
+
 static void test_duplicates(void **state)
 {
 	(void)state;
@@ -577,6 +660,9 @@ int main(void)
 	    cmocka_unit_test(test_duplicates),
 	    cmocka_unit_test(test_document_shapes),
 	    cmocka_unit_test(test_required_and_size),
+	    cmocka_unit_test(test_host_names),
+	    cmocka_unit_test(test_exec_limits),
+	    cmocka_unit_test(test_command_quoting),
 	    cmocka_unit_test(test_round_trip),
 	    cmocka_unit_test(test_round_trip_full_example),
 	};
