@@ -295,6 +295,22 @@ static void summary(struct ctl *c)
 		fputc('\n', stderr);
 }
 
+/* A full disk must never pass in silence: what the logs lost, once at
+ * the end (each file's first failure was reported when it happened). */
+static void report_lost(struct ctl *c)
+{
+	uint64_t ev_lost = events_lost(c->ev);
+
+	if (!c->log_failed_files && !events_error(c->ev))
+		return;
+	fprintf(stderr,
+		"herd: logs in %s are incomplete: %" PRIu64
+		" bytes of rank output (%d log%s) and %" PRIu64
+		" bytes of events could not be written\n",
+		logtree_run_dir(c->lt), c->log_lost, c->log_failed_files,
+		c->log_failed_files == 1 ? "" : "s", ev_lost);
+}
+
 static void on_readmit(struct loop *loop, void *arg);
 
 /* Takes node n out of the job for good (or until readmitted). */
@@ -307,7 +323,7 @@ static void evict(struct ctl *c, struct node *n, const char *reason)
 	n->state = NODE_EVICTED;
 	n->member = false;
 	if (was_member)
-		events_emit(c->ev, "node_evicted",
+		ctl_event(c, "node_evicted",
 			    json_pack("{s:s, s:s, s:i}", "host", n->host,
 				      "reason", reason, "attempt", c->attempt));
 	if (c->spec->nodes.readmit_after_ms >= 0 && !n->readmit_timer &&
@@ -345,7 +361,7 @@ static void attempt_failed(struct ctl *c, int status, const char *why)
 		return;
 	record_failure(c, status, why);
 	c->failed_at_ms = loop_now_ms();
-	events_emit(c->ev, "attempt_end",
+	ctl_event(c, "attempt_end",
 		    json_pack("{s:i, s:s, s:i}", "attempt", c->attempt,
 			      "reason", why, "status", status));
 	restarts_left = c->attempt < 1 + c->spec->restart.max &&
@@ -400,7 +416,7 @@ static void node_failed(struct ctl *c, struct node *n, const char *reason)
 		evict(c, n, reason);
 		return;
 	}
-	events_emit(c->ev, "node_failed",
+	ctl_event(c, "node_failed",
 		    json_pack("{s:s, s:s, s:i}", "host", n->host, "reason",
 			      reason, "attempt", c->attempt));
 	if (c->state == CTL_CONNECT) {
@@ -443,7 +459,7 @@ static int take_spares(struct ctl *c)
 
 			if (pass == 0 ? !warm : !idle)
 				continue;
-			events_emit(c->ev, "spare_used",
+			ctl_event(c, "spare_used",
 				    json_pack("{s:s, s:i}", "host", n->host,
 					      "attempt", c->attempt + 1));
 			fprintf(stderr, "herd: spare %s joins the job\n",
@@ -560,7 +576,7 @@ static void find_checkpoint(struct ctl *c)
 		return;
 	}
 	for (size_t i = 0; i < res.n_skipped; i++) {
-		events_emit(c->ev, "checkpoint_skipped",
+		ctl_event(c, "checkpoint_skipped",
 			    json_pack("{s:s, s:s, s:i}", "path",
 				      res.skipped[i].path, "reason",
 				      res.skipped[i].reason, "attempt",
@@ -571,7 +587,7 @@ static void find_checkpoint(struct ctl *c)
 	}
 	if (res.path) {
 		c->checkpoint = strdup(res.path);
-		events_emit(c->ev, "checkpoint_found",
+		ctl_event(c, "checkpoint_found",
 			    json_pack("{s:s, s:s, s:i}", "path", res.path,
 				      "source", res.source, "attempt",
 				      c->attempt));
@@ -652,7 +668,7 @@ static void launch(struct ctl *c)
 		return;
 	}
 	set_state(c, CTL_RUN);
-	events_emit(c->ev, "attempt_start",
+	ctl_event(c, "attempt_start",
 		    json_pack("{s:i, s:i, s:i, s:s, s:s?}", "attempt",
 			      c->attempt, "nodes", count_nodes(c, NODE_UP, 1),
 			      "world_size", c->world_size, "master_addr",
@@ -667,7 +683,7 @@ static void launch(struct ctl *c)
 		conn_send(n->conn, PROTO_LAUNCH, body, NULL, 0, NULL);
 		json_decref(body);
 		for (int l = 0; l < n->n_ranks; l++)
-			events_emit(c->ev, "rank_start",
+			ctl_event(c, "rank_start",
 				    json_pack("{s:i, s:i, s:s, s:i, s:i}",
 					      "attempt", c->attempt, "rank",
 					      n->first_rank + l, "host",
@@ -749,7 +765,7 @@ static void on_hello(struct ctl *c, struct node *n, json_t *body)
 	conn_send(n->conn, PROTO_HEARTBEAT, hb, NULL, 0, NULL);
 	json_decref(hb);
 	if (!n->member) {
-		events_emit(c->ev, "node_readmitted",
+		ctl_event(c, "node_readmitted",
 			    json_pack("{s:s}", "host", n->host));
 		fprintf(stderr, "herd: %s answers again; readmitted as a "
 				"spare\n",
@@ -757,7 +773,7 @@ static void on_hello(struct ctl *c, struct node *n, json_t *body)
 		check_recovered(c);
 		return;
 	}
-	events_emit(c->ev, "node_up",
+	ctl_event(c, "node_up",
 		    json_pack("{s:s, s:s}", "host", n->host, "hostname",
 			      n->hostname));
 	progress(c, false);
@@ -953,17 +969,14 @@ static void on_rank_exit(struct ctl *c, struct node *n, json_t *body)
 	c->ranks_done++;
 	ctl_print(c, rank, 1, "", 0, true);
 	ctl_print(c, rank, 2, "", 0, true);
-	if (r->log) {
-		fclose(r->log);
-		r->log = NULL;
-	}
+	ctl_close_rank_log(c, rank);
 	status = json_is_integer(sig) ? 128 + (int)json_integer_value(sig)
 				       : (int)json_integer_value(code);
 	singleton = status == 0 &&
 		    json_is_false(json_object_get(body, "pmix_connected"));
 	if (singleton)
 		status = 1;
-	events_emit(c->ev, "rank_exit",
+	ctl_event(c, "rank_exit",
 		    json_pack("{s:i, s:i, s:s, s:i, s:O, s:O}", "attempt",
 			      c->attempt, "rank", rank, "host", n->host,
 			      "status", status, "code", code ? code : json_null(),
@@ -994,7 +1007,7 @@ static void on_rank_exit(struct ctl *c, struct node *n, json_t *body)
 		return;
 	}
 	if (c->ranks_done == c->world_size) {
-		events_emit(c->ev, "attempt_end",
+		ctl_event(c, "attempt_end",
 			    json_pack("{s:i, s:s, s:i}", "attempt", c->attempt,
 				      "reason", "completed", "status", 0));
 		finish(c, c->spec->health.grace_ms, SIGTERM);
@@ -1018,7 +1031,7 @@ static void on_heartbeat(struct ctl *c, struct node *n, json_t *body)
 		json_int_t silent =
 			json_integer_value(json_object_get(h, "silent_ms"));
 
-		events_emit(c->ev, "rank_hung",
+		ctl_event(c, "rank_hung",
 			    json_pack("{s:i, s:i, s:s, s:I}", "attempt",
 				      c->attempt, "rank", rank, "host", n->host,
 				      "silent_ms", silent));
@@ -1065,12 +1078,9 @@ static void on_frame(struct conn *conn, struct proto_frame *f, void *arg)
 		    (json_is_integer(att) &&
 		     json_integer_value(att) != c->attempt))
 			break;
-		if (c->ranks[rank].log) {
-			/* Flushed at once: the log is how a person (or a
-			 * test) follows a rank while it runs. */
-			fwrite(f->data, 1, f->data_len, c->ranks[rank].log);
-			fflush(c->ranks[rank].log);
-		}
+		/* Written at once: the log is how a person (or a test)
+		 * follows a rank while it runs. */
+		ctl_log_write(c, rank, f->data, f->data_len);
 		ctl_print(c, rank, fd, (const char *)f->data, f->data_len,
 			  false);
 		break;
@@ -1223,7 +1233,7 @@ static void on_interrupt(struct loop *loop, int sig, void *arg)
 	snprintf(why, sizeof(why), "interrupted (%s)", strsignal(sig));
 	record_failure(c, 128 + sig, why);
 	if (c->state == CTL_RUN)
-		events_emit(c->ev, "attempt_end",
+		ctl_event(c, "attempt_end",
 			    json_pack("{s:i, s:s, s:i}", "attempt", c->attempt,
 				      "reason", why, "status", 128 + sig));
 	if (c->interrupts == 1) {
@@ -1277,6 +1287,7 @@ static void ctl_cleanup(struct ctl *c)
 	fences_clear(c);
 	transport_free(c->transport);
 	events_close(c->ev);
+	logtree_free(c->lt);
 	free(c->log_dir);
 	free(c->master_addr);
 	free(c->checkpoint);
@@ -1320,7 +1331,6 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 	struct ctl c = {.spec = spec, .opt = opt};
 	struct resolved res = {0};
 	struct herd_err err;
-	char path[4200];
 	int status = 1;
 
 	herd_err_clear(&err);
@@ -1346,15 +1356,19 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 	the_ctl = &c;
 	c.tty = isatty(2);
 	c.loop = loop_new();
-	snprintf(path, sizeof(path), "%s/events.jsonl", c.log_dir);
-	/* herd plan leaves no trace: no event log. */
-	if (!opt->plan_only)
-		c.ev = events_open(path, &err);
-	if (!c.loop || (!c.ev && !opt->plan_only)) {
-		fprintf(stderr, "herd: %s\n",
-			err.text[0] ? err.text : strerror(errno));
+	/* herd plan leaves no trace: no log tree. */
+	if (!opt->plan_only &&
+	    (!(c.lt = logtree_open(c.log_dir, spec->log.mode, &err)) ||
+	     !(c.ev = events_open(c.lt, &err)))) {
+		fprintf(stderr, "herd: %s\n", err.text);
 		goto out;
 	}
+	if (!c.loop) {
+		fprintf(stderr, "herd: %s\n", strerror(errno));
+		goto out;
+	}
+	if (c.lt)
+		fprintf(stderr, "herd: logs in %s\n", logtree_run_dir(c.lt));
 	if (spec->bind.topology_file &&
 	    !(c.platform = bind_platform_load(spec->bind.topology_file, &err))) {
 		fprintf(stderr, "herd: bind.topology_file: %s\n", err.text);
@@ -1379,16 +1393,16 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 	}
 	signal(SIGPIPE, SIG_IGN);
 
-	events_emit(c.ev, "job_start",
-		    json_pack("{s:s, s:i, s:i, s:s, s:s}", "job", spec->name,
-			      "nodes", c.want_nodes, "spares",
-			      c.n_nodes - c.want_nodes, "mode",
-			      spec_mode_name(spec->launch.mode), "transport",
-			      c.transport->ops->name));
+	ctl_event(&c, "job_start",
+		  json_pack("{s:s, s:s?, s:i, s:i, s:s, s:s}", "job", spec->name,
+			    "run", c.lt ? logtree_run_id(c.lt) : NULL, "nodes",
+			    c.want_nodes, "spares", c.n_nodes - c.want_nodes,
+			    "mode", spec_mode_name(spec->launch.mode),
+			    "transport", c.transport->ops->name));
 	for (int i = 0; i < c.want_nodes; i++) {
 		start_node(&c, &c.nodes[i], true);
 		if (c.nodes[i].state == NODE_EVICTED)
-			events_emit(c.ev, "node_failed",
+			ctl_event(&c, "node_failed",
 				    json_pack("{s:s, s:s, s:i}", "host",
 					      c.nodes[i].host, "reason",
 					      "transport could not start",
@@ -1404,9 +1418,13 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 		loop_run(c.loop);
 	status = c.status;
 	summary(&c);
-	events_emit(c.ev, "job_end",
-		    json_pack("{s:i, s:i}", "status", status, "attempts",
-			      c.attempt));
+	for (int r = 0; r < c.world_size; r++)
+		ctl_close_rank_log(&c, r);
+	ctl_event(&c, "job_end",
+		  json_pack("{s:i, s:i, s:I}", "status", status, "attempts",
+			    c.attempt, "log_bytes_lost",
+			    (json_int_t)(c.log_lost + events_lost(c.ev))));
+	report_lost(&c);
 out:
 	ctl_cleanup(&c);	/* loop_free puts the signals back */
 	resolve_free(&res);
