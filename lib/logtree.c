@@ -178,6 +178,7 @@ static int walk(const char *log_dir, unsigned int dir_mode,
 {
 	char *todo = NULL, *shown = NULL, *p;
 	int fd = -1, nfd = -1, links = 0, ret = -1;
+	bool checked = false;
 
 	if (log_dir[0] != '/')
 		return herd_errprintf(err, "log.dir %s is not absolute",
@@ -187,10 +188,8 @@ static int walk(const char *log_dir, unsigned int dir_mode,
 		goto out;
 	}
 	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || check_step(fd, "/", err) < 0) {
-		if (fd < 0)
-			herd_errprintf(err, "cannot open /: %s",
-				       strerror(errno));
+	if (fd < 0) {
+		herd_errprintf(err, "cannot open /: %s", strerror(errno));
 		goto out;
 	}
 	p = todo;
@@ -211,6 +210,11 @@ static int walk(const char *log_dir, unsigned int dir_mode,
 		p = rest;
 		if (!strcmp(name, "."))
 			continue;
+		/* A directory is checked where a name is looked up in it:
+		 * what it holds is only as safe as who can change it. */
+		if (!checked && check_step(fd, shown[0] ? shown : "/", err) < 0)
+			goto out;
+		checked = true;
 		nfd = openat(fd, name,
 			     O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (nfd < 0 && errno == ENOENT) {
@@ -253,6 +257,7 @@ static int walk(const char *log_dir, unsigned int dir_mode,
 				close(fd);
 				fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 				shown[0] = '\0';
+				checked = false;
 				if (fd < 0) {
 					herd_errprintf(err, "cannot open /: %s",
 						       strerror(errno));
@@ -272,11 +277,10 @@ static int walk(const char *log_dir, unsigned int dir_mode,
 			herd_errprintf(err, "out of memory");
 			goto out;
 		}
-		if (check_step(nfd, shown, err) < 0)
-			goto out;
 		close(fd);
 		fd = nfd;
 		nfd = -1;
+		checked = false;
 	}
 	if (check_final(fd, shown[0] ? shown : "/", err) < 0)
 		goto out;
