@@ -152,6 +152,7 @@ int cmd_sbatch(int argc, char **argv)
 	struct spec *spec = NULL;
 	struct sbatch *sb = NULL;
 	struct sbatch_end end;
+	unsigned int out_mode;
 	struct herd_err err;
 	bool dry_run = false, wait = false, slurm = false;
 	uint32_t job_id;
@@ -220,8 +221,9 @@ int cmd_sbatch(int argc, char **argv)
 		cli_error("sbatch: out of memory");
 		goto out;
 	}
-	if (sbatch_output_dir(sb) && make_dirs(sbatch_output_dir(sb),
-				       logtree_dir_mode(spec->log.mode)) < 0) {
+	out_mode = logtree_dir_mode(spec->log.mode);
+	if (sbatch_output_dir(sb) &&
+	    make_dirs(sbatch_output_dir(sb), out_mode) < 0) {
 		cli_error("sbatch: cannot make %s for slurm.output: %s",
 			  sbatch_output_dir(sb), strerror(errno));
 		goto out;

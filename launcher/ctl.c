@@ -301,7 +301,8 @@ static void report_lost(struct ctl *c)
 {
 	uint64_t ev_lost = events_lost(c->ev);
 
-	if (!c->log_failed_files && !events_error(c->ev))
+	ctl_check_events(c);
+	if (!c->lt || (!c->log_failed_files && !events_error(c->ev)))
 		return;
 	fprintf(stderr,
 		"herd: logs in %s are incomplete: %" PRIu64
@@ -323,7 +324,7 @@ static void evict(struct ctl *c, struct node *n, const char *reason)
 	n->state = NODE_EVICTED;
 	n->member = false;
 	if (was_member)
-		ctl_event(c, "node_evicted",
+		events_emit(c->ev, "node_evicted",
 			    json_pack("{s:s, s:s, s:i}", "host", n->host,
 				      "reason", reason, "attempt", c->attempt));
 	if (c->spec->nodes.readmit_after_ms >= 0 && !n->readmit_timer &&
@@ -361,7 +362,7 @@ static void attempt_failed(struct ctl *c, int status, const char *why)
 		return;
 	record_failure(c, status, why);
 	c->failed_at_ms = loop_now_ms();
-	ctl_event(c, "attempt_end",
+	events_emit(c->ev, "attempt_end",
 		    json_pack("{s:i, s:s, s:i}", "attempt", c->attempt,
 			      "reason", why, "status", status));
 	restarts_left = c->attempt < 1 + c->spec->restart.max &&
@@ -416,7 +417,7 @@ static void node_failed(struct ctl *c, struct node *n, const char *reason)
 		evict(c, n, reason);
 		return;
 	}
-	ctl_event(c, "node_failed",
+	events_emit(c->ev, "node_failed",
 		    json_pack("{s:s, s:s, s:i}", "host", n->host, "reason",
 			      reason, "attempt", c->attempt));
 	if (c->state == CTL_CONNECT) {
@@ -459,7 +460,7 @@ static int take_spares(struct ctl *c)
 
 			if (pass == 0 ? !warm : !idle)
 				continue;
-			ctl_event(c, "spare_used",
+			events_emit(c->ev, "spare_used",
 				    json_pack("{s:s, s:i}", "host", n->host,
 					      "attempt", c->attempt + 1));
 			fprintf(stderr, "herd: spare %s joins the job\n",
@@ -576,7 +577,7 @@ static void find_checkpoint(struct ctl *c)
 		return;
 	}
 	for (size_t i = 0; i < res.n_skipped; i++) {
-		ctl_event(c, "checkpoint_skipped",
+		events_emit(c->ev, "checkpoint_skipped",
 			    json_pack("{s:s, s:s, s:i}", "path",
 				      res.skipped[i].path, "reason",
 				      res.skipped[i].reason, "attempt",
@@ -587,7 +588,7 @@ static void find_checkpoint(struct ctl *c)
 	}
 	if (res.path) {
 		c->checkpoint = strdup(res.path);
-		ctl_event(c, "checkpoint_found",
+		events_emit(c->ev, "checkpoint_found",
 			    json_pack("{s:s, s:s, s:i}", "path", res.path,
 				      "source", res.source, "attempt",
 				      c->attempt));
@@ -668,7 +669,7 @@ static void launch(struct ctl *c)
 		return;
 	}
 	set_state(c, CTL_RUN);
-	ctl_event(c, "attempt_start",
+	events_emit(c->ev, "attempt_start",
 		    json_pack("{s:i, s:i, s:i, s:s, s:s?}", "attempt",
 			      c->attempt, "nodes", count_nodes(c, NODE_UP, 1),
 			      "world_size", c->world_size, "master_addr",
@@ -683,7 +684,7 @@ static void launch(struct ctl *c)
 		conn_send(n->conn, PROTO_LAUNCH, body, NULL, 0, NULL);
 		json_decref(body);
 		for (int l = 0; l < n->n_ranks; l++)
-			ctl_event(c, "rank_start",
+			events_emit(c->ev, "rank_start",
 				    json_pack("{s:i, s:i, s:s, s:i, s:i}",
 					      "attempt", c->attempt, "rank",
 					      n->first_rank + l, "host",
@@ -765,7 +766,7 @@ static void on_hello(struct ctl *c, struct node *n, json_t *body)
 	conn_send(n->conn, PROTO_HEARTBEAT, hb, NULL, 0, NULL);
 	json_decref(hb);
 	if (!n->member) {
-		ctl_event(c, "node_readmitted",
+		events_emit(c->ev, "node_readmitted",
 			    json_pack("{s:s}", "host", n->host));
 		fprintf(stderr, "herd: %s answers again; readmitted as a "
 				"spare\n",
@@ -773,7 +774,7 @@ static void on_hello(struct ctl *c, struct node *n, json_t *body)
 		check_recovered(c);
 		return;
 	}
-	ctl_event(c, "node_up",
+	events_emit(c->ev, "node_up",
 		    json_pack("{s:s, s:s}", "host", n->host, "hostname",
 			      n->hostname));
 	progress(c, false);
@@ -976,7 +977,7 @@ static void on_rank_exit(struct ctl *c, struct node *n, json_t *body)
 		    json_is_false(json_object_get(body, "pmix_connected"));
 	if (singleton)
 		status = 1;
-	ctl_event(c, "rank_exit",
+	events_emit(c->ev, "rank_exit",
 		    json_pack("{s:i, s:i, s:s, s:i, s:O, s:O}", "attempt",
 			      c->attempt, "rank", rank, "host", n->host,
 			      "status", status, "code", code ? code : json_null(),
@@ -1007,7 +1008,7 @@ static void on_rank_exit(struct ctl *c, struct node *n, json_t *body)
 		return;
 	}
 	if (c->ranks_done == c->world_size) {
-		ctl_event(c, "attempt_end",
+		events_emit(c->ev, "attempt_end",
 			    json_pack("{s:i, s:s, s:i}", "attempt", c->attempt,
 				      "reason", "completed", "status", 0));
 		finish(c, c->spec->health.grace_ms, SIGTERM);
@@ -1031,7 +1032,7 @@ static void on_heartbeat(struct ctl *c, struct node *n, json_t *body)
 		json_int_t silent =
 			json_integer_value(json_object_get(h, "silent_ms"));
 
-		ctl_event(c, "rank_hung",
+		events_emit(c->ev, "rank_hung",
 			    json_pack("{s:i, s:i, s:s, s:I}", "attempt",
 				      c->attempt, "rank", rank, "host", n->host,
 				      "silent_ms", silent));
@@ -1177,6 +1178,7 @@ static void on_heartbeat_tick(struct loop *loop, void *arg)
 	int64_t now = loop_now_ms();
 	bool send = now - c->hb_sent_ms >= c->spec->health.heartbeat_ms;
 
+	ctl_check_events(c);
 	if (send)
 		c->hb_sent_ms = now;
 	for (int i = 0; i < c->n_nodes; i++) {
@@ -1233,7 +1235,7 @@ static void on_interrupt(struct loop *loop, int sig, void *arg)
 	snprintf(why, sizeof(why), "interrupted (%s)", strsignal(sig));
 	record_failure(c, 128 + sig, why);
 	if (c->state == CTL_RUN)
-		ctl_event(c, "attempt_end",
+		events_emit(c->ev, "attempt_end",
 			    json_pack("{s:i, s:s, s:i}", "attempt", c->attempt,
 				      "reason", why, "status", 128 + sig));
 	if (c->interrupts == 1) {
@@ -1393,16 +1395,18 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 	}
 	signal(SIGPIPE, SIG_IGN);
 
-	ctl_event(&c, "job_start",
-		  json_pack("{s:s, s:s?, s:i, s:i, s:s, s:s}", "job", spec->name,
-			    "run", c.lt ? logtree_run_id(c.lt) : NULL, "nodes",
-			    c.want_nodes, "spares", c.n_nodes - c.want_nodes,
-			    "mode", spec_mode_name(spec->launch.mode),
-			    "transport", c.transport->ops->name));
+	events_emit(c.ev, "job_start",
+		    json_pack("{s:s, s:s?, s:i, s:i, s:s, s:s}", "job",
+			      spec->name, "run",
+			      c.lt ? logtree_run_id(c.lt) : NULL, "nodes",
+			      c.want_nodes, "spares", c.n_nodes - c.want_nodes,
+			      "mode", spec_mode_name(spec->launch.mode),
+			      "transport", c.transport->ops->name));
+	ctl_check_events(&c);
 	for (int i = 0; i < c.want_nodes; i++) {
 		start_node(&c, &c.nodes[i], true);
 		if (c.nodes[i].state == NODE_EVICTED)
-			ctl_event(&c, "node_failed",
+			events_emit(c.ev, "node_failed",
 				    json_pack("{s:s, s:s, s:i}", "host",
 					      c.nodes[i].host, "reason",
 					      "transport could not start",
@@ -1420,10 +1424,10 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 	summary(&c);
 	for (int r = 0; r < c.world_size; r++)
 		ctl_close_rank_log(&c, r);
-	ctl_event(&c, "job_end",
-		  json_pack("{s:i, s:i, s:I}", "status", status, "attempts",
-			    c.attempt, "log_bytes_lost",
-			    (json_int_t)(c.log_lost + events_lost(c.ev))));
+	events_emit(c.ev, "job_end",
+		    json_pack("{s:i, s:i, s:I}", "status", status, "attempts",
+			      c.attempt, "log_bytes_lost",
+			      (json_int_t)(c.log_lost + events_lost(c.ev))));
 	report_lost(&c);
 out:
 	ctl_cleanup(&c);	/* loop_free puts the signals back */

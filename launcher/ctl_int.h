@@ -148,9 +148,10 @@ int ctl_open_rank_logs(struct ctl *c, struct herd_err *err);
 void ctl_log_write(struct ctl *c, int rank, const void *data, size_t len);
 /* Closes rank's log, counting what it lost. */
 void ctl_close_rank_log(struct ctl *c, int rank);
-/* Every event goes through here: a failure to write events.jsonl is
- * reported on stderr, once. */
-void ctl_event(struct ctl *c, const char *name, json_t *fields);
+/* Says on stderr, once, that events.jsonl could not be written (called
+ * from the heartbeat tick, after a log failure and at the end, so that the
+ * event calls stay plain events_emit()). */
+void ctl_check_events(struct ctl *c);
 /* Frees the attempt's rank table (logs, partial lines). */
 void ctl_free_ranks(struct ctl *c);
 /* Prints rank output with its [rank] or [host:rank] prefix, whole lines

@@ -362,7 +362,8 @@ int ctl_open_rank_logs(struct ctl *c, struct herd_err *err)
 		snprintf(name, sizeof(name), "%s/rank-%d.log", dir, r);
 		if ((fd = logtree_create(c->lt, name, err)) < 0)
 			return -1;
-		if (asprintf(&path, "%s/%s", logtree_run_dir(c->lt), name) < 0) {
+		if (asprintf(&path, "%s/%s", logtree_run_dir(c->lt), name) <
+		    0) {
 			close(fd);
 			return herd_errprintf(err, "out of memory");
 		}
@@ -386,10 +387,11 @@ void ctl_log_write(struct ctl *c, int rank, const void *data, size_t len)
 		"herd: cannot write %s: %s; rank %d's output still reaches "
 		"the terminal and the job goes on\n",
 		logfile_path(lf), strerror(e), rank);
-	ctl_event(c, "log_write_failed",
-		  json_pack("{s:s, s:s, s:i, s:i}", "path", logfile_path(lf),
-			    "error", strerror(e), "rank", rank, "attempt",
-			    c->attempt));
+	events_emit(c->ev, "log_write_failed",
+		    json_pack("{s:s, s:s, s:i, s:i}", "path", logfile_path(lf),
+			      "error", strerror(e), "rank", rank, "attempt",
+			      c->attempt));
+	ctl_check_events(c);
 }
 
 void ctl_close_rank_log(struct ctl *c, int rank)
@@ -405,12 +407,11 @@ void ctl_close_rank_log(struct ctl *c, int rank)
 	c->ranks[rank].log = NULL;
 }
 
-void ctl_event(struct ctl *c, const char *name, json_t *fields)
+void ctl_check_events(struct ctl *c)
 {
-	int e;
+	int e = events_error(c->ev);
 
-	if (events_emit(c->ev, name, fields) == 0 || c->events_reported ||
-	    !(e = events_error(c->ev)))
+	if (!e || c->events_reported)
 		return;
 	c->events_reported = true;
 	fprintf(stderr, "herd: cannot write %s: %s; the job goes on\n",
