@@ -396,7 +396,7 @@ void ctl_log_write(struct ctl *c, int rank, const void *data, size_t len)
 
 void ctl_close_rank_log(struct ctl *c, int rank)
 {
-	struct logfile *lf = c->ranks[rank].log;
+	struct logfile *lf = c->ranks ? c->ranks[rank].log : NULL;
 
 	if (!lf)
 		return;
