@@ -25,8 +25,8 @@
 #define LOGTREE_ID_MAX 32
 
 struct logtree {
-	int dir_fd;		/* log.dir, O_PATH */
-	int run_fd;		/* log.dir/RUN-ID, O_PATH */
+	int dir_fd; /* log.dir, O_PATH */
+	int run_fd; /* log.dir/RUN-ID, O_PATH */
 	unsigned int file_mode, dir_mode;
 	char id[LOGTREE_ID_MAX];
 	char *run_dir;
@@ -35,8 +35,8 @@ struct logtree {
 struct logfile {
 	int fd;
 	int lines;
-	int error;		/* first failed write's errno; 0: none */
-	uint64_t size;		/* bytes written (lines: to cut back to) */
+	int error;     /* first failed write's errno; 0: none */
+	uint64_t size; /* bytes written (lines: to cut back to) */
 	uint64_t lost;
 	char *path;
 };
@@ -84,15 +84,14 @@ static int check_step(int fd, const char *shown, struct herd_err *err)
 				      shown, who);
 	}
 	if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))
-		return herd_errprintf(err,
-				      "log.dir: %s is writable by %s (mode "
-				      "%04o), who could redirect herd's logs; "
-				      "run chmod go-w '%s' or put log.dir "
-				      "elsewhere",
-				      shown,
-				      (st.st_mode & 002) ? "everyone"
-							 : "its group",
-				      (unsigned)(st.st_mode & 07777), shown);
+		return herd_errprintf(
+		    err,
+		    "log.dir: %s is writable by %s (mode "
+		    "%04o), who could redirect herd's logs; "
+		    "run chmod go-w '%s' or put log.dir "
+		    "elsewhere",
+		    shown, (st.st_mode & 002) ? "everyone" : "its group",
+		    (unsigned)(st.st_mode & 07777), shown);
 	return 0;
 }
 
@@ -114,14 +113,13 @@ static int check_final(int fd, const char *shown, struct herd_err *err)
 				      shown, who);
 	}
 	if (st.st_mode & 022)
-		return herd_errprintf(err,
-				      "log.dir: %s is writable by %s (mode "
-				      "%04o), who could plant links in it; "
-				      "run chmod go-w '%s'",
-				      shown,
-				      (st.st_mode & 002) ? "everyone"
-							 : "its group",
-				      (unsigned)(st.st_mode & 07777), shown);
+		return herd_errprintf(
+		    err,
+		    "log.dir: %s is writable by %s (mode "
+		    "%04o), who could plant links in it; "
+		    "run chmod go-w '%s'",
+		    shown, (st.st_mode & 002) ? "everyone" : "its group",
+		    (unsigned)(st.st_mode & 07777), shown);
 	return 0;
 }
 
@@ -222,10 +220,9 @@ static int walk(const char *log_dir, unsigned int dir_mode,
 				/* Exact, whatever the umask. */
 				if (fchmodat(fd, name, dir_mode,
 					     AT_SYMLINK_NOFOLLOW) < 0) {
-					herd_errprintf(err,
-						       "cannot chmod %s/%s: %s",
-						       shown, name,
-						       strerror(errno));
+					herd_errprintf(
+					    err, "cannot chmod %s/%s: %s",
+					    shown, name, strerror(errno));
 					goto out;
 				}
 			} else if (errno != EEXIST) {
@@ -235,7 +232,7 @@ static int walk(const char *log_dir, unsigned int dir_mode,
 			}
 			nfd = openat(fd, name,
 				     O_PATH | O_DIRECTORY | O_NOFOLLOW |
-					     O_CLOEXEC);
+					 O_CLOEXEC);
 		}
 		if (nfd < 0 && (errno == ELOOP || errno == ENOTDIR) &&
 		    fstatat(fd, name, &ls, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -255,7 +252,8 @@ static int walk(const char *log_dir, unsigned int dir_mode,
 			todo = p = next;
 			if (*p == '/') {
 				close(fd);
-				fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+				fd =
+				    open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 				shown[0] = '\0';
 				checked = false;
 				if (fd < 0) {
@@ -301,7 +299,7 @@ static int make_id(char *buf, size_t size)
 	struct timespec ts;
 	struct tm tm;
 	unsigned short rnd = 0;
-	char when[20];	/* 20261130-173500 */
+	char when[20]; /* 20261130-173500 */
 
 	if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
 		rnd = (unsigned short)(getpid() ^ (int)time(NULL));
@@ -358,16 +356,17 @@ struct logtree *logtree_open(const char *log_dir, unsigned int file_mode,
 			       log_dir);
 		goto out;
 	}
-	if (fchmodat(lt->dir_fd, lt->id, lt->dir_mode, AT_SYMLINK_NOFOLLOW) < 0) {
+	if (fchmodat(lt->dir_fd, lt->id, lt->dir_mode, AT_SYMLINK_NOFOLLOW) <
+	    0) {
 		herd_errprintf(err, "cannot chmod %s/%s: %s", log_dir, lt->id,
 			       strerror(errno));
 		goto out;
 	}
 	lt->run_fd = openat(lt->dir_fd, lt->id,
 			    O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (lt->run_fd < 0 || asprintf(&lt->run_dir, "%s/%s",
-				       strcmp(log_dir, "/") ? log_dir : "",
-				       lt->id) < 0) {
+	if (lt->run_fd < 0 ||
+	    asprintf(&lt->run_dir, "%s/%s", strcmp(log_dir, "/") ? log_dir : "",
+		     lt->id) < 0) {
 		lt->run_dir = NULL;
 		herd_errprintf(err, "cannot open %s/%s: %s", log_dir, lt->id,
 			       strerror(errno));
@@ -382,8 +381,8 @@ struct logtree *logtree_open(const char *log_dir, unsigned int file_mode,
 		goto out;
 	}
 	if (renameat(lt->dir_fd, tmp, lt->dir_fd, "latest") < 0) {
-		herd_errprintf(err, "cannot point %s/latest at %s: %s",
-			       log_dir, lt->id, strerror(errno));
+		herd_errprintf(err, "cannot point %s/latest at %s: %s", log_dir,
+			       lt->id, strerror(errno));
 		unlinkat(lt->dir_fd, tmp, 0);
 		goto out;
 	}
@@ -439,7 +438,7 @@ int logtree_create(struct logtree *lt, const char *path, struct herd_err *err)
 	}
 	fd = openat(dfd, name,
 		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND |
-			    O_CLOEXEC,
+			O_CLOEXEC,
 		    lt->file_mode);
 	if (fd >= 0 && fchmod(fd, lt->file_mode) < 0) {
 		close(fd);

@@ -72,10 +72,10 @@ void logtree_free(struct logtree *lt);
 struct logfile;
 
 enum logfile_result {
-	LOGFILE_OK = 0,		/* every byte written */
-	LOGFILE_FIRST_FAILURE,	/* the file's first failed write: report
-				 * it (logfile_error()) */
-	LOGFILE_LOST,		/* failed again: counted, already reported */
+	LOGFILE_OK = 0,	       /* every byte written */
+	LOGFILE_FIRST_FAILURE, /* the file's first failed write: report
+				* it (logfile_error()) */
+	LOGFILE_LOST,	       /* failed again: counted, already reported */
 };
 
 /* Takes fd (closed by logfile_free()).  path is for messages.  lines: a
