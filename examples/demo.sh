@@ -82,5 +82,5 @@ unset SSH_AUTH_SOCK SSH_AGENT_PID
 echo "== herd run (4 nodes x 1 rank, gloo on CPU), with only the new key"
 "$herd" run -v "$work/job.yaml"
 echo "== events"
-cut -c1-160 "$work/runs/demo/events.jsonl"
+cut -c1-160 "$work/runs/demo/latest/events.jsonl"
 echo "== demo done: the loss above fell across 4 nodes"

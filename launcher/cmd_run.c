@@ -18,7 +18,9 @@ static void usage(FILE *out)
 		"Starts the job on every node and runs it like one program:\n"
 		"output prefixed [rank] (-v: [host:rank]), Ctrl-C forwarded\n"
 		"to every rank (twice: kill at once), exit status of the\n"
-		"first failing rank.  Logs and events.jsonl go to log.dir.\n\n"
+		"first failing rank.  Each run's logs and events.jsonl go to\n"
+		"a new directory in log.dir (printed at the start);\n"
+		"log.dir/latest points at the newest.\n\n"
 		"  --dry-run   print the nodes, command and ranks; start nothing\n"
 		"  -v          prefix output with host and rank\n");
 }

@@ -13,6 +13,7 @@
 #include <slurm/slurm.h>
 
 #include "cli.h"
+#include "herd/logtree.h"
 #include "herd/spec.h"
 #include "sbatch.h"
 
@@ -102,8 +103,10 @@ static char **job_env(const char *cwd, const char *name, char **added)
 }
 
 /* mkdir -p: Slurm does not make the output file's directory, and a job
- * whose output cannot be opened fails without a word. */
-static int make_dirs(const char *path)
+ * whose output cannot be opened fails without a word.  Missing
+ * directories get log.mode's directory mode (0700 by default): the
+ * output holds every rank's output, as the rank logs do. */
+static int make_dirs(const char *path, unsigned int mode)
 {
 	char buf[PATH_MAX];
 	size_t len = strlen(path);
@@ -119,7 +122,7 @@ static int make_dirs(const char *path)
 			char c = *p;
 
 			*p = '\0';
-			if (mkdir(buf, 0777) < 0 && errno != EEXIST)
+			if (mkdir(buf, mode) < 0 && errno != EEXIST)
 				return -1;
 			*p = c;
 			if (!c)
@@ -149,6 +152,7 @@ int cmd_sbatch(int argc, char **argv)
 	struct spec *spec = NULL;
 	struct sbatch *sb = NULL;
 	struct sbatch_end end;
+	unsigned int out_mode;
 	struct herd_err err;
 	bool dry_run = false, wait = false, slurm = false;
 	uint32_t job_id;
@@ -217,7 +221,9 @@ int cmd_sbatch(int argc, char **argv)
 		cli_error("sbatch: out of memory");
 		goto out;
 	}
-	if (sbatch_output_dir(sb) && make_dirs(sbatch_output_dir(sb)) < 0) {
+	out_mode = logtree_dir_mode(spec->log.mode);
+	if (sbatch_output_dir(sb) &&
+	    make_dirs(sbatch_output_dir(sb), out_mode) < 0) {
 		cli_error("sbatch: cannot make %s for slurm.output: %s",
 			  sbatch_output_dir(sb), strerror(errno));
 		goto out;

@@ -295,6 +295,23 @@ static void summary(struct ctl *c)
 		fputc('\n', stderr);
 }
 
+/* A full disk must never pass in silence: what the logs lost, once at
+ * the end (each file's first failure was reported when it happened). */
+static void report_lost(struct ctl *c)
+{
+	uint64_t ev_lost = events_lost(c->ev);
+
+	ctl_check_events(c);
+	if (!c->lt || (!c->log_failed_files && !events_error(c->ev)))
+		return;
+	fprintf(stderr,
+		"herd: logs in %s are incomplete: %" PRIu64
+		" bytes of rank output (%d log%s) and %" PRIu64
+		" bytes of events could not be written\n",
+		logtree_run_dir(c->lt), c->log_lost, c->log_failed_files,
+		c->log_failed_files == 1 ? "" : "s", ev_lost);
+}
+
 static void on_readmit(struct loop *loop, void *arg);
 
 /* Takes node n out of the job for good (or until readmitted). */
@@ -957,10 +974,7 @@ static void on_rank_exit(struct ctl *c, struct node *n, json_t *body)
 	c->ranks_done++;
 	ctl_print(c, rank, 1, "", 0, true);
 	ctl_print(c, rank, 2, "", 0, true);
-	if (r->log) {
-		fclose(r->log);
-		r->log = NULL;
-	}
+	ctl_close_rank_log(c, rank);
 	status = json_is_integer(sig) ? 128 + (int)json_integer_value(sig)
 				       : (int)json_integer_value(code);
 	singleton = status == 0 &&
@@ -1082,12 +1096,9 @@ static void on_frame(struct conn *conn, struct proto_frame *f, void *arg)
 		    (json_is_integer(att) &&
 		     json_integer_value(att) != c->attempt))
 			break;
-		if (c->ranks[rank].log) {
-			/* Flushed at once: the log is how a person (or a
-			 * test) follows a rank while it runs. */
-			fwrite(f->data, 1, f->data_len, c->ranks[rank].log);
-			fflush(c->ranks[rank].log);
-		}
+		/* Written at once: the log is how a person (or a test)
+		 * follows a rank while it runs. */
+		ctl_log_write(c, rank, f->data, f->data_len);
 		ctl_print(c, rank, fd, (const char *)f->data, f->data_len,
 			  false);
 		break;
@@ -1184,6 +1195,7 @@ static void on_heartbeat_tick(struct loop *loop, void *arg)
 	int64_t now = loop_now_ms();
 	bool send = now - c->hb_sent_ms >= c->spec->health.heartbeat_ms;
 
+	ctl_check_events(c);
 	if (send)
 		c->hb_sent_ms = now;
 	for (int i = 0; i < c->n_nodes; i++) {
@@ -1294,6 +1306,7 @@ static void ctl_cleanup(struct ctl *c)
 	fences_clear(c);
 	transport_free(c->transport);
 	events_close(c->ev);
+	logtree_free(c->lt);
 	free(c->log_dir);
 	free(c->master_addr);
 	free(c->checkpoint);
@@ -1337,7 +1350,6 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 	struct ctl c = {.spec = spec, .opt = opt};
 	struct resolved res = {0};
 	struct herd_err err;
-	char path[4200];
 	int status = 1;
 
 	herd_err_clear(&err);
@@ -1363,15 +1375,19 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 	the_ctl = &c;
 	c.tty = isatty(2);
 	c.loop = loop_new();
-	snprintf(path, sizeof(path), "%s/events.jsonl", c.log_dir);
-	/* herd plan leaves no trace: no event log. */
-	if (!opt->plan_only)
-		c.ev = events_open(path, &err);
-	if (!c.loop || (!c.ev && !opt->plan_only)) {
-		fprintf(stderr, "herd: %s\n",
-			err.text[0] ? err.text : strerror(errno));
+	/* herd plan leaves no trace: no log tree. */
+	if (!opt->plan_only &&
+	    (!(c.lt = logtree_open(c.log_dir, spec->log.mode, &err)) ||
+	     !(c.ev = events_open(c.lt, &err)))) {
+		fprintf(stderr, "herd: %s\n", err.text);
 		goto out;
 	}
+	if (!c.loop) {
+		fprintf(stderr, "herd: %s\n", strerror(errno));
+		goto out;
+	}
+	if (c.lt)
+		fprintf(stderr, "herd: logs in %s\n", logtree_run_dir(c.lt));
 	if (spec->bind.topology_file &&
 	    !(c.platform = bind_platform_load(spec->bind.topology_file, &err))) {
 		fprintf(stderr, "herd: bind.topology_file: %s\n", err.text);
@@ -1401,11 +1417,13 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 	signal(SIGPIPE, SIG_IGN);
 
 	events_emit(c.ev, "job_start",
-		    json_pack("{s:s, s:i, s:i, s:s, s:s}", "job", spec->name,
-			      "nodes", c.want_nodes, "spares",
-			      c.n_nodes - c.want_nodes, "mode",
-			      spec_mode_name(spec->launch.mode), "transport",
-			      c.transport->ops->name));
+		    json_pack("{s:s, s:s?, s:i, s:i, s:s, s:s}", "job",
+			      spec->name, "run",
+			      c.lt ? logtree_run_id(c.lt) : NULL, "nodes",
+			      c.want_nodes, "spares", c.n_nodes - c.want_nodes,
+			      "mode", spec_mode_name(spec->launch.mode),
+			      "transport", c.transport->ops->name));
+	ctl_check_events(&c);
 	for (int i = 0; i < c.want_nodes; i++) {
 		start_node(&c, &c.nodes[i], true);
 		if (c.nodes[i].state == NODE_EVICTED)
@@ -1425,9 +1443,13 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 		loop_run(c.loop);
 	status = c.status;
 	summary(&c);
+	for (int r = 0; r < c.world_size; r++)
+		ctl_close_rank_log(&c, r);
 	events_emit(c.ev, "job_end",
-		    json_pack("{s:i, s:i}", "status", status, "attempts",
-			      c.attempt));
+		    json_pack("{s:i, s:i, s:I}", "status", status, "attempts",
+			      c.attempt, "log_bytes_lost",
+			      (json_int_t)(c.log_lost + events_lost(c.ev))));
+	report_lost(&c);
 out:
 	ctl_cleanup(&c);	/* loop_free puts the signals back */
 	resolve_free(&res);

@@ -13,6 +13,7 @@
 #include "herd/bind.h"
 #include "herd/conn.h"
 #include "herd/events.h"
+#include "herd/logtree.h"
 #include "herd/loop.h"
 #include "resolve.h"
 #include "transport.h"
@@ -62,7 +63,7 @@ struct node {
 struct rank_slot {
 	int node;		/* index into ctl.nodes */
 	bool done;
-	FILE *log;
+	struct logfile *log;	/* RUN-ID/attempt-N/rank-R.log */
 	/* A partial line waiting for its end (prefixing needs lines). */
 	char *partial[3];
 	size_t partial_len[3];
@@ -91,6 +92,7 @@ struct ctl {
 	struct loop *loop;
 	struct transport *transport;
 	struct events *ev;
+	struct logtree *lt;	/* log.dir/RUN-ID; NULL for herd plan */
 	struct bind_platform *platform;	/* bind.topology_file, or NULL */
 
 	struct node *nodes;	/* the nodes, then the spares */
@@ -116,7 +118,10 @@ struct ctl {
 	bool failed;		/* this attempt's first failure is recorded */
 	bool final_failure;	/* no restart: the job ends */
 	bool no_restart;	/* the program asked to end (MPI_Abort) */
-	char *log_dir;
+	char *log_dir;		/* log.dir, {{name}} filled, absolute */
+	uint64_t log_lost;	/* bytes of closed rank logs not written */
+	int log_failed_files;	/* rank logs with a failed write */
+	bool events_reported;	/* events.jsonl's failure is on stderr */
 	bool local;
 	bool tty;
 	int interrupts;
@@ -135,8 +140,18 @@ int ctl_plan(struct ctl *c, struct herd_err *err);
 char *ctl_render_command(struct ctl *c, struct herd_err *err);
 /* The LAUNCH frame body for node n. */
 json_t *ctl_launch_body(struct ctl *c, struct node *n, const char *command);
-/* Opens log.dir/attempt-N/rank-R.log for every rank. */
+/* Opens RUN-ID/attempt-N/rank-R.log for every rank (none for herd
+ * plan). */
 int ctl_open_rank_logs(struct ctl *c, struct herd_err *err);
+/* Appends rank output to its log; the log's first failed write is
+ * reported once (stderr and a log_write_failed event), the job goes on. */
+void ctl_log_write(struct ctl *c, int rank, const void *data, size_t len);
+/* Closes rank's log, counting what it lost. */
+void ctl_close_rank_log(struct ctl *c, int rank);
+/* Says on stderr, once, that events.jsonl could not be written (called
+ * from the heartbeat tick, after a log failure and at the end, so that the
+ * event calls stay plain events_emit()). */
+void ctl_check_events(struct ctl *c);
 /* Frees the attempt's rank table (logs, partial lines). */
 void ctl_free_ranks(struct ctl *c);
 /* Prints rank output with its [rank] or [host:rank] prefix, whole lines

@@ -357,22 +357,74 @@ json_t *ctl_launch_body(struct ctl *c, struct node *n, const char *command)
 
 int ctl_open_rank_logs(struct ctl *c, struct herd_err *err)
 {
-	char dir[4096];
+	char dir[32];
 
-	snprintf(dir, sizeof(dir), "%s/attempt-%d", c->log_dir, c->attempt);
-	if (events_mkdirs(dir, 0755) < 0)
-		return herd_errprintf(err, "cannot create %s: %s", dir,
-				      strerror(errno));
+	if (!c->lt)
+		return 0;	/* herd plan leaves no trace */
+	snprintf(dir, sizeof(dir), "attempt-%d", c->attempt);
+	if (logtree_mkdir(c->lt, dir, err) < 0)
+		return -1;
 	for (int r = 0; r < c->world_size; r++) {
-		char path[4200];
+		char name[64], *path;
+		int fd;
 
-		snprintf(path, sizeof(path), "%s/rank-%d.log", dir, r);
-		c->ranks[r].log = fopen(path, "w");
+		snprintf(name, sizeof(name), "%s/rank-%d.log", dir, r);
+		if ((fd = logtree_create(c->lt, name, err)) < 0)
+			return -1;
+		if (asprintf(&path, "%s/%s", logtree_run_dir(c->lt), name) <
+		    0) {
+			close(fd);
+			return herd_errprintf(err, "out of memory");
+		}
+		c->ranks[r].log = logfile_new(fd, path, 0);
+		free(path);
 		if (!c->ranks[r].log)
-			return herd_errprintf(err, "cannot create %s: %s", path,
-					      strerror(errno));
+			return herd_errprintf(err, "out of memory");
 	}
 	return 0;
+}
+
+void ctl_log_write(struct ctl *c, int rank, const void *data, size_t len)
+{
+	struct logfile *lf = c->ranks[rank].log;
+	int e;
+
+	if (!lf || logfile_write(lf, data, len) != LOGFILE_FIRST_FAILURE)
+		return;
+	e = logfile_error(lf);
+	fprintf(stderr,
+		"herd: cannot write %s: %s; rank %d's output still reaches "
+		"the terminal and the job goes on\n",
+		logfile_path(lf), strerror(e), rank);
+	events_emit(c->ev, "log_write_failed",
+		    json_pack("{s:s, s:s, s:i, s:i}", "path", logfile_path(lf),
+			      "error", strerror(e), "rank", rank, "attempt",
+			      c->attempt));
+	ctl_check_events(c);
+}
+
+void ctl_close_rank_log(struct ctl *c, int rank)
+{
+	struct logfile *lf = c->ranks ? c->ranks[rank].log : NULL;
+
+	if (!lf)
+		return;
+	c->log_lost += logfile_lost(lf);
+	if (logfile_error(lf))
+		c->log_failed_files++;
+	logfile_free(lf);
+	c->ranks[rank].log = NULL;
+}
+
+void ctl_check_events(struct ctl *c)
+{
+	int e = events_error(c->ev);
+
+	if (!e || c->events_reported)
+		return;
+	c->events_reported = true;
+	fprintf(stderr, "herd: cannot write %s: %s; the job goes on\n",
+		events_path(c->ev), strerror(e));
 }
 
 /* Binds node n's ranks from the topology its agent reported: slots
@@ -455,8 +507,7 @@ int ctl_plan(struct ctl *c, struct herd_err *err)
 void ctl_free_ranks(struct ctl *c)
 {
 	for (int r = 0; r < c->world_size && c->ranks; r++) {
-		if (c->ranks[r].log)
-			fclose(c->ranks[r].log);
+		ctl_close_rank_log(c, r);
 		for (int k = 0; k < 3; k++)
 			free(c->ranks[r].partial[k]);
 	}

@@ -1,68 +1,35 @@
 /* events.c — append-only JSON lines; see events.h. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "herd/events.h"
 #include "herd/loop.h"
 
 struct events {
-	int fd;
+	struct logfile *file;
 };
 
-int events_mkdirs(const char *path, unsigned int mode)
-{
-	char *p = strdup(path);
-	int rc = 0;
-
-	if (!p)
-		return -1;
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, mode) < 0 && errno != EEXIST)
-			rc = -1;
-		*s = '/';
-	}
-	if (rc == 0 && mkdir(p, mode) < 0 && errno != EEXIST)
-		rc = -1;
-	free(p);
-	return rc;
-}
-
-struct events *events_open(const char *path, struct herd_err *err)
+struct events *events_open(struct logtree *lt, struct herd_err *err)
 {
 	struct events *ev = calloc(1, sizeof(*ev));
-	char *dir = strdup(path), *slash;
+	char *path = NULL;
+	int fd;
 
-	if (!ev || !dir) {
+	if (!ev || asprintf(&path, "%s/events.jsonl",
+			    logtree_run_dir(lt)) < 0) {
 		free(ev);
-		free(dir);
 		herd_errprintf(err, "out of memory");
 		return NULL;
 	}
-	slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
-		*slash = '\0';
-		if (events_mkdirs(dir, 0755) < 0) {
-			herd_errprintf(err, "cannot create %s: %s", dir,
-				       strerror(errno));
-			free(dir);
-			free(ev);
-			return NULL;
-		}
-	}
-	free(dir);
-	ev->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-	if (ev->fd < 0) {
-		herd_errprintf(err, "cannot open %s: %s", path, strerror(errno));
+	fd = logtree_create(lt, "events.jsonl", err);
+	if (fd < 0 || !(ev->file = logfile_new(fd, path, 1))) {
+		if (fd >= 0)
+			herd_errprintf(err, "out of memory");
+		free(path);
 		free(ev);
 		return NULL;
 	}
+	free(path);
 	return ev;
 }
 
@@ -70,7 +37,7 @@ void events_close(struct events *ev)
 {
 	if (!ev)
 		return;
-	close(ev->fd);
+	logfile_free(ev->file);
 	free(ev);
 }
 
@@ -100,8 +67,23 @@ int events_emit(struct events *ev, const char *name, json_t *fields)
 		return -1;
 	len = strlen(line);
 	line[len] = '\n';	/* json_dumps leaves room: replace the NUL */
-	if (write(ev->fd, line, len + 1) == (ssize_t)(len + 1))
+	if (logfile_write(ev->file, line, len + 1) == LOGFILE_OK)
 		rc = 0;
 	free(line);
 	return rc;
+}
+
+int events_error(const struct events *ev)
+{
+	return ev ? logfile_error(ev->file) : 0;
+}
+
+uint64_t events_lost(const struct events *ev)
+{
+	return ev ? logfile_lost(ev->file) : 0;
+}
+
+const char *events_path(const struct events *ev)
+{
+	return ev ? logfile_path(ev->file) : "";
 }

@@ -417,6 +417,40 @@ static int set_enum(struct ctx *c, const struct field *f, yaml_node_t *key,
 	return 0;
 }
 
+/* log.mode: octal digits, the mode of every log file.  The owner must
+ * read and write (herd appends, the user reads); group and others may
+ * read, never write (a writer could rewrite the record of the job) nor
+ * execute.  So 0600, 0640, 0604 or 0644, with or without the leading 0. */
+static int set_log_mode(struct ctx *c, const struct field *f, yaml_node_t *key,
+			yaml_node_t *val)
+{
+	char buf[SHOW_MAX + 4];
+	const char *v, *p;
+	unsigned int mode = 0;
+
+	(void)key;
+	if (!(v = scalar(c, val, f->name, "a file mode such as 0600")))
+		return -1;
+	p = v[0] == '0' && strlen(v) == 4 ? v + 1 : v;
+	if (strlen(p) != 3)
+		goto bad;
+	for (; *p; p++) {
+		if (*p < '0' || *p > '7')
+			goto bad;
+		mode = mode * 8 + (unsigned int)(*p - '0');
+	}
+	if ((mode & 0600) == 0600 && (mode & ~0644u) == 0) {
+		*(unsigned int *)member(c, f) = mode;
+		return 0;
+	}
+bad:
+	return perr(c, val->start_mark,
+		    "expected a file mode for %s: 0600, 0640, 0604 or 0644 "
+		    "(the owner reads and writes, others at most read), got "
+		    "'%s'",
+		    f->name, show(v, buf));
+}
+
 static int set_host_keys(struct ctx *c, const struct field *f, yaml_node_t *key,
 			 yaml_node_t *val)
 {
@@ -966,6 +1000,7 @@ static const struct field checkpoint_keys[] = {
 
 static const struct field log_keys[] = {
     {.name = "log.dir", .set = set_str, .off = OFF(log.dir)},
+    {.name = "log.mode", .set = set_log_mode, .off = OFF(log.mode)},
     {0},
 };
 
@@ -1464,6 +1499,7 @@ struct spec *spec_parse(const char *buf, size_t len, const char *path,
 	spec->health.fence_timeout_ms = 5 * 60 * 1000;
 	spec->restart.max = 3;
 	spec->restart.backoff_ms = 2000;
+	spec->log.mode = SPEC_LOG_MODE_DEFAULT;
 	c.spec = spec;
 
 	if (prescan(&c, buf, len) < 0)

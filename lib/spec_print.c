@@ -184,6 +184,8 @@ static void nodes(struct out *o, const struct spec *s)
 
 static void body(struct out *o, const struct spec *s)
 {
+	char mode[WORD_MAX];
+
 	str(o, "name", s->name);
 	nodes(o, s);
 
@@ -243,6 +245,8 @@ static void body(struct out *o, const struct spec *s)
 
 	map_start(o, "log", 0);
 	str(o, "dir", s->log.dir);
+	snprintf(mode, sizeof(mode), "%04o", s->log.mode);
+	word(o, "mode", mode);
 	map_end(o);
 
 	if (!s->slurm.present)

@@ -133,6 +133,8 @@ struct spec {
 
 	struct {
 		char *dir;		/* default "runs/{{name}}" */
+		unsigned int mode;	/* of every log file, default 0600;
+					 * directories get x where r is set */
 	} log;
 
 	struct {
@@ -182,6 +184,10 @@ const char *spec_bind_cpu_name(enum spec_bind_cpu cpu);
  * environment: only the exec on the node can tell, and the agent reports
  * its errno per rank.) */
 #define SPEC_ARG_STRLEN_MAX (32 * 4096)
+
+/* log.mode when the spec says nothing: logs and events for the user only
+ * (training output can hold tokens and paths). */
+#define SPEC_LOG_MODE_DEFAULT 0600u
 
 /* The longest duration accepted: one year, in milliseconds. */
 #define SPEC_DURATION_MAX (8760L * 3600 * 1000)

@@ -72,6 +72,16 @@ test_expect_success 'host key checking cannot be turned off' '
 		"4:14: ssh.host_keys cannot turn host key checking off: use strict (keys pinned by '"'"'herd keys'"'"') or accept-new (pin a key on first contact)"
 '
 
+test_expect_success 'log.mode: files may be read by others, never written' '
+	printf "launch: {command: ./train}\nlog:\n  mode: 0666\n" >bad-log-mode.yaml &&
+	expect_error bad-log-mode.yaml \
+		"3:9: expected a file mode for log.mode: 0600, 0640, 0604 or 0644 (the owner reads and writes, others at most read), got '"'"'0666'"'"'" &&
+	printf "launch: {command: ./train}\nlog: {mode: 640}\n" >log-mode.yaml &&
+	herd validate --print log-mode.yaml >printed &&
+	grep -x "  mode: 0640" printed &&
+	herd validate printed
+'
+
 test_expect_success 'a duration without a unit' '
 	expect_error bad-duration.yaml \
 		"5:12: bad duration '"'"'3'"'"' for health.timeout: a duration needs a unit: write 3s or 3ms (units: ms, s, m, h)"
@@ -144,6 +154,7 @@ test_expect_success '--print fills in every default' '
 	grep "^  command_timeout: 30s$" printed.yaml &&
 	grep "^  master_port: 29500$" printed.yaml &&
 	grep "^  dir: runs/{{name}}$" printed.yaml &&
+	grep "^  mode: 0600$" printed.yaml &&
 	grep "^  progress_timeout: off$" printed.yaml
 '
 

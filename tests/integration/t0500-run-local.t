@@ -138,14 +138,14 @@ test_expect_success 'a rank exiting 7: herd exits 7, names the rank, stops the o
 	test_expect_code 7 herd run fail.yaml 2>err &&
 	grep "rank 1 on localhost exited with status 7" err &&
 	jq -c "select(.event == \"rank_exit\") | [.rank, .status, .code, .signal]" \
-		runs/fail/events.jsonl | sort >got &&
+		runs/fail/latest/events.jsonl | sort >got &&
 	cat >expect <<-\EOF &&
 	[0,143,null,15]
 	[1,7,7,null]
 	[2,143,null,15]
 	EOF
 	test_cmp expect got &&
-	test "$(jq -c "select(.event == \"job_end\") | .status" runs/fail/events.jsonl)" = 7
+	test "$(jq -c "select(.event == \"job_end\") | .status" runs/fail/latest/events.jsonl)" = 7
 '
 
 test_expect_success 'a rank killed by a signal: herd exits 128+signal' '
@@ -166,21 +166,21 @@ test_expect_success 'events.jsonl: the run from start to end, with fields' '
 	command: echo out $RANK; echo err $RANK >&2
 	EOF
 	herd run ev.yaml >out 2>err &&
-	jq -r .event runs/ev/events.jsonl >got &&
+	jq -r .event runs/ev/latest/events.jsonl >got &&
 	head -3 got >got.head &&
 	printf "job_start\nnode_up\nattempt_start\n" >expect &&
 	test_cmp expect got.head &&
 	test "$(grep -c ^rank_start got)" = 2 &&
 	test "$(grep -c ^rank_exit got)" = 2 &&
 	test "$(tail -1 got)" = job_end &&
-	ev=runs/ev/events.jsonl &&
+	ev=runs/ev/latest/events.jsonl &&
 	ev_all $ev job_start ".job == \"ev\" and .nodes == 1 and .transport == \"local\" and .mode == \"torch\"" &&
 	ev_all $ev node_up ".host == \"localhost\" and (.hostname | length > 0)" &&
 	ev_all $ev attempt_start ".attempt == 1 and .world_size == 2 and .nodes == 1 and .master_addr == \"127.0.0.1\"" &&
-	jq -c "select(.event == \"rank_start\") | [.attempt, .rank, .host, .local_rank, .node_rank]" runs/ev/events.jsonl | sort >got &&
+	jq -c "select(.event == \"rank_start\") | [.attempt, .rank, .host, .local_rank, .node_rank]" runs/ev/latest/events.jsonl | sort >got &&
 	printf "%s\n" "[1,0,\"localhost\",0,0]" "[1,1,\"localhost\",1,0]" >expect &&
 	test_cmp expect got &&
-	jq -c "select(.event == \"rank_exit\") | [.attempt, .rank, .host, .status, .code, .signal]" runs/ev/events.jsonl | sort >got &&
+	jq -c "select(.event == \"rank_exit\") | [.attempt, .rank, .host, .status, .code, .signal]" runs/ev/latest/events.jsonl | sort >got &&
 	printf "%s\n" "[1,0,\"localhost\",0,0,null]" "[1,1,\"localhost\",0,0,null]" >expect &&
 	test_cmp expect got &&
 	ev_all $ev job_end ".status == 0 and .attempts == 1" &&
@@ -191,16 +191,21 @@ test_expect_success 'output is tagged [rank] on stdout and stderr; rank logs per
 	sort out >got &&
 	printf "[0] out 0\n[1] out 1\n" >expect &&
 	test_cmp expect got &&
-	sort err >got &&
+	grep -v "^herd: logs in " err | sort >got &&
 	printf "[0] err 0\n[1] err 1\n" >expect &&
 	test_cmp expect got &&
 	for r in 0 1; do
-		sort runs/ev/attempt-1/rank-$r.log >got &&
+		sort runs/ev/latest/attempt-1/rank-$r.log >got &&
 		printf "err $r\nout $r\n" >expect &&
 		test_cmp expect got || return 1
 	done &&
-	herd run ev.yaml >out2 &&
-	test "$(jq -r .event runs/ev/events.jsonl | grep -c job_start)" = 2
+	first=$(readlink runs/ev/latest) &&
+	herd run ev.yaml >out2 2>err2 &&
+	second=$(readlink runs/ev/latest) &&
+	test "$first" != "$second" &&
+	grep -xF "herd: logs in $PWD/runs/ev/$second" err2 &&
+	test "$(jq -r .event runs/ev/$first/events.jsonl | grep -c job_start)" = 1 &&
+	test "$(jq -r .event runs/ev/$second/events.jsonl | grep -c job_start)" = 1
 '
 
 test_expect_success 'a last line without a newline is printed whole' '

@@ -34,8 +34,8 @@ fp() {
 # before any attempt
 no_job() {
 	test ! -e started &&
-	ev_all "runs/$1/events.jsonl" job_end ".status == 1 and .attempts == 0" &&
-	! grep -q "\"event\":\"\(attempt_start\|rank_start\)\"" "runs/$1/events.jsonl"
+	ev_all "runs/$1/latest/events.jsonl" job_end ".status == 1 and .attempts == 0" &&
+	! grep -q "\"event\":\"\(attempt_start\|rank_start\)\"" "runs/$1/latest/events.jsonl"
 }
 
 test_expect_success 'cluster of 2 nodes' '
@@ -126,8 +126,8 @@ test_expect_success 'an unreachable node (link down): named timeout, exit 1, not
 	! grep "$N1:" err &&
 	test_must_be_empty out &&
 	no_job unreachable &&
-	ev_all runs/unreachable/events.jsonl node_failed ".host == \"$N2\"" &&
-	ev_all runs/unreachable/events.jsonl node_up ".host == \"$N1\""
+	ev_all runs/unreachable/latest/events.jsonl node_failed ".host == \"$N2\"" &&
+	ev_all runs/unreachable/latest/events.jsonl node_up ".host == \"$N1\""
 '
 
 test_expect_success 'a name that does not resolve: named error, exit 1' '

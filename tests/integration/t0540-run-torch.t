@@ -35,9 +35,9 @@ test_expect_success 'train.py --steps 20 completes on 4 nodes: loss printed, eve
 		grep -x "\[$r\] rank $r/4 on $(cluster_node $((r + 1))): done" out || return 1
 	done &&
 	! grep diverged out err &&
-	ev_all runs/torch/events.jsonl rank_exit ".status == 0" &&
-	ev_all runs/torch/events.jsonl attempt_start ".world_size == 4 and .master_addr == \"$(cluster_addr 1)\"" &&
-	ev_all runs/torch/events.jsonl job_end ".status == 0"
+	ev_all runs/torch/latest/events.jsonl rank_exit ".status == 0" &&
+	ev_all runs/torch/latest/events.jsonl attempt_start ".world_size == 4 and .master_addr == \"$(cluster_addr 1)\"" &&
+	ev_all runs/torch/latest/events.jsonl job_end ".status == 0"
 '
 
 test_done

@@ -40,7 +40,7 @@ test_expect_success '3 nodes: one rank per node, the ring on the cluster address
 	test_cmp expect sizes &&
 	awk "\$5 != \"ok\" || \$2 <= 0 { bad = 1 } END { exit bad }" rows &&
 	awk "\$1 == 1048576 && \$4 > 0 { found = 1 } END { exit !found }" rows &&
-	jq -e -n "[inputs | select(.event == \"rank_start\")] | length == 3" runs/three-bench/events.jsonl
+	jq -e -n "[inputs | select(.event == \"rank_start\")] | length == 3" runs/three-bench/latest/events.jsonl
 '
 
 test_expect_success 'one node: nothing to measure, said so' '

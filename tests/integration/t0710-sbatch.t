@@ -162,7 +162,7 @@ test_expect_success '--wait: the job runs herd run on its batch node; output in 
 	test -s runs/hello/slurm-$id.out &&
 	node=$(sed -n "s/^\[0\] //p" runs/hello/slurm-$id.out) &&
 	echo "$HERD_CLUSTER_NODES" | tr " " "\n" | grep -x "$node" &&
-	test -s runs/hello/events.jsonl &&
+	test -s runs/hello/latest/events.jsonl &&
 	test_must_be_empty err
 '
 

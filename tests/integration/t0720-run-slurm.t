@@ -59,8 +59,8 @@ test_expect_success 'nodes: {slurm: true}: one rank per node, right hosts, no se
 	in_salloc out err herd run sl.yaml &&
 	hosts_of out >got &&
 	test_cmp expect.hosts got &&
-	ev_all runs/sl/events.jsonl job_start ".transport == \"slurm\"" &&
-	ev_all runs/sl/events.jsonl job_end ".status == 0" &&
+	ev_all runs/sl/latest/events.jsonl job_start ".transport == \"slurm\"" &&
+	ev_all runs/sl/latest/events.jsonl job_end ".status == 0" &&
 	! grep HERD_JOB_SECRET err
 '
 
@@ -75,7 +75,7 @@ test_expect_success 'no host source inside an allocation: the allocation, over s
 	in_salloc out err herd run auto.yaml &&
 	hosts_of out >got &&
 	test_cmp expect.hosts got &&
-	ev_all runs/auto/events.jsonl job_start ".transport == \"slurm\" and .nodes == 4" &&
+	ev_all runs/auto/latest/events.jsonl job_start ".transport == \"slurm\" and .nodes == 4" &&
 	in_salloc out err --ntasks-per-node=2 herd run auto.yaml &&
 	test $(wc -l <out) -eq 8 &&
 	for h in $HERD_CLUSTER_NODES; do
@@ -153,8 +153,8 @@ test_expect_success 'PyTorch DDP (train.py --steps 10) across the 4 nodes of the
 		grep -x "\[$n\] rank $n/4 on $h: done" out && n=$((n + 1)) ||
 			return 1
 	done &&
-	ev_all runs/torch/events.jsonl attempt_start ".world_size == 4 and .master_addr == \"$(cluster_addr 1)\"" &&
-	ev_all runs/torch/events.jsonl job_end ".status == 0"
+	ev_all runs/torch/latest/events.jsonl attempt_start ".world_size == 4 and .master_addr == \"$(cluster_addr 1)\"" &&
+	ev_all runs/torch/latest/events.jsonl job_end ".status == 0"
 '
 
 test_done

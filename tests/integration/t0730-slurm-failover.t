@@ -49,12 +49,12 @@ test_expect_success 'herd sbatch --wait: train.py --steps 10 on 4 nodes x 2 slot
 	for h in $HERD_CLUSTER_NODES; do
 		for r in $n $((n + 1)); do
 			grep -x "\[$r\] rank $r/8 on $h: done" "$log" &&
-			grep -x "rank $r/8 on $h: done" runs/ddp/attempt-1/rank-$r.log ||
+			grep -x "rank $r/8 on $h: done" runs/ddp/latest/attempt-1/rank-$r.log ||
 				return 1
 		done
 		n=$((n + 2))
 	done &&
-	ev=runs/ddp/events.jsonl &&
+	ev=runs/ddp/latest/events.jsonl &&
 	ev_all $ev job_start ".transport == \"slurm\" and .nodes == 4" &&
 	jq -r -n "[inputs | select(.event == \"node_up\") | .host] | sort | .[]" $ev >got &&
 	echo "$HERD_CLUSTER_NODES" | tr " " "\n" | sort >expect &&
@@ -93,7 +93,7 @@ test_expect_success 'a node killed at step 12 inside salloc --no-kill: evicted, 
 	n=0 &&
 	for h in $HERD_CLUSTER_NODES; do
 		test "$h" = "$victim" ||
-		{ grep -x "rank $n/3 on $h: done" runs/crash/attempt-2/rank-$n.log &&
+		{ grep -x "rank $n/3 on $h: done" runs/crash/latest/attempt-2/rank-$n.log &&
 			n=$((n + 1)); } ||
 			return 1
 	done &&

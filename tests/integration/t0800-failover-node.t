@@ -24,7 +24,7 @@ test_expect_success 'crash of node 2 at step 12: spare node 5 takes its place, t
 	fo_done crash 2 &&
 	fo_has crash node_failed ".host == \"$(cluster_node 2)\" and .attempt == 1" &&
 	fo_has crash spare_used ".host == \"$(cluster_node 5)\" and .attempt == 2" &&
-	ev_all runs/crash/events.jsonl attempt_start ".world_size == 4" &&
+	ev_all runs/crash/latest/events.jsonl attempt_start ".world_size == 4" &&
 	fo_has crash rank_start ".attempt == 2 and .host == \"$(cluster_node 5)\"" &&
 	! fo_has crash rank_start ".attempt == 2 and .host == \"$(cluster_node 2)\"" &&
 	fo_resumed_well crash &&

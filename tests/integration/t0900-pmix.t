@@ -26,8 +26,8 @@ test_expect_success '4 nodes x 2 ranks: every rank has size 8, its own rank on t
 	pmix_expect 8 $N1 $N1 $N2 $N2 $N3 $N3 $N4 $N4 >expect &&
 	pmix_lines out >got &&
 	test_cmp expect got &&
-	ev_all runs/even/events.jsonl attempt_start ".world_size == 8 and .nodes == 4" &&
-	jq -c "select(.event == \"rank_exit\") | [.rank, .host, .status]" runs/even/events.jsonl | sort >exits &&
+	ev_all runs/even/latest/events.jsonl attempt_start ".world_size == 8 and .nodes == 4" &&
+	jq -c "select(.event == \"rank_exit\") | [.rank, .host, .status]" runs/even/latest/events.jsonl | sort >exits &&
 	cat >expect.exits <<-EOF &&
 	[0,"$N1",0]
 	[1,"$N1",0]
@@ -52,7 +52,7 @@ test_expect_success 'uneven 1+3 ranks from an Open MPI hostfile (slots=1, slots=
 	pmix_expect 4 $N1 $N2 $N2 $N2 >expect &&
 	pmix_lines out >got &&
 	test_cmp expect got &&
-	ev_all runs/ompi/events.jsonl attempt_start ".world_size == 4 and .nodes == 2"
+	ev_all runs/ompi/latest/events.jsonl attempt_start ".world_size == 4 and .nodes == 2"
 '
 
 test_expect_success 'uneven 1+3 ranks from a DeepSpeed hostfile' '
@@ -90,8 +90,8 @@ test_expect_success 'MPI_Abort(42) on rank 5: herd exits 42 and no rank is left 
 	test $((t_exit - t0)) -le 2000 &&
 	test $((t_gone - t0)) -le 2000 &&
 	grep "herd: rank 5 on $N3 called MPI_Abort (status 42)" err &&
-	ev_all runs/abort/events.jsonl attempt_start ".attempt == 1" &&
-	test -z "$(ls runs/abort | grep attempt-2)"
+	ev_all runs/abort/latest/events.jsonl attempt_start ".attempt == 1" &&
+	test -z "$(ls runs/abort/latest/ | grep attempt-2)"
 '
 
 test_expect_success 'node 2 killed mid-run: the attempt fails, node 2 is evicted, the rerun on 3 nodes passes' '
@@ -101,9 +101,9 @@ test_expect_success 'node 2 killed mid-run: the attempt fails, node 2 is evicted
 	restart: {max: 1, backoff: 500ms}
 	EOF
 	run_bg kill.yaml out err &&
-	wait_files 8 "runs/kill/attempt-1/rank-*.log" 20 &&
+	wait_files 8 "runs/kill/latest/attempt-1/rank-*.log" 20 &&
 	i=0 &&
-	until test "$(cat runs/kill/attempt-1/rank-*.log | grep -c " of 8 on ")" = 8; do
+	until test "$(cat runs/kill/latest/attempt-1/rank-*.log | grep -c " of 8 on ")" = 8; do
 		i=$((i + 1)) &&
 		test $i -lt 600 || return 1
 		sleep 0.05   # poll interval of a bounded wait
@@ -113,18 +113,18 @@ test_expect_success 'node 2 killed mid-run: the attempt fails, node 2 is evicted
 	wait_exit $HERD_PID 60 &&
 	echo "node kill: herd done (rerun included) $(($(now_ms) - t0)) ms after the kill" &&
 	test $WAIT_RC = 0 &&
-	jq -e -n "[inputs | select(.event == \"node_evicted\" and .attempt == 1) | .host] == [\"$N2\"]" runs/kill/events.jsonl &&
-	jq -e -n "[inputs | select(.event == \"attempt_end\") | [.attempt, .status]] == [[1, 1], [2, 0]]" runs/kill/events.jsonl &&
-	jq -e -n "[inputs | select(.event == \"attempt_start\" and .attempt == 2)] | length == 1 and .[0].world_size == 6 and .[0].nodes == 3" runs/kill/events.jsonl &&
+	jq -e -n "[inputs | select(.event == \"node_evicted\" and .attempt == 1) | .host] == [\"$N2\"]" runs/kill/latest/events.jsonl &&
+	jq -e -n "[inputs | select(.event == \"attempt_end\") | [.attempt, .status]] == [[1, 1], [2, 0]]" runs/kill/latest/events.jsonl &&
+	jq -e -n "[inputs | select(.event == \"attempt_start\" and .attempt == 2)] | length == 1 and .[0].world_size == 6 and .[0].nodes == 3" runs/kill/latest/events.jsonl &&
 	grep "evicted: $N2" err &&
 	for r in 0 1 2 3 4 5; do
 		printf "rank %s of 6\n" $r || return 1
 	done >expect.6 &&
-	sed -n "s/^\(rank [0-9]* of [0-9]*\) on .*/\1/p" runs/kill/attempt-2/rank-*.log | sort >got.6 &&
+	sed -n "s/^\(rank [0-9]* of [0-9]*\) on .*/\1/p" runs/kill/latest/attempt-2/rank-*.log | sort >got.6 &&
 	test_cmp expect.6 got.6 &&
 	pmix_expect 6 $N1 $N1 $N3 $N3 $N4 $N4 >expect.2 &&
 	for r in 0 1 2 3 4 5; do
-		sed "s/^/[$r] /" runs/kill/attempt-2/rank-$r.log | grep " rank " || return 1
+		sed "s/^/[$r] /" runs/kill/latest/attempt-2/rank-$r.log | grep " rank " || return 1
 	done | sort >got.2 &&
 	test_cmp expect.2 got.2 &&
 	pmix_none_left
@@ -144,7 +144,7 @@ test_expect_success 'singleton trap (launch.env OMPI_MCA_schizo: ""): every rank
 	grep "without ever connecting to herd.s PMIx server" err &&
 	grep "of 1 on" out &&
 	! grep " of 8 on " out &&
-	jq -e -n "[inputs | select(.event == \"attempt_end\")] | length == 1 and .[0].status == 1" runs/single/events.jsonl &&
+	jq -e -n "[inputs | select(.event == \"attempt_end\")] | length == 1 and .[0].status == 1" runs/single/latest/events.jsonl &&
 	pmix_none_left
 '
 

@@ -144,6 +144,7 @@ static void test_defaults(void **state)
 	assert_int_equal(s->restart.backoff_ms, 2000);
 	assert_null(s->checkpoint.dir);
 	assert_string_equal(s->log.dir, "runs/{{name}}");
+	assert_int_equal(s->log.mode, 0600);
 	assert_false(s->slurm.present);
 	spec_free(s);
 }
@@ -601,6 +602,57 @@ static void round_trip(const char *yaml)
 	spec_free(b);
 }
 
+/* log.mode: owner rw always, group/others at most r; errors at the value. */
+static void test_log_mode(void **state)
+{
+	static const struct {
+		const char *text;
+		unsigned int mode;
+	} good[] = {{"0600", 0600}, {"0640", 0640}, {"0644", 0644},
+		    {"0604", 0604}, {"640", 0640}, {"'0640'", 0640}};
+	static const char *const bad[] = {"0666", "0700", "0400", "0660",
+					  "0755", "4600", "06400", "60",
+					  "0o640", "rw-r-----", "0608", "''"};
+	char yaml[128], want[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		struct spec *s;
+
+		snprintf(yaml, sizeof(yaml), MIN "log:\n  mode: %s\n",
+			 good[i].text);
+		s = ok(yaml);
+		assert_int_equal(s->log.mode, good[i].mode);
+		spec_free(s);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(yaml, sizeof(yaml), MIN "log:\n  mode: %s\n", bad[i]);
+		snprintf(want, sizeof(want),
+			 "job.yaml:3:9: expected a file mode for log.mode: "
+			 "0600, 0640, 0604 or 0644 (the owner reads and "
+			 "writes, others at most read), got '%s'",
+			 strcmp(bad[i], "''") ? bad[i] : "");
+		fails(yaml, want);
+	}
+	{
+		struct spec *s = ok(MIN "log: {mode: 644}\n");
+		char *t = printed(s);
+
+		assert_non_null(strstr(t, "\nlog:\n  dir: runs/{{name}}\n"
+					  "  mode: 0644\n"));
+		free(t);
+		spec_free(s);
+		s = ok(MIN);
+		t = printed(s);
+		assert_non_null(strstr(t, "\n  mode: 0600\n"));
+		free(t);
+		spec_free(s);
+	}
+	fails(MIN "log: {mode: [1]}\n",
+	      "job.yaml:2:13: expected a file mode such as 0600 for "
+	      "log.mode, got a list");
+}
+
 static void test_round_trip(void **state)
 {
 	(void)state;
@@ -615,6 +667,7 @@ static void test_round_trip(void **state)
 		       " filter: 'labels.gpu=a: b, n=#1'}\n");
 	round_trip(MIN "nodes: {hostfile: '- odd name'}\n"
 		       "slurm: {extra: ['--x=1', '#y'], nodes: 3}\n");
+	round_trip(MIN "log: {dir: '/x/{{name}}', mode: 0640}\n");
 }
 
 static void test_round_trip_full_example(void **state)
@@ -663,6 +716,7 @@ int main(void)
 	    cmocka_unit_test(test_host_names),
 	    cmocka_unit_test(test_exec_limits),
 	    cmocka_unit_test(test_command_quoting),
+	    cmocka_unit_test(test_log_mode),
 	    cmocka_unit_test(test_round_trip),
 	    cmocka_unit_test(test_round_trip_full_example),
 	};

@@ -68,7 +68,7 @@ fo_job() {
 	} >"$_fj_name.yaml"
 }
 
-fo_log() { echo "runs/$1/attempt-$2/rank-0.log"; }
+fo_log() { echo "runs/$1/latest/attempt-$2/rank-0.log"; }
 
 fo_wait_step() {
 	_fw_i=0
@@ -90,7 +90,7 @@ fo_wait_event() {
 	_fe_i=0
 	while ! jq -e -n --arg e "$2" \
 		"[inputs | select(.event == \$e) | select(${3:-true})] | length > 0" \
-		"runs/$1/events.jsonl" >/dev/null 2>&1; do
+		"runs/$1/latest/events.jsonl" >/dev/null 2>&1; do
 		_fe_i=$((_fe_i + 1))
 		[ $_fe_i -lt $((${4:-30} * 20)) ] || {
 			echo "$1: no event $2 ($3) after ${4:-30} s" >&2
@@ -164,7 +164,7 @@ fo_loss() {
 }
 
 fo_resumed_well() {
-	_fr_ev=runs/$1/events.jsonl
+	_fr_ev=runs/$1/latest/events.jsonl
 	# The newest complete checkpoint attempt 1 wrote before the fault.
 	_fr_last=$(grep "^step [0-9]*/" "$(fo_log "$1" 1)" |
 		awk -F'[ /]' '{ s = $2 } END { print s - s % 5 }') &&
@@ -190,6 +190,6 @@ fo_resumed_well() {
 # last attempt reached the final step.
 fo_done() {
 	test "$WAIT_RC" = 0 &&
-	ev_all "runs/$1/events.jsonl" job_end ".status == 0 and .attempts == $2" &&
+	ev_all "runs/$1/latest/events.jsonl" job_end ".status == 0 and .attempts == $2" &&
 	grep -q "^step $FO_STEPS/$FO_STEPS loss" "$(fo_log "$1" "$2")"
 }
