@@ -65,7 +65,7 @@ test_expect_success 'a checkpoint directory named "ckpt-2;touch INJ;#": the rank
 	want_argv --resume "$PWD/ck1/$HOSTILE" -- "$PWD/ck1/$HOSTILE" \
 		"in $PWD/ck1/$HOSTILE quotes" end &&
 	test ! -e INJ &&
-	ev_all runs/ck1/events.jsonl checkpoint_found ".path == \"$PWD/ck1/$HOSTILE\""
+	ev_all runs/ck1/latest/events.jsonl checkpoint_found ".path == \"$PWD/ck1/$HOSTILE\""
 '
 
 test_expect_success 'a checkpoint directory with blanks ("step 3") is one argument' '
@@ -95,7 +95,7 @@ test_expect_success 'DeepSpeed latest file naming "ckpt-2;touch INJ;#": the same
 	herd run ck3.yaml >out 2>err &&
 	want_argv --resume "$PWD/ck3/$HOSTILE" &&
 	test ! -e INJ &&
-	ev_all runs/ck3/events.jsonl checkpoint_found ".source == \"latest_file\""
+	ev_all runs/ck3/latest/events.jsonl checkpoint_found ".source == \"latest_file\""
 '
 
 test_expect_success 'a latest file that leaves checkpoint.dir ("../x") is skipped with its reason' '
@@ -111,7 +111,7 @@ test_expect_success 'a latest file that leaves checkpoint.dir ("../x") is skippe
 	EOF
 	herd run ck4.yaml >out 2>err &&
 	want_argv --resume "$PWD/ck4/global_step1" &&
-	ev_all runs/ck4/events.jsonl checkpoint_skipped ".reason | test(\"latest names no entry of checkpoint.dir\")"
+	ev_all runs/ck4/latest/events.jsonl checkpoint_skipped ".reason | test(\"latest names no entry of checkpoint.dir\")"
 '
 
 test_expect_success 'validate: a placeholder whose quoting herd cannot tell is refused at file:line:col' '
@@ -179,7 +179,7 @@ test_expect_success 'validate: a 131,100-byte launch.command is refused at file:
 # its own exec.)
 failed_start() {
 	jq -r "select(.event == \"rank_exit\" and .status == 127) |
-		\"\(.rank) \(.host) \(.errno) \(.reason)\"" "runs/$1/events.jsonl" >failed &&
+		\"\(.rank) \(.host) \(.errno) \(.reason)\"" "runs/$1/latest/events.jsonl" >failed &&
 	test -s failed &&
 	while read -r rank host errno reason; do
 		test "$errno" = "$2" &&
@@ -253,7 +253,7 @@ test_expect_success 'nohup herd run: SIGHUP to herd is ignored, the 2-node job c
 	wait_exit $HERD_PID 30 &&
 	test $WAIT_RC = 0 &&
 	! grep "got SIGHUP" out &&
-	ev_all runs/nohup/events.jsonl job_end ".status == 0"
+	ev_all runs/nohup/latest/events.jsonl job_end ".status == 0"
 '
 
 test_expect_success 'without nohup, SIGHUP stops the job like Ctrl-C: the ranks get SIGHUP, herd exits 129' '
