@@ -89,6 +89,10 @@ struct spec {
 		enum spec_host_keys host_keys;
 		int fanout;	/* default 64 */
 		long connect_timeout_ms;	/* default 10s */
+		char *agent_dir;	/* default ~/.cache/herd: where each
+					 * node keeps the uploaded herd-agent;
+					 * absolute, or ~ / ~/... for the
+					 * remote user's home */
 	} ssh;
 
 	struct {
@@ -172,6 +176,10 @@ const char *spec_bind_cpu_name(enum spec_bind_cpu cpu);
 /* Lists (env, env_pass, bind.nic, slurm.extra) hold at most this many
  * entries: far beyond any real job, and it bounds the duplicate check. */
 #define SPEC_LIST_MAX 4096
+
+/* ssh.agent_dir is at most this long: it is a directory on every node,
+ * and with the agent's name it must stay well under PATH_MAX. */
+#define SPEC_AGENT_DIR_MAX 1024
 
 /* The longest duration accepted: one year, in milliseconds. */
 #define SPEC_DURATION_MAX (8760L * 3600 * 1000)
