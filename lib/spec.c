@@ -237,8 +237,8 @@ static int set_name(struct ctx *c, const struct field *f, yaml_node_t *key,
  * expands anything: absolute, or ~ (alone or as ~/...) for the remote
  * user's home.  No ~user, no relative path (relative to what?), no control
  * characters (the path appears in one-line messages). */
-static int set_agent_dir(struct ctx *c, const struct field *f,
-			 yaml_node_t *key, yaml_node_t *val)
+static int set_agent_dir(struct ctx *c, const struct field *f, yaml_node_t *key,
+			 yaml_node_t *val)
 {
 	char buf[SHOW_MAX + 4];
 	const char *s;
