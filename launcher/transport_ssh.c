@@ -764,7 +764,9 @@ static void *node_thread(void *arg)
 			n_first = (size_t)got;
 			break;
 		}
-		if (got < 0 || !ssh_channel_is_eof(ch))
+		/* Not ssh_channel_is_eof(): it stays false while stderr
+		 * holds unread bytes (the reason line). */
+		if (got < 0 || ssh_channel_poll(ch, 0) != SSH_EOF)
 			break;
 		status = remote_status(ch);
 		remote_reason(ch, why, sizeof(why));
