@@ -354,7 +354,10 @@ static int check_host_key(struct ssh_node *n, ssh_session s)
  * SSH_AGENT_MISSING). */
 #define CACHE_CHECK                                                            \
 	"d=$1 n=$2 h=$3\n"                                                     \
-	"u=$(id -u) || exit 1\n"                                               \
+	"u=\n"                                                                 \
+	"while read -r k v _; do [ \"$k\" = Uid: ] && u=$v && break; done "    \
+	"</proc/self/status\n"                                                 \
+	"[ -n \"$u\" ] || u=$(id -u) || exit 1\n"                              \
 	"say() { printf \"" SSH_REASON_TAG "%s\\n\" \"$*\" >&2; }\n"           \
 	"bad() { say \"$*\"; exit 98; }\n"                                     \
 	"case $d in \"~\") d=$HOME ;; \"~/\"*) d=$HOME/${d#\"~/\"} ;; esac\n"  \
@@ -392,8 +395,10 @@ static int check_host_key(struct ssh_node *n, ssh_session s)
 /* Starts the cached agent, or exits SSH_AGENT_MISSING / _REFUSED. */
 static const char start_script[] = CACHE_CHECK
     "[ -d \"$d\" ] || exit 97\n"
-    "p=$(cd -P -- \"$d\" && pwd -P) || "
-    "bad \"cannot enter the herd-agent cache $d\"\n"
+    "o=$PWD\n"
+    "cd -P -- \"$d\" || bad \"cannot enter the herd-agent cache $d\"\n"
+    "p=$PWD\n"
+    "cd -- \"$o\" || exit 1\n"
     "safe \"$p\" \"$p\"\n"
     "a=$p/$n\n"
     "s=$(LC_ALL=C stat -c \"%u %f\" -- \"$a\" 2>/dev/null) || exit 97\n"
@@ -775,8 +780,9 @@ static void *node_thread(void *arg)
 		ch = NULL;
 		if (status == SSH_AGENT_REFUSED) {
 			transport_report(n->fd, "agent", "%s: %s", n->host,
-					 why[0] ? why : "refused to start "
-							"herd-agent");
+					 why[0] ? why
+						: "refused to start "
+						  "herd-agent");
 			goto out;
 		}
 		if (status == SSH_AGENT_MISSING && tries > 0) {
@@ -787,11 +793,15 @@ static void *node_thread(void *arg)
 			goto out;
 		}
 		if (status != SSH_AGENT_MISSING) {
-			transport_report(n->fd, "agent",
-					 "%s: herd-agent exited at once "
-					 "(status %d)%s%s",
-					 n->host, status, why[0] ? ": " : "",
-					 why);
+			/* 126: the shell could not exec a checked file. */
+			transport_report(
+			    n->fd, "agent",
+			    "%s: herd-agent exited at once "
+			    "(status %d)%s%s%s",
+			    n->host, status, why[0] ? ": " : "", why,
+			    status == 126 ? " (is ssh.agent_dir on a noexec "
+					    "file system?)"
+					  : "");
 			goto out;
 		}
 		if (upload_agent(n, s) < 0)

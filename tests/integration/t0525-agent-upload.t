@@ -48,6 +48,16 @@ on() {
 	cluster_exec "$1" sh -c "$2"
 }
 
+# err_has PATTERN: herd's stderr (err) has exactly one line matching
+# PATTERN (BRE); else show what it had.
+err_has() {
+	test "$(grep -c -- "$1" err)" -eq 1 || {
+		echo "not one line matching: $1; stderr was:" >&2
+		cat err >&2
+		return 1
+	}
+}
+
 # plant NODE FILE: an executable "agent" at FILE on NODE that, if anything
 # ever runs it, leaves $PWD/PLANTED-RAN behind.
 plant() {
@@ -122,7 +132,7 @@ test_expect_success 'read-only ~/.cache: one line naming the node and the direct
 	job ro "$N1" &&
 	test_expect_code 1 herd run ro.yaml >out 2>err &&
 	test_must_be_empty out &&
-	grep "$N1: cannot upload herd-agent: cannot create /root/.cache/herd: Read-only file system; set ssh.agent_dir" err &&
+	err_has "$N1: cannot upload herd-agent: cannot create /root/.cache/herd: Read-only file system; set ssh.agent_dir" &&
 	test -z "$(on 1 "ls -A /root/.cache")"
 '
 
@@ -132,7 +142,7 @@ test_expect_success 'read-only ~/.cache/herd that exists: one line naming the no
 	job ro2 "$N1" &&
 	test_expect_code 1 herd run ro2.yaml >out 2>err &&
 	test_must_be_empty out &&
-	grep "$N1: cannot upload herd-agent to /root/.cache/herd: Read-only file system; set ssh.agent_dir" err &&
+	err_has "$N1: cannot upload herd-agent to /root/.cache/herd: Read-only file system; set ssh.agent_dir" &&
 	test -z "$(on 1 "ls -A /root/.cache/herd")"
 '
 
@@ -141,9 +151,17 @@ test_expect_success 'full ~/.cache: one line naming the node and the directory, 
 	job full "$N1" &&
 	test_expect_code 1 herd run full.yaml >out 2>err &&
 	test_must_be_empty out &&
-	grep "$N1: cannot upload herd-agent to /root/.cache/herd: No space left on device; make room there or set ssh.agent_dir" err &&
+	err_has "$N1: cannot upload herd-agent to /root/.cache/herd: No space left on device; make room there or set ssh.agent_dir" &&
 	on 1 "find /root/.cache -type f" >left &&
 	test_must_be_empty left
+'
+
+test_expect_success 'a cache on a noexec file system: one line that says so' '
+	cache 1 noexec &&
+	job noexec "$N1" &&
+	test_expect_code 1 herd run noexec.yaml >out 2>err &&
+	test_must_be_empty out &&
+	err_has "$N1: herd-agent exited at once (status 126): .*/root/.cache/herd/$AGENT: Permission denied (is ssh.agent_dir on a noexec file system?)"
 '
 
 test_expect_success 'another local user' '
@@ -169,7 +187,7 @@ test_expect_success 'cache directory owned by another user: refused in one line,
 	job other "$N1" &&
 	test_expect_code 1 herd run other.yaml >out 2>err &&
 	test_must_be_empty out &&
-	grep "$N1: refusing the herd-agent cache /root/.cache/herd: /root/.cache/herd belongs to uid $HT_UID, not to the job user (uid 0) or root; set ssh.agent_dir" err &&
+	err_has "$N1: refusing the herd-agent cache /root/.cache/herd: /root/.cache/herd belongs to uid $HT_UID, not to the job user (uid 0) or root; set ssh.agent_dir" &&
 	test ! -e PLANTED-RAN &&
 	on 1 "cmp \"$PWD/planted\" /root/.cache/herd/$AGENT"
 '
@@ -182,7 +200,7 @@ test_expect_success 'cache directory writable by group/other (0777): refused in 
 	job world "$N1" &&
 	test_expect_code 1 herd run world.yaml >out 2>err &&
 	test_must_be_empty out &&
-	grep "$N1: refusing the herd-agent cache /root/.cache/herd: /root/.cache/herd is writable by group/other (mode 0777); fix with chmod go-w /root/.cache/herd or set ssh.agent_dir" err &&
+	err_has "$N1: refusing the herd-agent cache /root/.cache/herd: /root/.cache/herd is writable by group/other (mode 0777); fix with chmod go-w /root/.cache/herd or set ssh.agent_dir" &&
 	test ! -e PLANTED-RAN
 '
 
@@ -192,7 +210,7 @@ test_expect_success 'a directory above the cache writable by group/other: refuse
 	plant 1 "/root/.cache/herd/$AGENT" &&
 	job above "$N1" &&
 	test_expect_code 1 herd run above.yaml >out 2>err &&
-	grep "$N1: refusing the herd-agent cache /root/.cache/herd: /root/.cache is writable by group/other (mode 0777); fix with chmod go-w /root/.cache or set ssh.agent_dir" err &&
+	err_has "$N1: refusing the herd-agent cache /root/.cache/herd: /root/.cache is writable by group/other (mode 0777); fix with chmod go-w /root/.cache or set ssh.agent_dir" &&
 	test ! -e PLANTED-RAN
 '
 
