@@ -354,6 +354,7 @@ static int check_host_key(struct ssh_node *n, ssh_session s)
  * SSH_AGENT_MISSING). */
 #define CACHE_CHECK                                                            \
 	"d=$1 n=$2 h=$3\n"                                                     \
+	"unset CDPATH\n"                                                       \
 	"u=\n"                                                                 \
 	"while read -r k v _; do [ \"$k\" = Uid: ] && u=$v && break; done "    \
 	"</proc/self/status\n"                                                 \
@@ -423,17 +424,23 @@ static const char upload_script[] = CACHE_CHECK
     "t=\n"
     "trap 'rm -f -- \"$t\"' EXIT\n"
     "trap 'exit 1' HUP INT TERM PIPE\n"
-    "if [ ! -d \"$d\" ]; then\n"
+    "if [ -d \"$d\" ]; then\n"
+    "cd -P -- \"$d\" || bad \"cannot enter the herd-agent cache $d\"\n"
+    "else\n"
+    /* The deepest directory that exists is checked, then entered, and
+     * the rest is made from there: no path another user could re-point
+     * is followed after the check. */
     "e=$d\n"
     "while [ ! -d \"$e\" ]; do e=${e%/*}; e=${e:-/}; done\n"
-    "e=$(cd -P -- \"$e\" && pwd -P) || bad \"cannot enter $e\"\n"
-    "safe \"$d\" \"$e\"\n"
-    "r=$(mkdir -p -- \"$d\" 2>&1) || bad \"cannot upload herd-agent: "
-    "cannot create $d: ${r##*: }; set ssh.agent_dir to a directory "
+    "cd -P -- \"$e\" || bad \"cannot enter $e\"\n"
+    "safe \"$d\" \"$PWD\"\n"
+    "r=${d#\"$e\"}; r=${r#/}\n"
+    "m=$(mkdir -p -- \"$r\" 2>&1) || bad \"cannot upload herd-agent: "
+    "cannot create $d: ${m##*: }; set ssh.agent_dir to a directory "
     "the job user can write\"\n"
+    "cd -P -- \"./$r\" || bad \"cannot enter the herd-agent cache $d\"\n"
     "fi\n"
-    "p=$(cd -P -- \"$d\" && pwd -P) || "
-    "bad \"cannot enter the herd-agent cache $d\"\n"
+    "p=$PWD\n"
     "safe \"$p\" \"$p\"\n"
     "r=$(mktemp -- \"$p/.$n.XXXXXX\" 2>&1) || bad \"cannot upload "
     "herd-agent to $p: ${r##*: }; set ssh.agent_dir to a directory "

@@ -214,6 +214,28 @@ test_expect_success 'a directory above the cache writable by group/other: refuse
 	test ! -e PLANTED-RAN
 '
 
+test_expect_success 'ssh.agent_dir through a symlink into a directory of another user: refused, nothing made there' '
+	evil=/tmp/herd-t0525-evil-$$ &&
+	test_when_finished "rm -rf $evil" &&
+	mkdir -m 700 $evil &&
+	chown "$HT_USER" $evil &&
+	ln -s $evil "$PWD/via" &&
+	job via "$N1" "$(yq "$PWD/via/herd")" &&
+	test_expect_code 1 herd run via.yaml >out 2>err &&
+	err_has "$N1: refusing the herd-agent cache $PWD/via/herd: $evil belongs to uid $HT_UID" &&
+	test -z "$(ls -A $evil)"
+'
+
+test_expect_success 'ssh.agent_dir through a symlink into a safe directory: the agent runs from the real path' '
+	mkdir -m 700 real &&
+	ln -s "$PWD/real" "$PWD/alias" &&
+	job alias "$N1" "$(yq "$PWD/alias/herd")" &&
+	herd run alias.yaml >out 2>err &&
+	echo "[0] up" >expect &&
+	test_cmp expect out &&
+	cmp "$HERD_ROOT/bin/herd-agent" "real/herd/$AGENT"
+'
+
 test_expect_success 'a root-owned sticky directory above the cache (like /tmp) is accepted' '
 	cache 1 mode=1777 &&
 	job sticky "$N1" &&
