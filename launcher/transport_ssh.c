@@ -506,15 +506,25 @@ static void remote_reason(ssh_channel ch, char *out, size_t outlen)
 {
 	char buf[SSH_STDERR_MAX + 1];
 	const char *line = NULL, *p, *end;
-	size_t len = 0, i;
+	size_t len = 0, total = 0, i;
 	int got;
 
 	out[0] = '\0';
-	while (len < SSH_STDERR_MAX &&
+	/* The reason comes last: when a chatty login shell fills the
+	 * buffer, its older half goes.  At most 64 buffers in all, in case
+	 * the command is still running. */
+	while (total < 64 * SSH_STDERR_MAX &&
 	       (got = ssh_channel_read_timeout(ch, buf + len,
 					       (uint32_t)(SSH_STDERR_MAX - len),
-					       1, 1000)) > 0)
+					       1, 1000)) > 0) {
 		len += (size_t)got;
+		total += (size_t)got;
+		if (len == SSH_STDERR_MAX) {
+			memmove(buf, buf + SSH_STDERR_MAX / 2,
+				SSH_STDERR_MAX / 2);
+			len = SSH_STDERR_MAX / 2;
+		}
+	}
 	buf[len] = '\0';
 	for (p = buf; (p = strstr(p, SSH_REASON_TAG)); p++)
 		if (p == buf || p[-1] == '\n')
@@ -535,12 +545,6 @@ static void remote_reason(ssh_channel ch, char *out, size_t outlen)
 			     ? '?'
 			     : line[i];
 	out[i] = '\0';
-}
-
-/* Waits for the exit status of a remote command whose output has ended. */
-static int remote_status(ssh_channel ch)
-{
-	return ssh_channel_get_exit_status(ch);
 }
 
 /* Uploads this herd's agent into ssh.agent_dir over an exec channel
@@ -594,12 +598,13 @@ static int upload_agent(struct ssh_node *n, ssh_session s)
 			    (int)got)
 				break;
 		}
-		ssh_channel_send_eof(ch);
-		while (ssh_channel_read_timeout(ch, buf, sizeof(buf), 0,
-						SSH_UPLOAD_END_MS) > 0)
-			;
 	}
-	status = remote_status(ch);
+	/* Without "ready", EOF ends a script still waiting for bytes. */
+	ssh_channel_send_eof(ch);
+	while (ssh_channel_read_timeout(ch, buf, sizeof(buf), 0,
+					SSH_UPLOAD_END_MS) > 0)
+		;
+	status = ssh_channel_get_exit_status(ch);
 	if (status == 0 && ready) {
 		rc = 0;
 		goto out;
@@ -780,7 +785,7 @@ static void *node_thread(void *arg)
 		 * holds unread bytes (the reason line). */
 		if (got < 0 || ssh_channel_poll(ch, 0) != SSH_EOF)
 			break;
-		status = remote_status(ch);
+		status = ssh_channel_get_exit_status(ch);
 		remote_reason(ch, why, sizeof(why));
 		ssh_channel_close(ch);
 		ssh_channel_free(ch);
