@@ -237,6 +237,42 @@ static int set_name(struct ctx *c, const struct field *f, yaml_node_t *key,
 	return 0;
 }
 
+/* ssh.agent_dir: a directory on every node, named before the remote shell
+ * expands anything: absolute, or ~ (alone or as ~/...) for the remote
+ * user's home.  No ~user, no relative path (relative to what?), no control
+ * characters (the path appears in one-line messages). */
+static int set_agent_dir(struct ctx *c, const struct field *f, yaml_node_t *key,
+			 yaml_node_t *val)
+{
+	char buf[SHOW_MAX + 4];
+	const char *s;
+	size_t len;
+
+	if (set_str(c, f, key, val) < 0)
+		return -1;
+	if (!(s = c->spec->ssh.agent_dir))
+		return 0;
+	len = strlen(s);
+	if (len > SPEC_AGENT_DIR_MAX)
+		return perr(c, val->start_mark,
+			    "ssh.agent_dir is %zu bytes long; at most %d are "
+			    "allowed",
+			    len, SPEC_AGENT_DIR_MAX);
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p < ' ' || *p == 0x7f)
+			return perr(c, val->start_mark,
+				    "ssh.agent_dir holds a control character: "
+				    "'%s'",
+				    show(s, buf));
+	if (s[0] != '/' && strcmp(s, "~") && strncmp(s, "~/", 2))
+		return perr(c, val->start_mark,
+			    "expected an absolute path or one starting with "
+			    "~/ (the home of the user on the node) for "
+			    "ssh.agent_dir, got '%s'",
+			    show(s, buf));
+	return 0;
+}
+
 /* Numbers: decimal digits in [lo, hi]; f->word (if any) stores 0. */
 static int number(struct ctx *c, const struct field *f, yaml_node_t *val,
 		  long *out)
@@ -900,6 +936,7 @@ static const struct field ssh_keys[] = {
      .set = set_duration,
      .off = OFF(ssh.connect_timeout_ms),
      .lo = 1},
+    {.name = "ssh.agent_dir", .set = set_agent_dir, .off = OFF(ssh.agent_dir)},
     {0},
 };
 
@@ -1531,6 +1568,7 @@ struct spec *spec_parse(const char *buf, size_t len, const char *path,
 		goto out;
 	if ((!spec->name && !(spec->name = name_from_path(c.path))) ||
 	    dup_default(&spec->ssh.known_hosts, "~/.ssh/known_hosts") < 0 ||
+	    dup_default(&spec->ssh.agent_dir, "~/.cache/herd") < 0 ||
 	    dup_default(&spec->log.dir, "runs/{{name}}") < 0) {
 		herd_errprintf(err, "%s: out of memory", c.path);
 		goto out;
@@ -1632,6 +1670,7 @@ void spec_free(struct spec *spec)
 	free(spec->ssh.user);
 	free(spec->ssh.identity);
 	free(spec->ssh.known_hosts);
+	free(spec->ssh.agent_dir);
 	free(spec->launch.command);
 	free(spec->launch.workdir);
 	for (size_t i = 0; i < spec->launch.n_env; i++) {

@@ -197,6 +197,7 @@ static void body(struct out *o, const struct spec *s)
 	word(o, "host_keys", spec_host_keys_name(s->ssh.host_keys));
 	num(o, "fanout", s->ssh.fanout, NULL);
 	dur(o, "connect_timeout", s->ssh.connect_timeout_ms, NULL);
+	str(o, "agent_dir", s->ssh.agent_dir);
 	map_end(o);
 
 	map_start(o, "launch", 0);

@@ -89,6 +89,10 @@ struct spec {
 		enum spec_host_keys host_keys;
 		int fanout;	/* default 64 */
 		long connect_timeout_ms;	/* default 10s */
+		char *agent_dir;	/* default ~/.cache/herd: where each
+					 * node keeps the uploaded herd-agent;
+					 * absolute, or ~ / ~/... for the
+					 * remote user's home */
 	} ssh;
 
 	struct {
@@ -188,6 +192,10 @@ const char *spec_bind_cpu_name(enum spec_bind_cpu cpu);
 /* log.mode when the spec says nothing: logs and events for the user only
  * (training output can hold tokens and paths). */
 #define SPEC_LOG_MODE_DEFAULT 0600u
+
+/* ssh.agent_dir is at most this long: it is a directory on every node,
+ * and with the agent's name it must stay well under PATH_MAX. */
+#define SPEC_AGENT_DIR_MAX 1024
 
 /* The longest duration accepted: one year, in milliseconds. */
 #define SPEC_DURATION_MAX (8760L * 3600 * 1000)

@@ -34,7 +34,7 @@ test_expect_success 'cluster of 4 nodes' '
 	TWO="${HERD_CLUSTER_PREFIX}[1-2]"
 '
 
-test_expect_success 'the agent is uploaded over SFTP to ~/.cache/herd, mode 0700' '
+test_expect_success 'the agent is uploaded (exec channel) to ~/.cache/herd, mode 0700' '
 	name=$(/usr/bin/python3 "$RUN_DATA/agent-name.py" bin/herd-agent \
 		"$(herd-agent --version | cut -d" " -f2)") &&
 	case $name in agent-*-????????????) ;; *) false ;; esac &&

@@ -128,6 +128,7 @@ static void test_defaults(void **state)
 	assert_int_equal(s->ssh.host_keys, SPEC_HOST_KEYS_STRICT);
 	assert_int_equal(s->ssh.fanout, 64);
 	assert_int_equal(s->ssh.connect_timeout_ms, 10000);
+	assert_string_equal(s->ssh.agent_dir, "~/.cache/herd");
 	assert_int_equal(s->launch.mode, SPEC_MODE_TORCH);
 	assert_string_equal(s->launch.command, "./train");
 	assert_int_equal(s->launch.n_env, 0);
@@ -670,6 +671,63 @@ static void test_round_trip(void **state)
 	round_trip(MIN "log: {dir: '/x/{{name}}', mode: 0640}\n");
 }
 
+/* ssh.agent_dir: absolute or under the remote home, one line, bounded. */
+static void test_agent_dir(void **state)
+{
+	struct spec *s;
+	char *yaml, *path;
+
+	(void)state;
+	s = ok(MIN "ssh: {agent_dir: /opt/herd agent}\n");
+	assert_string_equal(s->ssh.agent_dir, "/opt/herd agent");
+	spec_free(s);
+	s = ok(MIN "ssh: {agent_dir: ~/scratch/herd}\n");
+	assert_string_equal(s->ssh.agent_dir, "~/scratch/herd");
+	spec_free(s);
+	s = ok(MIN "ssh: {agent_dir: '~'}\n");
+	assert_string_equal(s->ssh.agent_dir, "~");
+	spec_free(s);
+	/* A plain ~ is YAML's null: the default. */
+	s = ok(MIN "ssh: {agent_dir: ~}\n");
+	assert_string_equal(s->ssh.agent_dir, "~/.cache/herd");
+	spec_free(s);
+	fails(MIN "ssh: {agent_dir: .cache/herd}\n",
+	      "job.yaml:2:18: expected an absolute path or one starting with "
+	      "~/ (the home of the user on the node) for ssh.agent_dir, got "
+	      "'.cache/herd'");
+	fails(MIN "ssh:\n  agent_dir: ~other/herd\n",
+	      "job.yaml:3:14: expected an absolute path or one starting with "
+	      "~/ (the home of the user on the node) for ssh.agent_dir, got "
+	      "'~other/herd'");
+	fails(MIN "ssh: {agent_dir: \"/opt/a\\nb\"}\n",
+	      "job.yaml:2:18: ssh.agent_dir holds a control character: "
+	      "'/opt/a?b'");
+	fails(MIN "ssh: {agent_dir: ''}\n",
+	      "job.yaml:2:18: expected a non-empty string for ssh.agent_dir "
+	      "(leave the key out for the default)");
+	fails(MIN "ssh: {agent_dir: [/a]}\n",
+	      "job.yaml:2:18: expected a string for ssh.agent_dir, got a list");
+	path = malloc(SPEC_AGENT_DIR_MAX + 2);
+	assert_non_null(path);
+	memset(path, 'a', SPEC_AGENT_DIR_MAX + 1);
+	path[0] = '/';
+	path[SPEC_AGENT_DIR_MAX + 1] = '\0';
+	assert_true(asprintf(&yaml, MIN "ssh: {agent_dir: %s}\n", path) > 0);
+	fails(yaml, "job.yaml:2:18: ssh.agent_dir is 1025 bytes long; at most "
+		    "1024 are allowed");
+	free(yaml);
+	path[SPEC_AGENT_DIR_MAX] = '\0';
+	assert_true(asprintf(&yaml, MIN "ssh: {agent_dir: %s}\n", path) > 0);
+	s = ok(yaml);
+	assert_int_equal(strlen(s->ssh.agent_dir), SPEC_AGENT_DIR_MAX);
+	spec_free(s);
+	free(yaml);
+	free(path);
+	round_trip(MIN "ssh: {agent_dir: \"/opt/it's: #herd\"}\n");
+	round_trip(MIN "ssh: {agent_dir: '~'}\n");
+	round_trip(MIN "ssh: {agent_dir: ~/x}\n");
+}
+
 static void test_round_trip_full_example(void **state)
 {
 	struct herd_err err;
@@ -718,6 +776,7 @@ int main(void)
 	    cmocka_unit_test(test_command_quoting),
 	    cmocka_unit_test(test_log_mode),
 	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_agent_dir),
 	    cmocka_unit_test(test_round_trip_full_example),
 	};
 

@@ -1,0 +1,275 @@
+#!/bin/sh
+
+test_description='the agent cache on the nodes: upload without SFTP (exec channel), ssh.agent_dir, a full or read-only cache, and a cache that another user can write'
+
+. "$(dirname "$0")/test-lib.sh"
+. "$HERD_ROOT/tests/cluster/lib.sh"
+
+require_root
+require_cmd ip nsenter unshare setsid flock ssh ssh-keygen stat cmp find \
+	mount umount mountpoint useradd userdel id
+[ -x /usr/sbin/sshd ] || error "prerequisite /usr/sbin/sshd is missing (run 'make deps')"
+
+# Each node runs its sshd in a private mount namespace, so a tmpfs
+# mounted there over /root/.cache gives that node, and only it, its own
+# ~/.cache: the default ~/.cache/herd is tested without touching the
+# /root/.cache/herd that other tests on this machine share.
+mkdir -p /root/.cache || error "cannot make /root/.cache"
+
+# job NAME HOST [AGENT_DIR]: NAME.yaml running `echo up` on HOST (1 rank);
+# AGENT_DIR, already YAML-quoted (yq), sets ssh.agent_dir.
+job() {
+	{
+		echo "name: $1"
+		echo "nodes: {hosts: \"$2\", slots: 1}"
+		echo "ssh: {identity: $HERD_CLUSTER_KEY, known_hosts: $HERD_CLUSTER_KNOWN_HOSTS${3:+, agent_dir: $3}}"
+		echo "restart: {max: 0}"
+		echo "launch: {command: echo up, workdir: \"$PWD\"}"
+	} >"$1.yaml"
+}
+
+# yq TEXT: TEXT as a single-quoted YAML scalar.
+yq() {
+	printf "'%s'" "$(printf %s "$1" | sed "s/'/''/g")"
+}
+
+# cache NODE [MOUNT OPTIONS]: a new, empty tmpfs over /root/.cache on NODE
+# (mode 0700 unless the options say otherwise), unmounted again when the
+# test ends.
+cache() {
+	cluster_exec "$1" mount -t tmpfs -o "mode=0700,size=16m${2:+,$2}" \
+		herd-t0525 /root/.cache &&
+	test_when_finished "cluster_exec $1 umount /root/.cache"
+}
+
+# on NODE CMD: run the shell command CMD in NODE's mount namespace (from
+# its root directory: paths must be absolute).
+on() {
+	cluster_exec "$1" sh -c "$2"
+}
+
+# err_has PATTERN: herd's stderr (err) has exactly one line matching
+# PATTERN (BRE); else show what it had.
+err_has() {
+	test "$(grep -c -- "$1" err)" -eq 1 || {
+		echo "not one line matching: $1; stderr was:" >&2
+		cat err >&2
+		return 1
+	}
+}
+
+# plant NODE FILE: an executable "agent" at FILE on NODE that, if anything
+# ever runs it, leaves $PWD/PLANTED-RAN behind.
+plant() {
+	printf '#!/bin/sh\ntouch "%s"\nexit 3\n' "$PWD/PLANTED-RAN" >planted &&
+	chmod 755 planted &&
+	cluster_exec "$1" cp "$PWD/planted" "$2"
+}
+
+test_expect_success 'cluster of 2 nodes; node 2 has no SFTP server' '
+	cluster_up 2 &&
+	N1=$(cluster_node 1) && N2=$(cluster_node 2) &&
+	sed -i "/^Subsystem[[:space:]]*sftp/d" "$HERD_CLUSTER_DIR/nodes/$N2/sshd_config" &&
+	! grep -i "^Subsystem" "$HERD_CLUSTER_DIR/nodes/$N2/sshd_config" &&
+	cluster_kill_node 2 &&
+	cluster_start_node 2 &&
+	cluster_ssh 1 -s sftp </dev/null &&
+	test_must_fail cluster_ssh 2 -s sftp </dev/null
+'
+
+test_expect_success 'a fresh ~/.cache: the agent is uploaded into ~/.cache/herd, 0700, no temporary file left' '
+	cache 1 &&
+	job first "$N1" &&
+	herd run first.yaml >out 2>err &&
+	echo "[0] up" >expect &&
+	test_cmp expect out &&
+	on 1 "ls -A /root/.cache/herd" >names &&
+	test $(wc -l <names) -eq 1 &&
+	AGENT=$(cat names) &&
+	case $AGENT in agent-*) ;; *) false ;; esac &&
+	test "$(on 1 "stat -c %a /root/.cache/herd /root/.cache/herd/$AGENT")" = "700
+700" &&
+	on 1 "cmp \"$HERD_ROOT/bin/herd-agent\" /root/.cache/herd/$AGENT"
+'
+
+test_expect_success 'no SFTP on the node: the agent goes through the exec channel, then is reused' '
+	cache 2 &&
+	job nosftp "$N2" &&
+	herd run nosftp.yaml >out 2>err &&
+	echo "[0] up" >expect &&
+	test_cmp expect out &&
+	test "$(on 2 "ls -A /root/.cache/herd")" = "$AGENT" &&
+	test "$(on 2 "stat -c %a /root/.cache/herd/$AGENT")" = 700 &&
+	on 2 "cmp \"$HERD_ROOT/bin/herd-agent\" /root/.cache/herd/$AGENT" &&
+	on 2 "stat -c %i.%Y /root/.cache/herd/$AGENT" >before &&
+	herd run nosftp.yaml >out 2>err &&
+	test_cmp expect out &&
+	on 2 "stat -c %i.%Y /root/.cache/herd/$AGENT" >after &&
+	test_cmp before after
+'
+
+test_expect_success 'ssh.agent_dir: a new directory whose name holds spaces, quotes and $(...) is made 0700 and used as one literal path' '
+	inj=/tmp/herd-t0525-injected-$$ &&
+	dir="$PWD/odd/it'\''s a \$(touch $inj);\`touch $inj\`" &&
+	test_when_finished "rm -rf odd $inj" &&
+	job odd "$N2" "$(yq "$dir")" &&
+	herd validate odd.yaml --print >printed.yaml &&
+	herd validate printed.yaml &&
+	grep "^  agent_dir: " printed.yaml &&
+	herd run odd.yaml >out 2>err &&
+	echo "[0] up" >expect &&
+	test_cmp expect out &&
+	cmp "$HERD_ROOT/bin/herd-agent" "$dir/$AGENT" &&
+	test "$(stat -c %a "$PWD/odd" "$dir" "$dir/$AGENT")" = "700
+700
+700" &&
+	test ! -e "$inj" &&
+	test -z "$(find odd -name ".agent-*")"
+'
+
+test_expect_success 'read-only ~/.cache: one line naming the node and the directory, nothing left' '
+	cache 1 ro &&
+	job ro "$N1" &&
+	test_expect_code 1 herd run ro.yaml >out 2>err &&
+	test_must_be_empty out &&
+	err_has "$N1: cannot upload herd-agent: cannot create /root/.cache/herd: Read-only file system; set ssh.agent_dir" &&
+	test -z "$(on 1 "ls -A /root/.cache")"
+'
+
+test_expect_success 'read-only ~/.cache/herd that exists: one line naming the node and the directory' '
+	cache 1 &&
+	on 1 "mkdir -m 700 /root/.cache/herd && mount -o remount,ro /root/.cache" &&
+	job ro2 "$N1" &&
+	test_expect_code 1 herd run ro2.yaml >out 2>err &&
+	test_must_be_empty out &&
+	err_has "$N1: cannot upload herd-agent to /root/.cache/herd: Read-only file system; set ssh.agent_dir" &&
+	test -z "$(on 1 "ls -A /root/.cache/herd")"
+'
+
+test_expect_success 'full ~/.cache: one line naming the node and the directory, no partial file left' '
+	cache 1 size=64k &&
+	job full "$N1" &&
+	test_expect_code 1 herd run full.yaml >out 2>err &&
+	test_must_be_empty out &&
+	err_has "$N1: cannot upload herd-agent to /root/.cache/herd: No space left on device; make room there or set ssh.agent_dir" &&
+	on 1 "find /root/.cache -type f" >left &&
+	test_must_be_empty left
+'
+
+test_expect_success 'a cache on a noexec file system: one line that says so' '
+	cache 1 noexec &&
+	job noexec "$N1" &&
+	test_expect_code 1 herd run noexec.yaml >out 2>err &&
+	test_must_be_empty out &&
+	err_has "$N1: herd-agent exited at once (status 126): .*/root/.cache/herd/$AGENT: Permission denied (is ssh.agent_dir on a noexec file system?)"
+'
+
+test_expect_success 'another local user' '
+	HT_USER=herd-t-$$ &&
+	useradd --no-create-home --shell /usr/sbin/nologin "$HT_USER" &&
+	HT_UID=$(id -u "$HT_USER")
+'
+# userdel once the script ends, whatever happened: sharness has no
+# script-wide cleanup, so this joins the EXIT trap that cluster_up set,
+# keeping the exit status that sharness' die reports.
+ht_exit() {
+	_ht_rc=$?
+	[ -z "${HT_USER:-}" ] || userdel "$HT_USER" 2>/dev/null
+	return $_ht_rc
+}
+trap 'ht_exit; _herd_cluster_exit; die' EXIT
+
+test_expect_success 'cache directory owned by another user: refused in one line, the planted agent never runs' '
+	cache 1 &&
+	on 1 "mkdir -m 700 /root/.cache/herd" &&
+	plant 1 "/root/.cache/herd/$AGENT" &&
+	on 1 "chown -R $HT_USER /root/.cache/herd" &&
+	job other "$N1" &&
+	test_expect_code 1 herd run other.yaml >out 2>err &&
+	test_must_be_empty out &&
+	err_has "$N1: refusing the herd-agent cache /root/.cache/herd: /root/.cache/herd belongs to uid $HT_UID, not to the job user (uid 0) or root; set ssh.agent_dir" &&
+	test ! -e PLANTED-RAN &&
+	on 1 "cmp \"$PWD/planted\" /root/.cache/herd/$AGENT"
+'
+
+test_expect_success 'cache directory writable by group/other (0777): refused in one line, the planted agent never runs' '
+	cache 1 &&
+	on 1 "mkdir -m 777 /root/.cache/herd" &&
+	plant 1 "/root/.cache/herd/$AGENT" &&
+	on 1 "chown $HT_USER /root/.cache/herd/$AGENT" &&
+	job world "$N1" &&
+	test_expect_code 1 herd run world.yaml >out 2>err &&
+	test_must_be_empty out &&
+	err_has "$N1: refusing the herd-agent cache /root/.cache/herd: /root/.cache/herd is writable by group/other (mode 0777); fix with chmod go-w /root/.cache/herd or set ssh.agent_dir" &&
+	test ! -e PLANTED-RAN
+'
+
+test_expect_success 'a directory above the cache writable by group/other: refused, naming it' '
+	cache 1 mode=0777 &&
+	on 1 "mkdir -m 700 /root/.cache/herd" &&
+	plant 1 "/root/.cache/herd/$AGENT" &&
+	job above "$N1" &&
+	test_expect_code 1 herd run above.yaml >out 2>err &&
+	err_has "$N1: refusing the herd-agent cache /root/.cache/herd: /root/.cache is writable by group/other (mode 0777); fix with chmod go-w /root/.cache or set ssh.agent_dir" &&
+	test ! -e PLANTED-RAN
+'
+
+test_expect_success 'ssh.agent_dir through a symlink into a directory of another user: refused, nothing made there' '
+	evil=/tmp/herd-t0525-evil-$$ &&
+	test_when_finished "rm -rf $evil" &&
+	mkdir -m 700 $evil &&
+	chown "$HT_USER" $evil &&
+	ln -s $evil "$PWD/via" &&
+	job via "$N1" "$(yq "$PWD/via/herd")" &&
+	test_expect_code 1 herd run via.yaml >out 2>err &&
+	err_has "$N1: refusing the herd-agent cache $PWD/via/herd: $evil belongs to uid $HT_UID" &&
+	test -z "$(ls -A $evil)"
+'
+
+test_expect_success 'ssh.agent_dir through a symlink into a safe directory: the agent runs from the real path' '
+	mkdir -m 700 real &&
+	ln -s "$PWD/real" "$PWD/alias" &&
+	job alias "$N1" "$(yq "$PWD/alias/herd")" &&
+	herd run alias.yaml >out 2>err &&
+	echo "[0] up" >expect &&
+	test_cmp expect out &&
+	cmp "$HERD_ROOT/bin/herd-agent" "real/herd/$AGENT"
+'
+
+test_expect_success 'a root-owned sticky directory above the cache (like /tmp) is accepted' '
+	cache 1 mode=1777 &&
+	job sticky "$N1" &&
+	herd run sticky.yaml >out 2>err &&
+	echo "[0] up" >expect &&
+	test_cmp expect out
+'
+
+test_expect_success 'a safe cache holding another program under the agent name: replaced by the real agent, which runs' '
+	cache 1 &&
+	on 1 "mkdir -m 700 /root/.cache/herd" &&
+	plant 1 "/root/.cache/herd/$AGENT" &&
+	on 1 "chmod 700 /root/.cache/herd/$AGENT" &&
+	job swapped "$N1" &&
+	herd run swapped.yaml >out 2>err &&
+	echo "[0] up" >expect &&
+	test_cmp expect out &&
+	test ! -e PLANTED-RAN &&
+	on 1 "cmp \"$HERD_ROOT/bin/herd-agent\" /root/.cache/herd/$AGENT" &&
+	test "$(on 1 "stat -c %a /root/.cache/herd/$AGENT")" = 700
+'
+
+test_expect_success 'a safe cache holding a symlink under the agent name: replaced by a regular file, the target left alone' '
+	cache 1 &&
+	on 1 "mkdir -m 700 /root/.cache/herd" &&
+	plant 1 /root/.cache/target &&
+	on 1 "ln -s /root/.cache/target /root/.cache/herd/$AGENT" &&
+	job link "$N1" &&
+	herd run link.yaml >out 2>err &&
+	echo "[0] up" >expect &&
+	test_cmp expect out &&
+	test ! -e PLANTED-RAN &&
+	test "$(on 1 "stat -c %F /root/.cache/herd/$AGENT")" = "regular file" &&
+	on 1 "cmp \"$PWD/planted\" /root/.cache/target"
+'
+
+test_done
