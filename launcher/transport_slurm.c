@@ -108,9 +108,11 @@ extern char **environ;
  * one per step, so 64 is never reached by them. */
 #define SLURM_PREAUTH_MAX	 512
 #define SLURM_PREAUTH_PER_SOURCE 64
-/* At most one "refused a connection" line per 10 s; the next one says
- * how many were left out (3,000 strangers: a few lines, not 3,000). */
-#define SLURM_REFUSED_LOG_MS 10000
+/* "rejected a connection" lines: the first 5 as they come, then at most
+ * one per 10 s saying how many were left out (3,000 strangers: a few
+ * lines, not 3,000). */
+#define SLURM_REFUSED_LOG_BURST 5
+#define SLURM_REFUSED_LOG_MS	10000
 /* Out of fds with nothing to drop: accepting pauses this long. */
 #define SLURM_ACCEPT_PAUSE_MS 100
 /* At free, what the controller queued for an agent (its STOP) gets this
@@ -366,7 +368,7 @@ static void refused_summary(struct loop *loop, void *arg)
 	priv->refused_timer = 0;
 	if (n)
 		fprintf(stderr,
-			"herd: slurm: refused %lu more connection%s (the "
+			"herd: slurm: rejected %lu more connection%s (the "
 			"latest from %s); at most one such line every %d s\n",
 			n, n == 1 ? "" : "s", priv->refused_last,
 			SLURM_REFUSED_LOG_MS / 1000);
@@ -383,18 +385,22 @@ static void log_refused(struct slurm_priv *priv, const char *peer,
 		 peer, why);
 	if (ratelog_hit(&priv->refused, now, &left_out)) {
 		fprintf(stderr,
-			"herd: slurm: refused a connection from %s: %s",
+			"herd: slurm: rejected a connection from %s: %s",
 			peer, why);
 		if (left_out)
-			fprintf(stderr, " (%lu more left out before this line)",
+			fprintf(stderr, " (and %lu more not shown since the "
+					"last such line)",
 				left_out);
 		fputc('\n', stderr);
 		return;
 	}
-	if (!priv->refused_timer)
+	if (!priv->refused_timer) {
 		priv->refused_timer = loop_timer_add(
 		    priv->loop, ratelog_due(&priv->refused) - now,
 		    refused_summary, priv);
+		if (priv->refused_timer < 0)
+			priv->refused_timer = 0; /* the count waits for free */
+	}
 }
 
 /* Closes a connection in any state and forgets it. */
@@ -1125,7 +1131,8 @@ static int slurm_init(struct transport *t, struct herd_err *err)
 		return herd_errprintf(err, "out of memory");
 	priv->listen_fd = -1;
 	priv->loop = t->loop;
-	ratelog_init(&priv->refused, SLURM_REFUSED_LOG_MS);
+	ratelog_init(&priv->refused, SLURM_REFUSED_LOG_BURST,
+		     SLURM_REFUSED_LOG_MS);
 	/* Checked when the listener opens (the bounds are constants). */
 	priv->pool = preauth_new(SLURM_PREAUTH_MAX, SLURM_PREAUTH_PER_SOURCE);
 	if (auth_secret_new(&priv->secret, hex, err) < 0 ||
@@ -1295,7 +1302,7 @@ static void slurm_free(struct transport *t)
 	left_out = ratelog_flush(&priv->refused, loop_now_ms());
 	if (left_out)
 		fprintf(stderr,
-			"herd: slurm: refused %lu more connection%s (the "
+			"herd: slurm: rejected %lu more connection%s (the "
 			"latest from %s)\n",
 			left_out, left_out == 1 ? "" : "s", priv->refused_last);
 	while (priv->conns) {
