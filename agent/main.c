@@ -247,9 +247,10 @@ static int connect_once(const struct addrinfo *ai, int64_t deadline_ms)
 			why = ETIMEDOUT;
 		else if (why == EINPROGRESS) {
 			len = sizeof(rc);
-			why = getsockopt(fd, SOL_SOCKET, SO_ERROR, &rc, &len) < 0
-				  ? errno
-				  : rc;
+			why =
+			    getsockopt(fd, SOL_SOCKET, SO_ERROR, &rc, &len) < 0
+				? errno
+				: rc;
 		}
 		if (why) {
 			close(fd);

@@ -56,8 +56,8 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdint.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,8 +187,8 @@ struct sconn {
 	int fd;
 	char peer[NI_MAXHOST + NI_MAXSERV + 4];
 	struct preauth_src src;
-	bool pooled;	/* counted in priv->pool */
-	long deadline;	/* timer id; 0 once the handshake is over */
+	bool pooled;   /* counted in priv->pool */
+	long deadline; /* timer id; 0 once the handshake is over */
 	struct auth_ctl hs;
 	/* The relay, once an agent proved the secret and named its node. */
 	int pair;		/* the node's socketpair end; -1 until then */
@@ -254,7 +254,8 @@ static int route_source(const char *host, struct sockaddr_storage *ss,
 static bool is_loopback(const struct sockaddr_storage *ss)
 {
 	if (ss->ss_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >>
+		return (ntohl(((const struct sockaddr_in *)ss)
+				  ->sin_addr.s_addr) >>
 			24) == 127;
 	if (ss->ss_family == AF_INET6) {
 		const struct in6_addr *a =
@@ -323,8 +324,8 @@ static int listener_open(struct slurm_priv *priv, struct herd_err *err)
 	if (!priv->loop)
 		return herd_errprintf(err, "the slurm transport needs the "
 					   "controller's event loop");
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-		    0);
+	fd =
+	    socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) < 0 ||
 	    listen(fd, SLURM_LISTEN_BACKLOG) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
@@ -381,15 +382,16 @@ static void log_refused(struct slurm_priv *priv, const char *peer,
 	int64_t now = loop_now_ms();
 	unsigned long left_out = 0;
 
-	snprintf(priv->refused_last, sizeof(priv->refused_last), "%s: %s",
-		 peer, why);
+	snprintf(priv->refused_last, sizeof(priv->refused_last), "%s: %s", peer,
+		 why);
 	if (ratelog_hit(&priv->refused, now, &left_out)) {
 		fprintf(stderr,
-			"herd: slurm: rejected a connection from %s: %s",
-			peer, why);
+			"herd: slurm: rejected a connection from %s: %s", peer,
+			why);
 		if (left_out)
-			fprintf(stderr, " (and %lu more not shown since the "
-					"last such line)",
+			fprintf(stderr,
+				" (and %lu more not shown since the "
+				"last such line)",
 				left_out);
 		fputc('\n', stderr);
 		return;
@@ -530,7 +532,7 @@ static void on_relay(struct loop *loop, int fd, short revents, void *arg)
 	relay_watch(sc);
 }
 
-/* ---- the handshake -------------------------------------------------------- */
+/* ---- the handshake ------------------------------------------------------ */
 
 /* The agent proved the secret and named its node. */
 static void handshake_done(struct sconn *sc)

@@ -330,8 +330,9 @@ bool auth_ctl_wants_write(const struct auth_ctl *h)
 const char *auth_ctl_waiting_for(const struct auth_ctl *h)
 {
 	if (auth_ctl_wants_write(h))
-		return h->step == AUTH_CTL_RESPONSE ? "challenge to be taken"
-						    : "confirmation to be taken";
+		return h->step == AUTH_CTL_RESPONSE
+			   ? "challenge to be taken"
+			   : "confirmation to be taken";
 	switch (h->step) {
 	case AUTH_CTL_RESPONSE:
 		return "response";
@@ -370,9 +371,9 @@ static int ctl_advance(struct auth_ctl *h, const struct auth_secret *s,
 		break;
 	case AUTH_CTL_NAME:
 		if (!auth_name_ok((const char *)h->in, h->want))
-			return herd_errprintf(err,
-					      "the node name holds characters a "
-					      "host name cannot have");
+			return herd_errprintf(
+			    err, "the node name holds characters a "
+				 "host name cannot have");
 		memcpy(h->name, h->in, h->want);
 		h->name[h->want] = '\0';
 		h->step = AUTH_CTL_DONE;
@@ -400,12 +401,12 @@ int auth_ctl_io(struct auth_ctl *h, int fd, const struct auth_secret *s,
 			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 				return 0;
 			if (n < 0)
-				return herd_errprintf(
-				    err, "sending the %s: %s",
-				    h->step == AUTH_CTL_RESPONSE
-					? "challenge"
-					: "confirmation",
-				    strerror(errno));
+				return herd_errprintf(err, "sending the %s: %s",
+						      h->step ==
+							      AUTH_CTL_RESPONSE
+							  ? "challenge"
+							  : "confirmation",
+						      strerror(errno));
 			h->out_off += (size_t)n;
 			continue;
 		}
@@ -448,12 +449,12 @@ int auth_ctl_handshake(int fd, const struct auth_secret *s, int timeout_ms,
 	while ((step = auth_ctl_io(&h, fd, s, err)) == 0) {
 		bool w = auth_ctl_wants_write(&h);
 
-		if (wait_fd(fd, w ? POLLOUT : POLLIN, deadline,
-			    w ? "sending" : "waiting for",
-			    w ? (auth_ctl_proven(&h) ? "confirmation"
-						     : "challenge")
-			      : auth_ctl_waiting_for(&h),
-			    err) < 0)
+		if (wait_fd(
+			fd, w ? POLLOUT : POLLIN, deadline,
+			w ? "sending" : "waiting for",
+			w ? (auth_ctl_proven(&h) ? "confirmation" : "challenge")
+			  : auth_ctl_waiting_for(&h),
+			err) < 0)
 			goto out;
 	}
 	if (step < 0)

@@ -36,8 +36,7 @@ struct preauth *preauth_new(size_t max, size_t per_source)
 {
 	struct preauth *p;
 
-	if (max == 0 || per_source == 0 || per_source > max ||
-	    max > (1u << 20))
+	if (max == 0 || per_source == 0 || per_source > max || max > (1u << 20))
 		return NULL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -90,8 +89,7 @@ size_t preauth_count(const struct preauth *p)
 	return p->n;
 }
 
-size_t preauth_count_src(const struct preauth *p,
-			 const struct preauth_src *src)
+size_t preauth_count_src(const struct preauth *p, const struct preauth_src *src)
 {
 	size_t k = 0;
 
@@ -130,8 +128,7 @@ static size_t busiest_oldest(struct preauth *p)
 		}
 		p->tab[h].count++;
 		if (p->tab[h].count > best_count ||
-		    (p->tab[h].count == best_count &&
-		     p->tab[h].first < best)) {
+		    (p->tab[h].count == best_count && p->tab[h].first < best)) {
 			best_count = p->tab[h].count;
 			best = p->tab[h].first;
 		}

@@ -468,9 +468,9 @@ static void test_ctl_steps(void **state)
 	assert_string_equal(auth_ctl_waiting_for(&h), "node name");
 	assert_int_equal(recv(sv[1], x.confirm, AUTH_CONFIRM_LEN, 0),
 			 AUTH_CONFIRM_LEN);
-	assert_int_equal(auth_confirm_check(&s, x.agent_nonce_c, x.nonce_a,
-					    x.confirm, NULL),
-			 0);
+	assert_int_equal(
+	    auth_confirm_check(&s, x.agent_nonce_c, x.nonce_a, x.confirm, NULL),
+	    0);
 	/* The name and the start of the first frame in one write. */
 	assert_int_equal(send(sv[1], name_msg, sizeof(name_msg), 0),
 			 (ssize_t)sizeof(name_msg));

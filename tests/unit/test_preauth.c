@@ -134,9 +134,8 @@ static void test_v4_mapped_is_one_source(void **state)
 	struct preauth_src mapped, plain = v4("192.168.7.9"), none;
 
 	(void)state;
-	assert_int_equal(inet_pton(AF_INET6, "::ffff:192.168.7.9",
-				   &in6.sin6_addr),
-			 1);
+	assert_int_equal(
+	    inet_pton(AF_INET6, "::ffff:192.168.7.9", &in6.sin6_addr), 1);
 	preauth_src_of(&mapped, (struct sockaddr *)&in6);
 	assert_memory_equal(&mapped, &plain, sizeof(plain));
 	preauth_src_of(&none, (struct sockaddr *)&other);
