@@ -797,7 +797,7 @@ static void step_keeper(char *const argv[], char *const envp[], int out_w,
 	    dup2(status_w, 3) < 0)
 		_exit(127);
 	/* Nothing of herd's (sockets of other nodes, the listener) may
-	 * stay open in the keeper or srun: the pumps see their ends. */
+	 * stay open in the keeper or srun: the relays see their ends. */
 	close_range(4, ~0U, 0);
 	pid = fork();
 	if (pid == 0) {
