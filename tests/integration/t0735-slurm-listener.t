@@ -1,6 +1,6 @@
 #!/bin/sh
 
-test_description='herd run on real Slurm while another local user floods the slurm listener: it reads the --connect address from srun'"'"'s argv (ps) and holds 600 idle connections to it; a node is killed, the spare'"'"'s agent is still admitted at once, the job completes, and stderr holds a few "rejected a connection" lines with the count of the rest'
+test_description='herd run on real Slurm while another local user attacks the slurm listener: it reads the --connect address from srun'"'"'s argv (ps); a silent connection gets the challenge at once and is closed after 3 s; with 600 idle connections held open a node is killed, the spare'"'"'s agent is still admitted at once, the job completes, and stderr holds a few "rejected a connection" lines with the count of the rest'
 
 . "$(dirname "$0")/test-lib.sh"
 . "$HERD_ROOT/tests/cluster/lib.sh"
@@ -20,19 +20,17 @@ CONNS=${T0735_CONNS:-600}
 
 flood_pids() { pgrep -u "$U" -f idle-flood.py; }
 
-test_expect_success 'cluster of 4 nodes with Slurm' '
+test_expect_success 'cluster of 4 nodes with Slurm; another local user' '
 	own_binaries &&
 	cluster_up 4 &&
-	slurm_up
-'
-
-test_expect_success "$CONNS idle connections from another user to the listener; node 2 killed: spare node 4 admitted, attempt 2 completes" '
+	slurm_up &&
 	useradd -M -s /bin/sh "$U" &&
-	test_when_finished "userdel -f $U" &&
-	test_when_finished "kill \$(flood_pids) 2>/dev/null; :" &&
 	mkdir flood &&
 	cp "$HERD_TEST_DIR/data/slurm/idle-flood.py" flood/ &&
-	chown "$U" flood &&
+	chown "$U" flood
+'
+
+test_expect_success 'a job with a spare runs; the other user reads the listener address from ps; its silent connection gets the challenge at once and is closed after 3 s' '
 	cat >rank.sh <<-EOF &&
 	#!/bin/sh
 	# Attempt 1 says it runs and waits to be stopped; attempt 2 ends.
@@ -63,6 +61,18 @@ test_expect_success "$CONNS idle connections from another user to the listener; 
 		head -n 1) &&
 	echo "listener (from ps, as $U): $addr" &&
 	grep -q "^herd: slurm: agents connect back to $addr\$" err &&
+	runuser -u "$U" -- /usr/bin/python3 \
+		"$HERD_TEST_DIR/data/slurm/idle-one.py" "$addr" >one.out &&
+	cat one.out &&
+	awk "/^challenge 36 bytes after/ { ok = \$5 < 1 } END { exit !ok }" one.out &&
+	awk "/^closed after/ { ok = \$3 >= 2.5 && \$3 < 5 } END { exit !ok }" one.out &&
+	grep "^herd: slurm: rejected a connection from [0-9.:]*: no response within 3 s\$" err
+'
+
+test_expect_success "$CONNS idle connections from the other user; node 2 killed: spare node 4 admitted at once, attempt 2 completes; a few rejected lines with the count of the rest" '
+	test_when_finished "userdel -f $U" &&
+	test_when_finished "kill \$(flood_pids) 2>/dev/null; :" &&
+	test -n "$addr" &&
 	{ runuser -u "$U" -- /usr/bin/python3 flood/idle-flood.py "$addr" \
 		"$CONNS" flood/ready flood/stats & } &&
 	wait_file flood/ready 20 &&
@@ -90,7 +100,8 @@ test_expect_success "$CONNS idle connections from another user to the listener; 
 	test $(grep -c "^\[[^]]*:[0-9]\] rank [0-9] attempt 2 done\$" out) -eq 3 &&
 	! grep "herd-agent: --connect" err &&
 	# The strangers were dropped (herd holds at most 64 from one
-	# address) and said so in a few lines with the count of the rest.
+	# address) and said so in a few lines with the count of the rest
+	# (the silent one above is the first line).
 	test $(sed -n "s/^closed_by_herd //p" flood/stats) -ge $((CONNS / 2)) &&
 	grep "^herd: slurm: rejected " err >rejected &&
 	test $(wc -l <rejected) -le 8 &&
