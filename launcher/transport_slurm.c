@@ -34,9 +34,10 @@
  * challenge at once, a handshake state machine (auth_ctl_io) and a
  * deadline of SLURM_PREAUTH_MS; the pool of unauthenticated connections
  * is bounded per source address and in all (preauth.h), dropping the
- * oldest pending connection rather than refusing a new one.  A refused
- * connection is logged at most once per SLURM_REFUSED_LOG_MS with a
- * count of the ones left out (ratelog.h).  Once an agent proved the
+ * oldest pending connection rather than refusing a new one.  Rejected
+ * connections are logged with their peer and reason, a few as they come,
+ * then at most one line per SLURM_REFUSED_LOG_MS with a count of the
+ * ones left out (ratelog.h).  Once an agent proved the
  * secret and named its node, the loop relays bytes between the TCP
  * connection and that node's socketpair.
  *
@@ -175,12 +176,13 @@ struct slurm_priv {
 	char refused_last[NI_MAXHOST + NI_MAXSERV + 160];
 };
 
-/* One TCP connection: a handshake, then (an agent) a relay. */
+/* One direction of a relay: a chunk read and not yet all written. */
 struct relay_buf {
 	size_t off, len;
 	char data[SLURM_RELAY_BUF];
 };
 
+/* One TCP connection: a handshake, then (an agent) a relay. */
 struct sconn {
 	struct slurm_priv *priv;
 	struct sconn *prev, *next;
