@@ -227,20 +227,59 @@ static void on_close(struct conn *c, const char *reason, int clean, void *arg)
 	maybe_exit(a);
 }
 
+/* One TCP connection to herd within deadline_ms (monotonic): the socket,
+ * or -1 with errno. */
+static int connect_once(const struct addrinfo *ai, int64_t deadline_ms)
+{
+	int fd = socket(ai->ai_family,
+			SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int64_t left = deadline_ms - loop_now_ms();
+
+	if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+		struct pollfd p = {.fd = fd, .events = POLLOUT};
+		socklen_t len;
+		int why = errno, rc = 0;
+
+		/* A controller that does not answer within the handshake's
+		 * own bound is not there. */
+		if (why == EINPROGRESS &&
+		    poll(&p, 1, left > 0 ? (int)left : 0) != 1)
+			why = ETIMEDOUT;
+		else if (why == EINPROGRESS) {
+			len = sizeof(rc);
+			why =
+			    getsockopt(fd, SOL_SOCKET, SO_ERROR, &rc, &len) < 0
+				? errno
+				: rc;
+		}
+		if (why) {
+			close(fd);
+			fd = -1;
+			errno = why;
+		}
+	}
+	return fd;
+}
+
 /* --connect HOST:PORT (the slurm transport): connects to herd over TCP
  * and proves the job secret that herd put in our environment, which is
- * then wiped so that no rank ever sees it.  Returns the socket, or -1
- * after saying why on stderr. */
+ * then wiped so that no rank ever sees it.  herd drops the oldest
+ * unauthenticated connections when strangers crowd its listener (its
+ * address is on srun's command line), so a connection that fails is
+ * tried again, with a short growing pause, until AUTH_TIMEOUT_MS from
+ * the first try.  Returns the socket, or -1 after saying why on stderr. */
 static int connect_back(const char *target)
 {
 	const char *colon = strrchr(target, ':');
 	const char *secret_hex = getenv(AUTH_SECRET_ENV);
 	const char *slurm_name = getenv("SLURMD_NODENAME");
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+	int64_t deadline = loop_now_ms() + AUTH_TIMEOUT_MS;
 	struct auth_secret secret;
 	struct herd_err err;
 	char host[256], name[256] = "";
-	int fd = -1, rc, ok = 0;
+	int fd = -1, rc, ok = 0, tries = 0;
+	int64_t pause_ms = 50;
 
 	herd_err_clear(&err);
 	if (auth_secret_from_hex(&secret, secret_hex, &err) < 0) {
@@ -260,41 +299,39 @@ static int connect_back(const char *target)
 			gai_strerror(rc));
 		goto out;
 	}
-	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-		    0);
-	if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
-		struct pollfd p = {.fd = fd, .events = POLLOUT};
-		socklen_t len = sizeof(rc);
-		int why = errno;
-
-		/* A controller that does not answer within the handshake's
-		 * own bound is not there. */
-		if (why == EINPROGRESS && poll(&p, 1, AUTH_TIMEOUT_MS) != 1)
-			why = ETIMEDOUT;
-		else if (why == EINPROGRESS)
-			why = getsockopt(fd, SOL_SOCKET, SO_ERROR, &rc, &len) < 0
-				      ? errno
-				      : rc;
-		if (why) {
-			close(fd);
-			fd = -1;
-			errno = why;
-		}
-	}
-	if (fd < 0) {
-		fprintf(stderr, "herd-agent: --connect %s: %s\n", target,
-			strerror(errno));
-		goto out;
-	}
 	if (slurm_name && *slurm_name)
 		snprintf(name, sizeof(name), "%s", slurm_name);
 	else
 		gethostname(name, sizeof(name) - 1);
-	if (auth_agent_handshake(fd, &secret, name, AUTH_TIMEOUT_MS, &err) <
-	    0) {
-		fprintf(stderr, "herd-agent: --connect %s: %s\n", target,
-			err.text);
-		goto out;
+	for (;;) {
+		int64_t left;
+
+		tries++;
+		herd_err_clear(&err);
+		fd = connect_once(ai, deadline);
+		if (fd < 0)
+			herd_errprintf(&err, "%s", strerror(errno));
+		left = deadline - loop_now_ms();
+		if (fd >= 0 &&
+		    auth_agent_handshake(fd, &secret, name,
+					 left > 0 ? (int)left : 0, &err) == 0)
+			break;
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+		left = deadline - loop_now_ms();
+		if (left <= pause_ms) {
+			fprintf(stderr,
+				"herd-agent: --connect %s: %s (%d tr%s in "
+				"%d s)\n",
+				target, err.text, tries,
+				tries == 1 ? "y" : "ies",
+				AUTH_TIMEOUT_MS / 1000);
+			goto out;
+		}
+		poll(NULL, 0, (int)pause_ms);
+		if (pause_ms < 1000)
+			pause_ms *= 2;
 	}
 	ok = 1;
 out:

@@ -1396,8 +1396,10 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 	}
 	c.transport = transport_new(transport_pick(spec, c.local), spec,
 				    opt->agent_path, &err);
-	if (c.transport)
+	if (c.transport) {
 		c.transport->verbose = opt->verbose;
+		c.transport->loop = c.loop;
+	}
 	if (!c.transport || add_nodes(&c, &res) < 0) {
 		fprintf(stderr, "herd: %s\n",
 			c.transport ? "out of memory" : err.text);

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 
 #include "herd/err.h"
+#include "herd/loop.h"
 #include "herd/spec.h"
 
 struct transport;
@@ -39,6 +40,9 @@ struct transport {
 	const struct spec *spec;	/* borrowed; outlives the transport */
 	char *agent_path;		/* this herd's own herd-agent */
 	bool verbose;			/* herd run -v; the caller sets it */
+	/* The controller's event loop (the caller sets it before the first
+	 * start()): a transport's sockets and timers are callbacks on it. */
+	struct loop *loop;
 	void *priv;
 };
 

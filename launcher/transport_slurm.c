@@ -22,11 +22,24 @@
  * port, and prove
  * a per-job secret (auth.h).  The secret reaches them only through srun's
  * environment (HERD_JOB_SECRET with --export=ALL); it is never on a
- * command line and never printed.  A thread accepts connections; each
- * connection gets a thread that runs the handshake, learns the agent's
- * node and then pumps bytes between the TCP connection and that node's
- * socketpair.  A connection that fails the handshake is logged with its
- * peer address and closed; the job goes on.
+ * command line and never printed.
+ *
+ * The listener's address is on srun's command line, which every local
+ * user can read, so strangers can connect to it; they must never starve
+ * herd's own agents (issue 10 item 6: 600 idle connections once made a
+ * spare's agent time out).  Everything runs on the controller's loop, no
+ * thread per connection: the listener is a non-blocking socket drained
+ * on every readiness (at most SLURM_ACCEPT_BATCH a turn, so answers of
+ * accepted peers are read in between); each accepted connection gets the
+ * challenge at once, a handshake state machine (auth_ctl_io) and a
+ * deadline of SLURM_PREAUTH_MS; the pool of unauthenticated connections
+ * is bounded per source address and in all (preauth.h), dropping the
+ * oldest pending connection rather than refusing a new one.  Rejected
+ * connections are logged with their peer and reason, a few as they come,
+ * then at most one line per SLURM_REFUSED_LOG_MS with a count of the
+ * ones left out (ratelog.h).  Once an agent proved the
+ * secret and named its node, the loop relays bytes between the TCP
+ * connection and that node's socketpair.
  *
  * Each srun runs under a small keeper process (a fork of herd that only
  * waits): herd's controller reaps any child on SIGCHLD, so srun's exit
@@ -45,6 +58,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,31 +71,62 @@
 
 #include "herd/auth.h"
 #include "herd/hostlist.h"
+#include "herd/loop.h"
+#include "herd/preauth.h"
+#include "herd/ratelog.h"
 #include "herd/spawn.h"
 #include "transport.h"
 
 extern char **environ;
 
-/* 64 KiB: one read of a pumped stream (a proto frame's output chunk). */
-#define SLURM_PUMP_CHUNK (64 * 1024)
+/* 32 KiB each way per agent: one read of a relayed stream.  Half of a
+ * proto frame's output chunk; a frame simply takes two turns. */
+#define SLURM_RELAY_BUF (32 * 1024)
 /* srun's output lines are passed through cut at this many bytes. */
 #define SLURM_LINE_MAX 1024
-/* Handshakes running at once: past this, accepting pauses (the kernel's
- * backlog holds the rest); each handshake is bounded by AUTH_TIMEOUT_MS,
- * so stray connections can delay agents but never stop them. */
-#define SLURM_HANDSHAKES_MAX 256
+/* The kernel's queue of connections not accepted yet.  herd drains it on
+ * every turn of the loop, so it only has to absorb a burst (a step of
+ * many nodes starting at once). */
 #define SLURM_LISTEN_BACKLOG 1024
+/* Connections accepted per turn of the loop: a flood of strangers is
+ * taken in slices, with the answers of connections already accepted
+ * (herd's agents among them) read in between. */
+#define SLURM_ACCEPT_BATCH 64
+/* Pre-auth deadline: from accept to the agent's node name.  An agent
+ * answers the challenge (sent at accept) within one round trip and names
+ * its node after one more: milliseconds on a cluster network, so 3 s
+ * leaves room for a loaded node and still frees a stranger's slot fast
+ * (sshd's LoginGraceTime is 120 s because a person may be typing; here
+ * nobody types).  An agent whose connection is dropped connects again
+ * (agent/main.c), within its own AUTH_TIMEOUT_MS. */
+#define SLURM_PREAUTH_MS 3000
+/* Unauthenticated connections held at once: in all, and from one source
+ * address (preauth.h says which one goes when a bound is hit).  A few
+ * KiB each; 512 is far below the fd limit herd needs anyway, above the
+ * agents of a 500-node step connecting in the same instant, and the
+ * per-source bound keeps one flooding host (a hostile user on herd's own
+ * node, say) to an eighth of it.  Legitimate agents from one address are
+ * one per step, so 64 is never reached by them. */
+#define SLURM_PREAUTH_MAX	 512
+#define SLURM_PREAUTH_PER_SOURCE 64
+/* "rejected a connection" lines: the first 5 as they come, then at most
+ * one per 10 s saying how many were left out (3,000 strangers: a few
+ * lines, not 3,000). */
+#define SLURM_REFUSED_LOG_BURST 5
+#define SLURM_REFUSED_LOG_MS	10000
+/* Out of fds with nothing to drop: accepting pauses this long. */
+#define SLURM_ACCEPT_PAUSE_MS 100
+/* At free, what the controller queued for an agent (its STOP) gets this
+ * long to reach the agent before the connection is closed. */
+#define SLURM_RELAY_FLUSH_MS 500
 /* At free, steps get this long to end by themselves (the agents exit
  * after STOP), then SIGTERM, then as long again before SIGKILL. */
 #define SLURM_STEP_END_MS 3000
-/* Connection threads still pumping at free get this long to notice that
- * herd closed its ends. */
-#define SLURM_THREADS_END_MS 3000
 
 enum snode_state {
 	SNODE_REGISTERED, /* start() done, waiting for commit() */
 	SNODE_STARTED,	  /* its step is running, no agent yet */
-	SNODE_CONNECTED,  /* an agent proved the secret; fd handed to a pump */
+	SNODE_CONNECTED,  /* an agent proved the secret; fd handed to a relay */
 	SNODE_FAILED,	  /* its step ended first; error reported */
 };
 
@@ -106,29 +151,51 @@ struct step {
 	struct step *next;
 };
 
+struct sconn;
+
 struct slurm_priv {
-	pthread_mutex_t lock; /* nodes, steps' ended, live, handshakes */
+	/* nodes and steps' ended: the step threads (srun's output) settle
+	 * nodes whose srun ended; everything else runs on the loop. */
+	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct snode **nodes;
 	size_t n_nodes, cap_nodes;
 	struct step *steps;
 	int n_steps;
+	struct loop *loop; /* the controller's; borrowed */
 	int listen_fd;
-	int wake[2]; /* tells the accept thread to stop */
-	pthread_t accept_thread;
 	bool accepting;
+	long resume_timer; /* accepting paused for want of fds */
 	char addr[NI_MAXHOST + NI_MAXSERV + 2]; /* ADDR:PORT for the agents */
 	struct auth_secret secret;
-	char *secret_env; /* HERD_JOB_SECRET=HEX, for srun's envp only */
-	int live;	  /* connection threads running */
-	int handshakes;	  /* of which still authenticating */
-	bool stopping;	  /* the transport is being freed */
+	char *secret_env;     /* HERD_JOB_SECRET=HEX, for srun's envp only */
+	struct preauth *pool; /* connections that have not proven the secret */
+	struct sconn *conns;  /* every open connection: handshaking, relaying */
+	struct ratelog refused;
+	long refused_timer; /* the summary of suppressed "refused" lines */
+	char refused_last[NI_MAXHOST + NI_MAXSERV + 160];
 };
 
+/* One direction of a relay: a chunk read and not yet all written. */
+struct relay_buf {
+	size_t off, len;
+	char data[SLURM_RELAY_BUF];
+};
+
+/* One TCP connection: a handshake, then (an agent) a relay. */
 struct sconn {
 	struct slurm_priv *priv;
+	struct sconn *prev, *next;
 	int fd;
 	char peer[NI_MAXHOST + NI_MAXSERV + 4];
+	struct preauth_src src;
+	bool pooled;   /* counted in priv->pool */
+	long deadline; /* timer id; 0 once the handshake is over */
+	struct auth_ctl hs;
+	/* The relay, once an agent proved the secret and named its node. */
+	int pair;		/* the node's socketpair end; -1 until then */
+	struct relay_buf *up;	/* agent -> controller */
+	struct relay_buf *down; /* controller -> agent */
 };
 
 static int64_t now_ms(void)
@@ -156,21 +223,6 @@ static int cond_wait_until(struct slurm_priv *priv, int64_t deadline_ms)
 		ts.tv_nsec -= 1000000000;
 	}
 	return pthread_cond_timedwait(&priv->cond, &priv->lock, &ts);
-}
-
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 /* ---- the listener ------------------------------------------------------ */
@@ -204,7 +256,8 @@ static int route_source(const char *host, struct sockaddr_storage *ss,
 static bool is_loopback(const struct sockaddr_storage *ss)
 {
 	if (ss->ss_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >>
+		return (ntohl(((const struct sockaddr_in *)ss)
+				  ->sin_addr.s_addr) >>
 			24) == 127;
 	if (ss->ss_family == AF_INET6) {
 		const struct in6_addr *a =
@@ -254,7 +307,7 @@ static int listen_source(struct slurm_priv *priv, struct sockaddr_storage *ss,
 			      first.text[0] ? first.text : "no node to reach");
 }
 
-static void *accept_thread(void *arg);
+static void on_accept(struct loop *loop, int fd, short revents, void *arg);
 
 static int listener_open(struct slurm_priv *priv, struct herd_err *err)
 {
@@ -270,7 +323,11 @@ static int listener_open(struct slurm_priv *priv, struct herd_err *err)
 		((struct sockaddr_in *)&ss)->sin_port = 0;
 	else
 		((struct sockaddr_in6 *)&ss)->sin6_port = 0;
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (!priv->loop)
+		return herd_errprintf(err, "the slurm transport needs the "
+					   "controller's event loop");
+	fd =
+	    socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) < 0 ||
 	    listen(fd, SLURM_LISTEN_BACKLOG) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
@@ -285,19 +342,16 @@ static int listener_open(struct slurm_priv *priv, struct herd_err *err)
 		goto fail;
 	}
 	snprintf(priv->addr, sizeof(priv->addr), "%s:%s", host, port);
-	if (pipe2(priv->wake, O_CLOEXEC) < 0) {
-		herd_errprintf(err, "pipe: %s", strerror(errno));
+	if (!priv->pool) {
+		herd_errprintf(err, "out of memory");
+		goto fail;
+	}
+	if (loop_fd_add(priv->loop, fd, POLLIN, on_accept, priv) < 0) {
+		herd_errprintf(err, "cannot watch the listener: %s",
+			       strerror(errno));
 		goto fail;
 	}
 	priv->listen_fd = fd;
-	if (pthread_create(&priv->accept_thread, NULL, accept_thread, priv)) {
-		priv->listen_fd = -1;
-		close(priv->wake[0]);
-		close(priv->wake[1]);
-		priv->wake[0] = priv->wake[1] = -1;
-		herd_errprintf(err, "cannot start the accept thread");
-		goto fail;
-	}
 	priv->accepting = true;
 	return 0;
 fail:
@@ -306,36 +360,84 @@ fail:
 	return -1;
 }
 
-/* ---- one agent connection ---------------------------------------------- */
+/* ---- one connection ---------------------------------------------------- */
 
-/* Copies bytes both ways until either side ends. */
-static void pump(int tcp, int pair)
+static void refused_summary(struct loop *loop, void *arg)
 {
-	char *buf = malloc(SLURM_PUMP_CHUNK);
-	struct pollfd pfd[2] = {{.fd = tcp, .events = POLLIN},
-				{.fd = pair, .events = POLLIN}};
+	struct slurm_priv *priv = arg;
+	unsigned long n = ratelog_flush(&priv->refused, loop_now_ms());
 
-	while (buf) {
-		if (poll(pfd, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		for (int i = 0; i < 2; i++) {
-			ssize_t got;
+	(void)loop;
+	priv->refused_timer = 0;
+	if (n)
+		fprintf(stderr,
+			"herd: slurm: rejected %lu more connection%s (the "
+			"latest from %s); at most one such line every %d s\n",
+			n, n == 1 ? "" : "s", priv->refused_last,
+			SLURM_REFUSED_LOG_MS / 1000);
+}
 
-			if (!pfd[i].revents)
-				continue;
-			got = read(pfd[i].fd, buf, SLURM_PUMP_CHUNK);
-			if (got < 0 && (errno == EINTR || errno == EAGAIN))
-				continue;
-			if (got <= 0 ||
-			    write_all(pfd[1 - i].fd, buf, (size_t)got) < 0)
-				goto out;
-		}
+/* Says (rate-limited) that a connection was refused and why. */
+static void log_refused(struct slurm_priv *priv, const char *peer,
+			const char *why)
+{
+	int64_t now = loop_now_ms();
+	unsigned long left_out = 0;
+
+	snprintf(priv->refused_last, sizeof(priv->refused_last), "%s: %s", peer,
+		 why);
+	if (ratelog_hit(&priv->refused, now, &left_out)) {
+		fprintf(stderr,
+			"herd: slurm: rejected a connection from %s: %s", peer,
+			why);
+		if (left_out)
+			fprintf(stderr,
+				" (and %lu more not shown since the "
+				"last such line)",
+				left_out);
+		fputc('\n', stderr);
+		return;
 	}
-out:
-	free(buf);
+	if (!priv->refused_timer) {
+		priv->refused_timer = loop_timer_add(
+		    priv->loop, ratelog_due(&priv->refused) - now,
+		    refused_summary, priv);
+		if (priv->refused_timer < 0)
+			priv->refused_timer = 0; /* the count waits for free */
+	}
+}
+
+/* Closes a connection in any state and forgets it. */
+static void conn_close(struct sconn *sc)
+{
+	struct slurm_priv *priv = sc->priv;
+
+	if (sc->pooled)
+		preauth_del(priv->pool, sc);
+	if (sc->deadline)
+		loop_timer_del(priv->loop, sc->deadline);
+	loop_fd_del(priv->loop, sc->fd);
+	close(sc->fd);
+	if (sc->pair >= 0) {
+		loop_fd_del(priv->loop, sc->pair);
+		close(sc->pair);
+	}
+	if (sc->prev)
+		sc->prev->next = sc->next;
+	else
+		priv->conns = sc->next;
+	if (sc->next)
+		sc->next->prev = sc->prev;
+	auth_ctl_wipe(&sc->hs);
+	free(sc->up);
+	free(sc->down);
+	free(sc);
+}
+
+static void conn_refuse(struct sconn *sc, const char *why)
+{
+	log_refused(sc->priv, sc->peer, why);
+	conn_close(sc);
 }
 
 /* Hands the socketpair end of a started node named name to the caller,
@@ -359,128 +461,326 @@ static int claim_node(struct slurm_priv *priv, const char *name)
 	return fd;
 }
 
-static void *conn_thread(void *arg)
+/* ---- the relay: agent <-> the node's socketpair ----------------------- */
+
+/* What each side waits for: read while its buffer is empty, write while
+ * the other's holds bytes (one chunk in flight per direction is the
+ * back-pressure: a slow controller stops reads from the agent). */
+static void relay_watch(struct sconn *sc)
+{
+	struct loop *loop = sc->priv->loop;
+
+	loop_fd_events(loop, sc->fd,
+		       (sc->up->len == 0 ? POLLIN : 0) |
+			   (sc->down->len ? POLLOUT : 0));
+	loop_fd_events(loop, sc->pair,
+		       (sc->down->len == 0 ? POLLIN : 0) |
+			   (sc->up->len ? POLLOUT : 0));
+}
+
+/* Moves what it can from `from` through b to `to` without waiting.
+ * Returns 0, or -1 when `from` ended or either side failed. */
+static int relay_move(int from, int to, struct relay_buf *b)
+{
+	for (;;) {
+		ssize_t n;
+
+		if (b->len) {
+			n = send(to, b->data + b->off, b->len,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+				return 0;
+			if (n <= 0)
+				return -1;
+			b->off += (size_t)n;
+			b->len -= (size_t)n;
+			continue;
+		}
+		b->off = 0;
+		n = recv(from, b->data, sizeof(b->data), MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n <= 0)
+			return -1;
+		b->len = (size_t)n;
+	}
+}
+
+/* Either side may be ready; either ending ends both (the controller sees
+ * its socket close: the node is lost; the agent sees EOF: it stops). */
+static void on_relay(struct loop *loop, int fd, short revents, void *arg)
 {
 	struct sconn *sc = arg;
-	struct slurm_priv *priv = sc->priv;
-	char name[AUTH_NAME_MAX + 1];
-	struct herd_err err;
-	int one = 1, pair = -1, rc;
 
-	herd_err_clear(&err);
-	setsockopt(sc->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	rc = auth_ctl_handshake(sc->fd, &priv->secret, AUTH_TIMEOUT_MS, name,
-				&err);
-	pthread_mutex_lock(&priv->lock);
-	priv->handshakes--;
-	pthread_cond_broadcast(&priv->cond);
-	pthread_mutex_unlock(&priv->lock);
-	if (rc < 0) {
-		fprintf(stderr,
-			"herd: slurm: rejected a connection from %s: %s\n",
-			sc->peer, err.text);
-		goto out;
+	(void)loop;
+	(void)fd;
+	(void)revents;
+	if (relay_move(sc->fd, sc->pair, sc->up) < 0 ||
+	    relay_move(sc->pair, sc->fd, sc->down) < 0) {
+		/* Last bytes towards the side still there, best effort. */
+		if (sc->up->len)
+			(void)!send(sc->pair, sc->up->data + sc->up->off,
+				    sc->up->len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (sc->down->len)
+			(void)!send(sc->fd, sc->down->data + sc->down->off,
+				    sc->down->len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		conn_close(sc);
+		return;
 	}
-	pair = claim_node(priv, name);
+	relay_watch(sc);
+}
+
+/* ---- the handshake ------------------------------------------------------ */
+
+/* The agent proved the secret and named its node. */
+static void handshake_done(struct sconn *sc)
+{
+	struct slurm_priv *priv = sc->priv;
+	int pair = claim_node(priv, sc->hs.name);
+
 	if (pair < 0) {
+		/* Only a holder of the secret gets here: not rate-limited. */
 		fprintf(stderr,
 			"herd: slurm: rejected an agent from %s: node '%s' is "
 			"not waiting for one\n",
-			sc->peer, name);
-		goto out;
+			sc->peer, sc->hs.name);
+		conn_close(sc);
+		return;
 	}
-	pump(sc->fd, pair);
-out:
-	if (pair >= 0)
-		close(pair);
-	close(sc->fd);
-	free(sc);
-	pthread_mutex_lock(&priv->lock);
-	priv->live--;
-	pthread_cond_broadcast(&priv->cond);
-	pthread_mutex_unlock(&priv->lock);
-	return NULL;
+	sc->pair = pair;
+	auth_ctl_wipe(&sc->hs);
+	sc->up = malloc(sizeof(*sc->up));
+	sc->down = malloc(sizeof(*sc->down));
+	if (!sc->up || !sc->down || fcntl(pair, F_SETFL, O_NONBLOCK) < 0 ||
+	    loop_fd_add(priv->loop, pair, POLLIN, on_relay, sc) < 0 ||
+	    loop_fd_add(priv->loop, sc->fd, POLLIN, on_relay, sc) < 0) {
+		transport_report(pair, "connect",
+				 "%s: out of memory for relaying its agent",
+				 sc->hs.name);
+		conn_close(sc);
+		return;
+	}
+	sc->up->off = sc->up->len = 0;
+	sc->down->off = sc->down->len = 0;
+	relay_watch(sc);
 }
 
-static void start_conn(struct slurm_priv *priv, int fd,
-		       const struct sockaddr_storage *ss, socklen_t len)
+/* Runs the handshake as far as the socket allows.  Returns -1 when the
+ * connection is gone (refused or rejected), 1 when it left the pool
+ * (proven or done), 0 while it is still unauthenticated. */
+static int handshake_step(struct sconn *sc)
 {
-	struct sconn *sc = calloc(1, sizeof(*sc));
-	char host[NI_MAXHOST] = "?", port[NI_MAXSERV] = "?";
-	pthread_attr_t attr;
-	pthread_t tid;
+	struct slurm_priv *priv = sc->priv;
+	struct herd_err err;
+	int rc;
 
+	herd_err_clear(&err);
+	rc = auth_ctl_io(&sc->hs, sc->fd, &priv->secret, &err);
+	if (rc < 0) {
+		conn_refuse(sc, err.text);
+		return -1;
+	}
+	if (sc->pooled && auth_ctl_proven(&sc->hs)) {
+		preauth_del(priv->pool, sc);
+		sc->pooled = false;
+	}
+	if (rc == 1) {
+		loop_timer_del(priv->loop, sc->deadline);
+		sc->deadline = 0;
+		handshake_done(sc);
+		return 1;
+	}
+	loop_fd_events(priv->loop, sc->fd,
+		       auth_ctl_wants_write(&sc->hs) ? POLLOUT : POLLIN);
+	return sc->pooled ? 0 : 1;
+}
+
+static void on_handshake(struct loop *loop, int fd, short revents, void *arg)
+{
+	(void)loop;
+	(void)fd;
+	(void)revents;
+	handshake_step(arg);
+}
+
+static void on_deadline(struct loop *loop, void *arg)
+{
+	struct sconn *sc = arg;
+	char why[96];
+
+	(void)loop;
+	sc->deadline = 0;
+	snprintf(why, sizeof(why), "no %s within %d s",
+		 auth_ctl_waiting_for(&sc->hs), SLURM_PREAUTH_MS / 1000);
+	conn_refuse(sc, why);
+}
+
+/* Makes room in the pool for a connection from src: each connection the
+ * bounds pick first gets a last look at its socket (an agent whose answer
+ * is already there passes instead of being dropped). */
+static void pool_make_room(struct slurm_priv *priv,
+			   const struct preauth_src *src, const char *peer)
+{
+	struct sconn *victim;
+
+	while ((victim = preauth_victim(priv->pool, src))) {
+		char why[NI_MAXHOST + 120];
+		bool same_src = !memcmp(&victim->src, src, sizeof(*src));
+
+		if (handshake_step(victim) != 0)
+			continue;
+		if (same_src)
+			snprintf(why, sizeof(why),
+				 "dropped for a newer one: more than %d "
+				 "unauthenticated connections from one address",
+				 SLURM_PREAUTH_PER_SOURCE);
+		else
+			snprintf(why, sizeof(why),
+				 "dropped for one from %s: more than %d "
+				 "unauthenticated connections in all",
+				 peer, SLURM_PREAUTH_MAX);
+		conn_refuse(victim, why);
+	}
+}
+
+static void conn_accepted(struct slurm_priv *priv, int fd,
+			  const struct sockaddr_storage *ss, socklen_t len)
+{
+	char host[NI_MAXHOST] = "?", port[NI_MAXSERV] = "?";
+	struct sconn *sc = NULL;
+	struct preauth_src src;
+	struct herd_err err;
+	int one = 1;
+
+	herd_err_clear(&err);
+	getnameinfo((const struct sockaddr *)ss, len, host, sizeof(host), port,
+		    sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV);
+	preauth_src_of(&src, (const struct sockaddr *)ss);
+	pool_make_room(priv, &src, host);
+	sc = calloc(1, sizeof(*sc));
 	if (!sc) {
 		close(fd);
 		return;
 	}
-	getnameinfo((const struct sockaddr *)ss, len, host, sizeof(host), port,
-		    sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV);
 	snprintf(sc->peer, sizeof(sc->peer), "%s:%s", host, port);
 	sc->priv = priv;
 	sc->fd = fd;
-	pthread_mutex_lock(&priv->lock);
-	priv->live++;
-	priv->handshakes++;
-	pthread_mutex_unlock(&priv->lock);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	/* 256 KiB stacks (a pump buffer is on the heap): a thousand
-	 * agents stay cheap. */
-	pthread_attr_setstacksize(&attr, 256 * 1024);
-	if (pthread_create(&tid, &attr, conn_thread, sc) != 0) {
-		fprintf(stderr,
-			"herd: slurm: no thread for the connection "
-			"from %s; closed it\n",
-			sc->peer);
-		pthread_mutex_lock(&priv->lock);
-		priv->live--;
-		priv->handshakes--;
-		pthread_mutex_unlock(&priv->lock);
-		close(fd);
-		free(sc);
+	sc->pair = -1;
+	sc->src = src;
+	sc->next = priv->conns;
+	if (sc->next)
+		sc->next->prev = sc;
+	priv->conns = sc;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (auth_ctl_begin(&sc->hs, &err) < 0)
+		goto refuse;
+	if (preauth_add(priv->pool, &src, sc, loop_now_ms()) < 0) {
+		herd_errprintf(&err, "no room among unauthenticated "
+				     "connections");
+		goto refuse;
 	}
-	pthread_attr_destroy(&attr);
+	sc->pooled = true;
+	if (loop_fd_add(priv->loop, fd, POLLIN, on_handshake, sc) < 0)
+		goto refuse;
+	sc->deadline =
+	    loop_timer_add(priv->loop, SLURM_PREAUTH_MS, on_deadline, sc);
+	if (sc->deadline < 0) {
+		sc->deadline = 0;
+		goto refuse;
+	}
+	/* The challenge goes out now, before anything else is read. */
+	handshake_step(sc);
+	return;
+refuse:
+	conn_refuse(sc, err.text[0] ? err.text : "out of memory");
 }
 
-static void *accept_thread(void *arg)
+static void on_resume(struct loop *loop, void *arg)
 {
 	struct slurm_priv *priv = arg;
-	struct pollfd pfd[2] = {{.fd = priv->listen_fd, .events = POLLIN},
-				{.fd = priv->wake[0], .events = POLLIN}};
 
-	for (;;) {
+	priv->resume_timer = 0;
+	if (priv->listen_fd >= 0)
+		loop_fd_events(loop, priv->listen_fd, POLLIN);
+}
+
+static void on_accept(struct loop *loop, int fd, short revents, void *arg)
+{
+	struct slurm_priv *priv = arg;
+
+	(void)revents;
+	for (int k = 0; k < SLURM_ACCEPT_BATCH; k++) {
 		struct sockaddr_storage ss;
 		socklen_t len = sizeof(ss);
-		int fd;
+		int c = accept4(fd, (struct sockaddr *)&ss, &len,
+				SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct sconn *oldest;
 
-		pthread_mutex_lock(&priv->lock);
-		while (priv->handshakes >= SLURM_HANDSHAKES_MAX &&
-		       !priv->stopping)
-			pthread_cond_wait(&priv->cond, &priv->lock);
-		if (priv->stopping) {
-			pthread_mutex_unlock(&priv->lock);
-			break;
-		}
-		pthread_mutex_unlock(&priv->lock);
-		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
-			break;
-		if (pfd[1].revents)
-			break;
-		if (!(pfd[0].revents & POLLIN))
-			continue;
-		fd = accept4(priv->listen_fd, (struct sockaddr *)&ss, &len,
-			     SOCK_CLOEXEC);
-		if (fd < 0) {
-			/* Out of fds: the poll above would spin; wait for
-			 * connections to end instead. */
-			if (errno == EMFILE || errno == ENFILE)
-				poll(&pfd[1], 1, 100);
+		if (c >= 0) {
+			conn_accepted(priv, c, &ss, len);
 			continue;
 		}
-		start_conn(priv, fd, &ss, len);
+		if (errno == EINTR || errno == ECONNABORTED)
+			continue;
+		if (errno != EMFILE && errno != ENFILE && errno != ENOBUFS &&
+		    errno != ENOMEM)
+			return; /* EAGAIN: drained */
+		/* Out of fds: an unauthenticated connection makes room;
+		 * with none, accepting pauses (the poll would spin). */
+		oldest = preauth_oldest(priv->pool, NULL);
+		if (oldest) {
+			if (handshake_step(oldest) == 0)
+				conn_refuse(oldest,
+					    "dropped: herd is out of file "
+					    "descriptors");
+			continue;
+		}
+		if (!priv->resume_timer) {
+			loop_fd_events(loop, fd, 0);
+			priv->resume_timer = loop_timer_add(
+			    loop, SLURM_ACCEPT_PAUSE_MS, on_resume, priv);
+		}
+		return;
 	}
-	return NULL;
+}
+
+/* At free: what the controller queued for the agent (its STOP) is sent
+ * within SLURM_RELAY_FLUSH_MS, then the connection is closed: the agent
+ * sees EOF and stops. */
+static void relay_flush(struct sconn *sc, int64_t deadline)
+{
+	struct relay_buf *b = sc->down;
+
+	while (b) {
+		struct pollfd p = {.fd = sc->fd, .events = POLLOUT};
+		int64_t left = deadline - now_ms();
+		ssize_t n;
+
+		if (!b->len) {
+			b->off = 0;
+			n = recv(sc->pair, b->data, sizeof(b->data),
+				 MSG_DONTWAIT);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				return;
+			b->len = (size_t)n;
+		}
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+			return;
+		n = send(sc->fd, b->data + b->off, b->len,
+			 MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0)
+			return;
+		b->off += (size_t)n;
+		b->len -= (size_t)n;
+	}
 }
 
 /* ---- srun steps --------------------------------------------------------- */
@@ -499,7 +799,7 @@ static void step_keeper(char *const argv[], char *const envp[], int out_w,
 	    dup2(status_w, 3) < 0)
 		_exit(127);
 	/* Nothing of herd's (sockets of other nodes, the listener) may
-	 * stay open in the keeper or srun: the pumps see their ends. */
+	 * stay open in the keeper or srun: the relays see their ends. */
 	close_range(4, ~0U, 0);
 	pid = fork();
 	if (pid == 0) {
@@ -834,11 +1134,16 @@ static int slurm_init(struct transport *t, struct herd_err *err)
 	if (!priv)
 		return herd_errprintf(err, "out of memory");
 	priv->listen_fd = -1;
-	priv->wake[0] = priv->wake[1] = -1;
+	priv->loop = t->loop;
+	ratelog_init(&priv->refused, SLURM_REFUSED_LOG_BURST,
+		     SLURM_REFUSED_LOG_MS);
+	/* Checked when the listener opens (the bounds are constants). */
+	priv->pool = preauth_new(SLURM_PREAUTH_MAX, SLURM_PREAUTH_PER_SOURCE);
 	if (auth_secret_new(&priv->secret, hex, err) < 0 ||
 	    asprintf(&priv->secret_env, "%s=%s", AUTH_SECRET_ENV, hex) < 0) {
 		auth_wipe(hex, sizeof(hex));
 		auth_wipe(&priv->secret, sizeof(priv->secret));
+		preauth_free(priv->pool);
 		free(priv);
 		return err && err->text[0]
 			   ? -1
@@ -981,26 +1286,36 @@ static void steps_end(struct slurm_priv *priv)
 static void slurm_free(struct transport *t)
 {
 	struct slurm_priv *priv = t->priv;
-	int64_t deadline = now_ms() + SLURM_THREADS_END_MS;
+	int64_t flush_by = now_ms() + SLURM_RELAY_FLUSH_MS;
 	bool steps_left = false;
-	int live;
+	unsigned long left_out;
 
 	if (!priv)
 		return;
-	if (priv->accepting) {
-		pthread_mutex_lock(&priv->lock);
-		priv->stopping = true;
-		pthread_cond_broadcast(&priv->cond);
-		pthread_mutex_unlock(&priv->lock);
-		if (write(priv->wake[1], "x", 1) < 0)
-			pthread_cancel(priv->accept_thread);
-		pthread_join(priv->accept_thread, NULL);
-	}
-	if (priv->listen_fd >= 0)
+	/* The loop has stopped: the listener and every connection end
+	 * here, on the controller's thread. */
+	if (priv->listen_fd >= 0) {
+		loop_fd_del(priv->loop, priv->listen_fd);
 		close(priv->listen_fd);
-	for (int i = 0; i < 2; i++)
-		if (priv->wake[i] >= 0)
-			close(priv->wake[i]);
+		priv->listen_fd = -1;
+	}
+	if (priv->resume_timer)
+		loop_timer_del(priv->loop, priv->resume_timer);
+	if (priv->refused_timer)
+		loop_timer_del(priv->loop, priv->refused_timer);
+	left_out = ratelog_flush(&priv->refused, loop_now_ms());
+	if (left_out)
+		fprintf(stderr,
+			"herd: slurm: rejected %lu more connection%s (the "
+			"latest from %s)\n",
+			left_out, left_out == 1 ? "" : "s", priv->refused_last);
+	while (priv->conns) {
+		struct sconn *sc = priv->conns;
+
+		if (sc->pair >= 0)
+			relay_flush(sc, flush_by);
+		conn_close(sc);
+	}
 	steps_end(priv);
 	pthread_mutex_lock(&priv->lock);
 	for (size_t i = 0; i < priv->n_nodes; i++) {
@@ -1008,9 +1323,6 @@ static void slurm_free(struct transport *t)
 			close(priv->nodes[i]->fd);
 		priv->nodes[i]->fd = -1;
 	}
-	while (priv->live > 0 && cond_wait_until(priv, deadline) != ETIMEDOUT)
-		;
-	live = priv->live;
 	for (struct step *st = priv->steps; st; st = st->next)
 		if (!st->ended)
 			steps_left = true;
@@ -1018,9 +1330,10 @@ static void slurm_free(struct transport *t)
 	t->priv = NULL;
 	auth_wipe(&priv->secret, sizeof(priv->secret));
 	auth_wipe(priv->secret_env, strlen(priv->secret_env));
-	/* A thread still running keeps the shared state (the process is
-	 * exiting). */
-	if (live > 0 || steps_left)
+	preauth_free(priv->pool);
+	/* A step thread still running keeps the shared state (the process
+	 * is exiting). */
+	if (steps_left)
 		return;
 	while (priv->steps) {
 		struct step *st = priv->steps;

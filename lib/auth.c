@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/random.h>
@@ -303,44 +304,165 @@ static int write_full(int fd, const void *buf, size_t len, int64_t deadline,
 	return 0;
 }
 
+/* ---- herd's side, one step at a time ---------------------------------- */
+
+int auth_ctl_begin(struct auth_ctl *h, struct herd_err *err)
+{
+	memset(h, 0, sizeof(*h));
+	if (auth_challenge_make(h->out, h->nonce_c, err) < 0)
+		return -1;
+	h->out_len = AUTH_CHALLENGE_LEN;
+	h->step = AUTH_CTL_RESPONSE;
+	h->want = AUTH_RESPONSE_LEN;
+	return 0;
+}
+
+bool auth_ctl_proven(const struct auth_ctl *h)
+{
+	return h->step != AUTH_CTL_RESPONSE;
+}
+
+bool auth_ctl_wants_write(const struct auth_ctl *h)
+{
+	return h->out_off < h->out_len;
+}
+
+const char *auth_ctl_waiting_for(const struct auth_ctl *h)
+{
+	if (auth_ctl_wants_write(h))
+		return h->step == AUTH_CTL_RESPONSE
+			   ? "challenge to be taken"
+			   : "confirmation to be taken";
+	switch (h->step) {
+	case AUTH_CTL_RESPONSE:
+		return "response";
+	case AUTH_CTL_NAME_HEAD:
+	case AUTH_CTL_NAME:
+		return "node name";
+	default:
+		return "nothing";
+	}
+}
+
+void auth_ctl_wipe(struct auth_ctl *h)
+{
+	auth_wipe(h, sizeof(*h));
+}
+
+/* A whole message arrived in h->in: check it and move on. */
+static int ctl_advance(struct auth_ctl *h, const struct auth_secret *s,
+		       struct herd_err *err)
+{
+	switch (h->step) {
+	case AUTH_CTL_RESPONSE:
+		if (auth_response_check(s, h->nonce_c, h->in, h->out, err) < 0)
+			return -1;
+		h->out_len = AUTH_CONFIRM_LEN;
+		h->out_off = 0;
+		h->step = AUTH_CTL_NAME_HEAD;
+		h->want = AUTH_TAG_LEN + 1;
+		break;
+	case AUTH_CTL_NAME_HEAD:
+		if (memcmp(h->in, tag_name, AUTH_TAG_LEN) ||
+		    h->in[AUTH_TAG_LEN] == 0)
+			return herd_errprintf(err, "not a node name message");
+		h->step = AUTH_CTL_NAME;
+		h->want = h->in[AUTH_TAG_LEN];
+		break;
+	case AUTH_CTL_NAME:
+		if (!auth_name_ok((const char *)h->in, h->want))
+			return herd_errprintf(
+			    err, "the node name holds characters a "
+				 "host name cannot have");
+		memcpy(h->name, h->in, h->want);
+		h->name[h->want] = '\0';
+		h->step = AUTH_CTL_DONE;
+		h->want = 0;
+		break;
+	default:
+		return herd_errprintf(err, "handshake already over");
+	}
+	h->in_len = 0;
+	return 0;
+}
+
+int auth_ctl_io(struct auth_ctl *h, int fd, const struct auth_secret *s,
+		struct herd_err *err)
+{
+	for (;;) {
+		ssize_t n;
+
+		if (h->out_off < h->out_len) {
+			n = send(fd, h->out + h->out_off,
+				 h->out_len - h->out_off,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+				return 0;
+			if (n < 0)
+				return herd_errprintf(err, "sending the %s: %s",
+						      h->step ==
+							      AUTH_CTL_RESPONSE
+							  ? "challenge"
+							  : "confirmation",
+						      strerror(errno));
+			h->out_off += (size_t)n;
+			continue;
+		}
+		if (h->step == AUTH_CTL_DONE)
+			return 1;
+		/* Exactly the rest of this message: what follows the
+		 * handshake stays in the socket for its reader. */
+		n = recv(fd, h->in + h->in_len, h->want - h->in_len,
+			 MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n < 0)
+			return herd_errprintf(err, "reading the %s: %s",
+					      auth_ctl_waiting_for(h),
+					      strerror(errno));
+		if (n == 0)
+			return herd_errprintf(err,
+					      "the peer hung up in the %s "
+					      "(%zu of %zu bytes)",
+					      auth_ctl_waiting_for(h),
+					      h->in_len, h->want);
+		h->in_len += (size_t)n;
+		if (h->in_len == h->want && ctl_advance(h, s, err) < 0)
+			return -1;
+	}
+}
+
 int auth_ctl_handshake(int fd, const struct auth_secret *s, int timeout_ms,
 		       char name[AUTH_NAME_MAX + 1], struct herd_err *err)
 {
 	int64_t deadline = now_ms() + timeout_ms;
-	unsigned char challenge[AUTH_CHALLENGE_LEN], nonce_c[AUTH_NONCE_LEN];
-	unsigned char response[AUTH_RESPONSE_LEN], confirm[AUTH_CONFIRM_LEN];
-	unsigned char head[AUTH_TAG_LEN + 1];
-	int rc = -1;
+	struct auth_ctl h;
+	int rc = -1, step;
 
 	name[0] = '\0';
-	if (auth_challenge_make(challenge, nonce_c, err) < 0 ||
-	    write_full(fd, challenge, sizeof(challenge), deadline, "challenge",
-		       err) < 0 ||
-	    read_full(fd, response, sizeof(response), deadline, "response",
-		      err) < 0 ||
-	    auth_response_check(s, nonce_c, response, confirm, err) < 0 ||
-	    write_full(fd, confirm, sizeof(confirm), deadline, "confirmation",
-		       err) < 0 ||
-	    read_full(fd, head, sizeof(head), deadline, "node name", err) < 0)
+	if (auth_ctl_begin(&h, err) < 0)
 		goto out;
-	if (memcmp(head, tag_name, AUTH_TAG_LEN) || head[AUTH_TAG_LEN] == 0) {
-		herd_errprintf(err, "not a node name message");
-		goto out;
+	while ((step = auth_ctl_io(&h, fd, s, err)) == 0) {
+		bool w = auth_ctl_wants_write(&h);
+
+		if (wait_fd(
+			fd, w ? POLLOUT : POLLIN, deadline,
+			w ? "sending" : "waiting for",
+			w ? (auth_ctl_proven(&h) ? "confirmation" : "challenge")
+			  : auth_ctl_waiting_for(&h),
+			err) < 0)
+			goto out;
 	}
-	if (read_full(fd, name, head[AUTH_TAG_LEN], deadline, "node name",
-		      err) < 0)
+	if (step < 0)
 		goto out;
-	if (!auth_name_ok(name, head[AUTH_TAG_LEN])) {
-		herd_errprintf(err, "the node name holds characters a host "
-				    "name cannot have");
-		goto out;
-	}
-	name[head[AUTH_TAG_LEN]] = '\0';
+	memcpy(name, h.name, sizeof(h.name));
 	rc = 0;
 out:
-	if (rc < 0)
-		name[0] = '\0';
-	auth_wipe(confirm, sizeof(confirm));
+	auth_ctl_wipe(&h);
 	return rc;
 }
 

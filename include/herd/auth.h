@@ -27,6 +27,7 @@
 #ifndef HERD_AUTH_H
 #define HERD_AUTH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "herd/err.h"
@@ -102,13 +103,62 @@ int auth_confirm_check(const struct auth_secret *s,
  * [A-Za-z0-9._-]. */
 int auth_name_ok(const char *name, size_t len);
 
+/* ---- herd's side, driven by an event loop ----------------------------- */
+
+/* One handshake on herd's side: every message has a fixed size (the
+ * name a one-byte length first), so the state is one buffer and a step.
+ * The caller owns the fd, the deadline and the loop; nothing here
+ * blocks.  Wipe with auth_ctl_wipe() (it holds the confirmation). */
+enum auth_ctl_step {
+	AUTH_CTL_RESPONSE,  /* challenge out, waiting for the response */
+	AUTH_CTL_NAME_HEAD, /* proven: confirmation out, "HRDn" + length */
+	AUTH_CTL_NAME,	    /* the name's bytes */
+	AUTH_CTL_DONE,
+};
+
+struct auth_ctl {
+	enum auth_ctl_step step;
+	unsigned char nonce_c[AUTH_NONCE_LEN];
+	/* The message being read: at most a response or a name. */
+	unsigned char in[AUTH_RESPONSE_LEN > AUTH_NAME_MAX ? AUTH_RESPONSE_LEN
+							   : AUTH_NAME_MAX];
+	size_t in_len, want;
+	/* The message being sent: a challenge or a confirmation. */
+	unsigned char out[AUTH_CHALLENGE_LEN > AUTH_CONFIRM_LEN
+			      ? AUTH_CHALLENGE_LEN
+			      : AUTH_CONFIRM_LEN];
+	size_t out_len, out_off;
+	char name[AUTH_NAME_MAX + 1]; /* the agent's node, once DONE */
+};
+
+/* Starts a handshake: a fresh challenge is queued to send (send it at
+ * once, before anything else).  Returns 0 or -1 with err. */
+int auth_ctl_begin(struct auth_ctl *h, struct herd_err *err);
+
+/* Does whatever I/O on fd is possible now without waiting: sends what is
+ * queued, reads at most the rest of the message expected (never a byte
+ * past the handshake), checks it when complete.  Returns 1 when the
+ * handshake is over (h->name is the agent's node), 0 when it waits for
+ * the peer (auth_ctl_wants_write() says which way), -1 with err (peer
+ * hung up, bad message, wrong secret). */
+int auth_ctl_io(struct auth_ctl *h, int fd, const struct auth_secret *s,
+		struct herd_err *err);
+
+/* Whether the peer proved the secret (its response checked out). */
+bool auth_ctl_proven(const struct auth_ctl *h);
+/* Whether output is queued (wait for POLLOUT rather than POLLIN). */
+bool auth_ctl_wants_write(const struct auth_ctl *h);
+/* What the handshake waits for, for errors: "response", "node name"... */
+const char *auth_ctl_waiting_for(const struct auth_ctl *h);
+void auth_ctl_wipe(struct auth_ctl *h);
+
 /* ---- whole exchanges over a connected stream socket -------------------- */
 
-/* herd's side on fd (blocking or not; reads and writes wait with poll()
- * until timeout_ms from the call have passed).  On success fills name
- * (the agent's node name, NUL-terminated) and returns 0; else -1 with
- * err saying what went wrong (timeout, early end, bad message, wrong
- * secret).  fd stays open and owned by the caller. */
+/* herd's side on fd, blocking (auth_ctl_io under poll() until timeout_ms
+ * from the call have passed; for tests and tools).  On success fills
+ * name (the agent's node name, NUL-terminated) and returns 0; else -1
+ * with err saying what went wrong (timeout, early end, bad message,
+ * wrong secret).  fd stays open and owned by the caller. */
 int auth_ctl_handshake(int fd, const struct auth_secret *s, int timeout_ms,
 		       char name[AUTH_NAME_MAX + 1], struct herd_err *err);
 

@@ -429,6 +429,61 @@ static void test_handshake_truncated_silent_badname(void **state)
 	close(sv[1]);
 }
 
+/* herd's side step by step, as the slurm listener drives it from its
+ * loop: the challenge is out after the first call, nothing blocks, input
+ * that trickles in byte by byte is assembled, and not one byte past the
+ * node name is read (the frames behind it belong to the relay). */
+static void test_ctl_steps(void **state)
+{
+	struct auth_secret s;
+	struct auth_ctl h;
+	struct exchange x;
+	unsigned char name_msg[4 + 1 + 5] = {'H', 'R', 'D', 'n', 5,
+					     'h', 'x', '1', 'n', '3'};
+	unsigned char rest[8];
+	int sv[2];
+
+	(void)state;
+	make_secret(&s);
+	assert_int_equal(
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+	assert_int_equal(auth_ctl_begin(&h, NULL), 0);
+	assert_true(auth_ctl_wants_write(&h));
+	assert_int_equal(auth_ctl_io(&h, sv[0], &s, NULL), 0);
+	assert_false(auth_ctl_wants_write(&h));
+	assert_false(auth_ctl_proven(&h));
+	assert_string_equal(auth_ctl_waiting_for(&h), "response");
+	/* The challenge is there already, before the peer said a word. */
+	assert_int_equal(recv(sv[1], x.challenge, AUTH_CHALLENGE_LEN, 0),
+			 AUTH_CHALLENGE_LEN);
+	assert_int_equal(auth_response_make(&s, x.challenge, x.response,
+					    x.agent_nonce_c, x.nonce_a, NULL),
+			 0);
+	for (size_t i = 0; i < AUTH_RESPONSE_LEN; i++) {
+		assert_false(auth_ctl_proven(&h));
+		assert_int_equal(send(sv[1], x.response + i, 1, 0), 1);
+		assert_int_equal(auth_ctl_io(&h, sv[0], &s, NULL), 0);
+	}
+	assert_true(auth_ctl_proven(&h));
+	assert_string_equal(auth_ctl_waiting_for(&h), "node name");
+	assert_int_equal(recv(sv[1], x.confirm, AUTH_CONFIRM_LEN, 0),
+			 AUTH_CONFIRM_LEN);
+	assert_int_equal(
+	    auth_confirm_check(&s, x.agent_nonce_c, x.nonce_a, x.confirm, NULL),
+	    0);
+	/* The name and the start of the first frame in one write. */
+	assert_int_equal(send(sv[1], name_msg, sizeof(name_msg), 0),
+			 (ssize_t)sizeof(name_msg));
+	assert_int_equal(send(sv[1], "FRAME", 5, 0), 5);
+	assert_int_equal(auth_ctl_io(&h, sv[0], &s, NULL), 1);
+	assert_string_equal(h.name, "hx1n3");
+	assert_int_equal(recv(sv[0], rest, sizeof(rest), 0), 5);
+	assert_memory_equal(rest, "FRAME", 5);
+	auth_ctl_wipe(&h);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -441,6 +496,7 @@ int main(void)
 	    cmocka_unit_test(test_handshake_good),
 	    cmocka_unit_test(test_handshake_wrong_secret),
 	    cmocka_unit_test(test_handshake_truncated_silent_badname),
+	    cmocka_unit_test(test_ctl_steps),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
