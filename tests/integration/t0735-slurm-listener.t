@@ -85,7 +85,7 @@ test_expect_success "$CONNS idle connections from the other user; node 2 killed:
 	sed "s/^/flood: /" flood/stats &&
 	cat err &&
 	test "$WAIT_RC" = 0 &&
-	ev=runs/fl/events.jsonl &&
+	ev=runs/fl/latest/events.jsonl &&
 	spare=$(cluster_node 4) && victim=$(cluster_node 2) &&
 	ev_all $ev job_start ".nodes == 3 and .spares == 1 and .transport == \"slurm\"" &&
 	jq -e -n "[inputs | select(.event == \"node_failed\" and .host == \"$victim\")] | length > 0" $ev &&
