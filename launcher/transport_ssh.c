@@ -32,6 +32,7 @@
 #include <libssh/libssh.h>
 #include <openssl/evp.h>
 
+#include "herd/render.h"
 #include "herd/version.h"
 #include "transport.h"
 
@@ -330,7 +331,7 @@ static int check_host_key(struct ssh_node *n, ssh_session s)
  *
  * Two small POSIX sh scripts run through the job user's login shell as
  *   exec /bin/sh -c 'SCRIPT' herd-agent 'AGENT_DIR' 'NAME' 'SHA256' ['SIZE']
- * where every value is one single-quoted word (shell_word()), never text
+ * where every value is one single-quoted word (render_shell_quote()), never text
  * pasted into the script.  They need sh, id, stat, sha256sum, mktemp, head,
  * chmod, mv and mkdir: GNU coreutils, as on every Debian node.
  *
@@ -457,42 +458,36 @@ static const char upload_script[] = CACHE_CHECK
     "bad \"cannot install $p/$n: ${r##*: }\"\n"
     "t=\n";
 
-/* Appends s to f as one single-quoted sh word: the shell sees exactly
- * these bytes as one argument, whatever they hold. */
-static void shell_word(FILE *f, const char *s)
-{
-	fputs(" '", f);
-	for (; *s; s++) {
-		if (*s == '\'')
-			fputs("'\\''", f);
-		else
-			fputc(*s, f);
-	}
-	fputc('\'', f);
-}
-
 /* The remote command that runs script with the cache's arguments and,
  * with size >= 0, the agent's size.  Returns a malloc'd string or NULL. */
 static char *remote_command(const struct ssh_priv *priv, const char *script,
 			    long size)
 {
-	char *cmd = NULL, num[32];
+	char num[32];
+	const char *words[] = {script,		    "herd-agent",
+			       priv->agent_dir,	    priv->agent_name,
+			       priv->agent_sha256, num};
+	size_t n_words = sizeof(words) / sizeof(words[0]) - (size < 0);
+	char *cmd = NULL, *q;
 	size_t len = 0;
 	FILE *f = open_memstream(&cmd, &len);
+	int rc = -1;
 
 	if (!f)
 		return NULL;
+	snprintf(num, sizeof(num), "%ld", size);
 	fputs("exec /bin/sh -c", f);
-	shell_word(f, script);
-	shell_word(f, "herd-agent");
-	shell_word(f, priv->agent_dir);
-	shell_word(f, priv->agent_name);
-	shell_word(f, priv->agent_sha256);
-	if (size >= 0) {
-		snprintf(num, sizeof(num), "%ld", size);
-		shell_word(f, num);
+	/* Each value one single-quoted word: the shell sees exactly these
+	 * bytes as one argument, whatever they hold. */
+	for (size_t i = 0; i < n_words; i++) {
+		if (!(q = render_shell_quote(words[i])))
+			goto out;
+		fprintf(f, " %s", q);
+		free(q);
 	}
-	if (fclose(f) != 0) {
+	rc = 0;
+out:
+	if (fclose(f) != 0 || rc < 0) {
 		free(cmd);
 		return NULL;
 	}
