@@ -331,9 +331,11 @@ static int check_host_key(struct ssh_node *n, ssh_session s)
  *
  * Two small POSIX sh scripts run through the job user's login shell as
  *   exec /bin/sh -c 'SCRIPT' herd-agent 'AGENT_DIR' 'NAME' 'SHA256' ['SIZE']
- * where every value is one single-quoted word (render_shell_quote()), never text
- * pasted into the script.  They need sh, id, stat, sha256sum, mktemp, head,
- * chmod, mv and mkdir: GNU coreutils, as on every Debian node.
+ * where every value is one single-quoted word (render_shell_quote()),
+ * never text pasted into the script.  They need sh, id, stat, sha256sum,
+ * tr, mktemp, head, chmod, mv and mkdir: GNU coreutils, as on every Debian
+ * node.  "~" needs an absolute $HOME there: an empty one would turn
+ * ~/.cache/herd into /.cache/herd.
  *
  * CACHE_CHECK, shared by both: ssh.agent_dir ("~" is $HOME there) is
  * resolved to its physical path P (cd -P; pwd -P), and P and every
@@ -360,8 +362,14 @@ static int check_host_key(struct ssh_node *n, ssh_session s)
 	"while read -r k v _; do [ \"$k\" = Uid: ] && u=$v && break; done "    \
 	"</proc/self/status\n"                                                 \
 	"[ -n \"$u\" ] || u=$(id -u) || exit 1\n"                              \
-	"say() { printf \"" SSH_REASON_TAG "%s\\n\" \"$*\" >&2; }\n"           \
+	/* One line, whatever the paths in it hold: a newline in a name must   \
+	 * not start a line that herd would take for the reason. */            \
+	"say() { printf \"" SSH_REASON_TAG "%s\\n\" "                          \
+	"\"$(printf %s \"$*\" | tr '\\n' '?')\" >&2; }\n"                      \
 	"bad() { say \"$*\"; exit 98; }\n"                                     \
+	"case $d in \"~\" | \"~/\"*) case $HOME in /*) ;; *) "                 \
+	"bad \"ssh.agent_dir $d needs HOME, which is not an absolute path "    \
+	"there; set ssh.agent_dir to an absolute path\" ;; esac ;; esac\n"     \
 	"case $d in \"~\") d=$HOME ;; \"~/\"*) d=$HOME/${d#\"~/\"} ;; esac\n"  \
 	"case $d in /*) ;; *) bad \"ssh.agent_dir $1 is not an absolute path " \
 	"there (is HOME set?)\" ;; esac\n"                                     \
@@ -418,7 +426,7 @@ static const char start_script[] = CACHE_CHECK
  * renames it over NAME; any failure removes the file (EXIT trap) and says
  * why in one line.  "ready" on stdout: the checks passed, send the bytes. */
 static const char upload_script[] = CACHE_CHECK
-    "for c in stat sha256sum mktemp head chmod mv mkdir; do "
+    "for c in stat sha256sum tr mktemp head chmod mv mkdir; do "
     "command -v $c >/dev/null || bad \"cannot upload herd-agent: $c is "
     "missing there (GNU coreutils)\"; done\n"
     "umask 077\n"
