@@ -55,6 +55,11 @@
 /* How long to wait for the agent's first bytes before handing the
  * channel to the pump anyway (the controller has its own timeouts). */
 #define SSH_FIRST_BYTES_MS 30000
+/* How many directories deep the agent cache may be on a node, as a
+ * string for the scripts: its chain of directories is listed in one
+ * argument list, which costs the node's shell O(depth^2) copying (1,500
+ * levels took 39 s of CPU before this bound).  Real caches are under 20. */
+#define SSH_CACHE_DEPTH "64"
 /* An agent binary over 256 MiB is not ours. */
 #define SSH_AGENT_MAX (256L * 1024 * 1024)
 
@@ -374,11 +379,14 @@ static int check_host_key(struct ssh_node *n, ssh_session s)
 	"case $d in /*) ;; *) bad \"ssh.agent_dir $1 is not an absolute path " \
 	"there (is HOME set?)\" ;; esac\n"                                     \
 	"safe() {\n"                                                           \
-	"l=$1 q=$2\n"                                                          \
+	"l=$1 q=$2 z=$2 i=0\n"                                                 \
 	"set --\n"                                                             \
 	"while :; do\n"                                                        \
 	"set -- \"$@\" \"$q\"\n"                                               \
 	"[ \"$q\" = / ] && break\n"                                            \
+	"i=$((i + 1)); [ $i -le " SSH_CACHE_DEPTH " ] || bad \"refusing the "  \
+	"herd-agent cache $l: $z is more than " SSH_CACHE_DEPTH " directories " \
+	"deep; set ssh.agent_dir to a shorter path\"\n"                        \
 	"q=${q%/*}; q=${q:-/}\n"                                               \
 	"done\n"                                                               \
 	"r=$(LC_ALL=C stat -c \"%u %f\" -- \"$@\" 2>&1) || "                   \

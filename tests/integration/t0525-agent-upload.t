@@ -360,6 +360,17 @@ test_expect_success 'the connection drops in the middle of an upload: the tempor
 	test -z "$(ls -A slow/herd)"
 '
 
+test_expect_success 'a cache more than 64 directories deep: refused in one line (the check would cost the node O(depth^2))' '
+	deep="$PWD/deep$(printf "/d%.0s" $(seq 70))" &&
+	mkdir -p -m 700 "$deep" &&
+	ln -s "$deep" "$PWD/deeplink" &&
+	job deep "$N1" "$(yq "$PWD/deeplink/herd")" &&
+	test_expect_code 1 herd run deep.yaml >out 2>err &&
+	test_must_be_empty out &&
+	err_has "$N1: refusing the herd-agent cache $PWD/deeplink/herd: $PWD/deep/d/.*/d is more than 64 directories deep; set ssh.agent_dir to a shorter path" &&
+	test ! -e "$deep/herd"
+'
+
 test_expect_success 'HOME empty on the node and ssh.agent_dir under ~: refused in one line, nothing made under /' '
 	test ! -e /.cache &&
 	test_when_finished "rm -rf /.cache" &&
