@@ -349,7 +349,11 @@ static int check_host_key(struct ssh_node *n, ssh_session s)
  * directory above P that root owns and that has the sticky bit (/tmp):
  * there nobody else can rename or remove what the user owns, and the next
  * directory down is checked in turn.  This is OpenSSH's safe_path() rule
- * (auth.c), taken up to / and with the sticky exception.  Once P passes,
+ * (auth.c), taken up to / and with the sticky exception.  The path as
+ * written (~ expanded) is checked the same way when it is not P, its
+ * symlinks too (by owner): a symlink that another user planted in a sticky
+ * directory (fs.protected_symlinks off) must not steer the cache, and herd
+ * with it, into a directory of its choice.  Once P passes,
  * only the user and root can change anything under it, so what is checked
  * next is what gets executed: the agent P/NAME must be a regular file (not
  * a symlink) of the user's with mode 0700 whose SHA-256 is this herd's, and
@@ -379,27 +383,31 @@ static int check_host_key(struct ssh_node *n, ssh_session s)
 	"case $d in /*) ;; *) bad \"ssh.agent_dir $1 is not an absolute path " \
 	"there (is HOME set?)\" ;; esac\n"                                     \
 	"safe() {\n"                                                           \
-	"l=$1 q=$2 z=$2 i=0\n"                                                 \
+	"l=$1 z=$2 g=${3:-$2}\n"                                               \
 	"set --\n"                                                             \
+	"for q in \"$z\" \"$g\"; do\n"                                         \
+	"[ $# -gt 0 ] && [ \"$q\" = \"$z\" ] && break\n"                       \
+	"i=0\n"                                                                \
 	"while :; do\n"                                                        \
 	"set -- \"$@\" \"$q\"\n"                                               \
 	"[ \"$q\" = / ] && break\n"                                            \
 	"i=$((i + 1)); [ $i -le " SSH_CACHE_DEPTH " ] || bad \"refusing the "  \
-	"herd-agent cache $l: $z is more than " SSH_CACHE_DEPTH " directories " \
+	"herd-agent cache $l: $q is more than " SSH_CACHE_DEPTH " directories " \
 	"deep; set ssh.agent_dir to a shorter path\"\n"                        \
 	"q=${q%/*}; q=${q:-/}\n"                                               \
+	"done\n"                                                               \
 	"done\n"                                                               \
 	"r=$(LC_ALL=C stat -c \"%u %f\" -- \"$@\" 2>&1) || "                   \
 	"bad \"cannot check the herd-agent cache $l: ${r##*: }\"\n"            \
 	"while read -r o f; do\n"                                              \
-	"q=$1; shift; f=$((0x$f))\n"                                           \
-	"[ $((f & 61440)) -eq 16384 ] || "                                     \
+	"q=$1; shift; f=$((0x$f)); y=$((f & 61440))\n"                         \
+	"[ $y -eq 16384 ] || [ $y -eq 40960 ] || "                             \
 	"bad \"refusing the herd-agent cache $l: $q is not a directory\"\n"    \
 	"[ \"$o\" = 0 ] || [ \"$o\" = \"$u\" ] || "                            \
 	"bad \"refusing the herd-agent cache $l: $q belongs to uid $o, "       \
 	"not to the job user (uid $u) or root; set ssh.agent_dir to a "        \
 	"directory of the job user\"\n"                                        \
-	"[ $((f & 18)) -eq 0 ] || "                                            \
+	"[ $y -eq 40960 ] || [ $((f & 18)) -eq 0 ] || "                        \
 	"{ [ \"$q\" != \"$l\" ] && [ \"$o\" = 0 ] && [ $((f & 512)) -ne 0 ]; " \
 	"} || "                                                                \
 	"bad \"refusing the herd-agent cache $l: $q is writable by "           \
@@ -417,7 +425,7 @@ static const char start_script[] = CACHE_CHECK
     "cd -P -- \"$d\" || bad \"cannot enter the herd-agent cache $d\"\n"
     "p=$PWD\n"
     "cd -- \"$o\" || exit 1\n"
-    "safe \"$p\" \"$p\"\n"
+    "safe \"$p\" \"$p\" \"$d\"\n"
     "a=$p/$n\n"
     "s=$(LC_ALL=C stat -c \"%u %f\" -- \"$a\" 2>/dev/null) || exit 97\n"
     "f=$((0x${s#* }))\n"
@@ -450,15 +458,26 @@ static const char upload_script[] = CACHE_CHECK
     "e=$d\n"
     "while [ ! -d \"$e\" ]; do e=${e%/*}; e=${e:-/}; done\n"
     "cd -P -- \"$e\" || bad \"cannot enter $e\"\n"
-    "safe \"$d\" \"$PWD\"\n"
-    "r=${d#\"$e\"}; r=${r#/}\n"
-    "m=$(mkdir -p -- \"$r\" 2>&1) || bad \"cannot upload herd-agent: "
-    "cannot create $d: ${m##*: }; set ssh.agent_dir to a directory "
-    "the job user can write\"\n"
-    "cd -P -- \"./$r\" || bad \"cannot enter the herd-agent cache $d\"\n"
+    "safe \"$d\" \"$PWD\" \"$e\"\n"
+    /* One directory at a time, without -p: mkdir(2) never follows a
+     * symlink, and a name that another user turned into one (in a
+     * sticky directory) shows as a $PWD that is not the expected one. */
+    "r=${d#\"$e\"}\n"
+    "while [ -n \"$r\" ]; do\n"
+    "r=${r#/}; c=${r%%/*}; r=${r#\"$c\"}\n"
+    "case $c in \"\" | .) continue ;; ..) bad \"cannot upload herd-agent: "
+    "ssh.agent_dir $d has .. below a missing directory\" ;; esac\n"
+    "m=$(mkdir -- \"$c\" 2>&1) || [ -d \"$c\" ] || bad \"cannot upload "
+    "herd-agent: cannot create $d: ${m##*: }; set ssh.agent_dir to a "
+    "directory the job user can write\"\n"
+    "o=${PWD%/}/$c\n"
+    "cd -P -- \"./$c\" || bad \"cannot enter the herd-agent cache $d\"\n"
+    "[ \"$PWD\" = \"$o\" ] || bad \"refusing the herd-agent cache $d: $o "
+    "became a symlink while herd made it\"\n"
+    "done\n"
     "fi\n"
     "p=$PWD\n"
-    "safe \"$p\" \"$p\"\n"
+    "safe \"$p\" \"$p\" \"$d\"\n"
     "r=$(mktemp -- \"$p/.$n.XXXXXX\" 2>&1) || bad \"cannot upload "
     "herd-agent to $p: ${r##*: }; set ssh.agent_dir to a directory "
     "the job user can write\"\n"

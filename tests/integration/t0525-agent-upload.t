@@ -360,6 +360,24 @@ test_expect_success 'the connection drops in the middle of an upload: the tempor
 	test -z "$(ls -A slow/herd)"
 '
 
+test_expect_success 'ssh.agent_dir in a root-owned sticky directory where another user planted a symlink to a safe directory: refused, nothing written there' '
+	sd=/tmp/herd-t0525-tmp-$$ &&
+	test_when_finished "rm -rf $sd" &&
+	mkdir -m 1777 $sd &&
+	mkdir -m 700 steered &&
+	ln -s "$PWD/steered" $sd/cache &&
+	chown -h "$HT_USER" $sd/cache &&
+	job steer "$N1" "$(yq "$sd/cache/herd")" &&
+	test_expect_code 1 herd run steer.yaml >out 2>err &&
+	test_must_be_empty out &&
+	err_has "$N1: refusing the herd-agent cache .*: $sd/cache belongs to uid $HT_UID, not to the job user (uid 0) or root" &&
+	test -z "$(ls -A steered)" &&
+	job steer2 "$N1" "$(yq "$sd/cache")" &&
+	test_expect_code 1 herd run steer2.yaml >out 2>err &&
+	err_has "$N1: refusing the herd-agent cache $PWD/steered: $sd/cache belongs to uid $HT_UID" &&
+	test -z "$(ls -A steered)"
+'
+
 test_expect_success 'a cache more than 64 directories deep: refused in one line (the check would cost the node O(depth^2))' '
 	deep="$PWD/deep$(printf "/d%.0s" $(seq 70))" &&
 	mkdir -p -m 700 "$deep" &&
