@@ -32,6 +32,7 @@
 #include <libssh/libssh.h>
 #include <openssl/evp.h>
 
+#include "herd/render.h"
 #include "herd/version.h"
 #include "transport.h"
 
@@ -54,6 +55,11 @@
 /* How long to wait for the agent's first bytes before handing the
  * channel to the pump anyway (the controller has its own timeouts). */
 #define SSH_FIRST_BYTES_MS 30000
+/* How many directories deep the agent cache may be on a node, as a
+ * string for the scripts: its chain of directories is listed in one
+ * argument list, which costs the node's shell O(depth^2) copying (1,500
+ * levels took 39 s of CPU before this bound).  Real caches are under 20. */
+#define SSH_CACHE_DEPTH "64"
 /* An agent binary over 256 MiB is not ours. */
 #define SSH_AGENT_MAX (256L * 1024 * 1024)
 
@@ -330,9 +336,11 @@ static int check_host_key(struct ssh_node *n, ssh_session s)
  *
  * Two small POSIX sh scripts run through the job user's login shell as
  *   exec /bin/sh -c 'SCRIPT' herd-agent 'AGENT_DIR' 'NAME' 'SHA256' ['SIZE']
- * where every value is one single-quoted word (shell_word()), never text
- * pasted into the script.  They need sh, id, stat, sha256sum, mktemp, head,
- * chmod, mv and mkdir: GNU coreutils, as on every Debian node.
+ * where every value is one single-quoted word (render_shell_quote()),
+ * never text pasted into the script.  They need sh, id, stat, sha256sum,
+ * tr, mktemp, head, chmod, mv and mkdir: GNU coreutils, as on every Debian
+ * node.  "~" needs an absolute $HOME there: an empty one would turn
+ * ~/.cache/herd into /.cache/herd.
  *
  * CACHE_CHECK, shared by both: ssh.agent_dir ("~" is $HOME there) is
  * resolved to its physical path P (cd -P; pwd -P), and P and every
@@ -341,7 +349,11 @@ static int check_host_key(struct ssh_node *n, ssh_session s)
  * directory above P that root owns and that has the sticky bit (/tmp):
  * there nobody else can rename or remove what the user owns, and the next
  * directory down is checked in turn.  This is OpenSSH's safe_path() rule
- * (auth.c), taken up to / and with the sticky exception.  Once P passes,
+ * (auth.c), taken up to / and with the sticky exception.  The path as
+ * written (~ expanded) is checked the same way when it is not P, its
+ * symlinks too (by owner): a symlink that another user planted in a sticky
+ * directory (fs.protected_symlinks off) must not steer the cache, and herd
+ * with it, into a directory of its choice.  Once P passes,
  * only the user and root can change anything under it, so what is checked
  * next is what gets executed: the agent P/NAME must be a regular file (not
  * a symlink) of the user's with mode 0700 whose SHA-256 is this herd's, and
@@ -359,30 +371,43 @@ static int check_host_key(struct ssh_node *n, ssh_session s)
 	"while read -r k v _; do [ \"$k\" = Uid: ] && u=$v && break; done "    \
 	"</proc/self/status\n"                                                 \
 	"[ -n \"$u\" ] || u=$(id -u) || exit 1\n"                              \
-	"say() { printf \"" SSH_REASON_TAG "%s\\n\" \"$*\" >&2; }\n"           \
+	/* One line, whatever the paths in it hold: a newline in a name must   \
+	 * not start a line that herd would take for the reason. */            \
+	"say() { printf \"" SSH_REASON_TAG "%s\\n\" "                          \
+	"\"$(printf %s \"$*\" | tr '\\n' '?')\" >&2; }\n"                      \
 	"bad() { say \"$*\"; exit 98; }\n"                                     \
+	"case $d in \"~\" | \"~/\"*) case $HOME in /*) ;; *) "                 \
+	"bad \"ssh.agent_dir $d needs HOME, which is not an absolute path "    \
+	"there; set ssh.agent_dir to an absolute path\" ;; esac ;; esac\n"     \
 	"case $d in \"~\") d=$HOME ;; \"~/\"*) d=$HOME/${d#\"~/\"} ;; esac\n"  \
 	"case $d in /*) ;; *) bad \"ssh.agent_dir $1 is not an absolute path " \
 	"there (is HOME set?)\" ;; esac\n"                                     \
 	"safe() {\n"                                                           \
-	"l=$1 q=$2\n"                                                          \
+	"l=$1 z=$2 g=${3:-$2}\n"                                               \
 	"set --\n"                                                             \
+	"for q in \"$z\" \"$g\"; do\n"                                         \
+	"[ $# -gt 0 ] && [ \"$q\" = \"$z\" ] && break\n"                       \
+	"i=0\n"                                                                \
 	"while :; do\n"                                                        \
 	"set -- \"$@\" \"$q\"\n"                                               \
 	"[ \"$q\" = / ] && break\n"                                            \
+	"i=$((i + 1)); [ $i -le " SSH_CACHE_DEPTH " ] || bad \"refusing the "  \
+	"herd-agent cache $l: $q is more than " SSH_CACHE_DEPTH " directories " \
+	"deep; set ssh.agent_dir to a shorter path\"\n"                        \
 	"q=${q%/*}; q=${q:-/}\n"                                               \
+	"done\n"                                                               \
 	"done\n"                                                               \
 	"r=$(LC_ALL=C stat -c \"%u %f\" -- \"$@\" 2>&1) || "                   \
 	"bad \"cannot check the herd-agent cache $l: ${r##*: }\"\n"            \
 	"while read -r o f; do\n"                                              \
-	"q=$1; shift; f=$((0x$f))\n"                                           \
-	"[ $((f & 61440)) -eq 16384 ] || "                                     \
+	"q=$1; shift; f=$((0x$f)); y=$((f & 61440))\n"                         \
+	"[ $y -eq 16384 ] || [ $y -eq 40960 ] || "                             \
 	"bad \"refusing the herd-agent cache $l: $q is not a directory\"\n"    \
 	"[ \"$o\" = 0 ] || [ \"$o\" = \"$u\" ] || "                            \
 	"bad \"refusing the herd-agent cache $l: $q belongs to uid $o, "       \
 	"not to the job user (uid $u) or root; set ssh.agent_dir to a "        \
 	"directory of the job user\"\n"                                        \
-	"[ $((f & 18)) -eq 0 ] || "                                            \
+	"[ $y -eq 40960 ] || [ $((f & 18)) -eq 0 ] || "                        \
 	"{ [ \"$q\" != \"$l\" ] && [ \"$o\" = 0 ] && [ $((f & 512)) -ne 0 ]; " \
 	"} || "                                                                \
 	"bad \"refusing the herd-agent cache $l: $q is writable by "           \
@@ -400,7 +425,7 @@ static const char start_script[] = CACHE_CHECK
     "cd -P -- \"$d\" || bad \"cannot enter the herd-agent cache $d\"\n"
     "p=$PWD\n"
     "cd -- \"$o\" || exit 1\n"
-    "safe \"$p\" \"$p\"\n"
+    "safe \"$p\" \"$p\" \"$d\"\n"
     "a=$p/$n\n"
     "s=$(LC_ALL=C stat -c \"%u %f\" -- \"$a\" 2>/dev/null) || exit 97\n"
     "f=$((0x${s#* }))\n"
@@ -417,7 +442,7 @@ static const char start_script[] = CACHE_CHECK
  * renames it over NAME; any failure removes the file (EXIT trap) and says
  * why in one line.  "ready" on stdout: the checks passed, send the bytes. */
 static const char upload_script[] = CACHE_CHECK
-    "for c in stat sha256sum mktemp head chmod mv mkdir; do "
+    "for c in stat sha256sum tr mktemp head chmod mv mkdir; do "
     "command -v $c >/dev/null || bad \"cannot upload herd-agent: $c is "
     "missing there (GNU coreutils)\"; done\n"
     "umask 077\n"
@@ -433,15 +458,26 @@ static const char upload_script[] = CACHE_CHECK
     "e=$d\n"
     "while [ ! -d \"$e\" ]; do e=${e%/*}; e=${e:-/}; done\n"
     "cd -P -- \"$e\" || bad \"cannot enter $e\"\n"
-    "safe \"$d\" \"$PWD\"\n"
-    "r=${d#\"$e\"}; r=${r#/}\n"
-    "m=$(mkdir -p -- \"$r\" 2>&1) || bad \"cannot upload herd-agent: "
-    "cannot create $d: ${m##*: }; set ssh.agent_dir to a directory "
-    "the job user can write\"\n"
-    "cd -P -- \"./$r\" || bad \"cannot enter the herd-agent cache $d\"\n"
+    "safe \"$d\" \"$PWD\" \"$e\"\n"
+    /* One directory at a time, without -p: mkdir(2) never follows a
+     * symlink, and a name that another user turned into one (in a
+     * sticky directory) shows as a $PWD that is not the expected one. */
+    "r=${d#\"$e\"}\n"
+    "while [ -n \"$r\" ]; do\n"
+    "r=${r#/}; c=${r%%/*}; r=${r#\"$c\"}\n"
+    "case $c in \"\" | .) continue ;; ..) bad \"cannot upload herd-agent: "
+    "ssh.agent_dir $d has .. below a missing directory\" ;; esac\n"
+    "m=$(mkdir -- \"$c\" 2>&1) || [ -d \"$c\" ] || bad \"cannot upload "
+    "herd-agent: cannot create $d: ${m##*: }; set ssh.agent_dir to a "
+    "directory the job user can write\"\n"
+    "o=${PWD%/}/$c\n"
+    "cd -P -- \"./$c\" || bad \"cannot enter the herd-agent cache $d\"\n"
+    "[ \"$PWD\" = \"$o\" ] || bad \"refusing the herd-agent cache $d: $o "
+    "became a symlink while herd made it\"\n"
+    "done\n"
     "fi\n"
     "p=$PWD\n"
-    "safe \"$p\" \"$p\"\n"
+    "safe \"$p\" \"$p\" \"$d\"\n"
     "r=$(mktemp -- \"$p/.$n.XXXXXX\" 2>&1) || bad \"cannot upload "
     "herd-agent to $p: ${r##*: }; set ssh.agent_dir to a directory "
     "the job user can write\"\n"
@@ -457,42 +493,36 @@ static const char upload_script[] = CACHE_CHECK
     "bad \"cannot install $p/$n: ${r##*: }\"\n"
     "t=\n";
 
-/* Appends s to f as one single-quoted sh word: the shell sees exactly
- * these bytes as one argument, whatever they hold. */
-static void shell_word(FILE *f, const char *s)
-{
-	fputs(" '", f);
-	for (; *s; s++) {
-		if (*s == '\'')
-			fputs("'\\''", f);
-		else
-			fputc(*s, f);
-	}
-	fputc('\'', f);
-}
-
 /* The remote command that runs script with the cache's arguments and,
  * with size >= 0, the agent's size.  Returns a malloc'd string or NULL. */
 static char *remote_command(const struct ssh_priv *priv, const char *script,
 			    long size)
 {
-	char *cmd = NULL, num[32];
+	char num[32];
+	const char *words[] = {script,		    "herd-agent",
+			       priv->agent_dir,	    priv->agent_name,
+			       priv->agent_sha256, num};
+	size_t n_words = sizeof(words) / sizeof(words[0]) - (size < 0);
+	char *cmd = NULL, *q;
 	size_t len = 0;
 	FILE *f = open_memstream(&cmd, &len);
+	int rc = -1;
 
 	if (!f)
 		return NULL;
+	snprintf(num, sizeof(num), "%ld", size);
 	fputs("exec /bin/sh -c", f);
-	shell_word(f, script);
-	shell_word(f, "herd-agent");
-	shell_word(f, priv->agent_dir);
-	shell_word(f, priv->agent_name);
-	shell_word(f, priv->agent_sha256);
-	if (size >= 0) {
-		snprintf(num, sizeof(num), "%ld", size);
-		shell_word(f, num);
+	/* Each value one single-quoted word: the shell sees exactly these
+	 * bytes as one argument, whatever they hold. */
+	for (size_t i = 0; i < n_words; i++) {
+		if (!(q = render_shell_quote(words[i])))
+			goto out;
+		fprintf(f, " %s", q);
+		free(q);
 	}
-	if (fclose(f) != 0) {
+	rc = 0;
+out:
+	if (fclose(f) != 0 || rc < 0) {
 		free(cmd);
 		return NULL;
 	}

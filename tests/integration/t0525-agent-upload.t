@@ -272,4 +272,136 @@ test_expect_success 'a safe cache holding a symlink under the agent name: replac
 	on 1 "cmp \"$PWD/planted\" /root/.cache/target"
 '
 
+test_expect_success 'the agent name is a hard link to a file of another user: replaced, that file left alone and never run' '
+	cache 1 &&
+	on 1 "mkdir -m 700 /root/.cache/herd" &&
+	plant 1 /root/.cache/theirs &&
+	on 1 "chown $HT_USER /root/.cache/theirs && chmod 700 /root/.cache/theirs" &&
+	on 1 "ln /root/.cache/theirs /root/.cache/herd/$AGENT" &&
+	job hard "$N1" &&
+	herd run hard.yaml >out 2>err &&
+	echo "[0] up" >expect &&
+	test_cmp expect out &&
+	test ! -e PLANTED-RAN &&
+	on 1 "cmp \"$HERD_ROOT/bin/herd-agent\" /root/.cache/herd/$AGENT" &&
+	test "$(on 1 "stat -c %h.%U /root/.cache/herd/$AGENT /root/.cache/theirs")" = "1.root
+1.$HT_USER" &&
+	on 1 "cmp \"$PWD/planted\" /root/.cache/theirs"
+'
+
+test_expect_success 'a FIFO under the agent name: nothing hangs on it, it is replaced' '
+	cache 1 &&
+	on 1 "mkdir -m 700 /root/.cache/herd && mkfifo -m 700 /root/.cache/herd/$AGENT" &&
+	job fifo "$N1" &&
+	timeout 60 herd run fifo.yaml >out 2>err &&
+	echo "[0] up" >expect &&
+	test_cmp expect out &&
+	test "$(on 1 "stat -c %F /root/.cache/herd/$AGENT")" = "regular file"
+'
+
+test_expect_success 'a sticky directory that another user owns above the cache (their own /tmp): refused, nothing made' '
+	sd=/tmp/herd-t0525-sticky-$$ &&
+	test_when_finished "rm -rf $sd" &&
+	mkdir -m 1777 $sd &&
+	chown "$HT_USER" $sd &&
+	mkdir -m 700 $sd/mine &&
+	job usticky "$N1" "$(yq "$sd/mine/herd")" &&
+	test_expect_code 1 herd run usticky.yaml >out 2>err &&
+	test_must_be_empty out &&
+	err_has "$N1: refusing the herd-agent cache $sd/mine/herd: $sd belongs to uid $HT_UID, not to the job user (uid 0) or root" &&
+	test -z "$(ls -A $sd/mine)"
+'
+
+test_expect_success 'a newline in a path that another user names cannot forge the reason: one line, the real one' '
+	ev=/tmp/herd-t0525-nl-$$ &&
+	test_when_finished "rm -rf $ev" &&
+	mkdir -m 755 $ev &&
+	nd="$ev/x
+herd-agent-error: all is well" &&
+	mkdir -m 700 "$nd" &&
+	chown -R "$HT_USER" $ev &&
+	ln -s "$nd" "$PWD/nl" &&
+	job nl "$N1" "$(yq "$PWD/nl/herd")" &&
+	test_expect_code 1 herd run nl.yaml >out 2>err &&
+	test_must_be_empty out &&
+	test $(grep -c "all is well" err) -eq 1 &&
+	err_has "$N1: refusing the herd-agent cache $PWD/nl/herd: $ev/x?herd-agent-error: all is well belongs to uid $HT_UID" &&
+	test -z "$(ls -A "$nd")"
+'
+
+test_expect_success 'two runs upload into the same new cache at once: both run, one agent, no temporary file' '
+	mkdir -m 700 shared &&
+	job both1 "$N1" "$(yq "$PWD/shared/herd")" &&
+	job both2 "$N1" "$(yq "$PWD/shared/herd")" &&
+	{ herd run both1.yaml >out1 2>err1 & p1=$!; } &&
+	herd run both2.yaml >out2 2>err2 &&
+	wait $p1 &&
+	echo "[0] up" >expect &&
+	test_cmp expect out1 &&
+	test_cmp expect out2 &&
+	test "$(ls -A shared/herd)" = "$AGENT" &&
+	cmp "$HERD_ROOT/bin/herd-agent" "shared/herd/$AGENT"
+'
+
+test_expect_success 'the connection drops in the middle of an upload: the temporary file goes' '
+	mkdir -m 700 slow &&
+	veth=$(ip -o route get "$("$HERD_CLUSTER_TOOLS/node" addr 1)" | sed -n "s/.* dev \([^ ]*\).*/\1/p") &&
+	test -n "$veth" &&
+	tc qdisc add dev "$veth" root tbf rate 400kbit burst 16kb latency 400ms &&
+	test_when_finished "tc qdisc del dev $veth root" &&
+	job slow "$N1" "$(yq "$PWD/slow/herd")" &&
+	{ herd run slow.yaml >out 2>err & hp=$!; } &&
+	i=0 && while [ -z "$(find slow -name ".agent-*" -size +8k)" ] && [ $i -lt 200 ]; do
+		sleep 0.05; i=$((i + 1)); done &&
+	test -n "$(find slow -name ".agent-*" -size +8k)" &&
+	kill -9 $hp && { wait $hp; true; } &&
+	i=0 && while [ -n "$(find slow -name ".agent-*")" ] && [ $i -lt 200 ]; do
+		sleep 0.05; i=$((i + 1)); done &&
+	test -z "$(ls -A slow/herd)"
+'
+
+test_expect_success 'ssh.agent_dir in a root-owned sticky directory where another user planted a symlink to a safe directory: refused, nothing written there' '
+	sd=/tmp/herd-t0525-tmp-$$ &&
+	test_when_finished "rm -rf $sd" &&
+	mkdir -m 1777 $sd &&
+	mkdir -m 700 steered &&
+	ln -s "$PWD/steered" $sd/cache &&
+	chown -h "$HT_USER" $sd/cache &&
+	job steer "$N1" "$(yq "$sd/cache/herd")" &&
+	test_expect_code 1 herd run steer.yaml >out 2>err &&
+	test_must_be_empty out &&
+	err_has "$N1: refusing the herd-agent cache .*: $sd/cache belongs to uid $HT_UID, not to the job user (uid 0) or root" &&
+	test -z "$(ls -A steered)" &&
+	job steer2 "$N1" "$(yq "$sd/cache")" &&
+	test_expect_code 1 herd run steer2.yaml >out 2>err &&
+	err_has "$N1: refusing the herd-agent cache $PWD/steered: $sd/cache belongs to uid $HT_UID" &&
+	test -z "$(ls -A steered)"
+'
+
+test_expect_success 'a cache more than 64 directories deep: refused in one line (the check would cost the node O(depth^2))' '
+	deep="$PWD/deep$(printf "/d%.0s" $(seq 70))" &&
+	mkdir -p -m 700 "$deep" &&
+	ln -s "$deep" "$PWD/deeplink" &&
+	job deep "$N1" "$(yq "$PWD/deeplink/herd")" &&
+	test_expect_code 1 herd run deep.yaml >out 2>err &&
+	test_must_be_empty out &&
+	err_has "$N1: refusing the herd-agent cache $PWD/deeplink/herd: $PWD/deep/d/.*/d is more than 64 directories deep; set ssh.agent_dir to a shorter path" &&
+	test ! -e "$deep/herd"
+'
+
+test_expect_success 'HOME empty on the node and ssh.agent_dir under ~: refused in one line, nothing made under /' '
+	test ! -e /.cache &&
+	test_when_finished "rm -rf /.cache" &&
+	echo "SetEnv HOME=" >>"$HERD_CLUSTER_DIR/nodes/$N2/sshd_config" &&
+	test_when_finished "sed -i /^SetEnv.HOME=/d \"$HERD_CLUSTER_DIR/nodes/$N2/sshd_config\" && cluster_kill_node 2 && cluster_start_node 2" &&
+	cluster_kill_node 2 &&
+	cluster_start_node 2 &&
+	test "$(cluster_ssh 2 "echo \"[\$HOME]\"" </dev/null)" = "[]" &&
+	job nohome "$N2" &&
+	test_expect_code 1 herd run nohome.yaml >out 2>err &&
+	test_must_be_empty out &&
+	err_has "$N2: ssh.agent_dir ~/.cache/herd needs HOME, which is not an absolute path there; set ssh.agent_dir to an absolute path" &&
+	test ! -e /.cache
+'
+
 test_done
