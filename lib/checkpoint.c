@@ -1,6 +1,7 @@
 /* checkpoint.c — newest complete checkpoint; see checkpoint.h. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,16 @@ static int found(struct checkpoint_result *res, const char *path,
 	return res->path && res->source ? 0 : -1;
 }
 
+/* Whether name holds a control character: a newline in it would end a
+ * line of herd's messages or logs (and a comment in a shell command). */
+static int has_control(const char *name)
+{
+	for (const char *p = name; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return 1;
+	return 0;
+}
+
 /* Whether tag can name an entry of checkpoint.dir: one path component
  * ("global_step100"), never a way out of the directory ("..", "a/b",
  * "/etc") nor text that would end a line in a command or a log.  Other
@@ -117,34 +128,51 @@ static int tag_ok(const char *tag)
 {
 	if (!*tag || !strcmp(tag, ".") || !strcmp(tag, ".."))
 		return 0;
-	for (const char *p = tag; *p; p++)
-		if (*p == '/' || (unsigned char)*p < 0x20 || *p == 0x7f)
-			return 0;
-	return 1;
+	return !strchr(tag, '/') && !has_control(tag);
 }
 
 /* The tag named by dir/latest_file, without surrounding blanks; NULL when
  * the file is absent or empty, or (recorded as skipped, *oom on out of
- * memory) when it names something else than one entry of dir. */
+ * memory) when it is no regular file or names something else than one
+ * entry of dir.  Whoever can write dir can make `latest` a FIFO, or a
+ * link to one or to a terminal: opened non-blocking and checked, so that
+ * herd never waits on it. */
 static char *read_tag(const char *dir, const char *latest_file,
 		      struct checkpoint_result *res, int *oom)
 {
 	char path[8192], *tag, *start;
-	FILE *f;
-	size_t n;
+	struct stat st;
+	size_t n = 0;
+	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, latest_file);
-	f = fopen(path, "r");
-	if (!f)
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
 		return NULL;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		if (add_skip(res, path,
+			     "not a regular file: herd reads no FIFO, "
+			     "device or directory as the latest tag") < 0)
+			*oom = 1;
+		return NULL;
+	}
 	tag = calloc(1, CHECKPOINT_TAG_MAX + 1);
 	if (!tag) {
-		fclose(f);
+		close(fd);
 		*oom = 1;
 		return NULL;
 	}
-	n = fread(tag, 1, CHECKPOINT_TAG_MAX, f);
-	fclose(f);
+	while (n < CHECKPOINT_TAG_MAX) {
+		ssize_t r = read(fd, tag + n, CHECKPOINT_TAG_MAX - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
 	tag[n] = '\0';
 	while (n > 0 && isspace((unsigned char)tag[n - 1]))
 		tag[--n] = '\0';
@@ -255,6 +283,14 @@ int checkpoint_find(const char *dir, const char *latest_file,
 			continue;
 		if (latest_path && !strcmp(c[i].path, latest_path))
 			continue;	/* already judged */
+		if (has_control(c[i].name)) {
+			/* As for latest: one line, whatever reads it. */
+			if (add_skip(res, c[i].path,
+				     "its name holds a control character "
+				     "(a newline, a tab, ...)") < 0)
+				goto oom;
+			continue;
+		}
 		r = check_candidate(c[i].path, marker, res);
 		if (r < 0)
 			goto oom;

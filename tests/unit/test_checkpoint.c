@@ -194,6 +194,60 @@ static void test_none(void **state)
 	assert_non_null(strstr(err.text, "without '/'"));
 }
 
+/* `latest` as a FIFO (anyone who can write checkpoint.dir can make one):
+ * herd neither blocks on it nor reads it; it is skipped with its reason
+ * and the pattern decides.  (Before, fopen() waited for a writer
+ * forever: the alarm ends the test.) */
+static void test_latest_fifo(void **state)
+{
+	struct checkpoint_result res;
+	struct herd_err err;
+	char p[512], want[512];
+
+	(void)state;
+	mkd("step_1");
+	snprintf(p, sizeof(p), "%s/latest", root);
+	assert_int_equal(mkfifo(p, 0644), 0);
+	alarm(10);
+	assert_int_equal(checkpoint_find(root, "latest", "step_*", NULL, &res,
+					 &err), 0);
+	alarm(0);
+	snprintf(want, sizeof(want), "%s/step_1", root);
+	assert_string_equal(res.path, want);
+	assert_int_equal(res.n_skipped, 1);
+	assert_non_null(strstr(res.skipped[0].reason, "not a regular file"));
+	checkpoint_result_free(&res);
+	unlink(p);
+	/* A link to a directory is no tag either. */
+	assert_int_equal(symlink(".", p), 0);
+	assert_int_equal(checkpoint_find(root, "latest", "step_*", NULL, &res,
+					 &err), 0);
+	assert_string_equal(res.path, want);
+	assert_non_null(strstr(res.skipped[0].reason, "not a regular file"));
+	checkpoint_result_free(&res);
+}
+
+/* A directory found by the pattern whose name holds a newline is skipped
+ * as latest's tag is: it would end a line of herd's messages (and, in a
+ * command, a comment). */
+static void test_pattern_control(void **state)
+{
+	struct checkpoint_result res;
+	struct herd_err err;
+	char want[512];
+
+	(void)state;
+	mkd("step_1");
+	mkd("step_9\ntouch INJ");
+	assert_int_equal(checkpoint_find(root, NULL, "step_*", NULL, &res,
+					 &err), 0);
+	snprintf(want, sizeof(want), "%s/step_1", root);
+	assert_string_equal(res.path, want);
+	assert_int_equal(res.n_skipped, 1);
+	assert_non_null(strstr(res.skipped[0].reason, "control character"));
+	checkpoint_result_free(&res);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -205,6 +259,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_latest_hostile, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_none, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_latest_fifo, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_pattern_control, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
