@@ -187,6 +187,49 @@ static int sh_word_start(char prev)
 	       prev == ')' || prev == '<' || prev == '>';
 }
 
+/* The length of a command substitution $(...) at p whose end every shell
+ * finds at the same ')': quotes in it balance, parentheses nest, and it
+ * holds no placeholder, backquote, nested $( inside its quotes, '#',
+ * here-document or `case` (whose patterns end in an unbalanced ')').
+ * 0 otherwise.  ("$(dirname "$0")" is one.) */
+static size_t sh_cmdsub_len(const char *p)
+{
+	enum sh_quote q = SH_PLAIN;
+	int depth = 1;
+
+	for (const char *c = p + 2; *c; c++) {
+		if ((c[0] == '{' && c[1] == '{') || *c == '`' ||
+		    (c[0] == '<' && c[1] == '<') || !strncmp(c, "case", 4))
+			return 0;
+		if (q == SH_SINGLE) {
+			if (*c == '\'')
+				q = SH_PLAIN;
+		} else if (q == SH_DOUBLE) {
+			if (*c == '\\' && c[1])
+				c++;
+			else if (*c == '"')
+				q = SH_PLAIN;
+			else if (c[0] == '$' && c[1] == '(')
+				return 0;
+		} else if (*c == '\\') {
+			if (!c[1])
+				return 0;
+			c++;
+		} else if (*c == '\'') {
+			q = SH_SINGLE;
+		} else if (*c == '"') {
+			q = SH_DOUBLE;
+		} else if (*c == '#') {
+			return 0;
+		} else if (*c == '(') {
+			depth++;
+		} else if (*c == ')' && --depth == 0) {
+			return (size_t)(c + 1 - p);
+		}
+	}
+	return 0;
+}
+
 /* The length of a simple expansion at p: `...`, $(...), ${...},
  * $((...)), $[...] or ((...)) whose body holds no quote, backslash,
  * nesting, '{' (so no placeholder) and, for commands, no '#' or '<'
@@ -211,9 +254,7 @@ static size_t sh_simple_expansion(const char *p)
 		close = ')';
 		twice = 1;
 	} else if (p[0] == '$' && p[1] == '(') {
-		q = p + 2;
-		close = ')';
-		cmd = 1;
+		return sh_cmdsub_len(p);
 	} else if (p[0] == '$' && p[1] == '{') {
 		q = p + 2;
 		close = '}';

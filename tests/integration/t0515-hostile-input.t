@@ -123,6 +123,34 @@ test_expect_success 'validate: a placeholder whose quoting herd cannot tell is r
 	grep "^q.yaml:2:12: launch.command: character 13: herd cannot tell how the shell quotes {{checkpoint}}" err
 '
 
+test_expect_success 'validate: simple "${HOME}", "$(cmd)" before a placeholder pass; bash-only quoting and a resume_args ending in a comment are refused at file:line:col' '
+	cat >ok.yaml <<-\EOF &&
+	checkpoint: {dir: /c, pattern: "s*", resume_args: "--resume {{checkpoint}}"}
+	launch:
+	  command: cd "$(dirname "$0")"; python "${HOME}/t.py" {{resume_args}} --log "$(hostname).log" --out {{checkpoint}}
+	EOF
+	herd validate ok.yaml >out &&
+	cat >b1.yaml <<-\EOF &&
+	launch:
+	  command: printf x $'"'"'a\'"'"'{{checkpoint}}'"'"'
+	EOF
+	test_expect_code 2 herd validate b1.yaml 2>err &&
+	grep "^b1.yaml:2:12: launch.command: character 15: .*a \$.\.\.\.. with a backslash" err &&
+	cat >b2.yaml <<-\EOF &&
+	launch:
+	  command: (( n = {{attempt}} )); run
+	EOF
+	test_expect_code 2 herd validate b2.yaml 2>err &&
+	grep "^b2.yaml:2:12: launch.command: .*arithmetic ((" err &&
+	cat >b3.yaml <<-\EOF &&
+	checkpoint: {dir: /c, pattern: "s*", resume_args: "--resume {{checkpoint}} # resume"}
+	launch:
+	  command: train {{resume_args}} --out {{checkpoint}}
+	EOF
+	test_expect_code 2 herd validate b3.yaml 2>err &&
+	grep "^b3.yaml:1:51: checkpoint.resume_args: the text ends in a # comment" err
+'
+
 # ---- item 8: host names --------------------------------------------------
 
 test_expect_success 'validate: nodes.hosts and nodes.spares take only host names, at file:line:col' '
@@ -209,6 +237,19 @@ test_expect_success 'a workdir missing on the nodes: each rank says so with its 
 	EOF
 	test_expect_code 127 herd run nowd.yaml >out 2>err &&
 	failed_start nowd 2 "cannot enter the workdir: No such file or directory"
+'
+
+test_expect_success 'the report pipe stays out of the rank: a rank holds fds 0, 1, 2 only, its keeper /dev/null only' '
+	job fds <<-\EOF &&
+	launch:
+	  command: "ls /proc/$$/fd; echo =; ls /proc/$PPID/fd; readlink /proc/$PPID/fd/1 /proc/$PPID/fd/2; true"
+	EOF
+	herd run fds.yaml >out 2>err &&
+	for r in 0 1; do
+		printf "[$r] %s\n" 0 1 2 = 0 1 2 /dev/null /dev/null >expect &&
+		grep "^\[$r\] " out >actual &&
+		test_cmp expect actual || return 1
+	done
 '
 
 # ---- item 12: SIGHUP ----------------------------------------------------

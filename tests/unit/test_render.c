@@ -319,6 +319,7 @@ static void test_shell_simple_expansions(void **state)
 	} t[] = {
 	    {"printf '<%s>' \"${HOME}t.py\" {{v}}", "</t.py><V>"},
 	    {"printf '<%s>' \"$(echo a b)\" \"in {{v}}\"", "<a b><in V>"},
+	    {"printf '<%s>' \"$(echo \"a)\" ')')\" {{v}}", "<a) )><V>"},
 	    {"printf '<%s>' `echo a` {{v}}", "<a><V>"},
 	    {"printf '<%s>' $((1+2)) \"$((3))\" {{v}}", "<3><3><V>"},
 	    {"printf '<%s>' \"$(dirname /x/y)\" {{v}} \"${#HOME}\"",
@@ -418,6 +419,7 @@ static void test_shell_property(void **state)
 	    "`echo y`", "$((1+2))", "((",     "$[",     "${A[",	  "]",
 	    ")",       "$\"",	  "--c=",   "{{v|d}}", "<<",	  ">#",
 	    "$'\\'",  "\n((",	  "$[ ",    "${A:",
+	    "\"$(echo \"q)\")\"", "$(echo ')')",
 	};
 	/* The first value is the harmless one. */
 	static const char *const values[] = {
