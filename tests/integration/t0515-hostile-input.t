@@ -32,6 +32,11 @@ cat >argv.sh <<\EOF
 printf '%s\0' "$@" >"argv.$RANK.tmp" && mv "argv.$RANK.tmp" "argv.$RANK"
 EOF
 
+# ev_any FILE EVENT COND: true when some EVENT of FILE satisfies COND (jq)
+ev_any() {
+	jq -e -n --arg e "$2" "[inputs | select(.event == \$e)] | any(.[]; $3)" "$1" >/dev/null
+}
+
 # want_argv WORD...: true when every rank's argv file holds exactly the
 # words, each one argument.
 want_argv() {
@@ -112,6 +117,23 @@ test_expect_success 'a latest file that leaves checkpoint.dir ("../x") is skippe
 	herd run ck4.yaml >out 2>err &&
 	want_argv --resume "$PWD/ck4/global_step1" &&
 	ev_all runs/ck4/events.jsonl checkpoint_skipped ".reason | test(\"latest names no entry of checkpoint.dir\")"
+'
+
+test_expect_success 'checkpoint names that JSON or a line cannot carry (bytes not UTF-8, a newline) are skipped with their reason; no node is evicted' '
+	rm -f argv.? &&
+	mkdir -p ck6/ckpt-1 "ck6/ckpt-2$(printf "\ntouch INJ")" "ck6/ckpt-3$(printf "\377")" &&
+	job ck6 <<-EOF &&
+	checkpoint: {dir: "$PWD/ck6", pattern: "ckpt-*", resume_args: "--resume {{checkpoint}}"}
+	launch:
+	  workdir: "$PWD"
+	  command: sh argv.sh {{resume_args}}
+	EOF
+	herd run ck6.yaml >out 2>err &&
+	want_argv --resume "$PWD/ck6/ckpt-1" &&
+	test ! -e INJ &&
+	ev_any runs/ck6/events.jsonl checkpoint_skipped ".path == \"$PWD/ck6/ckpt-3?\" and (.reason | test(\"not valid UTF-8\"))" &&
+	ev_any runs/ck6/events.jsonl checkpoint_skipped ".path == \"$PWD/ck6/ckpt-2?touch INJ\" and (.reason | test(\"control character\"))" &&
+	! grep node_evicted runs/ck6/events.jsonl
 '
 
 test_expect_success 'validate: a placeholder whose quoting herd cannot tell is refused at file:line:col' '
