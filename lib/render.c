@@ -399,9 +399,9 @@ static void sh_scan_text(struct sh_scan *s, const char *p, size_t n)
 			} else if (c == '"') {
 				s->q = SH_PLAIN;
 			} else if (c == '`' ||
-				   (c == '$' && (p[i + 1] == '(' ||
-						 p[i + 1] == '{' ||
-						 p[i + 1] == '['))) {
+				   (c == '$' &&
+				    (p[i + 1] == '(' || p[i + 1] == '{' ||
+				     p[i + 1] == '['))) {
 				s->unsure = s->unsure ? s->unsure
 						      : "a $(, ${, $[ or ` "
 							"inside double quotes";
@@ -544,7 +544,7 @@ static char *shell_render(const char *tmpl, const struct render_var *vars,
 		/* The text is pasted into launch.command: it must leave
 		 * the shell where it found it. */
 		herd_errprintf(err, "the text ends %s",
-			       s.q == SH_SINGLE   ? "inside single quotes"
+			       s.q == SH_SINGLE	  ? "inside single quotes"
 			       : s.q == SH_DOUBLE ? "inside double quotes"
 			       : s.q == SH_COMMENT
 				   ? "in a # comment, which would hide the "

@@ -50,10 +50,12 @@ char *render_text(const char *tmpl, const struct render_var *vars,
  * placeholder (no placeholder inside, quotes balanced) is skipped where
  * every shell ends it ("${HOME}/t.py", "$(dirname "$0")").  What a
  * program does with its argument (eval, let, [[ x -eq y ]], sh -c) is
- * its own business: herd promises one literal argument.  One variable may be named `words`: its value is shell
- * words herd built itself (checkpoint.resume_args, already rendered with
- * render_shell()), pasted as they are; it must stand outside quotes, and
- * the scan follows them (a # or a trailing \ in them counts). */
+ * its own business: herd promises one literal argument.
+ *
+ * One variable may be named `words`: its value is shell words herd built
+ * itself (checkpoint.resume_args, already rendered with render_shell()),
+ * pasted as they are; it must stand outside quotes, and the scan follows
+ * them (a # or a trailing \ in them counts). */
 
 /* Returns a malloc'd copy of s in single quotes for /bin/sh, or NULL when
  * out of memory. */

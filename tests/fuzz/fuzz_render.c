@@ -33,7 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	{
 		static const struct render_var sh[] = {
-		    {"checkpoint", "a'b\"c;$(x)`y`\\"}, {"resume_args", "--r 'v'"}};
+		    {"checkpoint", "a'b\"c;$(x)`y`\\"},
+		    {"resume_args", "--r 'v'"}};
 		char *out;
 
 		err.text[0] = '\0';
