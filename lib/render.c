@@ -540,6 +540,16 @@ static char *shell_render(const char *tmpl, const struct render_var *vars,
 			s.escaped = 0;
 		}
 	}
+	if (!balanced && *tmpl && tmpl[strlen(tmpl) - 1] == '\\' &&
+	    (s.unsure || s.escaped)) {
+		/* A '\\' at the end of the input is unspecified by POSIX;
+		 * bash keeps it or drops it depending on the value before
+		 * it (one with a newline loses it).  (Where the scan is
+		 * unsure, it may be such a '\\' too.) */
+		herd_errprintf(err, "the text ends with a '\\', which escapes "
+				    "nothing; remove it");
+		goto fail;
+	}
 	if (balanced && (s.q != SH_PLAIN || s.escaped)) {
 		/* The text is pasted into launch.command: it must leave
 		 * the shell where it found it. */

@@ -295,6 +295,11 @@ static void test_shell_bash_contexts(void **state)
 	expect_shell_error("echo ${U:{{v}}}", "${name:offset}");
 	expect_shell_error("echo ${U: -{{v}}}", "${name:offset}");
 	expect_shell_error("echo \"$[{{v}}]\"", "inside double quotes");
+	/* A '\' at the very end: bash keeps it after 'SAFE' and drops it
+	 * after a value with a newline (the rendering would depend on the
+	 * value). */
+	expect_shell_error("printf x {{v}}\\", "ends with a '\\'");
+	expect_shell_error("printf x {{v}} $'\\'\\", "ends with a '\\'");
 	/* Not refused: $'...' without a backslash ends at the same ' for
 	 * every shell. */
 	{
