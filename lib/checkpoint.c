@@ -1,6 +1,7 @@
 /* checkpoint.c — newest complete checkpoint; see checkpoint.h. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,62 @@ static int found(struct checkpoint_result *res, const char *path,
 	return res->path && res->source ? 0 : -1;
 }
 
+/* Whether s is valid UTF-8 (no overlong forms, surrogates or code points
+ * above U+10FFFF): herd's events and its messages to the agents are JSON,
+ * which carries nothing else. */
+static int utf8_ok(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		unsigned cp;
+		int n;
+
+		if (*p < 0x80) {
+			p++;
+			continue;
+		} else if ((*p & 0xe0) == 0xc0) {
+			cp = *p & 0x1f;
+			n = 1;
+		} else if ((*p & 0xf0) == 0xe0) {
+			cp = *p & 0x0f;
+			n = 2;
+		} else if ((*p & 0xf8) == 0xf0) {
+			cp = *p & 0x07;
+			n = 3;
+		} else {
+			return 0;
+		}
+		for (int i = 1; i <= n; i++) {
+			if ((p[i] & 0xc0) != 0x80)
+				return 0;
+			cp = cp << 6 | (p[i] & 0x3f);
+		}
+		if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) ||
+		    (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			return 0;
+		p += n + 1;
+	}
+	return 1;
+}
+
+/* Why a name found in checkpoint.dir cannot be passed on, or NULL: a
+ * control character would end a line of herd's messages or logs (and a
+ * comment in a shell command); bytes that are not UTF-8 cannot go into
+ * the LAUNCH message (the node would refuse it and be evicted). */
+static const char *name_unfit(const char *name)
+{
+	for (const char *p = name; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return "its name holds a control character (a newline, "
+			       "a tab, ...)";
+	if (!utf8_ok(name))
+		return "its name is not valid UTF-8 (herd's events and "
+		       "messages to the nodes are JSON)";
+	return NULL;
+}
+
 /* Whether tag can name an entry of checkpoint.dir: one path component
  * ("global_step100"), never a way out of the directory ("..", "a/b",
  * "/etc") nor text that would end a line in a command or a log.  Other
@@ -117,34 +174,51 @@ static int tag_ok(const char *tag)
 {
 	if (!*tag || !strcmp(tag, ".") || !strcmp(tag, ".."))
 		return 0;
-	for (const char *p = tag; *p; p++)
-		if (*p == '/' || (unsigned char)*p < 0x20 || *p == 0x7f)
-			return 0;
-	return 1;
+	return !strchr(tag, '/') && !name_unfit(tag);
 }
 
 /* The tag named by dir/latest_file, without surrounding blanks; NULL when
  * the file is absent or empty, or (recorded as skipped, *oom on out of
- * memory) when it names something else than one entry of dir. */
+ * memory) when it is no regular file or names something else than one
+ * entry of dir.  Whoever can write dir can make `latest` a FIFO, or a
+ * link to one or to a terminal: opened non-blocking and checked, so that
+ * herd never waits on it. */
 static char *read_tag(const char *dir, const char *latest_file,
 		      struct checkpoint_result *res, int *oom)
 {
 	char path[8192], *tag, *start;
-	FILE *f;
-	size_t n;
+	struct stat st;
+	size_t n = 0;
+	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, latest_file);
-	f = fopen(path, "r");
-	if (!f)
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
 		return NULL;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		if (add_skip(res, path,
+			     "not a regular file: herd reads no FIFO, "
+			     "device or directory as the latest tag") < 0)
+			*oom = 1;
+		return NULL;
+	}
 	tag = calloc(1, CHECKPOINT_TAG_MAX + 1);
 	if (!tag) {
-		fclose(f);
+		close(fd);
 		*oom = 1;
 		return NULL;
 	}
-	n = fread(tag, 1, CHECKPOINT_TAG_MAX, f);
-	fclose(f);
+	while (n < CHECKPOINT_TAG_MAX) {
+		ssize_t r = read(fd, tag + n, CHECKPOINT_TAG_MAX - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
 	tag[n] = '\0';
 	while (n > 0 && isspace((unsigned char)tag[n - 1]))
 		tag[--n] = '\0';
@@ -160,8 +234,8 @@ static char *read_tag(const char *dir, const char *latest_file,
 
 		snprintf(reason, sizeof(reason),
 			 "%s names no entry of checkpoint.dir (one name "
-			 "expected: no '/', control character, '.' or "
-			 "'..')",
+			 "expected: valid UTF-8, no '/', control character, "
+			 "'.' or '..')",
 			 latest_file);
 		if (add_skip(res, path, reason) < 0)
 			*oom = 1;
@@ -195,6 +269,7 @@ int checkpoint_find(const char *dir, const char *latest_file,
 	struct cand *c = NULL;
 	char *tag = NULL, *latest_path = NULL;
 	char pat[8192];
+	const char *why;
 	size_t n = 0;
 	int rc = -1, r, oom = 0;
 
@@ -255,6 +330,21 @@ int checkpoint_find(const char *dir, const char *latest_file,
 			continue;
 		if (latest_path && !strcmp(c[i].path, latest_path))
 			continue;	/* already judged */
+		if ((why = name_unfit(c[i].name))) {
+			/* As for latest's tag.  The path is recorded with
+			 * '?' for what JSON and a terminal cannot take. */
+			char *shown = strdup(c[i].path);
+
+			for (char *s = shown; s && *s; s++)
+				if ((unsigned char)*s < 0x20 || *s == 0x7f ||
+				    (unsigned char)*s >= 0x80)
+					*s = '?';
+			r = shown ? add_skip(res, shown, why) : -1;
+			free(shown);
+			if (r < 0)
+				goto oom;
+			continue;
+		}
 		r = check_candidate(c[i].path, marker, res);
 		if (r < 0)
 			goto oom;

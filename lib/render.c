@@ -184,17 +184,139 @@ static int sh_word_start(char prev)
 {
 	return prev == 0 || prev == ' ' || prev == '\t' || prev == '\n' ||
 	       prev == ';' || prev == '&' || prev == '|' || prev == '(' ||
-	       prev == ')';
+	       prev == ')' || prev == '<' || prev == '>';
+}
+
+/* The length of a command substitution $(...) at p whose end every shell
+ * finds at the same ')': quotes in it balance, parentheses nest, and it
+ * holds no placeholder, backquote, nested $( inside its quotes, '#',
+ * here-document or `case` (whose patterns end in an unbalanced ')').
+ * 0 otherwise.  ("$(dirname "$0")" is one.) */
+static size_t sh_cmdsub_len(const char *p)
+{
+	enum sh_quote q = SH_PLAIN;
+	int depth = 1;
+
+	for (const char *c = p + 2; *c; c++) {
+		if ((c[0] == '{' && c[1] == '{') || *c == '`' ||
+		    (c[0] == '<' && c[1] == '<') || !strncmp(c, "case", 4))
+			return 0;
+		if (q == SH_SINGLE) {
+			if (*c == '\'')
+				q = SH_PLAIN;
+		} else if (q == SH_DOUBLE) {
+			if (*c == '\\' && c[1])
+				c++;
+			else if (*c == '"')
+				q = SH_PLAIN;
+			else if (c[0] == '$' && c[1] == '(')
+				return 0;
+		} else if (*c == '\\') {
+			if (!c[1])
+				return 0;
+			c++;
+		} else if (*c == '\'') {
+			q = SH_SINGLE;
+		} else if (*c == '"') {
+			q = SH_DOUBLE;
+		} else if (*c == '#') {
+			return 0;
+		} else if (*c == '(') {
+			depth++;
+		} else if (*c == ')' && --depth == 0) {
+			return (size_t)(c + 1 - p);
+		}
+	}
+	return 0;
+}
+
+/* The length of a simple expansion at p: `...`, $(...), ${...},
+ * $((...)), $[...] or ((...)) whose body holds no quote, backslash,
+ * nesting, '{' (so no placeholder) and, for commands, no '#' or '<'
+ * (comments, here-documents): the first closing character ends it, for
+ * every shell.  0 when p starts none, or one the scan cannot skip. */
+static size_t sh_simple_expansion(const char *p)
+{
+	const char *q;
+	char close;
+	int twice = 0, cmd = 0;
+
+	if (p[0] == '`') {
+		q = p + 1;
+		close = '`';
+		cmd = 1;
+	} else if (p[0] == '$' && p[1] == '(' && p[2] == '(') {
+		q = p + 3;
+		close = ')';
+		twice = 1;
+	} else if (p[0] == '(' && p[1] == '(') {
+		q = p + 2;
+		close = ')';
+		twice = 1;
+	} else if (p[0] == '$' && p[1] == '(') {
+		return sh_cmdsub_len(p);
+	} else if (p[0] == '$' && p[1] == '{') {
+		q = p + 2;
+		close = '}';
+	} else if (p[0] == '$' && p[1] == '[') {
+		q = p + 2;
+		close = ']';
+	} else {
+		return 0;
+	}
+	for (; *q; q++) {
+		if (*q == close) {
+			if (!twice)
+				return (size_t)(q + 1 - p);
+			return q[1] == close ? (size_t)(q + 2 - p) : 0;
+		}
+		if (strchr("'\"\\`(){}[]", *q) || (cmd && strchr("#<", *q)))
+			return 0;
+		if (*q == '$' && !isalnum((unsigned char)q[1]) &&
+		    !strchr("_@*#?!-$", q[1]))
+			return 0;
+	}
+	return 0;
+}
+
+/* Whether ${...} at p (in plain text) is read as arithmetic by bash: an
+ * array subscript ${a[...]} or a substring ${a:offset}, where quotes do
+ * not protect a value (bash runs $(...) found in a subscript). */
+static int sh_param_arith(const char *p)
+{
+	const char *q = p + 2;
+
+	if (*q == '#' || *q == '!')
+		q++;
+	if (*q && strchr("@*#?!-$", *q))
+		q++;
+	else
+		while (isalnum((unsigned char)*q) || *q == '_')
+			q++;
+	if (q == p + 2)
+		return 1; /* no name: nothing the scan can tell */
+	if (*q == '[')
+		return 1;
+	if (*q == ':' && !(q[1] && strchr("-=?+", q[1])))
+		return 1;
+	return 0;
 }
 
 /* Follows the shell's quoting over the n characters of literal text at
- * p (it may look at p[n], which is still in the template). */
+ * p (it may look past p[n], which is still in the template or NUL). */
 static void sh_scan_text(struct sh_scan *s, const char *p, size_t n)
 {
-	if (n > 0)
+	size_t i = 0;
+
+	if (n > 0 && s->escaped) {
+		/* The text before ended with '\\': it escapes p[0]. */
 		s->escaped = 0;
-	for (size_t i = 0; i < n; i++) {
+		s->prev = p[0];
+		i = 1;
+	}
+	for (; i < n; i++) {
 		char c = p[i];
+		size_t len;
 
 		if (c == '\\' && i + 1 == n &&
 		    (s->q == SH_PLAIN || s->q == SH_DOUBLE)) {
@@ -208,18 +330,52 @@ static void sh_scan_text(struct sh_scan *s, const char *p, size_t n)
 			if (c == '\\' && i + 1 < n) {
 				i++;
 				c = p[i];
+			} else if ((c == '`' || c == '$' ||
+				    (c == '(' && sh_word_start(s->prev))) &&
+				   (len = sh_simple_expansion(p + i)) > 0 &&
+				   i + len <= n) {
+				i += len - 1;
+				c = p[i];
 			} else if (c == '\'') {
 				s->q = SH_SINGLE;
 			} else if (c == '"') {
 				s->q = SH_DOUBLE;
 			} else if (c == '`') {
 				s->unsure = s->unsure ? s->unsure : "a `";
+			} else if (c == '$' && p[i + 1] == '\'') {
+				/* $'...': bash (and POSIX 2024) read \' in
+				 * it as a quote, dash 0.5.12 ends it there:
+				 * with a backslash before the next ', the
+				 * scan cannot tell where it ends (the rest
+				 * of the template counts, placeholders and
+				 * all). */
+				const char *b = p + i + 2;
+				const char *e = strchr(b, '\'');
+
+				if (memchr(b, '\\',
+					   e ? (size_t)(e - b) : strlen(b)))
+					s->unsure = s->unsure ? s->unsure
+							      : "a $'...' with "
+								"a backslash";
 			} else if (c == '$' && p[i + 1] == '(' &&
 				   p[i + 2] == '(') {
 				/* Arithmetic reads no quotes (and bash
 				 * evaluates subscripts in it). */
 				s->unsure =
 				    s->unsure ? s->unsure : "an arithmetic $((";
+			} else if (c == '$' && p[i + 1] == '[') {
+				s->unsure =
+				    s->unsure ? s->unsure : "an arithmetic $[";
+			} else if (c == '(' && p[i + 1] == '(' &&
+				   sh_word_start(s->prev)) {
+				s->unsure =
+				    s->unsure ? s->unsure : "an arithmetic ((";
+			} else if (c == '$' && p[i + 1] == '{' &&
+				   sh_param_arith(p + i)) {
+				s->unsure = s->unsure
+						? s->unsure
+						: "a ${name[...]} or "
+						  "${name:offset} (arithmetic)";
 			} else if (c == '<' && p[i + 1] == '<') {
 				s->unsure = s->unsure ? s->unsure
 						      : "a here-document <<";
@@ -235,14 +391,20 @@ static void sh_scan_text(struct sh_scan *s, const char *p, size_t n)
 			if (c == '\\' && i + 1 < n) {
 				i++;
 				c = p[i];
+			} else if ((c == '`' || c == '$') &&
+				   (len = sh_simple_expansion(p + i)) > 0 &&
+				   i + len <= n) {
+				i += len - 1;
+				c = p[i];
 			} else if (c == '"') {
 				s->q = SH_PLAIN;
 			} else if (c == '`' ||
 				   (c == '$' &&
-				    (p[i + 1] == '(' || p[i + 1] == '{'))) {
+				    (p[i + 1] == '(' || p[i + 1] == '{' ||
+				     p[i + 1] == '['))) {
 				s->unsure = s->unsure ? s->unsure
-						      : "a $(, ${ or ` inside "
-							"double quotes";
+						      : "a $(, ${, $[ or ` "
+							"inside double quotes";
 			}
 			break;
 		case SH_COMMENT:
@@ -366,14 +528,39 @@ static char *shell_render(const char *tmpl, const struct render_var *vars,
 		if (value ? sh_add_value(&b, &s, value, strlen(value), raw) < 0
 			  : sh_add_value(&b, &s, ph.dflt, ph.dlen, 0) < 0)
 			goto oom;
-		/* A quoted value ends like a word: "#" after it starts no
-		 * comment. */
-		s.prev = 'x';
-		s.escaped = 0;
+		if (raw) {
+			/* Words are shell text: the scan follows them (a
+			 * '#', a quote or a '\\' in them changes how the
+			 * rest of the template reads). */
+			sh_scan_text(&s, value, strlen(value));
+		} else {
+			/* A quoted value ends like a word: "#" after it
+			 * starts no comment. */
+			s.prev = 'x';
+			s.escaped = 0;
+		}
 	}
-	if (balanced && s.q != SH_PLAIN && s.q != SH_COMMENT) {
-		herd_errprintf(err, "the text ends inside %s quotes",
-			       s.q == SH_SINGLE ? "single" : "double");
+	if (!balanced && *tmpl && tmpl[strlen(tmpl) - 1] == '\\' &&
+	    (s.unsure || s.escaped)) {
+		/* A '\\' at the end of the input is unspecified by POSIX;
+		 * bash keeps it or drops it depending on the value before
+		 * it (one with a newline loses it).  (Where the scan is
+		 * unsure, it may be such a '\\' too.) */
+		herd_errprintf(err, "the text ends with a '\\', which escapes "
+				    "nothing; remove it");
+		goto fail;
+	}
+	if (balanced && (s.q != SH_PLAIN || s.escaped)) {
+		/* The text is pasted into launch.command: it must leave
+		 * the shell where it found it. */
+		herd_errprintf(err, "the text ends %s",
+			       s.q == SH_SINGLE	  ? "inside single quotes"
+			       : s.q == SH_DOUBLE ? "inside double quotes"
+			       : s.q == SH_COMMENT
+				   ? "in a # comment, which would hide the "
+				     "rest of launch.command"
+				   : "with a '\\', which would escape what "
+				     "follows it in launch.command");
 		goto fail;
 	}
 	return b.s;

@@ -42,9 +42,20 @@ char *render_text(const char *tmpl, const struct render_var *vars,
  * Where a plain scan of the text cannot tell how the shell will read a
  * placeholder (inside `...`, inside "$(...)" or "${...}", after a
  * here-document "<<", in a # comment) the template is refused rather
- * than guessed at.  One variable may be named `words`: its value is shell
- * words herd built itself (checkpoint.resume_args, already rendered with
- * render_shell()), pasted as they are; it must stand outside quotes. */
+ * than guessed at.  So are the places where bash (/bin/sh on many
+ * clusters) reads quotes differently from dash: a $'...' with a
+ * backslash, and arithmetic ($((, $[, ((, ${a[...]}, ${a:offset}), where
+ * bash runs a $(...) found in a value's array subscript, quotes or not.
+ * A simple $(...), ${...}, `...` or $((...)) written before a
+ * placeholder (no placeholder inside, quotes balanced) is skipped where
+ * every shell ends it ("${HOME}/t.py", "$(dirname "$0")").  What a
+ * program does with its argument (eval, let, [[ x -eq y ]], sh -c) is
+ * its own business: herd promises one literal argument.
+ *
+ * One variable may be named `words`: its value is shell words herd built
+ * itself (checkpoint.resume_args, already rendered with render_shell()),
+ * pasted as they are; it must stand outside quotes, and the scan follows
+ * them (a # or a trailing \ in them counts). */
 
 /* Returns a malloc'd copy of s in single quotes for /bin/sh, or NULL when
  * out of memory. */

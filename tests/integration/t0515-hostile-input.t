@@ -32,6 +32,11 @@ cat >argv.sh <<\EOF
 printf '%s\0' "$@" >"argv.$RANK.tmp" && mv "argv.$RANK.tmp" "argv.$RANK"
 EOF
 
+# ev_any FILE EVENT COND: true when some EVENT of FILE satisfies COND (jq)
+ev_any() {
+	jq -e -n --arg e "$2" "[inputs | select(.event == \$e)] | any(.[]; $3)" "$1" >/dev/null
+}
+
 # want_argv WORD...: true when every rank's argv file holds exactly the
 # words, each one argument.
 want_argv() {
@@ -114,6 +119,23 @@ test_expect_success 'a latest file that leaves checkpoint.dir ("../x") is skippe
 	ev_all runs/ck4/latest/events.jsonl checkpoint_skipped ".reason | test(\"latest names no entry of checkpoint.dir\")"
 '
 
+test_expect_success 'checkpoint names that JSON or a line cannot carry (bytes not UTF-8, a newline) are skipped with their reason; no node is evicted' '
+	rm -f argv.? &&
+	mkdir -p ck6/ckpt-1 "ck6/ckpt-2$(printf "\ntouch INJ")" "ck6/ckpt-3$(printf "\377")" &&
+	job ck6 <<-EOF &&
+	checkpoint: {dir: "$PWD/ck6", pattern: "ckpt-*", resume_args: "--resume {{checkpoint}}"}
+	launch:
+	  workdir: "$PWD"
+	  command: sh argv.sh {{resume_args}}
+	EOF
+	herd run ck6.yaml >out 2>err &&
+	want_argv --resume "$PWD/ck6/ckpt-1" &&
+	test ! -e INJ &&
+	ev_any runs/ck6/events.jsonl checkpoint_skipped ".path == \"$PWD/ck6/ckpt-3?\" and (.reason | test(\"not valid UTF-8\"))" &&
+	ev_any runs/ck6/events.jsonl checkpoint_skipped ".path == \"$PWD/ck6/ckpt-2?touch INJ\" and (.reason | test(\"control character\"))" &&
+	! grep node_evicted runs/ck6/events.jsonl
+'
+
 test_expect_success 'validate: a placeholder whose quoting herd cannot tell is refused at file:line:col' '
 	cat >q.yaml <<-\EOF &&
 	launch:
@@ -121,6 +143,34 @@ test_expect_success 'validate: a placeholder whose quoting herd cannot tell is r
 	EOF
 	test_expect_code 2 herd validate q.yaml 2>err &&
 	grep "^q.yaml:2:12: launch.command: character 13: herd cannot tell how the shell quotes {{checkpoint}}" err
+'
+
+test_expect_success 'validate: simple "${HOME}", "$(cmd)" before a placeholder pass; bash-only quoting and a resume_args ending in a comment are refused at file:line:col' '
+	cat >ok.yaml <<-\EOF &&
+	checkpoint: {dir: /c, pattern: "s*", resume_args: "--resume {{checkpoint}}"}
+	launch:
+	  command: cd "$(dirname "$0")"; python "${HOME}/t.py" {{resume_args}} --log "$(hostname).log" --out {{checkpoint}}
+	EOF
+	herd validate ok.yaml >out &&
+	cat >b1.yaml <<-\EOF &&
+	launch:
+	  command: printf x $'"'"'a\'"'"'{{checkpoint}}'"'"'
+	EOF
+	test_expect_code 2 herd validate b1.yaml 2>err &&
+	grep "^b1.yaml:2:12: launch.command: character 15: .*a \$.\.\.\.. with a backslash" err &&
+	cat >b2.yaml <<-\EOF &&
+	launch:
+	  command: (( n = {{attempt}} )); run
+	EOF
+	test_expect_code 2 herd validate b2.yaml 2>err &&
+	grep "^b2.yaml:2:12: launch.command: .*arithmetic ((" err &&
+	cat >b3.yaml <<-\EOF &&
+	checkpoint: {dir: /c, pattern: "s*", resume_args: "--resume {{checkpoint}} # resume"}
+	launch:
+	  command: train {{resume_args}} --out {{checkpoint}}
+	EOF
+	test_expect_code 2 herd validate b3.yaml 2>err &&
+	grep "^b3.yaml:1:51: checkpoint.resume_args: the text ends in a # comment" err
 '
 
 # ---- item 8: host names --------------------------------------------------
@@ -209,6 +259,19 @@ test_expect_success 'a workdir missing on the nodes: each rank says so with its 
 	EOF
 	test_expect_code 127 herd run nowd.yaml >out 2>err &&
 	failed_start nowd 2 "cannot enter the workdir: No such file or directory"
+'
+
+test_expect_success 'the report pipe stays out of the rank: a rank holds fds 0, 1, 2 only, its keeper /dev/null only' '
+	job fds <<-\EOF &&
+	launch:
+	  command: "ls /proc/$$/fd; echo =; ls /proc/$PPID/fd; readlink /proc/$PPID/fd/1 /proc/$PPID/fd/2; true"
+	EOF
+	herd run fds.yaml >out 2>err &&
+	for r in 0 1; do
+		printf "[$r] %s\n" 0 1 2 = 0 1 2 /dev/null /dev/null >expect &&
+		grep "^\[$r\] " out >actual &&
+		test_cmp expect actual || return 1
+	done
 '
 
 # ---- item 12: SIGHUP ----------------------------------------------------

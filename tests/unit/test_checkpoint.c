@@ -194,6 +194,101 @@ static void test_none(void **state)
 	assert_non_null(strstr(err.text, "without '/'"));
 }
 
+/* `latest` as a FIFO (anyone who can write checkpoint.dir can make one):
+ * herd neither blocks on it nor reads it; it is skipped with its reason
+ * and the pattern decides.  (Before, fopen() waited for a writer
+ * forever: the alarm ends the test.) */
+static void test_latest_fifo(void **state)
+{
+	struct checkpoint_result res;
+	struct herd_err err;
+	char p[512], want[512];
+
+	(void)state;
+	mkd("step_1");
+	snprintf(p, sizeof(p), "%s/latest", root);
+	assert_int_equal(mkfifo(p, 0644), 0);
+	alarm(10);
+	assert_int_equal(checkpoint_find(root, "latest", "step_*", NULL, &res,
+					 &err), 0);
+	alarm(0);
+	snprintf(want, sizeof(want), "%s/step_1", root);
+	assert_string_equal(res.path, want);
+	assert_int_equal(res.n_skipped, 1);
+	assert_non_null(strstr(res.skipped[0].reason, "not a regular file"));
+	checkpoint_result_free(&res);
+	unlink(p);
+	/* A link to a directory is no tag either. */
+	assert_int_equal(symlink(".", p), 0);
+	assert_int_equal(checkpoint_find(root, "latest", "step_*", NULL, &res,
+					 &err), 0);
+	assert_string_equal(res.path, want);
+	assert_non_null(strstr(res.skipped[0].reason, "not a regular file"));
+	checkpoint_result_free(&res);
+}
+
+/* A directory found by the pattern whose name holds a newline is skipped
+ * as latest's tag is: it would end a line of herd's messages (and, in a
+ * command, a comment). */
+static void test_pattern_control(void **state)
+{
+	struct checkpoint_result res;
+	struct herd_err err;
+	char want[512];
+
+	(void)state;
+	mkd("step_1");
+	mkd("step_9\ntouch INJ");
+	assert_int_equal(checkpoint_find(root, NULL, "step_*", NULL, &res,
+					 &err), 0);
+	snprintf(want, sizeof(want), "%s/step_1", root);
+	assert_string_equal(res.path, want);
+	assert_int_equal(res.n_skipped, 1);
+	assert_non_null(strstr(res.skipped[0].reason, "control character"));
+	snprintf(want, sizeof(want), "%s/step_9?touch INJ", root);
+	assert_string_equal(res.skipped[0].path, want);
+	checkpoint_result_free(&res);
+}
+
+/* Names that are not UTF-8 cannot go into JSON (the LAUNCH message, the
+ * events): skipped with their reason, shown with '?'.  (Before, the
+ * attempt sent a LAUNCH without its command and the node was evicted.)
+ * In latest, the same. */
+static void test_not_utf8(void **state)
+{
+	static const char *const bad[] = {
+	    "step_9\xff", "step_8\xc3", "step_7\xc0\xaf", "step_6\xed\xa0\x80",
+	    "step_5\xf4\x90\x80\x80",
+	};
+	struct checkpoint_result res;
+	struct herd_err err;
+	char want[512];
+
+	(void)state;
+	mkd("step_1");
+	mkd("step_2\xc3\xa9");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		mkd(bad[i]);
+	assert_int_equal(checkpoint_find(root, NULL, "step_*", NULL, &res,
+					 &err), 0);
+	snprintf(want, sizeof(want), "%s/step_2\xc3\xa9", root);
+	assert_string_equal(res.path, want);
+	assert_int_equal(res.n_skipped, sizeof(bad) / sizeof(bad[0]));
+	for (size_t i = 0; i < res.n_skipped; i++) {
+		assert_non_null(strstr(res.skipped[i].reason, "not valid UTF-8"));
+		for (const char *p = res.skipped[i].path; *p; p++)
+			assert_true((unsigned char)*p < 0x80);
+	}
+	checkpoint_result_free(&res);
+	write_latest("step_9\xff");
+	assert_int_equal(checkpoint_find(root, "latest", NULL, NULL, &res,
+					 &err), 0);
+	assert_null(res.path);
+	assert_int_equal(res.n_skipped, 1);
+	assert_non_null(strstr(res.skipped[0].reason, "latest names no entry"));
+	checkpoint_result_free(&res);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -205,6 +300,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_latest_hostile, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_none, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_latest_fifo, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_pattern_control, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_not_utf8, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
