@@ -131,9 +131,9 @@ test_expect_success 'checkpoint names that JSON or a line cannot carry (bytes no
 	herd run ck6.yaml >out 2>err &&
 	want_argv --resume "$PWD/ck6/ckpt-1" &&
 	test ! -e INJ &&
-	ev_any runs/ck6/events.jsonl checkpoint_skipped ".path == \"$PWD/ck6/ckpt-3?\" and (.reason | test(\"not valid UTF-8\"))" &&
-	ev_any runs/ck6/events.jsonl checkpoint_skipped ".path == \"$PWD/ck6/ckpt-2?touch INJ\" and (.reason | test(\"control character\"))" &&
-	! grep node_evicted runs/ck6/events.jsonl
+	ev_any runs/ck6/latest/events.jsonl checkpoint_skipped ".path == \"$PWD/ck6/ckpt-3?\" and (.reason | test(\"not valid UTF-8\"))" &&
+	ev_any runs/ck6/latest/events.jsonl checkpoint_skipped ".path == \"$PWD/ck6/ckpt-2?touch INJ\" and (.reason | test(\"control character\"))" &&
+	! grep node_evicted runs/ck6/latest/events.jsonl
 '
 
 test_expect_success 'validate: a placeholder whose quoting herd cannot tell is refused at file:line:col' '
