@@ -60,6 +60,18 @@ void transport_commit(struct transport *t)
 		t->ops->commit(t);
 }
 
+static bool threads_left;
+
+void transport_set_threads_left(void)
+{
+	threads_left = true;
+}
+
+bool transport_threads_left(void)
+{
+	return threads_left;
+}
+
 void transport_free(struct transport *t)
 {
 	if (!t)

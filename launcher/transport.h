@@ -56,6 +56,13 @@ int transport_start(struct transport *t, const char *host,
 void transport_commit(struct transport *t);
 void transport_free(struct transport *t);
 
+/* A transport whose threads could not be ended when it was freed (one
+ * still inside a TCP connect) says so here; then herd must leave with
+ * _exit(): exit() would run library clean-up (OpenSSL's) under a thread
+ * that is still using it.  Process-wide, as exit() is. */
+void transport_set_threads_left(void);
+bool transport_threads_left(void);
+
 /* The transport a job uses: "slurm" for nodes.slurm, or with no host
  * source inside an allocation (SLURM_JOB_ID set); else "local" for a lone
  * localhost node, else "ssh". */

@@ -69,6 +69,13 @@ struct ssh_priv {
 	pthread_mutex_t live_lock;
 	pthread_cond_t live_cond;
 	int live;		/* node threads still running */
+	/* Under live_lock: the node threads still running, and whether the
+	 * transport is being freed.  ssh_free_priv() shuts down each one's
+	 * session socket so that a thread blocked inside libssh (waiting for
+	 * an agent's first bytes, an upload, authentication) returns at once
+	 * instead of after its own timeout. */
+	struct ssh_node *running;
+	bool aborting;
 	pthread_t *tids;	/* node threads not joined yet */
 	int n_tids, cap_tids;
 	char agent_name[96];	/* agent-VERSION-HASH in ssh.agent_dir */
@@ -85,6 +92,11 @@ struct ssh_node {
 	struct transport *t;
 	char *host;
 	int fd;			/* our end of the socketpair */
+	/* The session's socket once connected, else -1: written under
+	 * live_lock, and cleared before libssh closes it, so that
+	 * ssh_free_priv() never shuts down a number reused by another file. */
+	int sock;
+	struct ssh_node *next, *prev; /* priv->running, under live_lock */
 };
 
 static char *expand_tilde(const char *path)
@@ -731,6 +743,12 @@ static void *node_thread(void *arg)
 	int status;
 
 	sem_wait(&priv->fanout);
+	pthread_mutex_lock(&priv->live_lock);
+	if (priv->aborting) {
+		pthread_mutex_unlock(&priv->live_lock);
+		goto out;
+	}
+	pthread_mutex_unlock(&priv->live_lock);
 	s = ssh_new();
 	if (!s) {
 		transport_report(n->fd, "connect", "%s: out of memory", n->host);
@@ -768,6 +786,12 @@ static void *node_thread(void *arg)
 				 n->host, why, hint);
 		goto out;
 	}
+	pthread_mutex_lock(&priv->live_lock);
+	if (!priv->aborting)
+		n->sock = ssh_get_fd(s);
+	pthread_mutex_unlock(&priv->live_lock);
+	if (n->sock < 0)
+		goto out; /* herd is ending */
 	if (check_host_key(n, s) < 0)
 		goto out;
 	if (ssh_userauth_publickey_auto(s, NULL, NULL) != SSH_AUTH_SUCCESS) {
@@ -864,6 +888,9 @@ static void *node_thread(void *arg)
 out:
 	if (have_slot)
 		sem_post(&priv->fanout);
+	pthread_mutex_lock(&priv->live_lock);
+	n->sock = -1; /* libssh closes it below */
+	pthread_mutex_unlock(&priv->live_lock);
 	if (ch) {
 		ssh_channel_send_eof(ch);
 		ssh_channel_close(ch);
@@ -875,12 +902,18 @@ out:
 	}
 	close(n->fd);
 	free(cmd);
-	free(n->host);
-	free(n);
 	pthread_mutex_lock(&priv->live_lock);
+	if (n->prev)
+		n->prev->next = n->next;
+	else
+		priv->running = n->next;
+	if (n->next)
+		n->next->prev = n->prev;
 	priv->live--;
 	pthread_cond_broadcast(&priv->live_cond);
 	pthread_mutex_unlock(&priv->live_lock);
+	free(n->host);
+	free(n);
 	return NULL;
 }
 
@@ -929,8 +962,13 @@ static int ssh_start(struct transport *t, const char *host,
 	}
 	n->t = t;
 	n->fd = sv[1];
+	n->sock = -1;
 	pthread_mutex_lock(&priv->live_lock);
 	priv->live++;
+	n->next = priv->running;
+	if (n->next)
+		n->next->prev = n;
+	priv->running = n;
 	pthread_mutex_unlock(&priv->live_lock);
 	pthread_attr_init(&attr);
 	/* 256 KiB stacks: a thousand nodes stay cheap. */
@@ -938,6 +976,9 @@ static int ssh_start(struct transport *t, const char *host,
 	if (pthread_create(&tid, &attr, node_thread, n) != 0) {
 		pthread_mutex_lock(&priv->live_lock);
 		priv->live--;
+		priv->running = n->next;
+		if (n->next)
+			n->next->prev = NULL;
 		pthread_mutex_unlock(&priv->live_lock);
 		pthread_attr_destroy(&attr);
 		close(sv[0]);
@@ -962,13 +1003,20 @@ static void ssh_free_priv(struct transport *t)
 
 	if (!priv)
 		return;
-	/* The controller closed every socket: threads hang up at once,
-	 * except one still inside a connect, which may take up to
-	 * ssh.connect_timeout.  Wait a little; a thread still running
-	 * after that keeps the shared state (the process is exiting). */
+	/* The controller closed every socket: a thread in its pump hangs
+	 * up at once; one blocked inside libssh is woken by shutting its
+	 * session's socket down; one still inside a TCP connect may take
+	 * up to ssh.connect_timeout.  Wait a little; a thread still running
+	 * after that keeps the shared state, and herd leaves with _exit()
+	 * (transport_threads_left()): exit()'s clean-up of OpenSSL under a
+	 * thread that is using it crashed herd. */
 	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += 3;
+	deadline.tv_sec += 1;
 	pthread_mutex_lock(&priv->live_lock);
+	priv->aborting = true;
+	for (struct ssh_node *n = priv->running; n; n = n->next)
+		if (n->sock >= 0)
+			shutdown(n->sock, SHUT_RDWR);
 	while (priv->live > 0 &&
 	       pthread_cond_timedwait(&priv->live_cond, &priv->live_lock,
 				      &deadline) == 0)
@@ -976,8 +1024,10 @@ static void ssh_free_priv(struct transport *t)
 	live = priv->live;
 	pthread_mutex_unlock(&priv->live_lock);
 	t->priv = NULL;
-	if (live > 0)
+	if (live > 0) {
+		transport_set_threads_left();
 		return;
+	}
 	/* Every thread is past its last use of the shared state; wait
 	 * (bounded) until each has ended and freed its own. */
 	for (int i = 0; i < priv->n_tids; i++)
