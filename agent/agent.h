@@ -69,6 +69,12 @@ struct agent {
 
 	/* health.c: heartbeats both ways (DESIGN.md "failure"). */
 	int64_t last_rx_ms;	/* monotonic time of herd's last frame */
+	/* Start-up deadline: herd answers HELLO at once (HEARTBEAT), so an
+	 * agent that hears nothing within hello_timeout_ms of starting has
+	 * lost its herd before the heartbeat watchdog was armed.  Set by
+	 * --hello-timeout; AGENT_HELLO_TIMEOUT_MS when not given. */
+	int64_t hello_timeout_ms;
+	long hello_timer;	/* 0 once herd spoke */
 	int64_t hb_interval_ms;	/* 0 until herd's first HEARTBEAT */
 	int64_t hb_timeout_ms;
 	long hb_timer;
@@ -92,11 +98,20 @@ int rank_alive_count(const struct agent *a);
 void rank_free_all(struct agent *a);
 
 /* health.c */
+/* 30 s, ten times the default health.timeout: the agent cannot know the
+ * job's health.timeout before herd's first frame, and herd sends that
+ * frame (HEARTBEAT) as soon as it reads our HELLO, so only a herd that
+ * died or hung while connecting (issue 11 item 4) stays silent this long,
+ * while a herd busy bringing up many nodes over slow links still makes
+ * it. */
+#define AGENT_HELLO_TIMEOUT_MS 30000
 /* Notes that herd spoke (any frame). */
 void health_heard(struct agent *a);
 /* herd's HEARTBEAT: adopts its interval and timeout, starts ours. */
 void health_on_heartbeat(struct agent *a, json_t *body);
-/* The private directory for progress files; "" when it cannot be made. */
+/* The private directory for progress files ("" when it cannot be made),
+ * and the start-up deadline: with no frame from herd within
+ * a->hello_timeout_ms, the agent stops its ranks and exits. */
 void health_init(struct agent *a);
 void health_fini(struct agent *a);
 

@@ -24,6 +24,32 @@ static void on_tick(struct loop *loop, void *arg);
 void health_heard(struct agent *a)
 {
 	a->last_rx_ms = loop_now_ms();
+	if (a->hello_timer) {
+		loop_timer_del(a->loop, a->hello_timer);
+		a->hello_timer = 0;
+	}
+}
+
+/* herd never spoke: it died or hung while connecting.  Without this an
+ * agent whose herd was killed before the first HEARTBEAT (and whose
+ * channel somehow stays open) would wait for ever, pinning the cached
+ * binary. */
+static void on_hello_timeout(struct loop *loop, void *arg)
+{
+	struct agent *a = arg;
+
+	a->hello_timer = 0;
+	if (a->exit_when_idle)
+		return;
+	fprintf(stderr,
+		"herd-agent: no word from herd within %" PRId64
+		" ms of starting; exiting\n",
+		a->hello_timeout_ms);
+	a->stopping = true;
+	a->exit_when_idle = true;
+	rank_stop_all(a);
+	if (rank_alive_count(a) == 0)
+		loop_stop(loop);
 }
 
 void health_init(struct agent *a)
@@ -35,6 +61,12 @@ void health_init(struct agent *a)
 	if (!mkdtemp(a->run_dir))
 		a->run_dir[0] = '\0';
 	a->last_rx_ms = loop_now_ms();
+	if (a->hello_timeout_ms <= 0)
+		a->hello_timeout_ms = AGENT_HELLO_TIMEOUT_MS;
+	a->hello_timer =
+		loop_timer_add(a->loop, a->hello_timeout_ms, on_hello_timeout, a);
+	if (a->hello_timer < 0)
+		a->hello_timer = 0;
 }
 
 void health_fini(struct agent *a)
@@ -45,6 +77,9 @@ void health_fini(struct agent *a)
 	if (a->hb_timer)
 		loop_timer_del(a->loop, a->hb_timer);
 	a->hb_timer = 0;
+	if (a->hello_timer)
+		loop_timer_del(a->loop, a->hello_timer);
+	a->hello_timer = 0;
 	if (!a->run_dir[0] || !(d = opendir(a->run_dir)))
 		return;
 	while ((e = readdir(d))) {

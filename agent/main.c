@@ -355,13 +355,16 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: herd-agent [--stdio | --connect HOST:PORT] "
-		"[--topology FILE.xml] | --version | --help\n\n"
+		"[--topology FILE.xml] [--hello-timeout MS] | --version | "
+		"--help\n\n"
 		"herd-agent runs on every node of a job, started by herd. It\n"
 		"speaks herd's framed protocol on stdin/stdout (--stdio, the\n"
 		"default), or over TCP to HOST:PORT after proving the job\n"
 		"secret in $" AUTH_SECRET_ENV " (--connect), starts the ranks herd asks for and stops them all\n"
-		"when herd asks or goes away. It is not meant to be run by "
-		"hand.\n");
+		"when herd asks or goes away. It exits when herd has not said a\n"
+		"word within --hello-timeout MS of its start (default %d).\n"
+		"It is not meant to be run by hand.\n",
+		AGENT_HELLO_TIMEOUT_MS);
 }
 
 int main(int argc, char **argv)
@@ -390,6 +393,23 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(argv[i], "--topology") && i + 1 < argc) {
 			topology_xml = argv[++i];
+			continue;
+		}
+		if (!strcmp(argv[i], "--hello-timeout") && i + 1 < argc) {
+			char *end = NULL;
+			long ms;
+
+			errno = 0;
+			ms = strtol(argv[++i], &end, 10);
+			/* 100 ms .. 1 h, as herd's own health bounds. */
+			if (errno || end == argv[i] || *end || ms < 100 ||
+			    ms > 3600000) {
+				fprintf(stderr,
+					"herd-agent: --hello-timeout wants "
+					"milliseconds, 100 to 3600000\n");
+				return 2;
+			}
+			a.hello_timeout_ms = ms;
 			continue;
 		}
 		if (!strcmp(argv[i], "--connect") && i + 1 < argc) {

@@ -23,6 +23,14 @@ struct conn {
 	char *out;	/* queued bytes: out[out_off..out_len) */
 	size_t out_len, out_off, out_cap;
 	bool dead, reading;
+	/* A failure found inside conn_send() is told to the owner from the
+	 * loop (a zero-delay timer), never inside the send: the owner's
+	 * close handler may change the very state the sender is walking
+	 * (issue 11 item 7; OpenSSH's chan_write_failed, then
+	 * channel_garbage_collect).  0: none pending. */
+	long close_timer;
+	char close_reason[128];
+	int close_clean;
 };
 
 static void set_nonblock(int fd)
@@ -59,7 +67,41 @@ static void conn_die(struct conn *c, const char *reason, int clean)
 		c->on_close(c, reason, clean, c->arg);
 }
 
-static void do_write(struct conn *c)
+static void deferred_close(struct loop *loop, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)loop;
+	c->close_timer = 0;
+	if (c->on_close)
+		c->on_close(c, c->close_reason, c->close_clean, c->arg);
+}
+
+/* conn_die for the send path: the conn is dead at once (further sends
+ * fail, the fds leave the loop) and on_close runs on the loop's next
+ * turn. */
+static void conn_die_later(struct conn *c, const char *reason, int clean)
+{
+	if (c->dead)
+		return;
+	c->dead = true;
+	loop_fd_del(c->loop, c->rfd);
+	loop_fd_del(c->loop, c->wfd);
+	snprintf(c->close_reason, sizeof(c->close_reason), "%s", reason);
+	c->close_clean = clean;
+	c->close_timer = loop_timer_add(c->loop, 0, deferred_close, c);
+	if (c->close_timer < 0) {
+		/* Out of memory for one timer: telling the owner late
+		 * (inside the send) beats never telling it. */
+		c->close_timer = 0;
+		if (c->on_close)
+			c->on_close(c, c->close_reason, clean, c->arg);
+	}
+}
+
+/* Writes what is queued.  from_send: called inside conn_send(), where a
+ * failure must not call on_close.  Returns -1 when the conn died. */
+static int do_write(struct conn *c, bool from_send)
 {
 	while (c->out_off < c->out_len) {
 		ssize_t n = write(c->wfd, c->out + c->out_off,
@@ -71,14 +113,18 @@ static void do_write(struct conn *c)
 			if (errno == EAGAIN || errno == EINTR)
 				break;
 			snprintf(why, sizeof(why), "write: %s", strerror(errno));
-			conn_die(c, why, 0);
-			return;
+			if (from_send)
+				conn_die_later(c, why, 0);
+			else
+				conn_die(c, why, 0);
+			return -1;
 		}
 		c->out_off += (size_t)n;
 	}
 	if (c->out_off == c->out_len)
 		c->out_off = c->out_len = 0;
 	update_events(c);
+	return 0;
 }
 
 static void do_read(struct conn *c)
@@ -126,7 +172,7 @@ static void on_fd(struct loop *loop, int fd, short revents, void *arg)
 
 	(void)loop;
 	if (fd == c->wfd && (revents & (POLLOUT | POLLERR)))
-		do_write(c);
+		do_write(c, false);
 	if (c->dead)
 		return;
 	if (fd == c->rfd && (revents & (POLLIN | POLLHUP | POLLERR)))
@@ -169,6 +215,8 @@ void conn_free(struct conn *c)
 
 	if (!c)
 		return;
+	if (c->close_timer)	/* the owner is done with it: no on_close */
+		loop_timer_del(c->loop, c->close_timer);
 	if (!c->dead) {
 		loop_fd_del(c->loop, c->rfd);
 		loop_fd_del(c->loop, c->wfd);
@@ -195,7 +243,7 @@ int conn_send(struct conn *c, enum proto_type type, const json_t *body,
 		return -1;
 	if (c->out_len - c->out_off + len > CONN_QUEUE_MAX) {
 		free(frame);
-		conn_die(c, "peer stopped reading (send queue full)", 0);
+		conn_die_later(c, "peer stopped reading (send queue full)", 0);
 		return herd_errprintf(err, "send queue full");
 	}
 	if (c->out_off > 0 && c->out_off == c->out_len)
@@ -223,7 +271,8 @@ int conn_send(struct conn *c, enum proto_type type, const json_t *body,
 	memcpy(c->out + c->out_len, frame, len);
 	c->out_len += len;
 	free(frame);
-	do_write(c);
+	if (do_write(c, true) < 0)
+		return herd_errprintf(err, "%s", c->close_reason);
 	return 0;
 }
 

@@ -353,7 +353,9 @@ int loop_run(struct loop *loop)
 	size_t cap = 0;
 	int rc = 0;
 
-	loop->stop = false;
+	/* A loop_stop() that came before this run (a callback of a send
+	 * made before loop_run, a signal) is kept: the run returns at once.
+	 * The flag is cleared on the way out, so a later run starts fresh. */
 	while (!loop->stop) {
 		size_t n = loop->n_fds;
 		int ready;
@@ -397,5 +399,6 @@ int loop_run(struct loop *loop)
 		compact(loop);
 	}
 	free(pfds);
+	loop->stop = false;
 	return rc;
 }

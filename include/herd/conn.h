@@ -7,6 +7,12 @@
  * called once with a reason; the conn is then dead (further sends are
  * dropped) and the owner frees it with conn_free() — not from inside a
  * callback of that conn.  The conn closes its fds in conn_free().
+ *
+ * on_close is only ever called from the loop, never inside conn_send():
+ * a send that finds the peer gone (EPIPE, a full queue) marks the conn
+ * dead, returns -1 and posts on_close to the loop's next turn, so a
+ * sender walking its nodes never sees its own state change under it.
+ * conn_free() before that turn cancels the pending on_close.
  */
 #ifndef HERD_CONN_H
 #define HERD_CONN_H
@@ -37,8 +43,9 @@ struct conn *conn_new(struct loop *loop, int rfd, int wfd, size_t max_frame,
 		      void *arg);
 void conn_free(struct conn *c);
 
-/* Queues a frame.  Returns 0, or -1 when the conn is dead or the frame
- * cannot be encoded (err filled when given). */
+/* Queues a frame and writes what it can.  Returns 0, or -1 when the conn
+ * is dead, the frame cannot be encoded, or the write found the peer gone
+ * (err filled when given; on_close follows from the loop, see above). */
 int conn_send(struct conn *c, enum proto_type type, const json_t *body,
 	      const void *data, size_t data_len, struct herd_err *err);
 

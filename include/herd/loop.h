@@ -65,7 +65,9 @@ int loop_on_signal_unless_ignored(struct loop *loop, int sig,
  * (before the loop is freed, or in a child). */
 void loop_signals_reset(struct loop *loop);
 
-/* Runs until loop_stop(); returns 0, or -1 when poll() fails. */
+/* Runs until loop_stop(); returns 0, or -1 when poll() fails.  A
+ * loop_stop() made before loop_run() is not lost: that run returns at
+ * once (without dispatching), and the next one runs normally. */
 int loop_run(struct loop *loop);
 void loop_stop(struct loop *loop);
 

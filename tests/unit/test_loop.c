@@ -115,6 +115,29 @@ static void test_signal(void **state)
 	assert_true(signal(SIGUSR1, SIG_DFL) == SIG_DFL);
 }
 
+/* Issue 11 item 4: a loop_stop() before loop_run() (the agent's HELLO
+ * failing with EPIPE) must not be lost, or the run never ends. */
+static void test_stop_before_run(void **state)
+{
+	struct loop *loop = loop_new();
+	struct counts c = {0};
+	int64_t t0;
+
+	(void)state;
+	assert_non_null(loop);
+	/* The backstop: a lost stop ends here after 2 s, with timers == 1. */
+	assert_true(loop_timer_add(loop, 2000, on_timer_stop, &c) > 0);
+	loop_stop(loop);
+	t0 = loop_now_ms();
+	assert_int_equal(loop_run(loop), 0);
+	assert_int_equal(c.timers, 0);
+	assert_true(loop_now_ms() - t0 < 1000);
+	/* The stop is used up: the next run runs until the timer stops it. */
+	assert_int_equal(loop_run(loop), 0);
+	assert_int_equal(c.timers, 1);
+	loop_free(loop);
+}
+
 /* nohup: an inherited SIG_IGN stays; otherwise the handler goes in. */
 static void test_signal_unless_ignored(void **state)
 {
@@ -145,6 +168,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fd_and_timers),
 		cmocka_unit_test(test_wake),
+		cmocka_unit_test(test_stop_before_run),
 		cmocka_unit_test(test_signal),
 		cmocka_unit_test(test_signal_unless_ignored),
 	};
