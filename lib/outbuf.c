@@ -255,6 +255,8 @@ int outbuf_put(struct outbuf *b, const struct iovec *iov, int iovcnt)
 		return 1;
 	}
 	for (; i < iovcnt; i++) {
+		if (!iov[i].iov_len)
+			continue;	/* its base may be NULL */
 		memcpy(b->buf + b->len, iov[i].iov_base, iov[i].iov_len);
 		b->len += iov[i].iov_len;
 	}
