@@ -1313,6 +1313,7 @@ static void ctl_cleanup(struct ctl *c)
 	free(c->notes);
 	free_graveyard(c->loop, c);
 	free(c->graveyard);
+	ctl_term_close(c);
 	if (c->loop)
 		loop_free(c->loop);
 }
@@ -1388,6 +1389,10 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 	}
 	if (c.lt)
 		fprintf(stderr, "herd: logs in %s\n", logtree_run_dir(c.lt));
+	if (ctl_term_open(&c) < 0) {
+		fprintf(stderr, "herd: %s\n", strerror(errno));
+		goto out;
+	}
 	if (spec->bind.topology_file &&
 	    !(c.platform = bind_platform_load(spec->bind.topology_file, &err))) {
 		fprintf(stderr, "herd: bind.topology_file: %s\n", err.text);
@@ -1444,6 +1449,9 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 	if (c.state != CTL_END)
 		loop_run(c.loop);
 	status = c.status;
+	/* Rank output still held for a slow reader comes before the
+	 * summary. */
+	ctl_term_close(&c);
 	summary(&c);
 	for (int r = 0; r < c.world_size; r++)
 		ctl_close_rank_log(&c, r);

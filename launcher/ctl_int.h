@@ -15,6 +15,7 @@
 #include "herd/events.h"
 #include "herd/logtree.h"
 #include "herd/loop.h"
+#include "herd/outbuf.h"
 #include "resolve.h"
 #include "transport.h"
 
@@ -60,11 +61,27 @@ struct node {
 	struct bind_rank *bind;	/* n_ranks entries, or NULL (unbound) */
 };
 
+/* 64 KiB: the longest partial line herd holds per rank and stream.  The
+ * agent cuts a line this long (RANK_LINE_MAX in agent/rank.c); herd cuts at
+ * the same length, so `\r` progress bars without a newline cost at most
+ * this much per stream instead of growing herd without bound. */
+#define CTL_PARTIAL_MAX PROTO_OUTPUT_CHUNK
+
+/* 4 MiB per stream: what herd holds for a stdout or stderr reader that is
+ * slower than the ranks.  That is 64 full output chunks, a few seconds of a
+ * busy job: enough for a terminal that stalls briefly (a pager's screen, a
+ * scroll, a slow SSH link) to lose nothing, and small next to herd's own
+ * memory (both streams: 8 MiB).  Past it the reader cannot keep up anyway:
+ * lines are dropped from the terminal only (the rank logs have them all)
+ * and herd says how many bytes the terminal missed. */
+#define CTL_TERM_BUFFER_MAX (4u * 1024 * 1024)
+
 struct rank_slot {
 	int node;		/* index into ctl.nodes */
 	bool done;
 	struct logfile *log;	/* RUN-ID/attempt-N/rank-R.log */
-	/* A partial line waiting for its end (prefixing needs lines). */
+	/* A partial line waiting for its end (prefixing needs lines); at
+	 * most CTL_PARTIAL_MAX bytes, then it is printed cut. */
 	char *partial[3];
 	size_t partial_len[3];
 };
@@ -122,6 +139,8 @@ struct ctl {
 	uint64_t log_lost;	/* bytes of closed rank logs not written */
 	int log_failed_files;	/* rank logs with a failed write */
 	bool events_reported;	/* events.jsonl's failure is on stderr */
+	struct outbuf *term[3];	/* [1] stdout, [2] stderr: rank output */
+	uint64_t term_missed;	/* bytes of rank output the terminal missed */
 	bool local;
 	bool tty;
 	int interrupts;
@@ -158,6 +177,12 @@ void ctl_free_ranks(struct ctl *c);
  * only; flush prints a last partial line. */
 void ctl_print(struct ctl *c, int rank, int fd, const char *data, size_t len,
 	       bool flush);
+/* Opens the non-blocking buffers for rank output on stdout and stderr.
+ * Returns 0 or -1 (errno set). */
+int ctl_term_open(struct ctl *c);
+/* Writes out what the buffers hold (waiting for a slow reader), closes them
+ * and says how much rank output the terminal missed, if any. */
+void ctl_term_close(struct ctl *c);
 /* herd run --dry-run. */
 int ctl_dry_run(struct ctl *c, struct resolved *res);
 /* Releases node n's plan (binding). */

@@ -4,10 +4,12 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fnmatch.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -34,13 +36,96 @@ static int members_up(const struct ctl *c)
 
 /* --- output ------------------------------------------------------------ */
 
+/* The terminal missed some rank output: one line on stderr (through its
+ * buffer, so that it comes after the rank lines before it). */
+static void say_missed(struct ctl *c, uint64_t missed)
+{
+	char line[256];
+	struct iovec iov;
+
+	snprintf(line, sizeof(line),
+		 "herd: the terminal missed %" PRIu64
+		 " bytes of rank output (%s)\n",
+		 missed,
+		 c->log_failed_files ? "the rank logs are incomplete too"
+				     : "all of it is in the rank logs");
+	iov.iov_base = line;
+	iov.iov_len = strlen(line);
+	if (!c->term[2] || outbuf_put(c->term[2], &iov, 1) != 0)
+		c->term_missed += missed;	/* said again at the end */
+}
+
+static void on_term_drained(struct outbuf *b, uint64_t missed, void *arg)
+{
+	(void)b;
+	say_missed(arg, missed);
+}
+
+int ctl_term_open(struct ctl *c)
+{
+	/* Anything stdio holds goes first: rank output bypasses stdio. */
+	fflush(stdout);
+	fflush(stderr);
+	for (int fd = 1; fd <= 2; fd++) {
+		c->term[fd] = outbuf_new(c->loop, fd, CTL_TERM_BUFFER_MAX);
+		if (!c->term[fd])
+			return -1;
+		outbuf_on_drained(c->term[fd], on_term_drained, c);
+	}
+	return 0;
+}
+
+void ctl_term_close(struct ctl *c)
+{
+	uint64_t missed = c->term_missed;
+
+	if (!c->term[1] && !c->term[2])
+		return;
+	outbuf_flush(c->term[1]);
+	outbuf_flush(c->term[2]);
+	missed += outbuf_take_missed(c->term[1]) +
+		  outbuf_take_missed(c->term[2]);
+	outbuf_free(c->term[1]);
+	outbuf_free(c->term[2]);
+	c->term[1] = c->term[2] = NULL;
+	c->term_missed = 0;
+	if (missed)
+		fprintf(stderr,
+			"herd: the terminal missed %" PRIu64
+			" bytes of rank output (%s)\n",
+			missed,
+			c->log_failed_files ? "the rank logs are incomplete too"
+					    : "all of it is in the rank logs");
+}
+
+/* One line (or a cut piece of one) for the terminal: prefix, a, b, then a
+ * newline if nl.  A slow reader never blocks herd: the buffer drops what
+ * it cannot hold and counts it (the rank log has it all). */
+static void put_line(struct ctl *c, int fd, const char *prefix, const char *a,
+		     size_t alen, const char *b, size_t blen, bool nl)
+{
+	struct iovec iov[4];
+
+	if (!c->term[fd])
+		return;
+	iov[0].iov_base = (void *)(uintptr_t)prefix;
+	iov[0].iov_len = strlen(prefix);
+	iov[1].iov_base = (void *)(uintptr_t)a;
+	iov[1].iov_len = alen;
+	iov[2].iov_base = (void *)(uintptr_t)b;
+	iov[2].iov_len = blen;
+	iov[3].iov_base = (void *)(uintptr_t)"\n";
+	iov[3].iov_len = nl;
+	outbuf_put(c->term[fd], iov, 4);
+}
+
 void ctl_print(struct ctl *c, int rank, int fd, const char *data, size_t len,
 	       bool flush)
 {
 	struct rank_slot *r = &c->ranks[rank];
-	FILE *out = fd == 2 ? stderr : stdout;
 	char prefix[300];
 	size_t start = 0;
+	bool cut_nl;
 
 	if (c->opt->verbose)
 		snprintf(prefix, sizeof(prefix), "[%s:%d] ",
@@ -49,34 +134,50 @@ void ctl_print(struct ctl *c, int rank, int fd, const char *data, size_t len,
 		prefix[0] = '\0';
 	else
 		snprintf(prefix, sizeof(prefix), "[%d] ", rank);
+	/* A line cut at CTL_PARTIAL_MAX ends with a newline so that the next
+	 * piece starts with its tag; untagged output stays byte for byte. */
+	cut_nl = prefix[0] != '\0';
 	for (size_t i = 0; i < len; i++) {
 		if (data[i] != '\n')
 			continue;
-		fputs(prefix, out);
-		if (r->partial_len[fd]) {
-			fwrite(r->partial[fd], 1, r->partial_len[fd], out);
-			r->partial_len[fd] = 0;
-		}
-		fwrite(data + start, 1, i + 1 - start, out);
+		put_line(c, fd, prefix, r->partial[fd], r->partial_len[fd],
+			 data + start, i + 1 - start, false);
+		r->partial_len[fd] = 0;
 		start = i + 1;
 	}
-	if (start < len) {
+	while (start < len) {
 		size_t rest = len - start;
-		char *p = realloc(r->partial[fd], r->partial_len[fd] + rest);
+		size_t room = CTL_PARTIAL_MAX - r->partial_len[fd];
+		size_t want = r->partial_len[fd] + rest;
+		char *p = NULL;
 
-		if (p) {
-			memcpy(p + r->partial_len[fd], data + start, rest);
-			r->partial[fd] = p;
-			r->partial_len[fd] += rest;
+		if (rest >= room) {
+			/* The line reached the cap: out it goes, cut. */
+			put_line(c, fd, prefix, r->partial[fd],
+				 r->partial_len[fd], data + start, room, cut_nl);
+			r->partial_len[fd] = 0;
+			start += room;
+			continue;
 		}
+		p = realloc(r->partial[fd], want);
+		if (!p) {
+			/* No memory to hold it: print it now, cut, rather
+			 * than lose it. */
+			put_line(c, fd, prefix, r->partial[fd],
+				 r->partial_len[fd], data + start, rest, cut_nl);
+			r->partial_len[fd] = 0;
+			break;
+		}
+		memcpy(p + r->partial_len[fd], data + start, rest);
+		r->partial[fd] = p;
+		r->partial_len[fd] = want;
+		break;
 	}
 	if (flush && r->partial_len[fd]) {
-		fputs(prefix, out);
-		fwrite(r->partial[fd], 1, r->partial_len[fd], out);
-		fputc('\n', out);
+		put_line(c, fd, prefix, r->partial[fd], r->partial_len[fd], "",
+			 0, true);
 		r->partial_len[fd] = 0;
 	}
-	fflush(out);
 }
 
 /* --- plan and launch --------------------------------------------------- */
