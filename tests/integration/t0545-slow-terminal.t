@@ -107,9 +107,9 @@ run_flat() {
 
 test_expect_success 'a rank printing 30 MB without newlines: herd stays small (less than 10 MB over a quiet job), the output arrives whole' '
 	run_flat quiet 1 &&
-	quiet=$HWM &&
+	quiet_hwm=$HWM &&
 	run_flat flat 30000000 &&
-	test $HWM -lt $((quiet + 10000)) &&
+	test $HWM -lt $((quiet_hwm + 10000)) &&
 	log=logs/flat/latest/attempt-1/rank-0.log &&
 	test "$(wc -c <$log)" = 30000001 &&
 	test "$(tr -d x <$log)" = "" &&
