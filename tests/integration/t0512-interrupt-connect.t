@@ -23,6 +23,16 @@ test_expect_success 'cluster of 8 nodes and a job that sleeps' '
 	EOF
 '
 
+# wait_line FILE ERE: poll until a line of FILE matches (at most 10 s).
+wait_line() {
+	_wl_i=0
+	until grep -q "$2" "$1" 2>/dev/null; do
+		_wl_i=$((_wl_i + 1))
+		[ $_wl_i -lt 200 ] || { echo "no line $2 in $1" >&2; return 1; }
+		sleep 0.05   # poll interval of a bounded wait
+	done
+}
+
 # interrupt SIG RC: herd run, SIG after each delay (the connect phase on
 # this cluster takes about 0.1-0.3 s); each run must end with RC within
 # 2.5 s of the signal (before: 3 s, then SIGSEGV).
@@ -30,6 +40,10 @@ interrupt() {
 	for d in 0.02 0.05 0.08 0.12 0.16 0.2 0.25 0.3; do
 		herd run j.yaml >out 2>err &
 		pid=$! &&
+		# A background job of a script starts with SIGINT ignored
+		# until herd installs its handler: count from herd's first
+		# line, which it prints just before it connects.
+		wait_line err "^herd: logs in " &&
 		sleep $d &&  # the point of the connect phase to interrupt
 		kill -$1 $pid &&
 		t0=$(date +%s%N) &&
