@@ -174,14 +174,14 @@ static char *follow_link(int fd, const char *name, const char *shown,
 static int walk(const char *log_dir, unsigned int dir_mode,
 		struct herd_err *err)
 {
-	char *todo = NULL, *shown = NULL, *p;
+	char *remaining = NULL, *shown = NULL, *p;
 	int fd = -1, nfd = -1, links = 0, ret = -1;
 	bool checked = false;
 
 	if (log_dir[0] != '/')
 		return herd_errprintf(err, "log.dir %s is not absolute",
 				      log_dir);
-	if (!(todo = strdup(log_dir)) || !(shown = strdup(""))) {
+	if (!(remaining = strdup(log_dir)) || !(shown = strdup(""))) {
 		herd_errprintf(err, "out of memory");
 		goto out;
 	}
@@ -190,7 +190,7 @@ static int walk(const char *log_dir, unsigned int dir_mode,
 		herd_errprintf(err, "cannot open /: %s", strerror(errno));
 		goto out;
 	}
-	p = todo;
+	p = remaining;
 	for (;;) {
 		char *name, *rest;
 		struct stat ls;
@@ -248,8 +248,8 @@ static int walk(const char *log_dir, unsigned int dir_mode,
 			next = follow_link(fd, name, shown, rest, &ls, err);
 			if (!next)
 				goto out;
-			free(todo);
-			todo = p = next;
+			free(remaining);
+			remaining = p = next;
 			if (*p == '/') {
 				close(fd);
 				fd =
@@ -289,7 +289,7 @@ out:
 		close(nfd);
 	if (fd >= 0)
 		close(fd);
-	free(todo);
+	free(remaining);
 	free(shown);
 	return ret;
 }
