@@ -101,10 +101,22 @@ hc_hosts_without() {
 # hc_start_sshd NODE-DIR NAME NETNS: start the node's sshd in the background
 # in its own UTS and mount namespaces (own hostname, own /etc/hosts) inside
 # the node's net namespace; records its pid in NODE-DIR/pid.
+#
+# On the node, the ~/.bashrc of the user who brings the cluster up is an
+# empty file (a bind mount in the node's mount namespace; the real file is
+# untouched).  bash runs ~/.bashrc for every command sshd starts, and on
+# this kind of machine root's runs `pyenv init`: 0.3 s per session, and a
+# login shell killed midway (a test that kills herd while it connects)
+# leaves pyenv's lock file behind, after which every login of every later
+# test waits 60 s for it.  That made CI take 73 minutes and fail 30 tests.
 hc_start_sshd() {
-	local nd=$1 name=$2 ns=$3
+	local nd=$1 name=$2 ns=$3 rc=
 	: >"$nd/sshd.log"
 	rm -f "$nd/sshd.pid"
+	if [ -f "$HOME/.bashrc" ]; then
+		rc=$HOME/.bashrc
+		echo "# empty on test node $name (tests/cluster/common.bash)" >"$nd/bashrc"
+	fi
 	# setsid: not a job of whoever ran up, so a Ctrl-C there does not reach it.
 	# Neither nsenter (no --fork) nor unshare (no --fork) nor sh (exec)
 	# forks, so $! is sshd's own pid.
@@ -112,8 +124,9 @@ hc_start_sshd() {
 		unshare --uts --mount --propagation private -- \
 		/bin/sh -c 'echo "$1" >/proc/sys/kernel/hostname &&
 			mount --bind "$2" /etc/hosts &&
+			{ [ -z "$5" ] || mount --bind "$6" "$5"; } &&
 			exec /usr/sbin/sshd -D -f "$3" -E "$4"' \
-		sh "$name" "$nd/hosts" "$nd/sshd_config" "$nd/sshd.log" \
+		sh "$name" "$nd/hosts" "$nd/sshd_config" "$nd/sshd.log" "$rc" "$nd/bashrc" \
 		</dev/null >>"$nd/sshd.log" 2>&1 &
 	echo $! >"$nd/pid"
 }

@@ -6,10 +6,6 @@ test_description='herd killed (SIGKILL) at random early points while it connects
 . "$HERD_ROOT/tests/cluster/lib.sh"
 . "$HERD_TEST_DIR/data/run/lib.sh"
 
-# Killed logins may leave a login shell's lock behind: see
-# login_lock_cleanup.
-touch login.stamp
-
 require_root
 require_cmd ip nsenter unshare setsid flock ssh ssh-keygen ps awk mkfifo
 [ -x /usr/sbin/sshd ] || error "prerequisite /usr/sbin/sshd is missing (run 'make deps')"
@@ -108,11 +104,6 @@ test_expect_success 'herd-agent --hello-timeout refuses a value out of range' '
 	test_expect_code 2 herd-agent --hello-timeout 5 </dev/null 2>err &&
 	grep "hello-timeout wants milliseconds" err &&
 	test_expect_code 2 herd-agent --hello-timeout 12x </dev/null 2>err
-'
-
-test_expect_success 'no lock of a killed login shell is left behind' '
-	sleep 1 &&  # let the shells of the killed sessions end first
-	login_lock_cleanup login.stamp
 '
 
 test_done

@@ -121,16 +121,3 @@ own_binaries() {
 	export PATH &&
 	test "$(command -v herd)" = "$PWD/bin/herd"
 }
-
-# login_lock_cleanup STAMP: a test that kills herd while it logs in also
-# kills the nodes' login shells midway; a login shell that runs `pyenv
-# init` (root's ~/.bashrc on some machines, CI's among them) then leaves
-# its lock file behind, and every later ssh login waits 60 s for it.  The
-# tests that do this remove such a lock when it is newer than STAMP (a
-# file touched when the test began), i.e. made by a shell they killed.
-login_lock_cleanup() {
-	for _llc in "$HOME/.pyenv/shims/.pyenv-shim"; do
-		[ -e "$_llc" ] && [ "$_llc" -nt "$1" ] && rm -f "$_llc"
-	done
-	return 0
-}
