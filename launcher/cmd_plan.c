@@ -68,137 +68,6 @@ static bool is_local(const char *host)
 	return !strcmp(host, me);
 }
 
-/* "mlx5_1:1" into buf, or "" without a NIC. */
-static void nic_text(const struct bind_rank *r, char *buf, size_t size)
-{
-	if (r->nic[0])
-		snprintf(buf, size, "%s:%d", r->nic, r->nic_port);
-	else
-		buf[0] = '\0';
-}
-
-static json_t *str_or_null(const char *s)
-{
-	return s && s[0] ? json_string(s) : json_null();
-}
-
-static int print_json(const struct node_plan *np, size_t n_nodes)
-{
-	int rank = 0;
-
-	if (fputs("[", stdout) < 0)
-		return -1;
-	for (size_t i = 0; i < n_nodes; i++) {
-		for (int l = 0; l < np[i].n_ranks; l++, rank++) {
-			const struct bind_rank *r = &np[i].ranks[l];
-			char nic[TOPO_NAME_MAX + 16];
-			json_t *o;
-			char *s;
-
-			nic_text(r, nic, sizeof(nic));
-			o = json_pack(
-			    "{s:i, s:i, s:s, s:i, s:o, s:o, s:o, s:o, "
-			    "s:o}",
-			    "rank", rank, "node", (int)i, "host", np[i].host,
-			    "local_rank", l, "gpu",
-			    r->gpu >= 0 ? json_integer(r->gpu) : json_null(),
-			    "gpu_bus_id", str_or_null(r->gpu_bus_id), "nic",
-			    str_or_null(nic), "netdev", str_or_null(r->netdev),
-			    "cpus", str_or_null(r->cpus));
-			if (!o)
-				return -1;
-			s = json_dumps(o, JSON_PRESERVE_ORDER);
-			json_decref(o);
-			if (!s)
-				return -1;
-			printf("%s\n%s", rank ? "," : "", s);
-			free(s);
-		}
-	}
-	if (fputs("\n]\n", stdout) < 0)
-		return -1;
-	return 0;
-}
-
-/* The columns of the table, in order. */
-enum {
-	C_RANK,
-	C_NODE,
-	C_HOST,
-	C_LOCAL,
-	C_GPU,
-	C_BUS,
-	C_NIC,
-	C_NETDEV,
-	C_CPUS,
-	N_COLS
-};
-
-static const char *const col_names[N_COLS] = {
-    "RANK", "NODE", "HOST", "LOCAL", "GPU", "BUS_ID", "NIC", "NETDEV", "CPUS",
-};
-
-/* The cells of one row; numbers are written into own. */
-static void row_cells(const struct node_plan *np, size_t node, int l, int rank,
-		      char own[5][TOPO_NAME_MAX + 16], const char *cell[N_COLS])
-{
-	const struct bind_rank *r = &np[node].ranks[l];
-
-	snprintf(own[0], sizeof(own[0]), "%d", rank);
-	snprintf(own[1], sizeof(own[1]), "%zu", node);
-	snprintf(own[2], sizeof(own[2]), "%d", l);
-	snprintf(own[3], sizeof(own[3]), "%d", r->gpu);
-	nic_text(r, own[4], sizeof(own[4]));
-	cell[C_RANK] = own[0];
-	cell[C_NODE] = own[1];
-	cell[C_HOST] = np[node].host;
-	cell[C_LOCAL] = own[2];
-	cell[C_GPU] = r->gpu >= 0 ? own[3] : "-";
-	cell[C_BUS] = r->gpu_bus_id[0] ? r->gpu_bus_id : "-";
-	cell[C_NIC] = own[4][0] ? own[4] : "-";
-	cell[C_NETDEV] = r->netdev[0] ? r->netdev : "-";
-	cell[C_CPUS] = r->cpus && r->cpus[0] ? r->cpus : "-";
-}
-
-static int print_table(const struct node_plan *np, size_t n_nodes)
-{
-	size_t width[N_COLS];
-	char own[5][TOPO_NAME_MAX + 16];
-	const char *cell[N_COLS];
-	int rank = 0;
-
-	for (int c = 0; c < N_COLS; c++)
-		width[c] = strlen(col_names[c]);
-	for (size_t i = 0; i < n_nodes; i++)
-		for (int l = 0; l < np[i].n_ranks; l++, rank++) {
-			row_cells(np, i, l, rank, own, cell);
-			for (int c = 0; c < N_COLS; c++)
-				if (strlen(cell[c]) > width[c])
-					width[c] = strlen(cell[c]);
-		}
-	for (int c = 0; c < N_COLS; c++)
-		printf("%-*s%s", c < N_COLS - 1 ? (int)width[c] : 0,
-		       col_names[c], c < N_COLS - 1 ? "  " : "\n");
-	rank = 0;
-	for (size_t i = 0; i < n_nodes; i++)
-		for (int l = 0; l < np[i].n_ranks; l++, rank++) {
-			row_cells(np, i, l, rank, own, cell);
-			for (int c = 0; c < N_COLS; c++)
-				printf("%-*s%s",
-				       c < N_COLS - 1 ? (int)width[c] : 0,
-				       cell[c], c < N_COLS - 1 ? "  " : "\n");
-		}
-	return ferror(stdout) ? -1 : 0;
-}
-
-int plan_print(const struct node_plan *np, size_t n_nodes, bool json)
-{
-	if ((json ? print_json(np, n_nodes) : print_table(np, n_nodes)) < 0 ||
-	    fflush(stdout) != 0)
-		return -1;
-	return 0;
-}
-
 /* Without --topology, remote nodes are planned from what their agents
  * report: herd connects, plans as `herd run` would, prints, and stops
  * the agents without starting a rank. */
@@ -214,25 +83,6 @@ static int plan_from_agents(struct spec *spec, bool json)
 	}
 	opt.agent_path = agent;
 	return ctl_run(spec, &opt);
-}
-
-/* Loads bind.topology_file, relative to the job file's directory. */
-static struct bind_platform *load_platform(const struct spec *spec,
-					   struct herd_err *err)
-{
-	const char *f = spec->bind.topology_file;
-	const char *slash = strrchr(spec->path, '/');
-	char path[PATH_MAX];
-
-	if (f[0] == '/' || !slash)
-		return bind_platform_load(f, err);
-	if ((size_t)snprintf(path, sizeof(path), "%.*s/%s",
-			     (int)(slash - spec->path), spec->path,
-			     f) >= sizeof(path)) {
-		herd_errprintf(err, "bind.topology_file: path too long");
-		return NULL;
-	}
-	return bind_platform_load(path, err);
 }
 
 /* Parses the arguments; returns -1 (status set) to stop. */
@@ -298,6 +148,13 @@ int cmd_plan(int argc, char **argv)
 		cli_error("%s", err.text);
 		goto out;
 	}
+	/* bind.topology_file (and the rest) next to the job file, for the
+	 * agents' plan too: the controller loads it as it stands. */
+	if (cli_job_paths(spec, job) < 0) {
+		cli_error("plan: cannot resolve paths next to %s", job);
+		status = EXIT_RUNTIME;
+		goto out;
+	}
 	if (resolve_nodes(spec, &res, &err) < 0) {
 		cli_error("%s", err.text);
 		if (res.fail == RESOLVE_FAIL_RUNTIME)
@@ -311,7 +168,7 @@ int cmd_plan(int argc, char **argv)
 				goto out;
 			}
 	if (spec->bind.topology_file &&
-	    !(platform = load_platform(spec, &err))) {
+	    !(platform = bind_platform_load(spec->bind.topology_file, &err))) {
 		cli_error("plan: %s", err.text);
 		goto out;
 	}
@@ -329,21 +186,14 @@ int cmd_plan(int argc, char **argv)
 	}
 	for (size_t i = 0; i < res.nodes->count; i++) {
 		const struct hostfile_entry *e = &res.nodes->entries[i];
-		int slots = e->slots > 0 ? e->slots : bind_default_slots(topo);
 
 		np[i].host = e->host;
-		np[i].ranks = calloc((size_t)slots, sizeof(*np[i].ranks));
-		if (!np[i].ranks) {
-			cli_error("plan: out of memory");
-			status = EXIT_RUNTIME;
-			goto out;
-		}
 		n_nodes = i + 1;
-		if (bind_plan(topo, slots, &opts, np[i].ranks, &err) < 0) {
+		if (plan_ranks(topo, e->slots, &opts, &np[i].ranks,
+			       &np[i].n_ranks, &err) < 0) {
 			cli_error("plan: node %s: %s", e->host, err.text);
 			goto out;
 		}
-		np[i].n_ranks = slots;
 	}
 	if (plan_print(np, n_nodes, json) < 0) {
 		cli_error("plan: cannot write the plan: %s", strerror(errno));

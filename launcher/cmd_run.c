@@ -25,52 +25,6 @@ static void usage(FILE *out)
 		"  -v          prefix output with host and rank\n");
 }
 
-int cli_agent_path(char *out, size_t len)
-{
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-	if (n < 0)
-		return -1;
-	self[n] = '\0';
-	snprintf(out, len, "%s/herd-agent", dirname(self));
-	return access(out, X_OK);
-}
-
-/* A relative launch.workdir or checkpoint.dir means "next to the job
- * file" (as nodes.hostfile does): the ranks start in the remote user's
- * home, so a relative path would silently mean something else there. */
-static int absolutize(char **path, const char *job_path)
-{
-	char *copy, *dir, *abs, real[PATH_MAX];
-
-	if (!*path || (*path)[0] == '/')
-		return 0;
-	copy = strdup(job_path);
-	if (!copy)
-		return -1;
-	dir = dirname(copy);
-	if (!realpath(dir, real)) {
-		free(copy);
-		return -1;
-	}
-	free(copy);
-	if (asprintf(&abs, "%s/%s", real, *path) < 0)
-		return -1;
-	free(*path);
-	*path = abs;
-	return 0;
-}
-
-int cli_job_paths(struct spec *spec, const char *job_path)
-{
-	if (absolutize(&spec->launch.workdir, job_path) < 0 ||
-	    absolutize(&spec->checkpoint.dir, job_path) < 0 ||
-	    absolutize(&spec->bind.topology_file, job_path) < 0)
-		return -1;
-	return 0;
-}
-
 int cmd_run(int argc, char **argv)
 {
 	static const struct option longopts[] = {

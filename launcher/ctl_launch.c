@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "ctl_int.h"
+#include "plan.h"
 #include "herd/render.h"
 #include "herd/topo.h"
 
@@ -552,20 +553,13 @@ static int plan_node(struct ctl *c, struct node *n, struct herd_err *err)
 	if (n->topo && !(t = topo_from_summary(n->topo, &e)))
 		fprintf(stderr, "herd: %s: %s; its ranks run unbound\n",
 			n->host, e.text);
-	n->n_ranks = n->slots > 0 ? n->slots : t ? bind_default_slots(t) : 1;
 	if (!t) {
+		n->n_ranks = n->slots > 0 ? n->slots : 1;
 		rc = 0;
 		goto out;
 	}
-	n->bind = calloc((size_t)n->n_ranks, sizeof(*n->bind));
-	if (!n->bind) {
-		herd_errprintf(err, "out of memory");
-		goto out;
-	}
 	bind_opts_from_spec(&opts, c->spec, c->platform);
-	if (bind_plan(t, n->n_ranks, &opts, n->bind, &e) < 0) {
-		free(n->bind);
-		n->bind = NULL;
+	if (plan_ranks(t, n->slots, &opts, &n->bind, &n->n_ranks, &e) < 0) {
 		herd_errprintf(err, "%s: %s", n->host, e.text);
 		goto out;
 	}

@@ -250,6 +250,16 @@ test_expect_success 'remote nodes without --topology: herd asks their agents; an
 	test_must_be_empty out
 '
 
+test_expect_success 'remote nodes without --topology: bind.topology_file is next to the job file, whatever the current directory' '
+	mkdir -p sub &&
+	cp plat.json sub/ &&
+	printf "nodes:\n  hosts: n1\nbind:\n  topology_file: plat.json\n" | job sub/rel.yaml &&
+	mkdir -p elsewhere &&
+	(cd elsewhere && test_expect_code 1 herd plan ../sub/rel.yaml >../out 2>../err) &&
+	grep "n1: cannot connect" err &&
+	! grep "topology_file" err
+'
+
 test_expect_success 'localhost without --topology: this machine (HWLOC_XMLFILE redirects hwloc)' '
 	printf "nodes:\n  hosts: localhost\n" | job local.yaml &&
 	HWLOC_XMLFILE=$TOPO/jureca-dc-gpu.xml herd plan local.yaml --json >out &&

@@ -1,0 +1,60 @@
+/* cli.c — what several commands share (cli.h): where this herd's
+ * herd-agent is, and the job file's relative paths made absolute.  The
+ * cmd_*.c files are leaves: they call in here, nothing calls them but
+ * main.c.
+ */
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "herd/spec.h"
+
+int cli_agent_path(char *out, size_t len)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n < 0)
+		return -1;
+	self[n] = '\0';
+	snprintf(out, len, "%s/herd-agent", dirname(self));
+	return access(out, X_OK);
+}
+
+/* A relative launch.workdir or checkpoint.dir means "next to the job
+ * file" (as nodes.hostfile does): the ranks start in the remote user's
+ * home, so a relative path would silently mean something else there. */
+static int absolutize(char **path, const char *job_path)
+{
+	char *copy, *dir, *abs, real[PATH_MAX];
+
+	if (!*path || (*path)[0] == '/')
+		return 0;
+	copy = strdup(job_path);
+	if (!copy)
+		return -1;
+	dir = dirname(copy);
+	if (!realpath(dir, real)) {
+		free(copy);
+		return -1;
+	}
+	free(copy);
+	if (asprintf(&abs, "%s/%s", real, *path) < 0)
+		return -1;
+	free(*path);
+	*path = abs;
+	return 0;
+}
+
+int cli_job_paths(struct spec *spec, const char *job_path)
+{
+	if (absolutize(&spec->launch.workdir, job_path) < 0 ||
+	    absolutize(&spec->checkpoint.dir, job_path) < 0 ||
+	    absolutize(&spec->bind.topology_file, job_path) < 0)
+		return -1;
+	return 0;
+}
