@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "herd/spec.h"
+#include "resolve.h"
 
 int cli_agent_path(char *out, size_t len)
 {
@@ -56,5 +57,17 @@ int cli_job_paths(struct spec *spec, const char *job_path)
 	    absolutize(&spec->checkpoint.dir, job_path) < 0 ||
 	    absolutize(&spec->bind.topology_file, job_path) < 0)
 		return -1;
+	return 0;
+}
+
+int cli_resolve(const struct spec *spec, struct resolved *res)
+{
+	struct herd_err err;
+
+	herd_err_clear(&err);
+	if (resolve_nodes(spec, res, &err) < 0) {
+		cli_error("%s", err.text);
+		return res->fail == RESOLVE_FAIL_INPUT ? EXIT_SPEC : 1;
+	}
 	return 0;
 }

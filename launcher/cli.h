@@ -24,6 +24,12 @@ struct spec;
  * at job_path.  Returns 0, or -1 (out of memory, directory gone). */
 int cli_job_paths(struct spec *spec, const char *job_path);
 
+struct resolved;
+/* Resolves the job's nodes once (resolve.h), for the whole command.
+ * Returns 0, or the exit status after saying why on stderr: EXIT_SPEC
+ * for the user's input, 1 for a failed discovery command or request. */
+int cli_resolve(const struct spec *spec, struct resolved *res);
+
 /* The herd-agent installed next to this herd, into out; returns 0, or -1
  * when it is not there (out still names where it was looked for). */
 int cli_agent_path(char *out, size_t len);

@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "resolve.h"
 #include "herd/spec.h"
 
 static void bench_usage(FILE *out)
@@ -91,6 +92,7 @@ int cmd_bench(int argc, char **argv)
 	char agent[PATH_MAX + 16], *end;
 	struct herd_err err;
 	struct spec *spec;
+	struct resolved res = {0};
 	int ch, iters = 5, status;
 
 	while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
@@ -154,7 +156,10 @@ int cmd_bench(int argc, char **argv)
 		spec_free(spec);
 		return 1;
 	}
-	status = ctl_run(spec, &opt);
+	status = cli_resolve(spec, &res);
+	if (status == 0)
+		status = ctl_run(spec, &res, &opt);
+	resolve_free(&res);
 	spec_free(spec);
 	return status;
 }

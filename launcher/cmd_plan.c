@@ -71,7 +71,8 @@ static bool is_local(const char *host)
 /* Without --topology, remote nodes are planned from what their agents
  * report: herd connects, plans as `herd run` would, prints, and stops
  * the agents without starting a rank. */
-static int plan_from_agents(struct spec *spec, bool json)
+static int plan_from_agents(struct spec *spec, struct resolved *res,
+			    bool json)
 {
 	struct ctl_options opt = {.plan_only = true, .plan_json = json};
 	char agent[PATH_MAX + 16];
@@ -82,7 +83,7 @@ static int plan_from_agents(struct spec *spec, bool json)
 		return EXIT_RUNTIME;
 	}
 	opt.agent_path = agent;
-	return ctl_run(spec, &opt);
+	return ctl_run(spec, res, &opt);
 }
 
 /* Parses the arguments; returns -1 (status set) to stop. */
@@ -155,16 +156,13 @@ int cmd_plan(int argc, char **argv)
 		status = EXIT_RUNTIME;
 		goto out;
 	}
-	if (resolve_nodes(spec, &res, &err) < 0) {
-		cli_error("%s", err.text);
-		if (res.fail == RESOLVE_FAIL_RUNTIME)
-			status = EXIT_RUNTIME;
+	if ((status = cli_resolve(spec, &res)) != 0)
 		goto out;
-	}
+	status = EXIT_SPEC;
 	if (!topology)
 		for (size_t i = 0; i < res.nodes->count; i++)
 			if (!is_local(res.nodes->entries[i].host)) {
-				status = plan_from_agents(spec, json);
+				status = plan_from_agents(spec, &res, json);
 				goto out;
 			}
 	if (spec->bind.topology_file &&

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "resolve.h"
 #include "herd/spec.h"
 
 static void usage(FILE *out)
@@ -36,6 +37,7 @@ int cmd_run(int argc, char **argv)
 	struct ctl_options opt = {0};
 	struct herd_err err;
 	struct spec *spec;
+	struct resolved res = {0};
 	char agent[PATH_MAX + 16];
 	int ch, status;
 
@@ -76,7 +78,10 @@ int cmd_run(int argc, char **argv)
 		spec_free(spec);
 		return 1;
 	}
-	status = ctl_run(spec, &opt);
+	status = cli_resolve(spec, &res);
+	if (status == 0)
+		status = ctl_run(spec, &res, &opt);
+	resolve_free(&res);
 	spec_free(spec);
 	return status;
 }

@@ -1346,30 +1346,25 @@ static int add_nodes(struct ctl *c, struct resolved *res)
 	return 0;
 }
 
-int ctl_run(struct spec *spec, const struct ctl_options *opt)
+int ctl_run(struct spec *spec, struct resolved *nodes,
+	    const struct ctl_options *opt)
 {
 	struct ctl c = {.spec = spec, .opt = opt};
-	struct resolved res = {0};
+	struct resolved *res = nodes;
 	struct herd_err err;
 	int status = 1;
 
 	herd_err_clear(&err);
-	if (resolve_nodes(spec, &res, &err) < 0) {
-		fprintf(stderr, "herd: %s\n", err.text);
-		return res.fail == RESOLVE_FAIL_INPUT ? EXIT_SPEC : 1;
-	}
-	c.local = res.nodes->count == 1 &&
-		  !strcmp(res.nodes->entries[0].host, "localhost");
+	c.local = res->nodes->count == 1 &&
+		  !strcmp(res->nodes->entries[0].host, "localhost");
 	c.log_dir = render_log_dir(spec, &err);
 	if (!c.log_dir) {
 		fprintf(stderr, "herd: log.dir: %s\n", err.text);
-		resolve_free(&res);
 		return EXIT_SPEC;
 	}
 	if (opt->dry_run) {
-		status = ctl_dry_run(&c, &res);
+		status = ctl_dry_run(&c, res);
 		ctl_cleanup(&c);
-		resolve_free(&res);
 		return status;
 	}
 
@@ -1405,7 +1400,7 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 		c.transport->verbose = opt->verbose;
 		c.transport->loop = c.loop;
 	}
-	if (!c.transport || add_nodes(&c, &res) < 0) {
+	if (!c.transport || add_nodes(&c, res) < 0) {
 		fprintf(stderr, "herd: %s\n",
 			c.transport ? "out of memory" : err.text);
 		goto out;
@@ -1462,7 +1457,6 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 	report_lost(&c);
 out:
 	ctl_cleanup(&c);	/* loop_free puts the signals back */
-	resolve_free(&res);
-	the_ctl = NULL;
+		the_ctl = NULL;
 	return status;
 }

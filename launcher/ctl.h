@@ -22,6 +22,10 @@ struct ctl_options {
  * rank's status (128+signal), 1 for failures outside ranks, 2 for input
  * errors.  Prints progress and errors to stderr, rank output to
  * stdout/stderr. */
-int ctl_run(struct spec *spec, const struct ctl_options *opt);
+struct resolved;
+/* nodes: the job's nodes, resolved once by the caller (resolve.h), who
+ * frees them after. */
+int ctl_run(struct spec *spec, struct resolved *nodes,
+	    const struct ctl_options *opt);
 
 #endif

@@ -260,6 +260,17 @@ test_expect_success 'remote nodes without --topology: bind.topology_file is next
 	! grep "topology_file" err
 '
 
+test_expect_success 'remote nodes without --topology: a discovery command runs once (nodes are resolved once for the whole command)' '
+	cat >discover.sh <<-\EOF &&
+	echo ran >>discover.count
+	echo n1
+	EOF
+	printf "nodes:\n  command: sh discover.sh\n" | job disc.yaml &&
+	test_expect_code 1 herd plan disc.yaml 2>err &&
+	grep "n1: cannot connect" err &&
+	test "$(wc -l <discover.count)" = 1
+'
+
 test_expect_success 'localhost without --topology: this machine (HWLOC_XMLFILE redirects hwloc)' '
 	printf "nodes:\n  hosts: localhost\n" | job local.yaml &&
 	HWLOC_XMLFILE=$TOPO/jureca-dc-gpu.xml herd plan local.yaml --json >out &&
