@@ -71,3 +71,29 @@ int cli_resolve(const struct spec *spec, struct resolved *res)
 	}
 	return 0;
 }
+
+int cli_job_open(const char *cmd, const char *path, char *agent,
+		 size_t agent_len, struct spec **spec, struct resolved *res)
+{
+	struct herd_err err;
+	int status;
+
+	*spec = NULL;
+	if (agent && cli_agent_path(agent, agent_len) < 0) {
+		cli_error("%s: cannot find herd-agent next to herd (%s)", cmd,
+			  agent);
+		return 1;
+	}
+	herd_err_clear(&err);
+	*spec = spec_load(path, &err);
+	if (!*spec) {
+		fprintf(stderr, "%s\n", err.text);
+		return EXIT_SPEC;
+	}
+	if (cli_job_paths(*spec, path) < 0) {
+		cli_error("%s: cannot resolve paths next to %s", cmd, path);
+		return 1;
+	}
+	status = cli_resolve(*spec, res);
+	return status;
+}

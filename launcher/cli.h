@@ -30,6 +30,15 @@ struct resolved;
  * for the user's input, 1 for a failed discovery command or request. */
 int cli_resolve(const struct spec *spec, struct resolved *res);
 
+/* What run, bench and plan do first: finds the herd-agent next to herd
+ * (into agent, unless agent is NULL), loads the job file at path, makes
+ * its paths absolute (cli_job_paths) and resolves its nodes once
+ * (cli_resolve).  Returns 0, or the exit status after saying why on
+ * stderr with "herd: CMD: ..." (cmd: the command's name).  *spec is the
+ * caller's to free either way (NULL when loading failed); so is res. */
+int cli_job_open(const char *cmd, const char *path, char *agent,
+		 size_t agent_len, struct spec **spec, struct resolved *res);
+
 /* The herd-agent installed next to this herd, into out; returns 0, or -1
  * when it is not there (out still names where it was looked for). */
 int cli_agent_path(char *out, size_t len);

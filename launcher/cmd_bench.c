@@ -90,7 +90,6 @@ int cmd_bench(int argc, char **argv)
 	const char *sizes = "8,64K,1M,16M";
 	struct ctl_options opt = {0};
 	char agent[PATH_MAX + 16], *end;
-	struct herd_err err;
 	struct spec *spec;
 	struct resolved res = {0};
 	int ch, iters = 5, status;
@@ -132,31 +131,14 @@ int cmd_bench(int argc, char **argv)
 		bench_usage(stderr);
 		return EXIT_SPEC;
 	}
-	if (cli_agent_path(agent, sizeof(agent)) < 0) {
-		cli_error("bench: cannot find herd-agent next to herd (%s)",
-			  agent);
-		return 1;
-	}
+	status = cli_job_open("bench", argv[optind], agent, sizeof(agent),
+			      &spec, &res);
 	opt.agent_path = agent;
 	opt.untagged = !opt.verbose;
-	herd_err_clear(&err);
-	spec = spec_load(argv[optind], &err);
-	if (!spec) {
-		fprintf(stderr, "%s\n", err.text);
-		return EXIT_SPEC;
-	}
-	if (cli_job_paths(spec, argv[optind]) < 0) {
-		cli_error("bench: cannot resolve paths next to %s",
-			  argv[optind]);
-		spec_free(spec);
-		return 1;
-	}
-	if (make_probe(spec, sizes, iters) < 0) {
+	if (status == 0 && make_probe(spec, sizes, iters) < 0) {
 		cli_error("out of memory");
-		spec_free(spec);
-		return 1;
+		status = 1;
 	}
-	status = cli_resolve(spec, &res);
 	if (status == 0)
 		status = ctl_run(spec, &res, &opt);
 	resolve_free(&res);

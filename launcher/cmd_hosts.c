@@ -127,12 +127,8 @@ int cmd_hosts(int argc, char **argv)
 		cli_error("%s", err.text);
 		goto out;
 	}
-	if (resolve_nodes(spec, &res, &err) < 0) {
-		cli_error("%s", err.text);
-		status =
-		    res.fail == RESOLVE_FAIL_RUNTIME ? EXIT_RUNTIME : EXIT_SPEC;
+	if ((status = cli_resolve(spec, &res)) != 0)
 		goto out;
-	}
 	if (print_hosts(&res, fmt, spares, &err) < 0) {
 		cli_error("hosts: cannot write the hostfile: %s", err.text);
 		status = EXIT_RUNTIME;

@@ -35,7 +35,6 @@ int cmd_run(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	struct ctl_options opt = {0};
-	struct herd_err err;
 	struct spec *spec;
 	struct resolved res = {0};
 	char agent[PATH_MAX + 16];
@@ -61,24 +60,9 @@ int cmd_run(int argc, char **argv)
 		usage(stderr);
 		return EXIT_SPEC;
 	}
-	if (cli_agent_path(agent, sizeof(agent)) < 0) {
-		cli_error("run: cannot find herd-agent next to herd (%s)",
-			  agent);
-		return 1;
-	}
+	status = cli_job_open("run", argv[optind], agent, sizeof(agent),
+			      &spec, &res);
 	opt.agent_path = agent;
-	herd_err_clear(&err);
-	spec = spec_load(argv[optind], &err);
-	if (!spec) {
-		fprintf(stderr, "%s\n", err.text);
-		return EXIT_SPEC;
-	}
-	if (cli_job_paths(spec, argv[optind]) < 0) {
-		cli_error("run: cannot resolve paths next to %s", argv[optind]);
-		spec_free(spec);
-		return 1;
-	}
-	status = cli_resolve(spec, &res);
 	if (status == 0)
 		status = ctl_run(spec, &res, &opt);
 	resolve_free(&res);
