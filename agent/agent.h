@@ -115,6 +115,12 @@ void health_on_heartbeat(struct agent *a, json_t *body);
 void health_init(struct agent *a);
 void health_fini(struct agent *a);
 
+/* rundir.c: a->run_dir, the agent's private directory
+ * $TMPDIR/herd-agent-PID-XXXXXX ("" when it cannot be made); making it
+ * first removes those of agents that were killed (their PID is gone). */
+void rundir_make(struct agent *a);
+void rundir_remove(struct agent *a);
+
 /* pmix.c: the agent is the PMIx server of its ranks (launch.mode pmix).
  * Sets up the server (once) and the attempt's namespace from LAUNCH's
  * "pmix" object.  Returns 0 or -1 with err. */

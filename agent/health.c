@@ -54,12 +54,7 @@ static void on_hello_timeout(struct loop *loop, void *arg)
 
 void health_init(struct agent *a)
 {
-	const char *tmp = getenv("TMPDIR");
-
-	snprintf(a->run_dir, sizeof(a->run_dir), "%s/herd-agent-XXXXXX",
-		 tmp && tmp[0] == '/' ? tmp : "/tmp");
-	if (!mkdtemp(a->run_dir))
-		a->run_dir[0] = '\0';
+	rundir_make(a);
 	a->last_rx_ms = loop_now_ms();
 	if (a->hello_timeout_ms <= 0)
 		a->hello_timeout_ms = AGENT_HELLO_TIMEOUT_MS;
@@ -71,27 +66,13 @@ void health_init(struct agent *a)
 
 void health_fini(struct agent *a)
 {
-	DIR *d;
-	struct dirent *e;
-
 	if (a->hb_timer)
 		loop_timer_del(a->loop, a->hb_timer);
 	a->hb_timer = 0;
 	if (a->hello_timer)
 		loop_timer_del(a->loop, a->hello_timer);
 	a->hello_timer = 0;
-	if (!a->run_dir[0] || !(d = opendir(a->run_dir)))
-		return;
-	while ((e = readdir(d))) {
-		char p[600];
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", a->run_dir, e->d_name);
-		unlink(p);
-	}
-	closedir(d);
-	rmdir(a->run_dir);
+	rundir_remove(a);
 }
 
 /* Sums of the non-loopback interfaces in /proc/net/dev. */

@@ -264,6 +264,34 @@ test_expect_success '--dry-run prints every rank'"'"'s environment and touches n
 	test ! -e dry/ran
 '
 
+test_expect_success 'an agent removes the private directories that killed agents left in TMPDIR, and only those' '
+	mkdir tmpd victim &&
+	: >victim/keep &&
+	sh -c "exit 0" & dead=$! &&
+	wait $dead &&
+	mkdir -m 700 tmpd/herd-agent-$dead-aaaaaa &&
+	: >tmpd/herd-agent-$dead-aaaaaa/rank-0.progress &&
+	mkdir -m 700 tmpd/herd-agent-$$-bbbbbb &&
+	mkdir -m 700 tmpd/herd-agent-$dead-cccccc &&
+	: >tmpd/herd-agent-$dead-cccccc/rank-0.progress &&
+	chown -R nobody tmpd/herd-agent-$dead-cccccc &&
+	ln -s "$PWD/victim" tmpd/herd-agent-$dead-dddddd &&
+	mkdir -m 700 tmpd/herd-agent-eeeeee &&
+	job tmpdir 2 <<-\EOF &&
+	command: test -d "$(dirname "$HERD_PROGRESS_FILE")" && echo ran
+	EOF
+	TMPDIR=$PWD/tmpd herd run tmpdir.yaml >out 2>err &&
+	test "$(grep -c ran out)" = 2 &&
+	test ! -e tmpd/herd-agent-$dead-aaaaaa &&
+	test -d tmpd/herd-agent-$$-bbbbbb &&
+	test -e tmpd/herd-agent-$dead-cccccc/rank-0.progress &&
+	test -h tmpd/herd-agent-$dead-dddddd &&
+	test -e victim/keep &&
+	test -d tmpd/herd-agent-eeeeee &&
+	# and the job'"'"'s own agent took its directory away at the end
+	test "$(ls tmpd | wc -l)" = 4
+'
+
 test_expect_success 'a bad spec exits 2 with file:line:col and starts nothing' '
 	mkdir bad && (
 		cd bad &&
