@@ -1020,6 +1020,14 @@ static void act_check_connected(struct ctl *c, struct ctl_ev *ev)
 	check_connected(c);
 }
 
+/* A frame says the node failed: nothing more is read from it (as when it
+ * was evicted at once); the failure itself is handled from the loop. */
+static void frame_failed(struct ctl *c, struct node *n, const char *why)
+{
+	conn_pause_reading(n->conn);
+	ctl_post(c, CTL_EV_NODE_FAILED, n, 0, why);
+}
+
 static void on_hello(struct ctl *c, struct node *n, struct proto_frame *f)
 {
 	json_t *body = f->body;
@@ -1036,7 +1044,7 @@ static void on_hello(struct ctl *c, struct node *n, struct proto_frame *f)
 		snprintf(why, sizeof(why),
 			 "%s: herd-agent version %s does not match herd %s",
 			 n->host, version ? version : "?", HERD_VERSION);
-		ctl_post(c, CTL_EV_NODE_FAILED, n, 0, why);
+		frame_failed(c, n, why);
 		return;
 	}
 	free(n->hostname);
@@ -1433,8 +1441,7 @@ static void on_error(struct ctl *c, struct node *n, struct proto_frame *f)
 {
 	const char *msg = json_string_value(json_object_get(f->body, "message"));
 
-	ctl_post(c, CTL_EV_NODE_FAILED, n, 0,
-		 msg ? msg : "agent reported an error");
+	frame_failed(c, n, msg ? msg : "agent reported an error");
 }
 
 /* What herd takes from an agent, by frame type; anything else is a
@@ -1468,7 +1475,7 @@ static void on_frame(struct conn *conn, struct proto_frame *f, void *arg)
 		snprintf(why, sizeof(why),
 			 "protocol error: unexpected frame %s from %s",
 			 proto_type_name((int)f->type), n->host);
-		ctl_post(c, CTL_EV_NODE_FAILED, n, 0, why);
+		frame_failed(c, n, why);
 	}
 out:
 	proto_frame_free(f);
