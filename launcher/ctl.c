@@ -1,7 +1,13 @@
 /* ctl.c — the job controller's lifecycle (DESIGN.md steps 3-8).
  *
- * One loop, one table of states.  Every node is a conn (conn.h) whose
- * frames arrive here whichever transport started its agent.  An attempt
+ * One loop, one table.  Every node is a conn (conn.h, its arg is the node)
+ * whose frames arrive here whichever transport started its agent; frames
+ * dispatch through frame_handlers[] by type.  What happens to the job (a
+ * node up or failed, a rank's failure, a timer, Ctrl-C) is posted as an
+ * event (ctl_post) and handled later from the loop, one at a time, through
+ * ctl_table[]: (state, event) -> (next state, action).  A handler never
+ * runs inside the call that noticed its event, so no send, frame or timer
+ * sees the lifecycle change under it.  An attempt
  * fails when a rank exits non-zero, hangs, or its node fails (channel
  * broken, heartbeats silent for health.timeout).  Then the controller
  * stops the ranks everywhere and waits for every surviving agent to
