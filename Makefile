@@ -76,6 +76,15 @@ $(BUILD)/unit/%: tests/unit/%.c lib/libherd.a $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< lib/libherd.a $(PKG_LIBS) -lcmocka
 
+# The controller's unit test links the launcher's objects (all but main).
+LAUNCHER_A := $(BUILD)/launcher.a
+$(LAUNCHER_A): $(filter-out $(BUILD)/launcher/main.o,$(LAUNCHER_OBJ))
+	@rm -f $@
+	ar rcs $@ $^
+$(BUILD)/unit/test_ctl: tests/unit/test_ctl.c $(LAUNCHER_A) lib/libherd.a $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Ilauncher $(ALL_LDFLAGS) -o $@ $< $(LAUNCHER_A) lib/libherd.a $(PKG_LIBS) -lcmocka
+
 # libFuzzer targets: built with clang, ASan+UBSan, from the library sources.
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRC)
 	@mkdir -p $(dir $@)

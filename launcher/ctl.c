@@ -1,7 +1,13 @@
 /* ctl.c — the job controller's lifecycle (DESIGN.md steps 3-8).
  *
- * One loop, one table of states.  Every node is a conn (conn.h) whose
- * frames arrive here whichever transport started its agent.  An attempt
+ * One loop, one table.  Every node is a conn (conn.h, its arg is the node)
+ * whose frames arrive here whichever transport started its agent; frames
+ * dispatch through frame_handlers[] by type.  What happens to the job (a
+ * node up or failed, a rank's failure, a timer, Ctrl-C) is posted as an
+ * event (ctl_post) and handled later from the loop, one at a time, through
+ * ctl_table[]: (state, event) -> (next state, action).  A handler never
+ * runs inside the call that noticed its event, so no send, frame or timer
+ * sees the lifecycle change under it.  An attempt
  * fails when a rank exits non-zero, hangs, or its node fails (channel
  * broken, heartbeats silent for health.timeout).  Then the controller
  * stops the ranks everywhere and waits for every surviving agent to
@@ -28,43 +34,279 @@
 #include "herd/render.h"
 #include "herd/version.h"
 
-static const struct {
-	enum ctl_state from;
-	enum ctl_state to;
-} ctl_transitions[] = {
-	{CTL_CONNECT, CTL_RUN},	      /* enough nodes up */
-	{CTL_CONNECT, CTL_STOPPING},  /* too few nodes, or Ctrl-C */
-	{CTL_RUN, CTL_RECOVER},	      /* the attempt failed; restarts left */
-	{CTL_RUN, CTL_STOPPING},      /* all ranks done, last failure, Ctrl-C */
-	{CTL_RECOVER, CTL_BACKOFF},   /* ranks gone, enough nodes */
-	{CTL_RECOVER, CTL_STOPPING},  /* below nodes.min, or Ctrl-C */
-	{CTL_BACKOFF, CTL_RUN},	      /* the next attempt */
-	{CTL_BACKOFF, CTL_STOPPING},  /* below nodes.min, or Ctrl-C */
-	{CTL_STOPPING, CTL_END},      /* every agent gone, or grace over */
+/* --- the lifecycle table --------------------------------------------------- */
+
+static void act_check_connected(struct ctl *c, struct ctl_ev *ev);
+static void act_check_recovered(struct ctl *c, struct ctl_ev *ev);
+static void act_node_failed_connect(struct ctl *c, struct ctl_ev *ev);
+static void act_node_failed_run(struct ctl *c, struct ctl_ev *ev);
+static void act_node_failed_recover(struct ctl *c, struct ctl_ev *ev);
+static void act_node_failed_backoff(struct ctl *c, struct ctl_ev *ev);
+static void act_node_gone(struct ctl *c, struct ctl_ev *ev);
+static void act_launch(struct ctl *c, struct ctl_ev *ev);
+static void act_rank_failed(struct ctl *c, struct ctl_ev *ev);
+static void act_rank_note(struct ctl *c, struct ctl_ev *ev);
+static void act_completed(struct ctl *c, struct ctl_ev *ev);
+static void act_hung(struct ctl *c, struct ctl_ev *ev);
+static void act_abort(struct ctl *c, struct ctl_ev *ev);
+static void act_attempt_failed(struct ctl *c, struct ctl_ev *ev);
+static void act_recover(struct ctl *c, struct ctl_ev *ev);
+static void act_recover_timeout(struct ctl *c, struct ctl_ev *ev);
+static void act_backoff(struct ctl *c, struct ctl_ev *ev);
+static void act_backoff_over(struct ctl *c, struct ctl_ev *ev);
+static void act_finish(struct ctl *c, struct ctl_ev *ev);
+static void act_kill(struct ctl *c, struct ctl_ev *ev);
+static void act_hang_up(struct ctl *c, struct ctl_ev *ev);
+static void act_readmit(struct ctl *c, struct ctl_ev *ev);
+
+/* Every transition of the job (flux-core broker/state_machine.c is the
+ * model).  An event without a row in the current state is dropped when it
+ * reports on a phase that may already be over (ctl_events[].late), else it
+ * is a bug and said on stderr. */
+const struct ctl_row ctl_table[] = {
+	{CTL_CONNECT, CTL_EV_START, CTL_CONNECT, act_check_connected},
+	{CTL_CONNECT, CTL_EV_NODE_UP, CTL_CONNECT, act_check_connected},
+	{CTL_CONNECT, CTL_EV_NODE_FAILED, CTL_CONNECT, act_node_failed_connect},
+	{CTL_CONNECT, CTL_EV_READMIT, CTL_CONNECT, act_readmit},
+	{CTL_CONNECT, CTL_EV_LAUNCH, CTL_RUN, act_launch},
+	{CTL_CONNECT, CTL_EV_FINISH, CTL_STOPPING, act_finish},
+	{CTL_CONNECT, CTL_EV_INTERRUPT, CTL_STOPPING, act_finish},
+
+	{CTL_RUN, CTL_EV_NODE_FAILED, CTL_RUN, act_node_failed_run},
+	{CTL_RUN, CTL_EV_READMIT, CTL_RUN, act_readmit},
+	{CTL_RUN, CTL_EV_RANK_FAILED, CTL_RUN, act_rank_failed},
+	{CTL_RUN, CTL_EV_HUNG, CTL_RUN, act_hung},
+	{CTL_RUN, CTL_EV_ABORT, CTL_RUN, act_abort},
+	{CTL_RUN, CTL_EV_ATTEMPT_FAILED, CTL_RUN, act_attempt_failed},
+	{CTL_RUN, CTL_EV_RECOVER, CTL_RECOVER, act_recover},
+	{CTL_RUN, CTL_EV_RANKS_DONE, CTL_STOPPING, act_completed},
+	{CTL_RUN, CTL_EV_FINISH, CTL_STOPPING, act_finish},
+	{CTL_RUN, CTL_EV_INTERRUPT, CTL_STOPPING, act_finish},
+
+	{CTL_RECOVER, CTL_EV_NODE_UP, CTL_RECOVER, act_check_recovered},
+	{CTL_RECOVER, CTL_EV_STOPPED, CTL_RECOVER, act_check_recovered},
+	{CTL_RECOVER, CTL_EV_NODE_FAILED, CTL_RECOVER, act_node_failed_recover},
+	{CTL_RECOVER, CTL_EV_READMIT, CTL_RECOVER, act_readmit},
+	{CTL_RECOVER, CTL_EV_RANK_FAILED, CTL_RECOVER, act_rank_note},
+	{CTL_RECOVER, CTL_EV_STOP_TIMER, CTL_RECOVER, act_recover_timeout},
+	{CTL_RECOVER, CTL_EV_RECOVERED, CTL_BACKOFF, act_backoff},
+	{CTL_RECOVER, CTL_EV_FINISH, CTL_STOPPING, act_finish},
+	{CTL_RECOVER, CTL_EV_INTERRUPT, CTL_STOPPING, act_finish},
+
+	{CTL_BACKOFF, CTL_EV_NODE_FAILED, CTL_BACKOFF, act_node_failed_backoff},
+	{CTL_BACKOFF, CTL_EV_READMIT, CTL_BACKOFF, act_readmit},
+	{CTL_BACKOFF, CTL_EV_RANK_FAILED, CTL_BACKOFF, act_rank_note},
+	{CTL_BACKOFF, CTL_EV_BACKOFF_OVER, CTL_BACKOFF, act_backoff_over},
+	{CTL_BACKOFF, CTL_EV_LAUNCH, CTL_RUN, act_launch},
+	{CTL_BACKOFF, CTL_EV_FINISH, CTL_STOPPING, act_finish},
+	{CTL_BACKOFF, CTL_EV_INTERRUPT, CTL_STOPPING, act_finish},
+
+	{CTL_STOPPING, CTL_EV_NODE_FAILED, CTL_STOPPING, act_node_gone},
+	{CTL_STOPPING, CTL_EV_RANK_FAILED, CTL_STOPPING, act_rank_note},
+	/* A second request only shortens the grace. */
+	{CTL_STOPPING, CTL_EV_FINISH, CTL_STOPPING, act_kill},
+	{CTL_STOPPING, CTL_EV_INTERRUPT, CTL_STOPPING, act_kill},
+	{CTL_STOPPING, CTL_EV_ALL_GONE, CTL_END, NULL},
+	{CTL_STOPPING, CTL_EV_STOP_TIMER, CTL_END, act_hang_up},
+
+	/* The loop is stopping: nothing is left to do. */
+	{CTL_END, CTL_EV_ANY_, CTL_END, NULL},
 };
+const size_t ctl_table_len = sizeof(ctl_table) / sizeof(ctl_table[0]);
 
 static const char *const ctl_state_names[] = {
 	"connect", "run", "recover", "backoff", "stopping", "end"};
+
+/* late: the event reports on an attempt or phase that may be over when it
+ * is handled (a rank's exit after the attempt failed, a timer that was
+ * already due); without a row in the current state it is dropped. */
+static const struct {
+	const char *name;
+	bool late;
+} ctl_events[CTL_EV_COUNT_] = {
+	[CTL_EV_START] = {"start", false},
+	[CTL_EV_NODE_UP] = {"node up", true},
+	[CTL_EV_NODE_FAILED] = {"node failed", false},
+	[CTL_EV_RANK_FAILED] = {"rank failed", true},
+	[CTL_EV_RANKS_DONE] = {"ranks done", true},
+	[CTL_EV_HUNG] = {"hung", true},
+	[CTL_EV_ABORT] = {"abort", true},
+	[CTL_EV_ATTEMPT_FAILED] = {"attempt failed", true},
+	[CTL_EV_RECOVER] = {"recover", false},
+	[CTL_EV_STOPPED] = {"stopped", true},
+	[CTL_EV_RECOVERED] = {"recovered", false},
+	[CTL_EV_BACKOFF_OVER] = {"backoff over", true},
+	[CTL_EV_LAUNCH] = {"launch", false},
+	[CTL_EV_STOP_TIMER] = {"stop timer", true},
+	[CTL_EV_FINISH] = {"finish", false},
+	[CTL_EV_INTERRUPT] = {"interrupt", false},
+	[CTL_EV_ALL_GONE] = {"all gone", false},
+	[CTL_EV_READMIT] = {"readmit", true},
+};
+
+const char *ctl_state_name(enum ctl_state s)
+{
+	return s < CTL_STATE_COUNT_ ? ctl_state_names[s] : "?";
+}
+
+const char *ctl_event_name(enum ctl_event e)
+{
+	return e < CTL_EV_COUNT_ ? ctl_events[e].name : "?";
+}
 
 /* The longest wait between attempts, however often restart.backoff
  * doubles. */
 #define CTL_BACKOFF_MAX_MS 60000
 
-static void set_state(struct ctl *c, enum ctl_state to)
+struct ctl_qev {
+	struct ctl_ev ev;
+	struct ctl_qev *next;
+};
+
+static const struct ctl_row *find_row(enum ctl_state state,
+				      enum ctl_event event)
 {
-	for (size_t i = 0;
-	     i < sizeof(ctl_transitions) / sizeof(ctl_transitions[0]); i++) {
-		if (ctl_transitions[i].from == c->state &&
-		    ctl_transitions[i].to == to) {
-			c->state = to;
-			if (to == CTL_END)
-				loop_stop(c->loop);
-			return;
+	for (size_t i = 0; i < ctl_table_len; i++)
+		if (ctl_table[i].state == state &&
+		    (ctl_table[i].event == event ||
+		     ctl_table[i].event == CTL_EV_ANY_))
+			return &ctl_table[i];
+	return NULL;
+}
+
+/* One event through the table. */
+static void handle(struct ctl *c, struct ctl_ev *ev)
+{
+	enum ctl_state from = c->state;
+	const struct ctl_row *row = find_row(from, ev->type);
+
+	if (c->trace)
+		c->trace(c, from, ev, row, c->trace_arg);
+	if (!row) {
+		if (!ctl_events[ev->type].late)
+			/* Not a transition of the table: a bug, kept
+			 * visible. */
+			fprintf(stderr,
+				"herd: internal: event '%s' has no transition "
+				"in state %s\n",
+				ctl_event_name(ev->type), ctl_state_name(from));
+		return;
+	}
+	c->state = row->next;
+	if (row->action)
+		row->action(c, ev);
+	if (c->state == CTL_END && from != CTL_END)
+		loop_stop(c->loop);
+}
+
+static void qev_free(struct ctl_qev *q)
+{
+	json_decref(q->ev.body);
+	free(q);
+}
+
+/* The drain: every queued event in order; what an action posts is put in
+ * front of the rest, so it is handled next (never inside the action). */
+static void drain(struct loop *loop, void *arg)
+{
+	struct ctl *c = arg;
+	struct ctl_qev *q;
+
+	(void)loop;
+	c->drain_timer = 0;
+	while ((q = c->queue)) {
+		c->queue = q->next;
+		if (!c->queue)
+			c->queue_tail = NULL;
+		c->in_action = true;
+		handle(c, &q->ev);
+		c->in_action = false;
+		qev_free(q);
+		if (c->next) {
+			c->next_tail->next = c->queue;
+			if (!c->queue)
+				c->queue_tail = c->next_tail;
+			c->queue = c->next;
+			c->next = c->next_tail = NULL;
 		}
 	}
-	/* Not a transition of the table: a bug, kept visible. */
-	fprintf(stderr, "herd: internal: no transition %s -> %s\n",
-		ctl_state_names[c->state], ctl_state_names[to]);
+}
+
+static int post(struct ctl *c, const struct ctl_ev *ev)
+{
+	struct ctl_qev *q = calloc(1, sizeof(*q));
+
+	if (!q) {
+		fprintf(stderr, "herd: out of memory: event '%s' lost\n",
+			ctl_event_name(ev->type));
+		return -1;
+	}
+	q->ev = *ev;
+	json_incref(q->ev.body);
+	if (c->in_action) {
+		if (c->next_tail)
+			c->next_tail->next = q;
+		else
+			c->next = q;
+		c->next_tail = q;
+		return 0;
+	}
+	if (c->queue_tail)
+		c->queue_tail->next = q;
+	else
+		c->queue = q;
+	c->queue_tail = q;
+	if (!c->drain_timer && c->loop) {
+		c->drain_timer = loop_timer_add(c->loop, 0, drain, c);
+		if (c->drain_timer < 0) {
+			c->drain_timer = 0;
+			fprintf(stderr, "herd: out of memory: events wait\n");
+		}
+	}
+	return 0;
+}
+
+int ctl_post(struct ctl *c, enum ctl_event event, struct node *n, int status,
+	     const char *why)
+{
+	struct ctl_ev ev = {.type = event, .node = n, .status = status};
+
+	if (why) {
+		/* Cut to fit: a reason is one line of a message. */
+		size_t len = strnlen(why, sizeof(ev.why) - 1);
+
+		memcpy(ev.why, why, len);
+		ev.why[len] = '\0';
+	}
+	return post(c, &ev);
+}
+
+/* FINISH or INTERRUPT: every agent stops its ranks (sig, SIGKILL after
+ * grace_ms) and exits. */
+static int post_stop(struct ctl *c, enum ctl_event event, long grace_ms,
+		     int sig)
+{
+	struct ctl_ev ev = {.type = event, .status = sig, .grace_ms = grace_ms};
+
+	return post(c, &ev);
+}
+
+static void queue_clear(struct ctl *c)
+{
+	struct ctl_qev *q;
+
+	while ((q = c->queue)) {
+		c->queue = q->next;
+		qev_free(q);
+	}
+	while ((q = c->next)) {
+		c->next = q->next;
+		qev_free(q);
+	}
+	c->queue_tail = c->next_tail = NULL;
+	if (c->drain_timer && c->loop)
+		loop_timer_del(c->loop, c->drain_timer);
+	c->drain_timer = 0;
 }
 
 static int count_nodes(const struct ctl *c, enum node_state state,
@@ -160,24 +402,21 @@ static void start_node(struct ctl *c, struct node *n, bool member)
 		return;
 	}
 	n->conn = conn_new(c->loop, fd, fd, PROTO_FRAME_MAX, on_frame,
-			   on_close, c);
+			   on_close, n);
 	if (!n->conn)
 		n->state = NODE_EVICTED;
 }
 
 /* --- the end ------------------------------------------------------------ */
 
+/* Every agent's connection closed: the end (STOPPING only). */
 static void maybe_end(struct ctl *c)
 {
-	if (c->state != CTL_STOPPING)
-		return;
 	for (int i = 0; i < c->n_nodes; i++)
 		if (c->nodes[i].conn)
 			return;
-	set_state(c, CTL_END);
+	ctl_post(c, CTL_EV_ALL_GONE, NULL, 0, NULL);
 }
-
-static void node_failed(struct ctl *c, struct node *n, const char *reason);
 
 static void on_stop_timeout(struct loop *loop, void *arg)
 {
@@ -185,21 +424,28 @@ static void on_stop_timeout(struct loop *loop, void *arg)
 
 	(void)loop;
 	c->stop_timer = 0;
-	if (c->state == CTL_RECOVER) {
-		/* A survivor that cannot confirm its ranks gone is not
-		 * trusted with the next attempt. */
-		for (int i = 0; i < c->n_nodes; i++) {
-			struct node *n = &c->nodes[i];
+	ctl_post(c, CTL_EV_STOP_TIMER, NULL, 0, NULL);
+}
 
-			if (n->member && n->state == NODE_UP && !n->stopped)
-				node_failed(c, n,
-					    "did not confirm that its ranks "
-					    "stopped within health.grace");
-		}
-		return;
+/* RECOVER, stop timer: a survivor that cannot confirm its ranks gone is
+ * not trusted with the next attempt. */
+static void act_recover_timeout(struct ctl *c, struct ctl_ev *ev)
+{
+	(void)ev;
+	for (int i = 0; i < c->n_nodes; i++) {
+		struct node *n = &c->nodes[i];
+
+		if (n->member && n->state == NODE_UP && !n->stopped)
+			ctl_post(c, CTL_EV_NODE_FAILED, n, 0,
+				 "did not confirm that its ranks stopped "
+				 "within health.grace");
 	}
-	if (c->state != CTL_STOPPING)
-		return;
+}
+
+/* STOPPING, stop timer: the agents that did not go are hung up on. */
+static void act_hang_up(struct ctl *c, struct ctl_ev *ev)
+{
+	(void)ev;
 	for (int i = 0; i < c->n_nodes; i++) {
 		struct node *n = &c->nodes[i];
 
@@ -212,7 +458,6 @@ static void on_stop_timeout(struct loop *loop, void *arg)
 				n->host);
 		drop_conn(c, n);
 	}
-	set_state(c, CTL_END);
 }
 
 static void send_stop(struct node *n, long grace_ms, int sig,
@@ -230,19 +475,12 @@ static void send_stop(struct node *n, long grace_ms, int sig,
 
 /* The end of the job: every agent stops its ranks (sig, SIGKILL after
  * grace) and exits. */
-static void finish(struct ctl *c, long grace_ms, int sig)
+static void stop_all(struct ctl *c, long grace_ms, int sig)
 {
-	if (c->state == CTL_STOPPING || c->state == CTL_END) {
-		/* A second request only shortens the grace. */
-		for (int i = 0; i < c->n_nodes; i++)
-			send_stop(&c->nodes[i], grace_ms, SIGKILL, true);
-		return;
-	}
 	if (c->backoff_timer) {
 		loop_timer_del(c->loop, c->backoff_timer);
 		c->backoff_timer = 0;
 	}
-	set_state(c, CTL_STOPPING);
 	for (int i = 0; i < c->n_nodes; i++) {
 		struct node *n = &c->nodes[i];
 
@@ -265,9 +503,22 @@ static void finish(struct ctl *c, long grace_ms, int sig)
 	maybe_end(c);
 }
 
+/* FINISH, INTERRUPT: into STOPPING. */
+static void act_finish(struct ctl *c, struct ctl_ev *ev)
+{
+	stop_all(c, ev->grace_ms, ev->status);
+}
+
+/* FINISH, INTERRUPT while STOPPING: a second request only shortens the
+ * grace. */
+static void act_kill(struct ctl *c, struct ctl_ev *ev)
+{
+	for (int i = 0; i < c->n_nodes; i++)
+		send_stop(&c->nodes[i], ev->grace_ms, SIGKILL, true);
+}
+
 /* --- failure and recovery ------------------------------------------------ */
 
-static void launch(struct ctl *c);
 static void fences_clear(struct ctl *c);
 static void check_recovered(struct ctl *c);
 static void check_connected(struct ctl *c);
@@ -334,17 +585,20 @@ static void evict(struct ctl *c, struct node *n, const char *reason)
 	}
 }
 
-static struct ctl *the_ctl;	/* for node timers: one controller a process */
-
 static void on_readmit(struct loop *loop, void *arg)
 {
 	struct node *n = arg;
-	struct ctl *c = the_ctl;
 
 	(void)loop;
 	n->readmit_timer = 0;
-	if (n->state != NODE_EVICTED || c->state == CTL_STOPPING ||
-	    c->state == CTL_END)
+	ctl_post(n->ctl, CTL_EV_READMIT, n, 0, NULL);
+}
+
+static void act_readmit(struct ctl *c, struct ctl_ev *ev)
+{
+	struct node *n = ev->node;
+
+	if (n->state != NODE_EVICTED)
 		return;
 	start_node(c, n, false);	/* a probe: HELLO readmits it */
 	if (n->state == NODE_EVICTED)
@@ -353,18 +607,16 @@ static void on_readmit(struct loop *loop, void *arg)
 		transport_commit(c->transport);
 }
 
-/* The attempt failed: stop its ranks everywhere, then recover or end. */
-static void attempt_failed(struct ctl *c, int status, const char *why)
+/* RUN, attempt failed: stop its ranks everywhere, then recover or end. */
+static void act_attempt_failed(struct ctl *c, struct ctl_ev *ev)
 {
 	bool restarts_left;
 
-	if (c->state != CTL_RUN)
-		return;
-	record_failure(c, status, why);
+	record_failure(c, ev->status, ev->why);
 	c->failed_at_ms = loop_now_ms();
 	events_emit(c->ev, "attempt_end",
 		    json_pack("{s:i, s:s, s:i}", "attempt", c->attempt,
-			      "reason", why, "status", status));
+			      "reason", ev->why, "status", ev->status));
 	restarts_left = c->attempt < 1 + c->spec->restart.max &&
 			c->interrupts == 0 && !c->no_restart;
 	if (!restarts_left) {
@@ -375,12 +627,18 @@ static void attempt_failed(struct ctl *c, int status, const char *why)
 				"%d)\n",
 				c->spec->restart.max);
 		c->final_failure = true;
-		finish(c, c->spec->health.grace_ms, SIGTERM);
+		post_stop(c, CTL_EV_FINISH, c->spec->health.grace_ms, SIGTERM);
 		return;
 	}
 	fprintf(stderr, "herd: attempt %d failed: %s; recovering\n",
-		c->attempt, why);
-	set_state(c, CTL_RECOVER);
+		c->attempt, ev->why);
+	ctl_post(c, CTL_EV_RECOVER, NULL, 0, NULL);
+}
+
+/* RUN -> RECOVER: every surviving member stops its ranks and says so. */
+static void act_recover(struct ctl *c, struct ctl_ev *ev)
+{
+	(void)ev;
 	for (int i = 0; i < c->n_nodes; i++) {
 		struct node *n = &c->nodes[i];
 
@@ -398,29 +656,23 @@ static void attempt_failed(struct ctl *c, int status, const char *why)
 	check_recovered(c);
 }
 
-/* A node failed: channel broken, heartbeats silent, agent error. */
-static void node_failed(struct ctl *c, struct node *n, const char *reason)
+/* A node failed (channel broken, heartbeats silent, agent error): it is
+ * evicted.  Returns true when it was a member of the job (then it was
+ * said and is an event); a probe or a warm spare goes quietly. */
+static bool node_out(struct ctl *c, struct node *n, const char *reason,
+		     bool connecting)
 {
-	char why[512];
-
-	if (n->state == NODE_EVICTED || n->state == NODE_GONE ||
+	if (!n || n->state == NODE_EVICTED || n->state == NODE_GONE ||
 	    n->state == NODE_SPARE)
-		return;
-	if (c->state == CTL_STOPPING || c->state == CTL_END) {
-		drop_conn(c, n);
-		n->state = NODE_GONE;
-		maybe_end(c);
-		return;
-	}
+		return false;
 	if (!n->member) {
-		/* A probe or a warm spare: quietly out again. */
 		evict(c, n, reason);
-		return;
+		return false;
 	}
 	events_emit(c->ev, "node_failed",
 		    json_pack("{s:s, s:s, s:i}", "host", n->host, "reason",
 			      reason, "attempt", c->attempt));
-	if (c->state == CTL_CONNECT) {
+	if (connecting) {
 		if (c->tty)
 			fputc('\n', stderr);
 		fprintf(stderr, "herd: %s\n", reason);
@@ -428,21 +680,50 @@ static void node_failed(struct ctl *c, struct node *n, const char *reason)
 		fprintf(stderr, "herd: node %s failed: %s\n", n->host, reason);
 	}
 	evict(c, n, reason);
-	snprintf(why, sizeof(why), "node %s failed: %s", n->host, reason);
-	switch (c->state) {
-	case CTL_CONNECT:
-		progress(c, false);
-		check_connected(c);
-		break;
-	case CTL_RUN:
-		attempt_failed(c, 1, why);
-		break;
-	case CTL_RECOVER:
+	return true;
+}
+
+static void act_node_failed_connect(struct ctl *c, struct ctl_ev *ev)
+{
+	if (!node_out(c, ev->node, ev->why, true))
+		return;
+	progress(c, false);
+	check_connected(c);
+}
+
+static void act_node_failed_run(struct ctl *c, struct ctl_ev *ev)
+{
+	char why[sizeof(ev->why) + 64];
+
+	if (!node_out(c, ev->node, ev->why, false))
+		return;
+	snprintf(why, sizeof(why), "node %s failed: %s", ev->node->host,
+		 ev->why);
+	ctl_post(c, CTL_EV_ATTEMPT_FAILED, NULL, 1, why);
+}
+
+static void act_node_failed_recover(struct ctl *c, struct ctl_ev *ev)
+{
+	if (node_out(c, ev->node, ev->why, false))
 		check_recovered(c);
-		break;
-	default:
-		break;
-	}
+}
+
+static void act_node_failed_backoff(struct ctl *c, struct ctl_ev *ev)
+{
+	node_out(c, ev->node, ev->why, false);
+}
+
+/* STOPPING: a node whose agent goes (or fails) is gone. */
+static void act_node_gone(struct ctl *c, struct ctl_ev *ev)
+{
+	struct node *n = ev->node;
+
+	if (!n || n->state == NODE_EVICTED || n->state == NODE_GONE ||
+	    n->state == NODE_SPARE)
+		return;
+	drop_conn(c, n);
+	n->state = NODE_GONE;
+	maybe_end(c);
 }
 
 /* Replaces evicted members with spares (warm ones first), as many as
@@ -490,8 +771,12 @@ static void on_backoff(struct loop *loop, void *arg)
 
 	(void)loop;
 	c->backoff_timer = 0;
-	if (c->state != CTL_BACKOFF)
-		return;
+	ctl_post(c, CTL_EV_BACKOFF_OVER, NULL, 0, NULL);
+}
+
+static void act_backoff_over(struct ctl *c, struct ctl_ev *ev)
+{
+	(void)ev;
 	if (count_nodes(c, NODE_UP, 1) < c->min_nodes) {
 		char why[160];
 
@@ -500,21 +785,18 @@ static void on_backoff(struct loop *loop, void *arg)
 			 count_nodes(c, NODE_UP, 1), c->min_nodes);
 		fprintf(stderr, "herd: %s\n", why);
 		c->final_failure = true;
-		finish(c, 0, SIGTERM);
+		post_stop(c, CTL_EV_FINISH, 0, SIGTERM);
 		return;
 	}
-	launch(c);
+	ctl_post(c, CTL_EV_LAUNCH, NULL, 0, NULL);
 }
 
 /* Recovery goes on until every surviving member confirmed its ranks
- * gone and every joining spare is up or failed. */
+ * gone and every joining spare is up or failed (RECOVER only). */
 static void check_recovered(struct ctl *c)
 {
-	int64_t backoff;
 	int up;
 
-	if (c->state != CTL_RECOVER)
-		return;
 	for (int i = 0; i < c->n_nodes; i++) {
 		struct node *n = &c->nodes[i];
 
@@ -532,7 +814,7 @@ static void check_recovered(struct ctl *c)
 			 up == 1 ? "" : "s", c->min_nodes);
 		fprintf(stderr, "herd: %s; giving up\n", why);
 		c->final_failure = true;
-		finish(c, 0, SIGTERM);
+		post_stop(c, CTL_EV_FINISH, 0, SIGTERM);
 		return;
 	}
 	if (up < c->want_nodes)
@@ -540,7 +822,21 @@ static void check_recovered(struct ctl *c)
 			"herd: no spare left; continuing with %d of %d nodes "
 			"(nodes.min %d)\n",
 			up, c->want_nodes, c->min_nodes);
-	set_state(c, CTL_BACKOFF);
+	ctl_post(c, CTL_EV_RECOVERED, NULL, 0, NULL);
+}
+
+static void act_check_recovered(struct ctl *c, struct ctl_ev *ev)
+{
+	(void)ev;
+	check_recovered(c);
+}
+
+/* RECOVER -> BACKOFF: the next attempt after restart.backoff. */
+static void act_backoff(struct ctl *c, struct ctl_ev *ev)
+{
+	int64_t backoff;
+
+	(void)ev;
 	/* Doubles with every attempt since training last moved on to a
 	 * newer checkpoint: a crash loop backs off, a long job that fails
 	 * now and then waits restart.backoff each time. */
@@ -627,21 +923,23 @@ static void print_plan(struct ctl *c)
 		c->status = 1;
 	}
 	free(np);
-	finish(c, 0, SIGTERM);
+	post_stop(c, CTL_EV_FINISH, 0, SIGTERM);
 }
 
-static void launch(struct ctl *c)
+/* CONNECT or BACKOFF -> RUN: the next attempt. */
+static void act_launch(struct ctl *c, struct ctl_ev *ev)
 {
 	struct herd_err err;
 	struct attempt_note *notes;
 	char *command = NULL, *before;
 
+	(void)ev;
 	herd_err_clear(&err);
 	notes = realloc(c->notes, (size_t)(c->attempt + 1) * sizeof(*notes));
 	if (!notes) {
 		fprintf(stderr, "herd: out of memory\n");
 		c->status = 1;
-		finish(c, 0, SIGTERM);
+		post_stop(c, CTL_EV_FINISH, 0, SIGTERM);
 		return;
 	}
 	c->notes = notes;
@@ -660,7 +958,7 @@ static void launch(struct ctl *c)
 		fprintf(stderr, "herd: %s\n", err.text);
 		record_failure(c, 1, err.text);
 		c->final_failure = true;
-		finish(c, 0, SIGTERM);
+		post_stop(c, CTL_EV_FINISH, 0, SIGTERM);
 		return;
 	}
 	if (c->opt->plan_only) {
@@ -668,7 +966,6 @@ static void launch(struct ctl *c)
 		free(command);
 		return;
 	}
-	set_state(c, CTL_RUN);
 	events_emit(c->ev, "attempt_start",
 		    json_pack("{s:i, s:i, s:i, s:s, s:s?}", "attempt",
 			      c->attempt, "nodes", count_nodes(c, NODE_UP, 1),
@@ -696,12 +993,11 @@ static void launch(struct ctl *c)
 
 /* --- connecting ----------------------------------------------------------- */
 
+/* CONNECT: every member is up or failed: launch, or give up. */
 static void check_connected(struct ctl *c)
 {
 	int up;
 
-	if (c->state != CTL_CONNECT)
-		return;
 	if (count_nodes(c, NODE_CONNECTING, 1) > 0)
 		return;
 	/* Fill in for nodes that never came up, from the spares. */
@@ -718,26 +1014,43 @@ static void check_connected(struct ctl *c)
 						 "with fewer)");
 		c->status = 1;
 		c->final_failure = true;
-		finish(c, 0, SIGTERM);
+		post_stop(c, CTL_EV_FINISH, 0, SIGTERM);
 		return;
 	}
-	launch(c);
+	ctl_post(c, CTL_EV_LAUNCH, NULL, 0, NULL);
 }
 
-static void on_hello(struct ctl *c, struct node *n, json_t *body)
+static void act_check_connected(struct ctl *c, struct ctl_ev *ev)
 {
+	(void)ev;
+	check_connected(c);
+}
+
+/* A frame says the node failed: nothing more is read from it (as when it
+ * was evicted at once); the failure itself is handled from the loop. */
+static void frame_failed(struct ctl *c, struct node *n, const char *why)
+{
+	conn_pause_reading(n->conn);
+	ctl_post(c, CTL_EV_NODE_FAILED, n, 0, why);
+}
+
+static void on_hello(struct ctl *c, struct node *n, struct proto_frame *f)
+{
+	json_t *body = f->body;
 	const char *version = json_string_value(json_object_get(body, "version"));
 	const char *hostname =
 		json_string_value(json_object_get(body, "hostname"));
 	json_t *hb;
 
+	if (n->state != NODE_CONNECTING)
+		return;	/* a second HELLO changes nothing */
 	if (!version || strcmp(version, HERD_VERSION)) {
 		char why[256];
 
 		snprintf(why, sizeof(why),
 			 "%s: herd-agent version %s does not match herd %s",
 			 n->host, version ? version : "?", HERD_VERSION);
-		node_failed(c, n, why);
+		frame_failed(c, n, why);
 		return;
 	}
 	free(n->hostname);
@@ -771,15 +1084,14 @@ static void on_hello(struct ctl *c, struct node *n, json_t *body)
 		fprintf(stderr, "herd: %s answers again; readmitted as a "
 				"spare\n",
 			n->host);
-		check_recovered(c);
+		ctl_post(c, CTL_EV_NODE_UP, n, 0, NULL);
 		return;
 	}
 	events_emit(c->ev, "node_up",
 		    json_pack("{s:s, s:s}", "host", n->host, "hostname",
 			      n->hostname));
 	progress(c, false);
-	check_connected(c);
-	check_recovered(c);
+	ctl_post(c, CTL_EV_NODE_UP, n, 0, NULL);
 }
 
 /* --- PMIx fences and aborts ---------------------------------------------- */
@@ -819,16 +1131,24 @@ static bool fence_member(const struct node *n)
 	return n->member && n->state == NODE_UP && n->n_ranks > 0;
 }
 
+/* Each fence has its own timer; the one that fires takes the fence that
+ * is due first. */
 static void on_fence_timeout(struct loop *loop, void *arg)
 {
-	struct ctl *c = the_ctl;
-	int seq = (int)(intptr_t)arg, k = fence_find(c, seq);
+	struct ctl *c = arg;
+	int64_t now = loop_now_ms();
+	int k = -1, seq;
 	char why[512];
 	size_t len;
 
 	(void)loop;
+	for (int i = 0; i < c->n_fences; i++)
+		if (c->fences[i].timer && c->fences[i].due_ms <= now &&
+		    (k < 0 || c->fences[i].due_ms < c->fences[k].due_ms))
+			k = i;
 	if (k < 0)
 		return;
+	seq = c->fences[k].seq;
 	c->fences[k].timer = 0;
 	len = (size_t)snprintf(why, sizeof(why),
 			       "PMIx fence %d timed out after %.0f s; never "
@@ -841,7 +1161,7 @@ static void on_fence_timeout(struct loop *loop, void *arg)
 						" %s", c->nodes[i].host);
 	fence_free(c, k);
 	fprintf(stderr, "herd: %s\n", why);
-	attempt_failed(c, 1, why);
+	ctl_post(c, CTL_EV_ATTEMPT_FAILED, NULL, 1, why);
 }
 
 static void on_fence(struct ctl *c, struct node *n, struct proto_frame *f)
@@ -875,10 +1195,12 @@ static void on_fence(struct ctl *c, struct node *n, struct proto_frame *f)
 			fence_free(c, k);
 			return;
 		}
+		/* Before the timer, so that it is due when the timer
+		 * fires. */
+		fe->due_ms = loop_now_ms() + c->spec->health.fence_timeout_ms;
 		fe->timer = loop_timer_add(c->loop,
 					   c->spec->health.fence_timeout_ms,
-					   on_fence_timeout,
-					   (void *)(intptr_t)seq);
+					   on_fence_timeout, c);
 	}
 	fe = &c->fences[k];
 	if (fe->got[idx])
@@ -901,7 +1223,8 @@ static void on_fence(struct ctl *c, struct node *n, struct proto_frame *f)
 	/* Everyone is in: the concatenation, in node order, to all. */
 	if (total && !(all = malloc(total))) {
 		fence_free(c, k);
-		attempt_failed(c, 1, "out of memory gathering a PMIx fence");
+		ctl_post(c, CTL_EV_ATTEMPT_FAILED, NULL, 1,
+			 "out of memory gathering a PMIx fence");
 		return;
 	}
 	for (int i = 0; i < c->n_nodes; i++) {
@@ -926,30 +1249,36 @@ static void on_fence(struct ctl *c, struct node *n, struct proto_frame *f)
 
 /* MPI_Abort: the program itself ends the job, at once and everywhere,
  * with the abort's status; no restart. */
-static void on_abort(struct ctl *c, struct node *n, json_t *body)
+static void on_abort(struct ctl *c, struct node *n, struct proto_frame *f)
 {
+	json_t *body = f->body;
 	int rank = (int)json_integer_value(json_object_get(body, "rank"));
 	int status = (int)json_integer_value(json_object_get(body, "status"));
 	const char *msg = json_string_value(json_object_get(body, "message"));
 	char why[512];
 
-	if (c->state != CTL_RUN ||
-	    json_integer_value(json_object_get(body, "attempt")) != c->attempt)
+	if (json_integer_value(json_object_get(body, "attempt")) != c->attempt)
 		return;
 	if (status <= 0 || status > 255)
 		status = 1;
 	snprintf(why, sizeof(why), "rank %d on %s called MPI_Abort (status %d)%s%.300s",
 		 rank, n->host, status, msg && *msg ? ": " : "",
 		 msg ? msg : "");
-	fprintf(stderr, "herd: %s; stopping every rank\n", why);
+	ctl_post(c, CTL_EV_ABORT, n, status, why);
+}
+
+static void act_abort(struct ctl *c, struct ctl_ev *ev)
+{
+	fprintf(stderr, "herd: %s; stopping every rank\n", ev->why);
 	c->no_restart = true;
-	attempt_failed(c, status, why);
+	ctl_post(c, CTL_EV_ATTEMPT_FAILED, NULL, ev->status, ev->why);
 }
 
 /* --- running ------------------------------------------------------------- */
 
-static void on_rank_exit(struct ctl *c, struct node *n, json_t *body)
+static void on_rank_exit(struct ctl *c, struct node *n, struct proto_frame *f)
 {
+	json_t *body = f->body;
 	int rank = (int)json_integer_value(json_object_get(body, "rank"));
 	json_t *code = json_object_get(body, "code");
 	json_t *sig = json_object_get(body, "signal");
@@ -990,59 +1319,84 @@ static void on_rank_exit(struct ctl *c, struct node *n, json_t *body)
 		json_object_set(ev, "errno", json_object_get(body, "errno"));
 	}
 	events_emit(c->ev, "rank_exit", ev);
-	if (c->state != CTL_RUN) {
-		/* Said per rank even when the attempt is already stopping
-		 * for another one: each node may fail its own way. */
-		if (error && status != 0)
-			fprintf(stderr, "herd: rank %d on %s: %s\n", rank,
-				n->host, error);
-		return;
-	}
 	if (status != 0) {
-		char why[512];
+		struct ctl_ev fail = {.type = CTL_EV_RANK_FAILED, .node = n,
+				      .status = status, .flag = error != NULL};
 
 		if (error)
-			snprintf(why, sizeof(why), "rank %d on %s: %s", rank,
-				 n->host, error);
+			snprintf(fail.why, sizeof(fail.why),
+				 "rank %d on %s: %s", rank, n->host, error);
 		else if (singleton)
-			snprintf(why, sizeof(why),
+			snprintf(fail.why, sizeof(fail.why),
 				 "rank %d on %s exited 0 without ever "
 				 "connecting to herd's PMIx server (ran as a "
 				 "singleton? Open MPI needs "
 				 "OMPI_MCA_schizo=^orte)",
 				 rank, n->host);
 		else if (json_is_integer(sig))
-			snprintf(why, sizeof(why),
+			snprintf(fail.why, sizeof(fail.why),
 				 "rank %d on %s was killed by signal %d (%s)",
 				 rank, n->host, (int)json_integer_value(sig),
 				 strsignal((int)json_integer_value(sig)));
 		else
-			snprintf(why, sizeof(why),
+			snprintf(fail.why, sizeof(fail.why),
 				 "rank %d on %s exited with status %d", rank,
 				 n->host, status);
-		fprintf(stderr, "herd: %s; stopping the attempt\n", why);
-		attempt_failed(c, status, why);
+		post(c, &fail);
 		return;
 	}
-	if (c->ranks_done == c->world_size) {
-		events_emit(c->ev, "attempt_end",
-			    json_pack("{s:i, s:s, s:i}", "attempt", c->attempt,
-				      "reason", "completed", "status", 0));
-		finish(c, c->spec->health.grace_ms, SIGTERM);
-	}
+	if (c->ranks_done == c->world_size)
+		ctl_post(c, CTL_EV_RANKS_DONE, NULL, 0, NULL);
 }
 
-static void on_heartbeat(struct ctl *c, struct node *n, json_t *body)
+/* RUN, a rank failed: the attempt is over. */
+static void act_rank_failed(struct ctl *c, struct ctl_ev *ev)
 {
-	json_t *hung = json_object_get(body, "hung"), *h;
-	json_t *att = json_object_get(body, "attempt");
+	fprintf(stderr, "herd: %s; stopping the attempt\n", ev->why);
+	ctl_post(c, CTL_EV_ATTEMPT_FAILED, NULL, ev->status, ev->why);
+}
+
+/* A rank failed while the attempt is already stopping for another
+ * reason: said per rank when it never ran, since each node may fail its
+ * own way. */
+static void act_rank_note(struct ctl *c, struct ctl_ev *ev)
+{
+	(void)c;
+	if (ev->flag)
+		fprintf(stderr, "herd: %s\n", ev->why);
+}
+
+/* RUN, every rank exited 0: the job is done. */
+static void act_completed(struct ctl *c, struct ctl_ev *ev)
+{
+	(void)ev;
+	events_emit(c->ev, "attempt_end",
+		    json_pack("{s:i, s:s, s:i}", "attempt", c->attempt,
+			      "reason", "completed", "status", 0));
+	stop_all(c, c->spec->health.grace_ms, SIGTERM);
+}
+
+static void on_heartbeat(struct ctl *c, struct node *n, struct proto_frame *f)
+{
+	json_t *hung = json_object_get(f->body, "hung");
+	json_t *att = json_object_get(f->body, "attempt");
+	struct ctl_ev ev = {.type = CTL_EV_HUNG, .node = n, .body = f->body};
+
+	if (!json_is_array(hung) || json_array_size(hung) == 0 ||
+	    !n->member ||
+	    (json_is_integer(att) && json_integer_value(att) != c->attempt))
+		return;
+	post(c, &ev);
+}
+
+/* RUN: a node says some of its ranks hang. */
+static void act_hung(struct ctl *c, struct ctl_ev *ev)
+{
+	struct node *n = ev->node;
+	json_t *hung = json_object_get(ev->body, "hung"), *h;
 	char why[512] = "";
 	size_t i, len = 0;
 
-	if (!json_is_array(hung) || json_array_size(hung) == 0 ||
-	    c->state != CTL_RUN || !n->member ||
-	    (json_is_integer(att) && json_integer_value(att) != c->attempt))
-		return;
 	json_array_foreach(hung, i, h)
 	{
 		int rank = (int)json_integer_value(json_object_get(h, "rank"));
@@ -1062,72 +1416,72 @@ static void on_heartbeat(struct ctl *c, struct node *n, json_t *body)
 		 " on %s hung (no output and no progress for %.1f s)", n->host,
 		 (double)c->spec->health.progress_timeout_ms / 1000.0);
 	fprintf(stderr, "herd: %s; stopping the attempt\n", why);
-	attempt_failed(c, 1, why);
+	ctl_post(c, CTL_EV_ATTEMPT_FAILED, NULL, 1, why);
 }
 
-static struct node *node_of(struct ctl *c, struct conn *conn)
+static void on_output(struct ctl *c, struct node *n, struct proto_frame *f)
 {
-	for (int i = 0; i < c->n_nodes; i++)
-		if (c->nodes[i].conn == conn)
-			return &c->nodes[i];
-	return NULL;
+	int rank = (int)json_integer_value(json_object_get(f->body, "rank"));
+	int fd = (int)json_integer_value(json_object_get(f->body, "fd"));
+	json_t *att = json_object_get(f->body, "attempt");
+
+	(void)n;
+	if (!c->ranks || rank < 0 || rank >= c->world_size ||
+	    (fd != 1 && fd != 2) ||
+	    (json_is_integer(att) && json_integer_value(att) != c->attempt))
+		return;
+	/* Written at once: the log is how a person (or a test) follows a
+	 * rank while it runs. */
+	ctl_log_write(c, rank, f->data, f->data_len);
+	ctl_print(c, rank, fd, (const char *)f->data, f->data_len, false);
 }
 
+static void on_stopped(struct ctl *c, struct node *n, struct proto_frame *f)
+{
+	(void)f;
+	n->stopped = true;
+	ctl_post(c, CTL_EV_STOPPED, n, 0, NULL);
+}
+
+static void on_error(struct ctl *c, struct node *n, struct proto_frame *f)
+{
+	const char *msg = json_string_value(json_object_get(f->body, "message"));
+
+	frame_failed(c, n, msg ? msg : "agent reported an error");
+}
+
+/* What herd takes from an agent, by frame type; anything else is a
+ * protocol error that fails the node (OpenSSH dispatch.c). */
+typedef void (*frame_fn)(struct ctl *c, struct node *n, struct proto_frame *f);
+static const frame_fn frame_handlers[PROTO_TYPE_MAX_ + 1] = {
+	[PROTO_HELLO] = on_hello,	  [PROTO_OUTPUT] = on_output,
+	[PROTO_EXIT] = on_rank_exit,	  [PROTO_HEARTBEAT] = on_heartbeat,
+	[PROTO_ERROR] = on_error,	  [PROTO_STOPPED] = on_stopped,
+	[PROTO_FENCE] = on_fence,	  [PROTO_ABORT] = on_abort,
+};
+
+/* A conn's arg is its node: found in O(1).  A conn the node has dropped
+ * (waiting in the graveyard) is no longer its own. */
 static void on_frame(struct conn *conn, struct proto_frame *f, void *arg)
 {
-	struct ctl *c = arg;
-	struct node *n = node_of(c, conn);
+	struct node *n = arg;
+	struct ctl *c = n->ctl;
+	frame_fn fn = NULL;
 
-	if (!n)
+	if (n->conn != conn)
 		goto out;
 	n->last_rx_ms = loop_now_ms();
-	switch (f->type) {
-	case PROTO_HELLO:
-		if (n->state == NODE_CONNECTING)
-			on_hello(c, n, f->body);
-		break;
-	case PROTO_OUTPUT: {
-		int rank = (int)json_integer_value(json_object_get(f->body, "rank"));
-		int fd = (int)json_integer_value(json_object_get(f->body, "fd"));
-		json_t *att = json_object_get(f->body, "attempt");
+	if (f->type >= 1 && f->type <= PROTO_TYPE_MAX_)
+		fn = frame_handlers[f->type];
+	if (fn) {
+		fn(c, n, f);
+	} else {
+		char why[256];
 
-		if (!c->ranks || rank < 0 || rank >= c->world_size ||
-		    (fd != 1 && fd != 2) ||
-		    (json_is_integer(att) &&
-		     json_integer_value(att) != c->attempt))
-			break;
-		/* Written at once: the log is how a person (or a test)
-		 * follows a rank while it runs. */
-		ctl_log_write(c, rank, f->data, f->data_len);
-		ctl_print(c, rank, fd, (const char *)f->data, f->data_len,
-			  false);
-		break;
-	}
-	case PROTO_EXIT:
-		on_rank_exit(c, n, f->body);
-		break;
-	case PROTO_STOPPED:
-		n->stopped = true;
-		check_recovered(c);
-		break;
-	case PROTO_HEARTBEAT:
-		on_heartbeat(c, n, f->body);
-		break;
-	case PROTO_FENCE:
-		on_fence(c, n, f);
-		break;
-	case PROTO_ABORT:
-		on_abort(c, n, f->body);
-		break;
-	case PROTO_ERROR: {
-		const char *msg =
-			json_string_value(json_object_get(f->body, "message"));
-
-		node_failed(c, n, msg ? msg : "agent reported an error");
-		break;
-	}
-	default:
-		break;
+		snprintf(why, sizeof(why),
+			 "protocol error: unexpected frame %s from %s",
+			 proto_type_name((int)f->type), n->host);
+		frame_failed(c, n, why);
 	}
 out:
 	proto_frame_free(f);
@@ -1136,21 +1490,14 @@ out:
 static void on_close(struct conn *conn, const char *reason, int clean,
 		     void *arg)
 {
-	struct ctl *c = arg;
-	struct node *n = node_of(c, conn);
+	struct node *n = arg;
 	char why[512];
 
-	if (!n)
+	if (n->conn != conn)
 		return;
-	if (c->state == CTL_STOPPING || c->state == CTL_END) {
-		drop_conn(c, n);
-		n->state = NODE_GONE;
-		maybe_end(c);
-		return;
-	}
 	snprintf(why, sizeof(why), "%s: connection to the agent lost (%s)",
 		 n->host, clean ? "end of stream" : reason);
-	node_failed(c, n, why);
+	ctl_post(n->ctl, CTL_EV_NODE_FAILED, n, 0, why);
 }
 
 /* How often heartbeats are due to go out and silence is looked at: a
@@ -1212,7 +1559,7 @@ static void on_heartbeat_tick(struct loop *loop, void *arg)
 				 "%.1f s)",
 				 (double)(now - n->last_rx_ms) / 1000.0,
 				 (double)c->spec->health.timeout_ms / 1000.0);
-			node_failed(c, n, why);
+			ctl_post(c, CTL_EV_NODE_FAILED, n, 0, why);
 			continue;
 		}
 		if (!send)
@@ -1260,10 +1607,10 @@ static void on_interrupt(struct loop *loop, int sig, void *arg)
 			"\nherd: %s: stopping all ranks (again to kill them "
 			"at once)\n",
 			strsignal(sig));
-		finish(c, c->spec->health.grace_ms, sig);
+		post_stop(c, CTL_EV_INTERRUPT, c->spec->health.grace_ms, sig);
 	} else {
 		fprintf(stderr, "\nherd: killing all ranks\n");
-		finish(c, 0, SIGKILL);
+		post_stop(c, CTL_EV_INTERRUPT, 0, SIGKILL);
 	}
 }
 
@@ -1288,11 +1635,16 @@ static char *render_log_dir(const struct spec *spec, struct herd_err *err)
 	return abs;
 }
 
-static void ctl_cleanup(struct ctl *c)
+void ctl_free(struct ctl *c)
 {
+	if (!c)
+		return;
+	queue_clear(c);
 	for (int i = 0; i < c->n_nodes; i++) {
 		struct node *n = &c->nodes[i];
 
+		if (n->readmit_timer && c->loop)
+			loop_timer_del(c->loop, n->readmit_timer);
 		conn_free(n->conn);
 		free(n->host);
 		free(n->hostname);
@@ -1314,8 +1666,15 @@ static void ctl_cleanup(struct ctl *c)
 	free_graveyard(c->loop, c);
 	free(c->graveyard);
 	ctl_term_close(c);
-	if (c->loop)
-		loop_free(c->loop);
+	if (c->loop) {
+		/* The signals' arg is c: back to their defaults. */
+		loop_signals_reset(c->loop);
+		loop_timer_del(c->loop, c->graveyard_timer);
+		loop_timer_del(c->loop, c->stop_timer);
+		loop_timer_del(c->loop, c->backoff_timer);
+		loop_timer_del(c->loop, c->hb_timer);
+	}
+	free(c);
 }
 
 static int add_nodes(struct ctl *c, struct resolved *res)
@@ -1332,6 +1691,7 @@ static int add_nodes(struct ctl *c, struct resolved *res)
 			      : &res->nodes->entries[i];
 		struct node *n = &c->nodes[c->n_nodes++];
 
+		n->ctl = c;
 		n->host = strdup(e->host);
 		if (!n->host)
 			return -1;
@@ -1346,117 +1706,150 @@ static int add_nodes(struct ctl *c, struct resolved *res)
 	return 0;
 }
 
-int ctl_run(struct spec *spec, struct resolved *nodes,
+struct ctl *ctl_new(struct spec *spec, const struct ctl_options *opt)
+{
+	struct ctl *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->spec = spec;
+	c->opt = opt;
+	return c;
+}
+
+int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
+	      struct transport *t)
+{
+	const struct spec *spec = c->spec;
+	struct herd_err err;
+
+	herd_err_clear(&err);
+	c->loop = loop;
+	c->transport = t;
+	c->tty = isatty(2);
+	/* herd plan leaves no trace: no log tree. */
+	if (!c->opt->plan_only &&
+	    (!(c->lt = logtree_open(c->log_dir, spec->log.mode, &err)) ||
+	     !(c->ev = events_open(c->lt, &err)))) {
+		fprintf(stderr, "herd: %s\n", err.text);
+		return 1;
+	}
+	if (c->lt)
+		fprintf(stderr, "herd: logs in %s\n", logtree_run_dir(c->lt));
+	if (ctl_term_open(c) < 0) {
+		fprintf(stderr, "herd: %s\n", strerror(errno));
+		return 1;
+	}
+	if (spec->bind.topology_file &&
+	    !(c->platform = bind_platform_load(spec->bind.topology_file, &err))) {
+		fprintf(stderr, "herd: bind.topology_file: %s\n", err.text);
+		return EXIT_SPEC;
+	}
+	if (!c->transport)
+		c->transport = transport_new(transport_pick(spec, c->local),
+					     spec, c->opt->agent_path, &err);
+	if (c->transport) {
+		c->transport->verbose = c->opt->verbose;
+		c->transport->loop = c->loop;
+	}
+	if (!c->transport || add_nodes(c, res) < 0) {
+		fprintf(stderr, "herd: %s\n",
+			c->transport ? "out of memory" : err.text);
+		return 1;
+	}
+	if (loop_on_signal(c->loop, SIGINT, on_interrupt, c) < 0 ||
+	    loop_on_signal(c->loop, SIGTERM, on_interrupt, c) < 0 ||
+	    /* nohup (or a parent that ignores SIGHUP for us) means: keep
+	     * running when the terminal goes; SIGINT stays ours even in
+	     * the background, where scripts send it to stop a job. */
+	    loop_on_signal_unless_ignored(c->loop, SIGHUP, on_interrupt, c) <
+		    0 ||
+	    loop_on_signal(c->loop, SIGCHLD, on_sigchld, c) < 0) {
+		fprintf(stderr, "herd: signals: %s\n", strerror(errno));
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+
+	events_emit(c->ev, "job_start",
+		    json_pack("{s:s, s:s?, s:i, s:i, s:s, s:s}", "job",
+			      spec->name, "run",
+			      c->lt ? logtree_run_id(c->lt) : NULL, "nodes",
+			      c->want_nodes, "spares", c->n_nodes - c->want_nodes,
+			      "mode", spec_mode_name(spec->launch.mode),
+			      "transport", c->transport->ops->name));
+	ctl_check_events(c);
+	for (int i = 0; i < c->want_nodes; i++) {
+		start_node(c, &c->nodes[i], true);
+		if (c->nodes[i].state == NODE_EVICTED)
+			events_emit(c->ev, "node_failed",
+				    json_pack("{s:s, s:s, s:i}", "host",
+					      c->nodes[i].host, "reason",
+					      "transport could not start",
+					      "attempt", 0));
+	}
+	transport_commit(c->transport);
+	progress(c, false);
+	c->hb_sent_ms = loop_now_ms();
+	c->hb_timer = loop_timer_add(c->loop, check_interval(c),
+				     on_heartbeat_tick, c);
+	ctl_post(c, CTL_EV_START, NULL, 0, NULL);
+	return 0;
+}
+
+int ctl_end(struct ctl *c)
+{
+	int status = c->status;
+
+	/* Rank output still held for a slow reader comes before the
+	 * summary. */
+	ctl_term_close(c);
+	summary(c);
+	for (int r = 0; r < c->world_size; r++)
+		ctl_close_rank_log(c, r);
+	events_emit(c->ev, "job_end",
+		    json_pack("{s:i, s:i, s:I}", "status", status, "attempts",
+			      c->attempt, "log_bytes_lost",
+			      (json_int_t)(c->log_lost + events_lost(c->ev))));
+	report_lost(c);
+	return status;
+}
+
+int ctl_run(struct spec *spec, struct resolved *res,
 	    const struct ctl_options *opt)
 {
-	struct ctl c = {.spec = spec, .opt = opt};
-	struct resolved *res = nodes;
+	struct ctl *c = NULL;
+	struct loop *loop = NULL;
 	struct herd_err err;
 	int status = 1;
 
 	herd_err_clear(&err);
-	c.local = res->nodes->count == 1 &&
-		  !strcmp(res->nodes->entries[0].host, "localhost");
-	c.log_dir = render_log_dir(spec, &err);
-	if (!c.log_dir) {
+	if (!(c = ctl_new(spec, opt))) {
+		fprintf(stderr, "herd: out of memory\n");
+		goto out;
+	}
+	c->local = res->nodes->count == 1 &&
+		   !strcmp(res->nodes->entries[0].host, "localhost");
+	c->log_dir = render_log_dir(spec, &err);
+	if (!c->log_dir) {
 		fprintf(stderr, "herd: log.dir: %s\n", err.text);
-		return EXIT_SPEC;
-	}
-	if (opt->dry_run) {
-		status = ctl_dry_run(&c, res);
-		ctl_cleanup(&c);
-		return status;
-	}
-
-	the_ctl = &c;
-	c.tty = isatty(2);
-	c.loop = loop_new();
-	/* herd plan leaves no trace: no log tree. */
-	if (!opt->plan_only &&
-	    (!(c.lt = logtree_open(c.log_dir, spec->log.mode, &err)) ||
-	     !(c.ev = events_open(c.lt, &err)))) {
-		fprintf(stderr, "herd: %s\n", err.text);
-		goto out;
-	}
-	if (!c.loop) {
-		fprintf(stderr, "herd: %s\n", strerror(errno));
-		goto out;
-	}
-	if (c.lt)
-		fprintf(stderr, "herd: logs in %s\n", logtree_run_dir(c.lt));
-	if (ctl_term_open(&c) < 0) {
-		fprintf(stderr, "herd: %s\n", strerror(errno));
-		goto out;
-	}
-	if (spec->bind.topology_file &&
-	    !(c.platform = bind_platform_load(spec->bind.topology_file, &err))) {
-		fprintf(stderr, "herd: bind.topology_file: %s\n", err.text);
 		status = EXIT_SPEC;
 		goto out;
 	}
-	c.transport = transport_new(transport_pick(spec, c.local), spec,
-				    opt->agent_path, &err);
-	if (c.transport) {
-		c.transport->verbose = opt->verbose;
-		c.transport->loop = c.loop;
-	}
-	if (!c.transport || add_nodes(&c, res) < 0) {
-		fprintf(stderr, "herd: %s\n",
-			c.transport ? "out of memory" : err.text);
+	if (opt->dry_run) {
+		status = ctl_dry_run(c, res);
 		goto out;
 	}
-	if (loop_on_signal(c.loop, SIGINT, on_interrupt, &c) < 0 ||
-	    loop_on_signal(c.loop, SIGTERM, on_interrupt, &c) < 0 ||
-	    /* nohup (or a parent that ignores SIGHUP for us) means: keep
-	     * running when the terminal goes; SIGINT stays ours even in
-	     * the background, where scripts send it to stop a job. */
-	    loop_on_signal_unless_ignored(c.loop, SIGHUP, on_interrupt, &c) <
-		    0 ||
-	    loop_on_signal(c.loop, SIGCHLD, on_sigchld, &c) < 0) {
-		fprintf(stderr, "herd: signals: %s\n", strerror(errno));
+	if (!(loop = loop_new())) {
+		fprintf(stderr, "herd: %s\n", strerror(errno));
 		goto out;
 	}
-	signal(SIGPIPE, SIG_IGN);
-
-	events_emit(c.ev, "job_start",
-		    json_pack("{s:s, s:s?, s:i, s:i, s:s, s:s}", "job",
-			      spec->name, "run",
-			      c.lt ? logtree_run_id(c.lt) : NULL, "nodes",
-			      c.want_nodes, "spares", c.n_nodes - c.want_nodes,
-			      "mode", spec_mode_name(spec->launch.mode),
-			      "transport", c.transport->ops->name));
-	ctl_check_events(&c);
-	for (int i = 0; i < c.want_nodes; i++) {
-		start_node(&c, &c.nodes[i], true);
-		if (c.nodes[i].state == NODE_EVICTED)
-			events_emit(c.ev, "node_failed",
-				    json_pack("{s:s, s:s, s:i}", "host",
-					      c.nodes[i].host, "reason",
-					      "transport could not start",
-					      "attempt", 0));
+	status = ctl_start(c, loop, res, NULL);
+	if (status == 0) {
+		loop_run(loop);
+		status = ctl_end(c);
 	}
-	transport_commit(c.transport);
-	progress(&c, false);
-	c.hb_sent_ms = loop_now_ms();
-	c.hb_timer = loop_timer_add(c.loop, check_interval(&c),
-				    on_heartbeat_tick, &c);
-	check_connected(&c);
-	if (c.state != CTL_END)
-		loop_run(c.loop);
-	status = c.status;
-	/* Rank output still held for a slow reader comes before the
-	 * summary. */
-	ctl_term_close(&c);
-	summary(&c);
-	for (int r = 0; r < c.world_size; r++)
-		ctl_close_rank_log(&c, r);
-	events_emit(c.ev, "job_end",
-		    json_pack("{s:i, s:i, s:I}", "status", status, "attempts",
-			      c.attempt, "log_bytes_lost",
-			      (json_int_t)(c.log_lost + events_lost(c.ev))));
-	report_lost(&c);
 out:
-	ctl_cleanup(&c);	/* loop_free puts the signals back */
-		the_ctl = NULL;
+	ctl_free(c);
+	loop_free(loop);	/* puts the signals back */
 	return status;
 }

@@ -19,7 +19,8 @@
 #include "resolve.h"
 #include "transport.h"
 
-/* The job's lifecycle (STYLE.md rule 10); transitions in ctl.c. */
+/* The job's lifecycle (STYLE.md rule 10): one (state, event) -> (next
+ * state, action) table in ctl.c, ctl_table[]. */
 enum ctl_state {
 	CTL_CONNECT,	/* agents starting, HELLOs arriving */
 	CTL_RUN,	/* an attempt's ranks run */
@@ -28,7 +29,66 @@ enum ctl_state {
 	CTL_BACKOFF,	/* waiting restart.backoff before the next attempt */
 	CTL_STOPPING,	/* the end: ranks stopping, agents told to exit */
 	CTL_END,	/* every agent gone; exit status known */
+	CTL_STATE_COUNT_
 };
+
+/* What happens to the job.  Whoever notices one posts it (ctl_post); the
+ * loop drains the queue through ctl_table[], never inside the call that
+ * noticed it. */
+enum ctl_event {
+	CTL_EV_START,	       /* every first node was started */
+	CTL_EV_NODE_UP,	       /* node said HELLO (node) */
+	CTL_EV_NODE_FAILED,    /* channel lost, silent, error (node, why) */
+	CTL_EV_RANK_FAILED,    /* a rank exited non-zero (node, status, why;
+				* flag: it never ran, why is the agent's) */
+	CTL_EV_RANKS_DONE,     /* every rank of the attempt exited 0 */
+	CTL_EV_HUNG,	       /* node reports hung ranks (node, body) */
+	CTL_EV_ABORT,	       /* MPI_Abort (node, status, why) */
+	CTL_EV_ATTEMPT_FAILED, /* the attempt is over (status, why) */
+	CTL_EV_RECOVER,	       /* restarts left: stop ranks, recover */
+	CTL_EV_STOPPED,	       /* node confirmed its ranks gone (node) */
+	CTL_EV_RECOVERED,      /* survivors stopped, spares in: back off */
+	CTL_EV_BACKOFF_OVER,   /* restart.backoff has passed */
+	CTL_EV_LAUNCH,	       /* enough nodes up: start an attempt */
+	CTL_EV_STOP_TIMER,     /* health.grace + 5 s of stopping passed */
+	CTL_EV_FINISH,	       /* end the job (grace_ms, signal in status) */
+	CTL_EV_INTERRUPT,      /* Ctrl-C, SIGTERM, SIGHUP (grace_ms, sig) */
+	CTL_EV_ALL_GONE,       /* every agent's connection is closed */
+	CTL_EV_READMIT,	       /* node's nodes.readmit_after passed (node) */
+	CTL_EV_COUNT_,
+	CTL_EV_ANY_ = CTL_EV_COUNT_,	/* table rows only: every event */
+};
+
+/* One queued event.  why is copied; body (HUNG) is a reference the queue
+ * holds until the event was handled. */
+struct ctl_ev {
+	enum ctl_event type;
+	struct node *node;	/* the node it concerns, or NULL */
+	int status;		/* exit status; FINISH, INTERRUPT: signal */
+	long grace_ms;		/* FINISH, INTERRUPT */
+	bool flag;		/* RANK_FAILED: the rank never ran */
+	json_t *body;		/* HUNG: the heartbeat's body */
+	char why[512];
+};
+
+struct ctl;
+typedef void (*ctl_action_fn)(struct ctl *c, struct ctl_ev *ev);
+
+/* A row of the lifecycle table: in state, on event, go to next (before
+ * the action runs, so the action sees the state it leads into) and run
+ * action (NULL: nothing).  An action that must choose where the job goes
+ * posts another event; those come before anything else queued. */
+struct ctl_row {
+	enum ctl_state state;
+	enum ctl_event event;	/* CTL_EV_ANY_: every event */
+	enum ctl_state next;
+	ctl_action_fn action;
+};
+
+extern const struct ctl_row ctl_table[];
+extern const size_t ctl_table_len;
+const char *ctl_state_name(enum ctl_state s);
+const char *ctl_event_name(enum ctl_event e);
 
 enum node_state {
 	NODE_SPARE,	 /* a spare nobody connected to yet */
@@ -39,6 +99,7 @@ enum node_state {
 };
 
 struct node {
+	struct ctl *ctl;	/* back pointer: conn and timer callbacks */
 	char *host;
 	enum node_state state;
 	bool member;		/* in the job; false: a spare (idle or warm) */
@@ -90,6 +151,7 @@ struct rank_slot {
  * with ranks, concatenated in node order and sent back to all. */
 struct fence {
 	int seq;
+	int64_t due_ms;		/* when the fence times out (monotonic) */
 	int n_got;
 	bool *got;		/* [node index in ctl.nodes] */
 	char **parts;		/* [node index] contribution */
@@ -149,7 +211,40 @@ struct ctl {
 	int64_t failed_at_ms;	/* when the last attempt failed */
 	struct conn **graveyard;	/* dropped conns, freed soon */
 	size_t n_graveyard;
+
+	/* The event queue (ctl_post), drained by a zero-delay timer.  While
+	 * an action runs, what it posts goes to `next` and is put in front
+	 * of the queue when it returns: a decision and its consequences are
+	 * handled before anything noticed meanwhile. */
+	struct ctl_qev *queue, *queue_tail, *next, *next_tail;
+	long drain_timer;
+	bool in_action;
+	/* Tests: called for every event handled, with its row (NULL when
+	 * the state has none). */
+	void (*trace)(struct ctl *c, enum ctl_state from,
+		      const struct ctl_ev *ev, const struct ctl_row *row,
+		      void *arg);
+	void *trace_arg;
 };
+
+/* ctl.c */
+/* Queues event for the loop.  why (may be NULL) is copied.  Returns 0, or
+ * -1 when out of memory (said on stderr: the job then cannot go on
+ * correctly, and the user is told). */
+int ctl_post(struct ctl *c, enum ctl_event event, struct node *n, int status,
+	     const char *why);
+/* The controller around a caller-owned loop: ctl_new(), ctl_start() with
+ * the resolved nodes and a transport (NULL: the one the spec picks; the
+ * controller owns it from then on), loop_run() until the job ends,
+ * ctl_end() for the exit status and the summary, ctl_free() (before the
+ * loop is freed).  ctl_new returns NULL when out of memory; ctl_start
+ * returns 0, or the exit status when the job cannot start (said on
+ * stderr). */
+struct ctl *ctl_new(struct spec *spec, const struct ctl_options *opt);
+int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
+	      struct transport *t);
+int ctl_end(struct ctl *c);
+void ctl_free(struct ctl *c);
 
 /* ctl_launch.c */
 /* Places ranks on the member nodes that are up, binds them, picks

@@ -1,0 +1,1121 @@
+/* test_ctl.c — the controller's lifecycle through a fake transport.
+ *
+ * The transport's start() returns one end of a socketpair; the test plays
+ * the agents on the other ends, as loop callbacks on the controller's own
+ * loop (proto frames through lib/conn.c), so every run is one thread and
+ * deterministic.  Each test checks the sequence of states, what every
+ * agent received (a letter per frame) and events.jsonl; together they go
+ * through every row of ctl_table[] (test_every_row checks that last).
+ *
+ * Agent logs: L = LAUNCH, s = STOP (recover: stop ranks, stay),
+ * S = STOP (stop and exit), K = STOP with SIGKILL (and exit).
+ * States: C connect, R run, V recover, B backoff, S stopping, E end.
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cli.h"
+#include "ctl_int.h"
+#include "herd/version.h"
+
+/* main.c's, which the test does not link: plan_print() (cmd_plan.c, used
+ * by the controller for herd plan) reports through it. */
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("herd: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+#define MAX_HOSTS 8
+#define MAX_AGENTS 16
+#define MAX_ATTEMPTS 5
+
+/* How one host's agent behaves (all zero: says HELLO, its ranks exit 0
+ * at once, it confirms STOPs and exits when told). */
+struct hostcfg {
+	char host[32];
+	int fail_starts;	/* the first N start()s fail */
+	int error_starts;	/* the first N agents send ERROR, no HELLO */
+	int gone_starts;	/* the first N agents are gone before HELLO */
+	long hello_ms;		/* HELLO this late */
+	bool no_hello;		/* never says HELLO */
+	bool bad_frame;		/* sends herd a LAUNCH frame before HELLO */
+	bool close_at_launch;	/* hangs up when LAUNCH comes (attempt 1) */
+	bool hold[MAX_ATTEMPTS + 1];	/* ranks run until stopped */
+	long run_ms;		/* else they exit after this long */
+	int exit_code[MAX_ATTEMPTS + 1];
+	bool hung;		/* reports its ranks hung (attempt 1) */
+	bool abort_;		/* a rank calls MPI_Abort (attempt 1) */
+	bool no_stopped;	/* never confirms a recover STOP */
+	long stopped_ms;	/* confirms this late */
+	bool late_exit;		/* confirms, then its rank exits 1 */
+	bool die_after_stopped;	/* hangs up 100 ms after confirming */
+	bool ignore_exit;	/* never exits when told */
+	/* What it received, over all its starts. */
+	char log[64];
+	int starts;
+};
+
+struct world;
+
+struct agent {
+	struct world *w;
+	struct hostcfg *cfg;
+	struct conn *conn;
+	int attempt;
+	int ranks[8];
+	int n_ranks;
+	bool running;
+	int stop_sig;
+	long t_hello, t_exit, t_stopped, t_close, t_late;
+};
+
+struct world {
+	char dir[64];
+	struct loop *loop;
+	struct spec *spec;
+	struct ctl_options opt;
+	struct resolved res;
+	struct ctl *c;
+	struct hostcfg hosts[MAX_HOSTS];
+	int n_hosts;
+	struct agent agents[MAX_AGENTS];
+	int n_agents;
+	char states[64];
+	int n_events[CTL_EV_COUNT_];
+	int status;
+	bool timed_out;
+	char *events;		/* events.jsonl */
+	long t_raise, t_post;
+	enum ctl_state raise_state;	/* raise_in: Ctrl-C entering it */
+	int launches;		/* LAUNCH frames the agents got */
+	/* Per test: called for every event the controller handles. */
+	void (*hook)(struct world *w, enum ctl_state from,
+		     const struct ctl_ev *ev, const struct ctl_row *row);
+	void (*before_loop)(struct world *w);
+	void (*on_launch)(struct world *w, struct agent *a);
+	void (*on_stop)(struct world *w, struct agent *a, bool exit_after);
+};
+
+/* Rows of ctl_table[] some test went through. */
+static bool row_hit[128];
+
+static const char state_letter[] = "CRVBSE";
+
+/* --- the fake agents ------------------------------------------------------- */
+
+static void agent_send(struct agent *a, enum proto_type type, json_t *body)
+{
+	if (a->conn)
+		conn_send(a->conn, type, body, NULL, 0, NULL);
+	json_decref(body);
+}
+
+static void log_frame(struct agent *a, char ch)
+{
+	size_t len = strlen(a->cfg->log);
+
+	if (len + 1 < sizeof(a->cfg->log)) {
+		a->cfg->log[len] = ch;
+		a->cfg->log[len + 1] = '\0';
+	}
+}
+
+static void agent_hangup(struct loop *loop, void *arg)
+{
+	struct agent *a = arg;
+
+	(void)loop;
+	a->t_close = 0;
+	conn_free(a->conn);
+	a->conn = NULL;
+}
+
+static void hang_up_soon(struct agent *a, long ms)
+{
+	if (!a->t_close)
+		a->t_close = loop_timer_add(a->w->loop, ms, agent_hangup, a);
+}
+
+static void send_hello(struct agent *a)
+{
+	if (a->cfg->bad_frame)
+		agent_send(a, PROTO_LAUNCH, json_object());
+	agent_send(a, PROTO_HELLO,
+		   json_pack("{s:s, s:s, s:[{s:s, s:s, s:s}]}", "version",
+			     HERD_VERSION, "hostname", a->cfg->host, "addrs",
+			     "ifname", "eth0", "addr", "10.0.0.1", "netmask",
+			     "255.255.255.0"));
+}
+
+static void agent_hello(struct loop *loop, void *arg)
+{
+	struct agent *a = arg;
+
+	(void)loop;
+	a->t_hello = 0;
+	send_hello(a);
+}
+
+static void send_exits(struct agent *a, int code, int sig, const char *error)
+{
+	for (int i = 0; i < a->n_ranks; i++) {
+		json_t *b = json_pack("{s:i, s:i, s:i}", "attempt", a->attempt,
+				      "rank", a->ranks[i], "code", code);
+
+		if (sig)
+			json_object_set_new(b, "signal", json_integer(sig));
+		if (error)
+			json_object_set_new(b, "error", json_string(error));
+		agent_send(a, PROTO_EXIT, b);
+	}
+	a->running = false;
+}
+
+static void agent_exit(struct loop *loop, void *arg)
+{
+	struct agent *a = arg;
+
+	(void)loop;
+	a->t_exit = 0;
+	if (a->running)
+		send_exits(a, a->cfg->exit_code[a->attempt], 0, NULL);
+}
+
+static void agent_stopped(struct loop *loop, void *arg)
+{
+	struct agent *a = arg;
+
+	(void)loop;
+	a->t_stopped = 0;
+	agent_send(a, PROTO_STOPPED, json_pack("{s:i}", "attempt", a->attempt));
+	if (a->cfg->die_after_stopped)
+		hang_up_soon(a, 100);
+}
+
+static void agent_late_exit(struct loop *loop, void *arg)
+{
+	struct agent *a = arg;
+
+	(void)loop;
+	a->t_late = 0;
+	send_exits(a, 1, 0, "late");
+}
+
+static void on_launch(struct agent *a, json_t *body)
+{
+	struct hostcfg *h = a->cfg;
+	json_t *r;
+	size_t i;
+
+	a->attempt = (int)json_integer_value(json_object_get(body, "attempt"));
+	a->n_ranks = 0;
+	json_array_foreach(json_object_get(body, "ranks"), i, r)
+		if (a->n_ranks < 8)
+			a->ranks[a->n_ranks++] = (int)json_integer_value(
+				json_object_get(r, "rank"));
+	a->running = true;
+	a->w->launches++;
+	if (a->w->on_launch)
+		a->w->on_launch(a->w, a);
+	if (a->attempt == 1 && h->close_at_launch) {
+		hang_up_soon(a, 0);
+	} else if (a->attempt == 1 && h->hung) {
+		agent_send(a, PROTO_HEARTBEAT,
+			   json_pack("{s:i, s:[{s:i, s:I}]}", "attempt", 1,
+				     "hung", "rank", a->ranks[0], "silent_ms",
+				     (json_int_t)5000));
+	} else if (a->attempt == 1 && h->abort_) {
+		agent_send(a, PROTO_ABORT,
+			   json_pack("{s:i, s:i, s:i, s:s}", "attempt", 1,
+				     "rank", a->ranks[0], "status", 7,
+				     "message", "boom"));
+	} else if (a->attempt <= MAX_ATTEMPTS && !h->hold[a->attempt]) {
+		a->t_exit = loop_timer_add(a->w->loop, h->run_ms, agent_exit, a);
+	}
+}
+
+static void on_stop(struct agent *a, json_t *body)
+{
+	struct hostcfg *h = a->cfg;
+	bool exit_after = json_is_true(json_object_get(body, "exit"));
+	int sig = (int)json_integer_value(json_object_get(body, "signal"));
+
+	log_frame(a, !exit_after ? 's' : sig == SIGKILL ? 'K' : 'S');
+	if (a->w->on_stop)
+		a->w->on_stop(a->w, a, exit_after);
+	if (a->running && !h->late_exit)
+		send_exits(a, 0, sig, NULL);
+	if (!exit_after) {
+		if (h->late_exit)
+			a->t_late = loop_timer_add(a->w->loop, 100,
+						   agent_late_exit, a);
+		if (!h->no_stopped && !a->t_stopped)
+			a->t_stopped = loop_timer_add(a->w->loop, h->stopped_ms,
+						      agent_stopped, a);
+		return;
+	}
+	if (!h->ignore_exit)
+		hang_up_soon(a, 0);
+}
+
+static void agent_frame(struct conn *conn, struct proto_frame *f, void *arg)
+{
+	struct agent *a = arg;
+
+	(void)conn;
+	switch (f->type) {
+	case PROTO_LAUNCH:
+		log_frame(a, 'L');
+		on_launch(a, f->body);
+		break;
+	case PROTO_STOP:
+		on_stop(a, f->body);
+		break;
+	case PROTO_HEARTBEAT:
+	case PROTO_FENCE_DONE:
+		break;
+	default:
+		log_frame(a, '?');
+		break;
+	}
+	proto_frame_free(f);
+}
+
+static void agent_close(struct conn *conn, const char *reason, int clean,
+			void *arg)
+{
+	struct agent *a = arg;
+
+	(void)conn;
+	(void)reason;
+	(void)clean;
+	hang_up_soon(a, 0);	/* not inside its own callback */
+}
+
+static void agent_free(struct agent *a)
+{
+	long *timers[] = {&a->t_hello, &a->t_exit, &a->t_stopped, &a->t_close,
+			  &a->t_late};
+
+	for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++)
+		if (*timers[i])
+			loop_timer_del(a->w->loop, *timers[i]);
+	conn_free(a->conn);
+	a->conn = NULL;
+}
+
+/* --- the fake transport ------------------------------------------------- */
+
+static struct hostcfg *host(struct world *w, const char *name)
+{
+	for (int i = 0; i < w->n_hosts; i++)
+		if (!strcmp(w->hosts[i].host, name))
+			return &w->hosts[i];
+	assert_true(w->n_hosts < MAX_HOSTS);
+	snprintf(w->hosts[w->n_hosts].host, sizeof(w->hosts[0].host), "%s",
+		 name);
+	return &w->hosts[w->n_hosts++];
+}
+
+static int fake_start(struct transport *t, const char *name,
+		      struct herd_err *err)
+{
+	struct world *w = t->priv;
+	struct hostcfg *h = host(w, name);
+	struct agent *a;
+	int sv[2];
+
+	h->starts++;
+	if (h->starts <= h->fail_starts)
+		return herd_errprintf(err, "%s: cannot start (test)", name);
+	assert_true(w->n_agents < MAX_AGENTS);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
+			 0);
+	a = &w->agents[w->n_agents++];
+	memset(a, 0, sizeof(*a));
+	a->w = w;
+	a->cfg = h;
+	a->conn = conn_new(w->loop, sv[1], sv[1], PROTO_FRAME_MAX, agent_frame,
+			   agent_close, a);
+	assert_non_null(a->conn);
+	if (h->starts <= h->fail_starts + h->gone_starts) {
+		conn_free(a->conn);	/* gone before herd reads a byte */
+		a->conn = NULL;
+	} else if (h->starts <= h->fail_starts + h->error_starts) {
+		agent_send(a, PROTO_ERROR,
+			   json_pack("{s:s, s:s}", "stage", "agent", "message",
+				     "agent failed (test)"));
+		hang_up_soon(a, 0);
+	} else if (h->hello_ms) {
+		a->t_hello = loop_timer_add(w->loop, h->hello_ms, agent_hello,
+					    a);
+	} else if (!h->no_hello) {
+		send_hello(a);
+	}
+	return sv[0];
+}
+
+static const struct transport_ops fake_ops = {
+	.name = "fake",
+	.start = fake_start,
+};
+
+/* --- the world ------------------------------------------------------------ */
+
+static void trace(struct ctl *c, enum ctl_state from, const struct ctl_ev *ev,
+		  const struct ctl_row *row, void *arg)
+{
+	struct world *w = arg;
+	size_t len = strlen(w->states);
+
+	(void)c;
+	w->n_events[ev->type]++;
+	if (row) {
+		row_hit[row - ctl_table] = true;
+		if (row->next != from && len + 1 < sizeof(w->states)) {
+			w->states[len] = state_letter[row->next];
+			w->states[len + 1] = '\0';
+		}
+	}
+	if (w->hook)
+		w->hook(w, from, ev, row);
+}
+
+static int setup(void **state)
+{
+	static const char yaml[] = "name: unit\n"
+				   "nodes:\n"
+				   "  hosts: n[1-2]\n"
+				   "  slots: 1\n"
+				   "launch:\n"
+				   "  command: \"true\"\n";
+	struct world *w = calloc(1, sizeof(*w));
+	struct herd_err err;
+
+	assert_non_null(w);
+	herd_err_clear(&err);
+	snprintf(w->dir, sizeof(w->dir), "/tmp/herd-test-ctl-XXXXXX");
+	assert_non_null(mkdtemp(w->dir));
+	w->spec = spec_parse(yaml, sizeof(yaml) - 1, "unit.yaml", &err);
+	assert_non_null(w->spec);
+	/* Fast: a unit test waits for nothing real. */
+	w->spec->health.grace_ms = 100;
+	w->spec->health.heartbeat_ms = 1000;
+	w->spec->health.timeout_ms = 20000;
+	w->spec->restart.max = 0;
+	w->spec->restart.backoff_ms = 0;
+	w->loop = loop_new();
+	assert_non_null(w->loop);
+	w->t_raise = w->t_post = 0;
+	snprintf(w->states, sizeof(w->states), "C");
+	*state = w;
+	return 0;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static int teardown(void **state)
+{
+	struct world *w = *state;
+
+	ctl_free(w->c);
+	for (int i = 0; i < w->n_agents; i++)
+		agent_free(&w->agents[i]);
+	loop_timer_del(w->loop, w->t_raise);
+	loop_timer_del(w->loop, w->t_post);
+	loop_free(w->loop);
+	resolve_free(&w->res);
+	spec_free(w->spec);
+	free(w->events);
+	nftw(w->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	free(w);
+	return 0;
+}
+
+static void on_backstop(struct loop *loop, void *arg)
+{
+	struct world *w = arg;
+
+	w->timed_out = true;
+	loop_stop(loop);
+}
+
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t len = 0;
+
+	assert_non_null(f);
+	assert_true(getdelim(&buf, &len, '\0', f) >= 0);
+	fclose(f);
+	return buf;
+}
+
+/* Runs the job to its end; returns herd's exit status. */
+static int run(struct world *w)
+{
+	struct transport *t = calloc(1, sizeof(*t));
+	struct herd_err err;
+	char path[512];
+	long backstop;
+
+	herd_err_clear(&err);
+	assert_non_null(t);
+	t->ops = &fake_ops;
+	t->spec = w->spec;
+	t->agent_path = strdup("herd-agent");
+	t->priv = w;
+	assert_int_equal(resolve_nodes(w->spec, &w->res, &err), 0);
+	w->c = ctl_new(w->spec, &w->opt);
+	assert_non_null(w->c);
+	assert_true(asprintf(&w->c->log_dir, "%s/runs", w->dir) > 0);
+	w->c->trace = trace;
+	w->c->trace_arg = w;
+	assert_int_equal(ctl_start(w->c, w->loop, &w->res, t), 0);
+	if (w->before_loop)
+		w->before_loop(w);
+	backstop = loop_timer_add(w->loop, 30000, on_backstop, w);
+	assert_int_equal(loop_run(w->loop), 0);
+	loop_timer_del(w->loop, backstop);
+	assert_false(w->timed_out);
+	assert_int_equal(w->c->state, CTL_END);
+	w->status = ctl_end(w->c);
+	snprintf(path, sizeof(path), "%s/events.jsonl",
+		 logtree_run_dir(w->c->lt));
+	w->events = read_file(path);
+	return w->status;
+}
+
+/* Lines of events.jsonl for event name that also hold `also` (or any). */
+static int count_ev(struct world *w, const char *name, const char *also)
+{
+	char key[128];
+	int k = 0;
+
+	snprintf(key, sizeof(key), "\"event\":\"%s\"", name);
+	for (char *line = w->events; line && *line;) {
+		char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		char *copy = strndup(line, len);
+
+		assert_non_null(copy);
+		if (strstr(copy, key) && (!also || strstr(copy, also)))
+			k++;
+		free(copy);
+		line += len + (end ? 1 : 0);
+	}
+	return k;
+}
+
+static void on_raise(struct loop *loop, void *arg)
+{
+	struct world *w = arg;
+
+	(void)loop;
+	w->t_raise = 0;
+	raise(SIGINT);
+}
+
+static void raise_soon(struct world *w)
+{
+	if (!w->t_raise)
+		w->t_raise = loop_timer_add(w->loop, 10, on_raise, w);
+}
+
+static void set_hosts(struct world *w, const char *hosts, const char *spares)
+{
+	free(w->spec->nodes.hosts);
+	w->spec->nodes.hosts = strdup(hosts);
+	if (spares)
+		w->spec->nodes.spares = strdup(spares);
+}
+
+/* --- connect ------------------------------------------------------------- */
+
+/* Both nodes up, both ranks exit 0: connect, run, stop, end. */
+static void test_complete(void **state)
+{
+	struct world *w = *state;
+
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRSE");
+	assert_string_equal(host(w, "n1")->log, "LS");
+	assert_string_equal(host(w, "n2")->log, "LS");
+	assert_int_equal(count_ev(w, "attempt_end", "\"completed\""), 1);
+	assert_int_equal(count_ev(w, "node_failed", NULL), 0);
+}
+
+/* Item 4: the job ends before the loop turns once: no agent starts.  The
+ * controller still ends from the loop, with status 1. */
+static void test_no_node_starts(void **state)
+{
+	struct world *w = *state;
+
+	host(w, "n1")->fail_starts = 1;
+	host(w, "n2")->fail_starts = 1;
+	assert_int_equal(run(w), 1);
+	assert_string_equal(w->states, "CSE");
+	assert_int_equal(count_ev(w, "node_failed",
+				  "transport could not start"),
+			 2);
+	assert_int_equal(w->n_agents, 0);
+}
+
+static void interrupt_now(struct world *w)
+{
+	(void)w;
+	raise(SIGINT);
+}
+
+/* Item 4: Ctrl-C before the loop runs, an agent still connecting: it is
+ * hung up on and the job ends with 128 + SIGINT. */
+static void test_interrupt_before_loop(void **state)
+{
+	struct world *w = *state;
+
+	host(w, "n1")->no_hello = true;
+	w->before_loop = interrupt_now;
+	assert_int_equal(run(w), 128 + SIGINT);
+	assert_string_equal(w->states, "CSE");
+	assert_string_equal(host(w, "n1")->log, "");
+	assert_string_equal(host(w, "n2")->log, "S");
+}
+
+/* An agent gone before herd read a byte: the spare takes its place. */
+static void test_connect_spare_taken(void **state)
+{
+	struct world *w = *state;
+
+	set_hosts(w, "n[1-2]", "s1");
+	host(w, "n2")->gone_starts = 1;
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRSE");
+	assert_int_equal(count_ev(w, "node_failed", "\"host\":\"n2\""), 1);
+	assert_int_equal(count_ev(w, "spare_used", "\"host\":\"s1\""), 1);
+	assert_string_equal(host(w, "s1")->log, "LS");
+	assert_string_equal(host(w, "n2")->log, "");
+}
+
+/* nodes.min: a node that fails at HELLO, the job starts with the rest. */
+static void test_connect_shrink(void **state)
+{
+	struct world *w = *state;
+
+	set_hosts(w, "n[1-3]", NULL);
+	w->spec->nodes.min = 2;
+	host(w, "n3")->error_starts = 1;
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRSE");
+	assert_int_equal(count_ev(w, "attempt_start", "\"nodes\":2"), 1);
+	assert_int_equal(count_ev(w, "node_failed", "agent failed (test)"), 1);
+}
+
+/* A frame an agent never sends (LAUNCH) fails the node: the default of
+ * the dispatch table.  Nothing after it is read (its HELLO). */
+static void test_protocol_error(void **state)
+{
+	struct world *w = *state;
+
+	w->spec->nodes.min = 1;
+	host(w, "n2")->bad_frame = true;
+	assert_int_equal(run(w), 0);
+	assert_int_equal(
+		count_ev(w, "node_failed",
+			 "protocol error: unexpected frame LAUNCH from n2"),
+		1);
+	assert_string_equal(host(w, "n2")->log, "");
+	assert_int_equal(count_ev(w, "node_up", "\"host\":\"n2\""), 0);
+	assert_int_equal(count_ev(w, "attempt_start", "\"nodes\":1"), 1);
+}
+
+/* A node evicted while the others connect is probed again after
+ * nodes.readmit_after, comes back as a warm spare and is taken in place
+ * of itself when the connect ends. */
+static void test_connect_readmit(void **state)
+{
+	struct world *w = *state;
+
+	w->spec->nodes.min = 1;
+	w->spec->nodes.readmit_after_ms = 20;
+	host(w, "n1")->hello_ms = 600;
+	host(w, "n2")->error_starts = 1;
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRSE");
+	assert_int_equal(count_ev(w, "node_readmitted", "\"host\":\"n2\""), 1);
+	assert_int_equal(host(w, "n2")->starts, 2);
+	assert_string_equal(host(w, "n1")->log, "LS");
+	assert_string_equal(host(w, "n2")->log, "LS");
+	assert_int_equal(count_ev(w, "spare_used", "\"host\":\"n2\""), 1);
+}
+
+/* --- run and recover ------------------------------------------------------ */
+
+static void close_n2_at_launch(struct world *w, enum ctl_state from,
+			       const struct ctl_ev *ev,
+			       const struct ctl_row *row)
+{
+	(void)from;
+	(void)row;
+	if (ev->type != CTL_EV_LAUNCH || w->n_events[CTL_EV_LAUNCH] != 1)
+		return;
+	for (int i = 0; i < w->n_agents; i++) {
+		if (!strcmp(w->agents[i].cfg->host, "n2")) {
+			conn_free(w->agents[i].conn);
+			w->agents[i].conn = NULL;
+		}
+	}
+}
+
+/* Item 7: n2's agent is gone when LAUNCH is sent to it: the send fails,
+ * the node fails once, from the loop, after every LAUNCH went out; n1
+ * gets LAUNCH, then the recover STOP, then the next attempt's LAUNCH —
+ * never a STOP before the LAUNCH of the same attempt. */
+static void test_launch_send_fails(void **state)
+{
+	struct world *w = *state;
+
+	w->spec->nodes.min = 1;
+	w->spec->restart.max = 1;
+	host(w, "n1")->hold[1] = true;
+	w->hook = close_n2_at_launch;
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRVBRSE");
+	assert_int_equal(count_ev(w, "node_failed", "\"host\":\"n2\""), 1);
+	assert_int_equal(count_ev(w, "node_evicted", "\"host\":\"n2\""), 1);
+	assert_string_equal(host(w, "n1")->log, "LsLS");
+	assert_string_equal(host(w, "n2")->log, "");
+	assert_int_equal(count_ev(w, "attempt_start", "\"nodes\":1"), 1);
+}
+
+/* A node lost during the attempt: the spare is started, joins, and the
+ * next attempt runs on it. */
+static void test_spare_taken(void **state)
+{
+	struct world *w = *state;
+
+	set_hosts(w, "n[1-2]", "s1");
+	w->spec->restart.max = 1;
+	host(w, "n1")->hold[1] = true;
+	host(w, "n2")->close_at_launch = true;
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRVBRSE");
+	assert_int_equal(count_ev(w, "spare_used",
+				  "\"host\":\"s1\",\"attempt\":2"),
+			 1);
+	assert_string_equal(host(w, "n1")->log, "LsLS");
+	assert_string_equal(host(w, "n2")->log, "L");
+	assert_string_equal(host(w, "s1")->log, "LS");
+	assert_int_equal(count_ev(w, "attempt_start", "\"nodes\":2"), 2);
+}
+
+/* nodes.min below the job's size: no spare, the next attempt runs on
+ * fewer nodes. */
+static void test_shrink_nodes_min(void **state)
+{
+	struct world *w = *state;
+
+	w->spec->nodes.min = 1;
+	w->spec->restart.max = 1;
+	host(w, "n1")->hold[1] = true;
+	host(w, "n2")->close_at_launch = true;
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRVBRSE");
+	assert_int_equal(count_ev(w, "attempt_start",
+				  "\"attempt\":2,\"nodes\":1"),
+			 1);
+}
+
+/* Below nodes.min after a failure: give up (from RECOVER). */
+static void test_below_min_gives_up(void **state)
+{
+	struct world *w = *state;
+
+	w->spec->restart.max = 3;
+	host(w, "n1")->hold[1] = true;
+	host(w, "n2")->close_at_launch = true;
+	assert_int_equal(run(w), 1);
+	assert_string_equal(w->states, "CRVSE");
+	assert_string_equal(host(w, "n1")->log, "LsS");
+	assert_int_equal(count_ev(w, "attempt_start", NULL), 1);
+}
+
+/* restart.max spent: the last failure ends the job with its status. */
+static void test_restart_exhausted(void **state)
+{
+	struct world *w = *state;
+
+	set_hosts(w, "n1", NULL);
+	w->spec->restart.max = 1;
+	host(w, "n1")->exit_code[1] = 3;
+	host(w, "n1")->exit_code[2] = 4;
+	assert_int_equal(run(w), 4);
+	assert_string_equal(w->states, "CRVBRSE");
+	assert_int_equal(count_ev(w, "attempt_end", "\"status\":3"), 1);
+	assert_int_equal(count_ev(w, "attempt_end", "\"status\":4"), 1);
+	assert_string_equal(host(w, "n1")->log, "LsLS");
+}
+
+/* Hung ranks fail the attempt. */
+static void test_hung(void **state)
+{
+	struct world *w = *state;
+
+	host(w, "n1")->hung = true;
+	host(w, "n2")->hold[1] = true;
+	assert_int_equal(run(w), 1);
+	assert_string_equal(w->states, "CRSE");
+	assert_int_equal(count_ev(w, "rank_hung", "\"host\":\"n1\""), 1);
+}
+
+/* MPI_Abort ends the job at once with its status, restarts or not. */
+static void test_abort(void **state)
+{
+	struct world *w = *state;
+
+	w->spec->restart.max = 3;
+	host(w, "n1")->hold[1] = true;
+	host(w, "n2")->abort_ = true;
+	assert_int_equal(run(w), 7);
+	assert_string_equal(w->states, "CRSE");
+	assert_string_equal(host(w, "n1")->log, "LS");
+}
+
+/* Two ranks fail in the same attempt: the second is said, not a second
+ * recovery. */
+static void test_two_ranks_fail(void **state)
+{
+	struct world *w = *state;
+
+	w->spec->restart.max = 1;
+	host(w, "n1")->exit_code[1] = 1;
+	host(w, "n2")->exit_code[1] = 2;
+	host(w, "n1")->run_ms = 20;
+	host(w, "n2")->run_ms = 20;
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRVBRSE");
+	assert_int_equal(count_ev(w, "attempt_end", NULL), 2);
+}
+
+/* --- timers: stop, readmit, backoff ----------------------------------------- */
+
+/* A survivor that never confirms its ranks stopped is failed after
+ * health.grace + 5 s; with nobody left the job ends. */
+static void test_recover_stop_timeout(void **state)
+{
+	struct world *w = *state;
+
+	w->spec->nodes.min = 1;
+	w->spec->restart.max = 1;
+	host(w, "n1")->hold[1] = true;
+	host(w, "n1")->no_stopped = true;
+	host(w, "n2")->close_at_launch = true;
+	assert_int_equal(run(w), 1);
+	assert_string_equal(w->states, "CRVSE");
+	assert_int_equal(count_ev(w, "node_failed",
+				  "did not confirm that its ranks stopped"),
+			 1);
+}
+
+/* Readmitted while recovering (n1 confirms late): the warm spare is
+ * taken for the next attempt. */
+static void test_readmit_in_recover(void **state)
+{
+	struct world *w = *state;
+
+	set_hosts(w, "n[1-3]", NULL);
+	w->spec->nodes.min = 2;
+	w->spec->nodes.readmit_after_ms = 30;
+	w->spec->restart.max = 1;
+	host(w, "n1")->hold[1] = true;
+	host(w, "n1")->stopped_ms = 600;
+	host(w, "n2")->hold[1] = true;
+	host(w, "n3")->close_at_launch = true;
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRVBRSE");
+	assert_int_equal(count_ev(w, "node_readmitted", "\"host\":\"n3\""), 1);
+	assert_int_equal(count_ev(w, "attempt_start",
+				  "\"attempt\":2,\"nodes\":3"),
+			 1);
+	assert_string_equal(host(w, "n3")->log, "LLS");
+}
+
+/* Readmitted during the backoff: a warm spare, not a member. */
+static void test_readmit_in_backoff(void **state)
+{
+	struct world *w = *state;
+
+	w->spec->nodes.min = 1;
+	w->spec->nodes.readmit_after_ms = 50;
+	w->spec->restart.max = 1;
+	w->spec->restart.backoff_ms = 600;
+	host(w, "n1")->hold[1] = true;
+	host(w, "n2")->close_at_launch = true;
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRVBRSE");
+	assert_int_equal(count_ev(w, "node_readmitted", "\"host\":\"n2\""), 1);
+	assert_int_equal(count_ev(w, "attempt_start",
+				  "\"attempt\":2,\"nodes\":1"),
+			 1);
+	assert_string_equal(host(w, "n2")->log, "LS");
+}
+
+/* Readmitted while the next attempt runs. */
+static void test_readmit_in_run(void **state)
+{
+	struct world *w = *state;
+
+	w->spec->nodes.min = 1;
+	w->spec->nodes.readmit_after_ms = 150;
+	w->spec->restart.max = 1;
+	host(w, "n1")->hold[1] = true;
+	host(w, "n1")->run_ms = 600;
+	host(w, "n2")->close_at_launch = true;
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRVBRSE");
+	assert_int_equal(count_ev(w, "node_readmitted", "\"host\":\"n2\""), 1);
+	assert_string_equal(host(w, "n2")->log, "LS");
+}
+
+/* During the backoff a rank that never ran reports late (said), then a
+ * node is lost: below nodes.min when the backoff ends, the job ends. */
+static void test_backoff_below_min(void **state)
+{
+	struct world *w = *state;
+
+	set_hosts(w, "n[1-3]", NULL);
+	w->spec->nodes.min = 2;
+	w->spec->restart.max = 2;
+	w->spec->restart.backoff_ms = 800;
+	host(w, "n1")->hold[1] = true;
+	host(w, "n1")->late_exit = true;
+	host(w, "n2")->hold[1] = true;
+	host(w, "n2")->die_after_stopped = true;
+	host(w, "n3")->close_at_launch = true;
+	assert_int_equal(run(w), 1);
+	assert_string_equal(w->states, "CRVBSE");
+	assert_int_equal(count_ev(w, "rank_exit", "\"reason\":\"late\""), 1);
+	assert_int_equal(count_ev(w, "node_failed", "\"host\":\"n2\""), 1);
+	assert_int_equal(count_ev(w, "attempt_start", NULL), 1);
+}
+
+/* --- interrupts and the end --------------------------------------------- */
+
+static void raise_at_launches(struct world *w, struct agent *a)
+{
+	(void)a;
+	if (w->launches == 2)
+		raise_soon(w);
+}
+
+static void raise_at_first_stop(struct world *w, struct agent *a,
+				bool exit_after)
+{
+	(void)a;
+	if (exit_after && !strcmp(a->cfg->host, "n1") &&
+	    !strcmp(a->cfg->log, "LS"))
+		raise_soon(w);
+}
+
+/* Ctrl-C once: the ranks get SIGINT with health.grace; twice: SIGKILL at
+ * once.  Agents that never go are hung up on after grace + 5 s. */
+static void test_interrupt_twice(void **state)
+{
+	struct world *w = *state;
+
+	host(w, "n1")->hold[1] = true;
+	host(w, "n2")->hold[1] = true;
+	host(w, "n1")->ignore_exit = true;
+	host(w, "n2")->ignore_exit = true;
+	w->on_launch = raise_at_launches;
+	w->on_stop = raise_at_first_stop;
+	assert_int_equal(run(w), 128 + SIGINT);
+	assert_string_equal(w->states, "CRSE");
+	assert_string_equal(host(w, "n1")->log, "LSK");
+	assert_string_equal(host(w, "n2")->log, "LSK");
+	assert_int_equal(count_ev(w, "attempt_end", "interrupted"), 1);
+}
+
+static void raise_in(struct world *w, enum ctl_state from,
+		     const struct ctl_ev *ev, const struct ctl_row *row)
+{
+	(void)from;
+	(void)ev;
+	if (row && row->next != from && row->next == w->raise_state)
+		raise_soon(w);
+}
+
+/* Ctrl-C while recovering. */
+static void test_interrupt_recover(void **state)
+{
+	struct world *w = *state;
+
+	w->spec->restart.max = 1;
+	w->spec->nodes.min = 1;
+	host(w, "n1")->hold[1] = true;
+	host(w, "n1")->no_stopped = true;
+	host(w, "n2")->close_at_launch = true;
+	w->raise_state = CTL_RECOVER;
+	w->hook = raise_in;
+	/* The attempt's first failure (n2) gives the status. */
+	assert_int_equal(run(w), 1);
+	assert_string_equal(w->states, "CRVSE");
+	assert_string_equal(host(w, "n1")->log, "LsS");
+}
+
+/* Ctrl-C during the backoff. */
+static void test_interrupt_backoff(void **state)
+{
+	struct world *w = *state;
+
+	w->raise_state = CTL_BACKOFF;
+	w->spec->restart.max = 1;
+	w->spec->restart.backoff_ms = 5000;
+	w->spec->nodes.min = 1;
+	host(w, "n1")->hold[1] = true;
+	host(w, "n2")->close_at_launch = true;
+	w->hook = raise_in;
+	assert_int_equal(run(w), 1);
+	assert_string_equal(w->states, "CRVBSE");
+	assert_string_equal(host(w, "n1")->log, "LsS");
+}
+
+static void post_finish(struct loop *loop, void *arg)
+{
+	struct world *w = arg;
+
+	(void)loop;
+	w->t_post = 0;
+	ctl_post(w->c, CTL_EV_FINISH, NULL, SIGTERM, NULL);
+	ctl_post(w->c, CTL_EV_FINISH, NULL, SIGTERM, NULL);
+}
+
+static void post_at_launch(struct world *w, struct agent *a)
+{
+	(void)a;
+	if (!w->t_post)
+		w->t_post = loop_timer_add(w->loop, 0, post_finish, w);
+}
+
+static void post_after_end(struct world *w, enum ctl_state from,
+			   const struct ctl_ev *ev, const struct ctl_row *row)
+{
+	(void)ev;
+	if (row && row->next == CTL_END && from != CTL_END)
+		ctl_post(w->c, CTL_EV_NODE_FAILED, NULL, 0, "after the end");
+}
+
+/* An internal FINISH twice (the second only shortens the grace), and an
+ * event after the end (nothing happens). */
+static void test_finish_twice(void **state)
+{
+	struct world *w = *state;
+
+	set_hosts(w, "n1", NULL);
+	host(w, "n1")->hold[1] = true;
+	w->on_launch = post_at_launch;
+	w->hook = post_after_end;
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRSE");
+	assert_string_equal(host(w, "n1")->log, "LSK");
+	assert_int_equal(w->n_events[CTL_EV_NODE_FAILED], 2);
+}
+
+/* Every row of the table was gone through by some test above. */
+static void test_every_row(void **state)
+{
+	int missing = 0;
+
+	(void)state;
+	for (size_t i = 0; i < ctl_table_len; i++) {
+		if (row_hit[i])
+			continue;
+		fprintf(stderr, "row not covered: %s, %s -> %s\n",
+			ctl_state_name(ctl_table[i].state),
+			ctl_table[i].event == CTL_EV_ANY_
+				? "any"
+				: ctl_event_name(ctl_table[i].event),
+			ctl_state_name(ctl_table[i].next));
+		missing++;
+	}
+	assert_int_equal(missing, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_complete, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_node_starts, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_interrupt_before_loop,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_connect_spare_taken, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_connect_shrink, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_protocol_error, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_connect_readmit, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_launch_send_fails, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_spare_taken, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_shrink_nodes_min, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_below_min_gives_up, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_restart_exhausted, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_hung, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_abort, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_two_ranks_fail, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_recover_stop_timeout,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_readmit_in_recover, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_readmit_in_backoff, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_readmit_in_run, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_backoff_below_min, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_interrupt_twice, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_interrupt_recover, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_interrupt_backoff, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_finish_twice, setup,
+						teardown),
+		cmocka_unit_test(test_every_row),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
