@@ -65,7 +65,7 @@ void proc_child_exec(const struct proc_opts *o, char *const argv[],
 	/* Before exec: every thread the program starts inherits it. */
 	if (o->cpus && sched_setaffinity(0, sizeof(*o->cpus), o->cpus) < 0)
 		child_fail(report_fd, PROC_STEP_CPUS, errno);
-	execve(argv[0], argv, o->envp ? o->envp : environ);
+	execve(o->path ? o->path : argv[0], argv, o->envp ? o->envp : environ);
 	child_fail(report_fd, PROC_STEP_EXEC, errno);
 }
 
@@ -371,7 +371,8 @@ pid_t proc_spawn(struct loop *loop, char *const argv[], struct proc_opts *opts,
 			herd_errprintf(err, "%s %s: %s", proc_step_what(r.step),
 				       r.step == PROC_STEP_WORKDIR && opts->workdir
 					       ? opts->workdir
-					       : argv[0],
+				       : opts->path ? opts->path
+						    : argv[0],
 				       strerror(r.err));
 			return -1;
 		}
@@ -389,7 +390,8 @@ pid_t proc_spawn(struct loop *loop, char *const argv[], struct proc_opts *opts,
 	return pid;
 
 fail_errno:
-	herd_errprintf(err, "cannot start %s: %s", argv[0], strerror(errno));
+	herd_errprintf(err, "cannot start %s: %s",
+		       opts->path ? opts->path : argv[0], strerror(errno));
 	for (int i = 0; i < 3; i++) {
 		close_fd(&pipes[i][0]);
 		close_fd(&pipes[i][1]);

@@ -70,6 +70,7 @@ enum proc_step {
 typedef void (*proc_child_fn)(void *arg, int report_fd);
 
 struct proc_opts {
+	const char *path;	  /* what to exec; NULL: argv[0] */
 	struct proc_fd io[3];	  /* stdin, stdout, stderr */
 	enum proc_group group;
 	/* Sent to the child when the thread that forked it dies: 0 means
@@ -85,7 +86,7 @@ struct proc_opts {
 	 * a failure is its own error (the child is reaped then): for a
 	 * caller that has nobody to tell later (posix_spawn's way). */
 	bool wait_exec;
-	proc_child_fn child_fn;	  /* NULL: execve(argv[0], argv, envp) */
+	proc_child_fn child_fn;	  /* NULL: execve(path, argv, envp) */
 	void *child_arg;
 };
 
@@ -100,7 +101,7 @@ struct proc_exit {
 typedef void (*proc_exit_fn)(struct loop *loop, const struct proc_exit *e,
 			     void *arg);
 
-/* Starts argv[0] (a path: no PATH search) with argv.  The loop takes
+/* Starts opts->path, or argv[0], (a path: no PATH search) with argv.  The loop takes
  * SIGCHLD from the first call on (loop_on_signal; nobody else may take
  * it).  on_exit (may be NULL) runs once, from the loop, when the child
  * has exited and been reaped, with what the report pipe said.  Returns
@@ -128,7 +129,7 @@ const char *proc_step_what(int step);
 
 /* In a child_fn that forks again: the second child's last steps, with
  * the same reports on report_fd: chdir(opts->workdir), the cpu set,
- * execve(argv[0], argv, opts->envp or environ).  Async-signal-safe;
+ * execve(opts->path or argv[0], argv, opts->envp or environ).  Async-signal-safe;
  * never returns. */
 void proc_child_exec(const struct proc_opts *opts, char *const argv[],
 		     int report_fd) __attribute__((noreturn));
