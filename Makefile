@@ -85,6 +85,13 @@ $(BUILD)/unit/test_ctl: tests/unit/test_ctl.c $(LAUNCHER_A) lib/libherd.a $(FLAG
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Ilauncher $(ALL_LDFLAGS) -o $@ $< $(LAUNCHER_A) lib/libherd.a $(PKG_LIBS) -lcmocka
 
+# The agent's lifecycle test links the agent's own objects but main.o
+# (the test supplies agent_send).
+AGENT_TEST_OBJ := $(filter-out $(BUILD)/agent/main.o,$(AGENT_OBJ))
+$(BUILD)/unit/test_agent: tests/unit/test_agent.c $(AGENT_TEST_OBJ) lib/libherd.a $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(AGENT_TEST_OBJ) lib/libherd.a $(PKG_LIBS) -lcmocka
+
 # libFuzzer targets: built with clang, ASan+UBSan, from the library sources.
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRC)
 	@mkdir -p $(dir $@)

@@ -10,7 +10,7 @@
 
 #include "herd/conn.h"
 #include "herd/loop.h"
-#include "herd/spawn.h"
+#include "herd/proc.h"
 
 /* Partial output is buffered up to this per stream, then sent as it is:
  * a program printing a 10 MB line must not grow the agent without bound. */
@@ -34,12 +34,9 @@ struct rank {
 	int64_t last_output_ms;	/* wall clock of its last output */
 	char progress_file[512];	/* HERD_PROGRESS_FILE it may touch */
 	bool hung_reported;
-	/* The read end of the keeper's report pipe (spawn_report_read):
-	 * why the rank could not be started, if it could not; -1 once
-	 * read to the end. */
-	int start_fd;
-	bool start_failed;
-	struct spawn_report start;	/* when start_failed */
+	/* How the keeper ended (proc.h): start.step says why the rank
+	 * could not be started, if it could not. */
+	struct proc_exit start;
 };
 
 /* Environment of a rank being built: the agent's, then the job's, then
@@ -55,7 +52,37 @@ int envv_set(struct envv *e, const char *key, const char *value);
 
 struct pmix_state;
 
+/* The agent's lifecycle (lifecycle.c): one transition function,
+ * agent_post(), and one table of (state, event) -> (next state, action).
+ *
+ *   IDLE      no ranks; waiting for LAUNCH
+ *   RUNNING   the ranks of an attempt run
+ *   STOPPING  STOP (a restart): ranks are being stopped; STOPPED is sent
+ *             when the last one is gone, and LAUNCH is welcome again
+ *   EXITING   STOP with exit, or herd is gone: ranks are being stopped,
+ *             then the agent exits (its loop stops once the last frame
+ *             is out)
+ */
+enum agent_state {
+	AGENT_IDLE,
+	AGENT_RUNNING,
+	AGENT_STOPPING,
+	AGENT_EXITING,
+	AGENT_NSTATES,
+};
+
+enum agent_event {
+	AGENT_EV_LAUNCH,      /* herd's LAUNCH (data: its body) */
+	AGENT_EV_STOP,	      /* herd's STOP for a restart */
+	AGENT_EV_STOP_EXIT,   /* herd's STOP with exit: true */
+	AGENT_EV_HERD_GONE,   /* the connection closed, or a stop signal */
+	AGENT_EV_HERD_SILENT, /* no word from herd in time: exit at once */
+	AGENT_EV_RANKS_GONE,  /* the last rank's EXIT is sent */
+	AGENT_NEVENTS,
+};
+
 struct agent {
+	enum agent_state state;	/* only agent_post() writes it */
 	struct loop *loop;
 	struct conn *conn;	/* to herd */
 	struct rank *ranks;
@@ -64,8 +91,6 @@ struct agent {
 	int64_t grace_ms;
 	int stop_signal;	/* what rank_stop_all sends first (SIGTERM) */
 	long kill_timer;	/* SIGKILL after grace, 0 when none */
-	bool stopping;		/* STOP received or herd gone */
-	bool exit_when_idle;	/* exit once every rank is reaped */
 
 	/* health.c: heartbeats both ways (DESIGN.md "failure"). */
 	int64_t last_rx_ms;	/* monotonic time of herd's last frame */
@@ -89,7 +114,6 @@ struct agent {
 
 /* rank.c */
 int rank_launch(struct agent *a, json_t *launch, struct herd_err *err);
-void rank_reap(struct agent *a);
 void rank_signal_all(struct agent *a, int sig);
 /* Starts the stop sequence: stop_signal (SIGTERM unless STOP named
  * another) now, SIGKILL after grace. */
@@ -137,7 +161,24 @@ void pmix_fini(struct agent *a);
 /* main.c */
 void agent_send(struct agent *a, enum proto_type type, json_t *body,
 		const void *data, size_t len);
-/* Called when the last rank is gone. */
+
+/* lifecycle.c */
+/* The one transition function: looks up (a->state, ev) in the table,
+ * moves to the row's next state and runs its action (which may post
+ * again).  data goes to the action (LAUNCH: the frame's body).  Returns
+ * true, or false when the table has no row: the event means nothing in
+ * this state and is dropped. */
+bool agent_post(struct agent *a, enum agent_event ev, void *data);
+const char *agent_state_name(enum agent_state s);
+/* Handles one frame from herd through the table of frame types; a type
+ * an agent does not take is a protocol error (PROTO_ERROR back). */
+void agent_dispatch(struct agent *a, struct proto_frame *f);
+/* Stops the loop when the agent is exiting, no rank is left and what it
+ * queued for herd is out (or the connection is dead). */
+void agent_maybe_exit(struct agent *a);
+/* Called when the last rank is gone (its EXIT sent). */
 void agent_ranks_gone(struct agent *a);
+/* Called after every child the agent reaped (rank.c). */
+void agent_child_exited(struct agent *a);
 
 #endif

@@ -38,18 +38,15 @@ static void on_hello_timeout(struct loop *loop, void *arg)
 {
 	struct agent *a = arg;
 
+	(void)loop;
 	a->hello_timer = 0;
-	if (a->exit_when_idle)
+	if (a->state == AGENT_EXITING)
 		return;
 	fprintf(stderr,
 		"herd-agent: no word from herd within %" PRId64
 		" ms of starting; exiting\n",
 		a->hello_timeout_ms);
-	a->stopping = true;
-	a->exit_when_idle = true;
-	rank_stop_all(a);
-	if (rank_alive_count(a) == 0)
-		loop_stop(loop);
+	agent_post(a, AGENT_EV_HERD_SILENT, NULL);
 }
 
 void health_init(struct agent *a)
@@ -191,7 +188,8 @@ static void send_heartbeat(struct agent *a)
 					 r->rank, "state",
 					 r->running ? "running" : "exited",
 					 "cpu_ms", cpu, "rss_kb", rss));
-		if (r->running && !r->hung_reported && !a->stopping &&
+		if (r->running && !r->hung_reported &&
+		    (a->state == AGENT_IDLE || a->state == AGENT_RUNNING) &&
 		    a->progress_timeout_ms > 0 &&
 		    now - last_sign(r) > a->progress_timeout_ms) {
 			r->hung_reported = true;
@@ -217,16 +215,12 @@ static void on_tick(struct loop *loop, void *arg)
 
 	a->hb_timer = 0;
 	if (a->hb_timeout_ms > 0 && silent > a->hb_timeout_ms &&
-	    !a->exit_when_idle) {
+	    a->state != AGENT_EXITING) {
 		fprintf(stderr,
 			"herd-agent: no word from herd for %" PRId64
 			" ms (timeout %" PRId64 " ms); stopping the ranks\n",
 			silent, a->hb_timeout_ms);
-		a->stopping = true;
-		a->exit_when_idle = true;
-		rank_stop_all(a);
-		if (rank_alive_count(a) == 0)
-			loop_stop(loop);
+		agent_post(a, AGENT_EV_HERD_SILENT, NULL);
 		return;
 	}
 	send_heartbeat(a);

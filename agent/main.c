@@ -35,50 +35,14 @@ void agent_send(struct agent *a, enum proto_type type, json_t *body,
 	json_decref(body);
 }
 
-static void maybe_exit(struct agent *a)
-{
-	if (a->exit_when_idle && rank_alive_count(a) == 0 &&
-	    (!a->conn || conn_is_dead(a->conn) || conn_pending(a->conn) == 0))
-		loop_stop(a->loop);
-}
-
-void agent_ranks_gone(struct agent *a)
-{
-	if (a->kill_timer) {
-		loop_timer_del(a->loop, a->kill_timer);
-		a->kill_timer = 0;
-	}
-	if (a->stopping) {
-		agent_send(a, PROTO_STOPPED,
-			   json_pack("{s:i}", "attempt", a->attempt), NULL, 0);
-		/* Stopped for a restart: the next LAUNCH is welcome. */
-		if (!a->exit_when_idle)
-			a->stopping = false;
-	}
-}
-
-static void on_sigchld(struct loop *loop, int sig, void *arg)
-{
-	struct agent *a = arg;
-
-	(void)loop;
-	(void)sig;
-	rank_reap(a);
-	maybe_exit(a);
-}
-
 /* SIGTERM/SIGINT/SIGHUP to the agent: stop the ranks and go. */
 static void on_sigstop(struct loop *loop, int sig, void *arg)
 {
 	struct agent *a = arg;
 
-	(void)loop;
 	(void)sig;
-	a->stopping = true;
-	a->exit_when_idle = true;
-	rank_stop_all(a);
-	rank_reap(a);
-	maybe_exit(a);
+	agent_post(a, AGENT_EV_HERD_GONE, NULL);
+	proc_reap(loop);	/* ranks already gone are reaped now */
 }
 
 /* IPv4 addresses of the node's up, non-loopback interfaces. */
@@ -150,66 +114,12 @@ static void send_hello(struct agent *a, const char *topology_xml)
 static void on_frame(struct conn *c, struct proto_frame *f, void *arg)
 {
 	struct agent *a = arg;
-	struct herd_err err;
 
 	(void)c;
 	health_heard(a);
-	switch (f->type) {
-	case PROTO_LAUNCH:
-		if (a->stopping)
-			break;
-		if (rank_launch(a, f->body, &err) < 0)
-			agent_send(a, PROTO_ERROR,
-				   json_pack("{s:s}", "message", err.text),
-				   NULL, 0);
-		break;
-	case PROTO_SIGNAL: {
-		int sig = (int)json_integer_value(
-			json_object_get(f->body, "signal"));
-
-		if (sig > 0 && sig < NSIG)
-			rank_signal_all(a, sig);
-		break;
-	}
-	case PROTO_STOP: {
-		json_t *g = json_object_get(f->body, "grace_ms");
-		json_t *ex = json_object_get(f->body, "exit");
-		json_t *sg = json_object_get(f->body, "signal");
-
-		if (json_is_integer(g))
-			a->grace_ms = json_integer_value(g);
-		/* Ctrl-C on herd: the ranks get SIGINT, not SIGTERM on top
-		 * of it, so their SIGINT handlers can finish. */
-		a->stop_signal = SIGTERM;
-		if (json_is_integer(sg) && json_integer_value(sg) > 0 &&
-		    json_integer_value(sg) < NSIG)
-			a->stop_signal = (int)json_integer_value(sg);
-		a->stopping = true;
-		a->exit_when_idle = json_is_true(ex);
-		if (rank_alive_count(a) == 0)
-			agent_ranks_gone(a);
-		else
-			rank_stop_all(a);
-		/* A later LAUNCH (next attempt) is allowed after STOPPED. */
-		if (!a->exit_when_idle)
-			a->stopping = rank_alive_count(a) > 0;
-		break;
-	}
-	case PROTO_HEARTBEAT:
-		health_on_heartbeat(a, f->body);
-		break;
-	case PROTO_FENCE_DONE:
-		pmix_on_fence_done(a, f);
-		break;
-	default:
-		agent_send(a, PROTO_ERROR,
-			   json_pack("{s:s}", "message",
-				     "unexpected frame for an agent"),
-			   NULL, 0);
-		break;
-	}
+	agent_dispatch(a, f);
 	proto_frame_free(f);
-	maybe_exit(a);
+	agent_maybe_exit(a);
 }
 
 static void on_close(struct conn *c, const char *reason, int clean, void *arg)
@@ -220,11 +130,7 @@ static void on_close(struct conn *c, const char *reason, int clean, void *arg)
 	if (!clean)
 		fprintf(stderr, "herd-agent: connection to herd lost: %s\n",
 			reason);
-	/* herd is gone: nobody may keep training on its own. */
-	a->stopping = true;
-	a->exit_when_idle = true;
-	rank_stop_all(a);
-	maybe_exit(a);
+	agent_post(a, AGENT_EV_HERD_GONE, NULL);
 }
 
 /* One TCP connection to herd within deadline_ms (monotonic): the socket,
@@ -447,7 +353,8 @@ int main(int argc, char **argv)
 
 	a.grace_ms = 10000;
 	a.loop = loop_new();
-	if (!a.loop || loop_on_signal(a.loop, SIGCHLD, on_sigchld, &a) < 0 ||
+	/* Ranks' keepers are reaped by proc.h (rank_on_exit). */
+	if (!a.loop || proc_watch(a.loop) < 0 ||
 	    loop_on_signal(a.loop, SIGTERM, on_sigstop, &a) < 0 ||
 	    loop_on_signal(a.loop, SIGINT, on_sigstop, &a) < 0 ||
 	    loop_on_signal_unless_ignored(a.loop, SIGHUP, on_sigstop, &a) <

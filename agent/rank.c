@@ -7,9 +7,11 @@
  * signals the agent sends to the group (the rank gets them), waits for
  * the rank and exits with the rank's status, re-raising its signal.
  *
- * Between fork() and exec() only async-signal-safe calls are made: the
- * environment and argv are built before forking (PMIx and libssh threads
- * may exist in this process).
+ * The keeper is started through proc.h (its own group, PDEATHSIG, fds,
+ * the report pipe) and reaped by the loop's registry, which hands its
+ * status to rank_on_exit.  Between fork() and exec() only
+ * async-signal-safe calls are made: the environment and argv are built
+ * before forking (PMIx threads may exist in this process).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +30,7 @@
 
 #include "agent.h"
 #include "herd/bind.h"
-#include "herd/spawn.h"
+#include "herd/proc.h"
 
 extern char **environ;
 
@@ -115,55 +117,53 @@ static void keeper_on_parent_death(int sig)
 	_exit(137);
 }
 
-/* Runs in the keeper (child of the agent); never returns.  It starts with
- * every signal blocked (spawn_one), so that nothing sent to the new group
- * runs the agent's handlers or is lost before the rank exists. */
 /* NUMA node masks handed to set_mempolicy: nodes below this only. */
 #define RANK_MEM_NODES 1024
 
-static void keeper_main(pid_t agent_pid, int out_w, int err_w, int start_w,
-			const char *workdir, const cpu_set_t *cpus,
-			const unsigned long *mem_mask, char **argv,
-			char **envp)
+/* What the keeper needs, built before forking. */
+struct keeper_args {
+	pid_t agent_pid;
+	struct proc_opts rank;	/* workdir, cpus, envp of the rank */
+	char **argv;		/* sh -c COMMAND */
+	const unsigned long *mem_mask;	/* NULL: no memory policy */
+};
+
+/* The keeper: the child_fn of proc_spawn (proc.h), in the child after its
+ * set-up (leader of the rank's group, PDEATHSIG SIGUSR1, stdin from
+ * /dev/null, stdout/stderr the rank's pipes, fd 3 the report pipe); never
+ * returns.  It starts with every signal blocked (spawn_one), so that
+ * nothing sent to the new group is lost before the rank exists. */
+static void keeper_main(void *arg, int report_fd)
 {
 	static const int stop_sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+	const struct keeper_args *k = arg;
 	struct sigaction sa;
 	sigset_t stopset, pending;
-	int devnull, go[2], status = 0;
+	int go[2], status = 0;
 	pid_t pid;
 
-	setpgid(0, 0);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = keeper_on_parent_death;
 	sigaction(SIGUSR1, &sa, NULL);
 	/* Signals the agent sends to the group are for the rank: the keeper
 	 * keeps them blocked for good and hands on those that came before
-	 * the rank was forked (a child does not inherit pending signals). */
+	 * the rank was forked (a child does not inherit pending signals).
+	 * SIGUSR1 (the agent died) is unblocked here: one already pending
+	 * runs its handler now. */
 	sigemptyset(&stopset);
 	for (size_t i = 0; i < sizeof(stop_sigs) / sizeof(stop_sigs[0]); i++)
 		sigaddset(&stopset, stop_sigs[i]);
 	sigprocmask(SIG_SETMASK, &stopset, NULL);
-	prctl(PR_SET_PDEATHSIG, SIGUSR1);
-	if (getppid() != agent_pid)
+	if (getppid() != k->agent_pid)
 		keeper_on_parent_death(SIGUSR1);
-
-	devnull = open("/dev/null", O_RDWR);
-	if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out_w, 1) < 0 ||
-	    dup2(err_w, 2) < 0)
-		_exit(127);
-	/* fd 3: the report pipe, close-on-exec, so that the agent reads
-	 * EOF when the rank's exec succeeds and errno when it fails. */
-	if (start_w != 3 && dup3(start_w, 3, O_CLOEXEC) < 0)
-		_exit(127);
-	close_range(4, ~0U, 0);
 	if (pipe2(go, O_CLOEXEC) < 0) {
-		spawn_report_write(3, SPAWN_STEP_SETUP, errno);
+		proc_report_write(report_fd, PROC_STEP_SETUP, errno);
 		_exit(127);
 	}
 
 	pid = fork();
 	if (pid < 0) {
-		spawn_report_write(3, SPAWN_STEP_SETUP, errno);
+		proc_report_write(report_fd, PROC_STEP_SETUP, errno);
 		_exit(127);
 	}
 	if (pid == 0) {
@@ -181,39 +181,15 @@ static void keeper_main(pid_t agent_pid, int out_w, int err_w, int start_w,
 			;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		if (workdir && chdir(workdir) < 0) {
-			static const char msg[] =
-				"herd-agent: cannot enter the workdir\n";
-			int e = errno;
-			ssize_t n = write(2, msg, sizeof(msg) - 1);
-
-			(void)n;
-			spawn_report_write(3, SPAWN_STEP_WORKDIR, e);
-			_exit(127);
-		}
-		/* The plan's cpuset, before exec: every thread the rank
-		 * starts inherits it. */
-		if (cpus && sched_setaffinity(0, sizeof(*cpus), cpus) < 0) {
-			static const char msg[] =
-				"herd-agent: cannot bind the rank to its "
-				"planned cpus\n";
-			int e = errno;
-			ssize_t n = write(2, msg, sizeof(msg) - 1);
-
-			(void)n;
-			spawn_report_write(3, SPAWN_STEP_CPUS, e);
-			_exit(127);
-		}
-		/* Memory policy: prefer the NUMA node of those cpus (falls
-		 * back to others when it is full); kept across exec. */
-		if (mem_mask)
-			syscall(SYS_set_mempolicy, MPOL_PREFERRED, mem_mask,
+		/* Memory policy: prefer the NUMA node of the rank's cpus
+		 * (falls back to others when it is full); kept across
+		 * exec. */
+		if (k->mem_mask)
+			syscall(SYS_set_mempolicy, MPOL_PREFERRED, k->mem_mask,
 				(unsigned long)RANK_MEM_NODES + 1);
-		execve("/bin/sh", argv, envp);
-		spawn_report_write(3, SPAWN_STEP_EXEC, errno);
-		_exit(127);
+		proc_child_exec(&k->rank, k->argv, report_fd);
 	}
-	close(3);	/* only the rank holds the report pipe now */
+	close(report_fd);	/* only the rank holds the report pipe now */
 	close(go[0]);
 	sigpending(&pending);
 	for (size_t i = 0; i < sizeof(stop_sigs) / sizeof(stop_sigs[0]); i++)
@@ -222,7 +198,7 @@ static void keeper_main(pid_t agent_pid, int out_w, int err_w, int start_w,
 	close(go[1]);
 	/* The keeper keeps no copy of the output pipes: EOF must come
 	 * when the rank (and whatever it started) is gone.  (fd 0 is
-	 * /dev/null; devnull itself went with close_range.) */
+	 * /dev/null.) */
 	dup2(0, 1);
 	dup2(0, 2);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -311,8 +287,7 @@ static void maybe_send_exit(struct agent *a, struct rank *r)
 {
 	json_t *body;
 
-	if (r->running || r->exit_sent || r->out.fd >= 0 || r->err.fd >= 0 ||
-	    r->start_fd >= 0)
+	if (r->running || r->exit_sent || r->out.fd >= 0 || r->err.fd >= 0)
 		return;
 	r->exit_sent = true;
 	if (WIFSIGNALED(r->status))
@@ -322,13 +297,14 @@ static void maybe_send_exit(struct agent *a, struct rank *r)
 		body = json_pack("{s:i, s:i, s:n}", "rank", r->rank, "code",
 				 WEXITSTATUS(r->status), "signal");
 	json_object_set_new(body, "attempt", json_integer(a->attempt));
-	if (r->start_failed) {
+	if (r->start.step != PROC_STEP_NONE) {
 		char why[256];
 
 		/* E2BIG: only the exec knows the total of arguments and
 		 * environment (ARG_MAX depends on the node's stack limit). */
-		snprintf(why, sizeof(why), "%s: %s%s",
-			 spawn_step_what(r->start.step),
+		snprintf(why, sizeof(why), "%s%s: %s%s",
+			 proc_step_what(r->start.step),
+			 r->start.step == PROC_STEP_EXEC ? " /bin/sh" : "",
 			 strerror(r->start.err),
 			 r->start.err == E2BIG
 				 ? " (the command, its placeholders filled "
@@ -347,39 +323,6 @@ static void maybe_send_exit(struct agent *a, struct rank *r)
 	agent_send(a, PROTO_EXIT, body, NULL, 0);
 	if (rank_alive_count(a) == 0)
 		agent_ranks_gone(a);
-}
-
-/* Takes the keeper's report (spawn.h) once it can be read: a report,
- * or EOF when the rank's exec succeeded. */
-static void start_report_take(struct agent *a, struct rank *r)
-{
-	int got;
-
-	if (r->start_fd < 0)
-		return;
-	got = spawn_report_read(r->start_fd, &r->start);
-	if (got < 0)
-		return;
-	r->start_failed = got == 1;
-	loop_fd_del(a->loop, r->start_fd);
-	close(r->start_fd);
-	r->start_fd = -1;
-}
-
-static void on_start_report(struct loop *loop, int fd, short revents,
-			    void *arg)
-{
-	struct agent *a = arg;
-
-	(void)loop;
-	(void)revents;
-	for (int i = 0; i < a->n_ranks; i++) {
-		if (a->ranks[i].start_fd == fd) {
-			start_report_take(a, &a->ranks[i]);
-			maybe_send_exit(a, &a->ranks[i]);
-			return;
-		}
-	}
 }
 
 static struct rank *rank_by_fd(struct agent *a, int fd, int *which)
@@ -425,34 +368,36 @@ int rank_alive_count(const struct agent *a)
 	return n;
 }
 
-void rank_reap(struct agent *a)
+/* A keeper has exited (proc.h, from the loop): its rank is over. */
+static void rank_on_exit(struct loop *loop, const struct proc_exit *e,
+			 void *arg)
 {
-	int status;
-	pid_t pid;
+	struct agent *a = arg;
 
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		for (int i = 0; i < a->n_ranks; i++) {
-			struct rank *r = &a->ranks[i];
+	(void)loop;
+	for (int i = 0; i < a->n_ranks; i++) {
+		struct rank *r = &a->ranks[i];
 
-			if (r->pid != pid || !r->running)
-				continue;
-			r->running = false;
-			r->status = status;
-			/* The rank is over: whatever it left in its group
-			 * (a background child ignoring SIGINT, a daemon)
-			 * goes with it, as Slurm ends a step's leftovers. */
-			kill(-r->pid, SIGKILL);
-			/* Whatever the rank wrote is in the pipes now. */
-			start_report_take(a, r);
-			if (r->out.fd >= 0)
-				stream_read(a, r, &r->out, 1);
-			if (r->err.fd >= 0)
-				stream_read(a, r, &r->err, 2);
-			stream_close(a, r, &r->out, 1);
-			stream_close(a, r, &r->err, 2);
-			maybe_send_exit(a, r);
-		}
+		if (r->pid != e->pid || !r->running)
+			continue;
+		r->running = false;
+		r->status = e->status;
+		r->start = *e;
+		/* The rank is over: whatever it left in its group (a
+		 * background child ignoring SIGINT, a daemon) goes with it,
+		 * as Slurm ends a step's leftovers. */
+		kill(-r->pid, SIGKILL);
+		/* Whatever the rank wrote is in the pipes now. */
+		if (r->out.fd >= 0)
+			stream_read(a, r, &r->out, 1);
+		if (r->err.fd >= 0)
+			stream_read(a, r, &r->err, 2);
+		stream_close(a, r, &r->out, 1);
+		stream_close(a, r, &r->err, 2);
+		maybe_send_exit(a, r);
+		break;
 	}
+	agent_child_exited(a);
 }
 
 void rank_signal_all(struct agent *a, int sig)
@@ -492,10 +437,6 @@ void rank_free_all(struct agent *a)
 			loop_fd_del(a->loop, r->err.fd);
 			close(r->err.fd);
 		}
-		if (r->start_fd >= 0) {
-			loop_fd_del(a->loop, r->start_fd);
-			close(r->start_fd);
-		}
 	}
 	free(a->ranks);
 	a->ranks = NULL;
@@ -507,57 +448,40 @@ static int spawn_one(struct agent *a, struct rank *r, const char *command,
 		     const unsigned long *mem_mask, struct envv *env,
 		     struct herd_err *err)
 {
-	int out[2] = {-1, -1}, errp[2] = {-1, -1}, start[2] = {-1, -1};
 	char *argv[] = {"sh", "-c", (char *)command, NULL};
-	pid_t agent_pid = getpid();
-	sigset_t all, old;
+	struct keeper_args k = {
+		.agent_pid = getpid(),
+		.rank = {.path = "/bin/sh",
+			 .workdir = workdir,
+			 .cpus = cpus,
+			 .envp = env->v},
+		.argv = argv,
+		.mem_mask = mem_mask,
+	};
+	/* The keeper is born with every signal blocked; see keeper_main.
+	 * SIGUSR1 when the agent dies: the keeper then kills the group. */
+	struct proc_opts opts = {.path = "/bin/sh",
+				 .pdeathsig = SIGUSR1,
+				 .child_fn = keeper_main,
+				 .child_arg = &k};
+	sigset_t all;
 	pid_t pid;
 
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
-	    pipe2(start, O_CLOEXEC) < 0) {
-		herd_errprintf(err, "pipe: %s", strerror(errno));
-		goto fail;
-	}
-	/* The keeper is born with every signal blocked; see keeper_main. */
 	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &old);
-	pid = fork();
-	if (pid == 0)
-		keeper_main(agent_pid, out[1], errp[1], start[1], workdir,
-			    cpus, mem_mask, argv, env->v);
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	if (pid < 0) {
-		herd_errprintf(err, "fork: %s", strerror(errno));
-		goto fail;
-	}
-	/* Both sides set the group so that a signal sent right after fork
-	 * already reaches it. */
-	setpgid(pid, pid);
-	close(out[1]);
-	close(errp[1]);
-	close(start[1]);
+	opts.sigmask = &all;
+	opts.io[1].kind = opts.io[2].kind = PROC_FD_PIPE;
+	pid = proc_spawn(a->loop, argv, &opts, rank_on_exit, a, err);
+	if (pid < 0)
+		return -1;
 	r->pid = pid;
 	r->running = true;
-	r->out.fd = out[0];
-	r->err.fd = errp[0];
-	r->start_fd = start[0];
-	fcntl(out[0], F_SETFL, O_NONBLOCK);
-	fcntl(errp[0], F_SETFL, O_NONBLOCK);
-	fcntl(start[0], F_SETFL, O_NONBLOCK);
-	loop_fd_add(a->loop, out[0], POLLIN, on_output, a);
-	loop_fd_add(a->loop, errp[0], POLLIN, on_output, a);
-	loop_fd_add(a->loop, start[0], POLLIN, on_start_report, a);
+	r->out.fd = opts.io[1].fd;
+	r->err.fd = opts.io[2].fd;
+	fcntl(r->out.fd, F_SETFL, O_NONBLOCK);
+	fcntl(r->err.fd, F_SETFL, O_NONBLOCK);
+	loop_fd_add(a->loop, r->out.fd, POLLIN, on_output, a);
+	loop_fd_add(a->loop, r->err.fd, POLLIN, on_output, a);
 	return 0;
-fail:
-	for (int i = 0; i < 2; i++) {
-		if (out[i] >= 0)
-			close(out[i]);
-		if (errp[i] >= 0)
-			close(errp[i]);
-		if (start[i] >= 0)
-			close(start[i]);
-	}
-	return -1;
 }
 
 int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
@@ -604,7 +528,7 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 
 		r->rank = (int)json_integer_value(json_object_get(jr, "rank"));
 		r->local_rank = (int)i;
-		r->out.fd = r->err.fd = r->start_fd = -1;
+		r->out.fd = r->err.fd = -1;
 		a->n_ranks = (int)i + 1;
 		/* HERD_PROGRESS_FILE: node-local, in the agent's private
 		 * directory; launch.env may name another file, which is

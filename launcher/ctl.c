@@ -31,6 +31,7 @@
 #include "ctl_int.h"
 #include "plan.h"
 #include "herd/checkpoint.h"
+#include "herd/proc.h"
 #include "herd/render.h"
 #include "herd/version.h"
 
@@ -1577,16 +1578,6 @@ static void on_heartbeat_tick(struct loop *loop, void *arg)
 
 /* --- signals ------------------------------------------------------------- */
 
-/* Local agents and the Slurm transport's keeper are children of herd. */
-static void on_sigchld(struct loop *loop, int sig, void *arg)
-{
-	(void)loop;
-	(void)sig;
-	(void)arg;
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
-}
-
 /* Ctrl-C, SIGTERM, SIGHUP: the ranks get the signal itself, then SIGKILL
  * after grace; a second one kills at once. */
 static void on_interrupt(struct loop *loop, int sig, void *arg)
@@ -1764,7 +1755,8 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 	     * the background, where scripts send it to stop a job. */
 	    loop_on_signal_unless_ignored(c->loop, SIGHUP, on_interrupt, c) <
 		    0 ||
-	    loop_on_signal(c->loop, SIGCHLD, on_sigchld, c) < 0) {
+	    /* Children (local agents, srun) are reaped by proc.h. */
+	    proc_watch(c->loop) < 0) {
 		fprintf(stderr, "herd: signals: %s\n", strerror(errno));
 		return 1;
 	}

@@ -4,8 +4,8 @@
  * The discovery command is the one source that runs a process: it is
  * spawned in its own process group (STYLE.md rule 8), its stdout gathered
  * up to RESOLVE_COMMAND_OUTPUT_MAX, its stderr passed through, all under
- * nodes.command_timeout_ms on one poll() loop that also watches a pidfd
- * for the exit.  On timeout the whole group is killed.
+ * nodes.command_timeout_ms on a loop of its own that learns the exit
+ * from proc.h.  On timeout the whole group is killed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,8 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/pidfd.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,7 +24,7 @@
 
 #include "herd/hostlist.h"
 #include "herd/inventory.h"
-#include "herd/spawn.h"
+#include "herd/proc.h"
 #include "herd/version.h"
 #include "resolve.h"
 
@@ -193,33 +191,6 @@ static struct hostfile *source_slurm(const struct spec *spec, const char *dir,
 
 /* ---- nodes.command ---------------------------------------------------- */
 
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
-/* Child side of the fork: only async-signal-safe calls, _exit on error. */
-static void command_child(const char *cmd, const char *dir, int out_fd,
-			  int err_fd, pid_t parent)
-{
-	static const char chdir_failed[] = "herd: cannot enter the job "
-					   "file's directory\n";
-
-	if (spawn_child_setup(parent, out_fd, err_fd) < 0)
-		_exit(127);
-	if (chdir(dir) < 0) {
-		if (write(2, chdir_failed, sizeof(chdir_failed) - 1) < 0)
-			_exit(126);
-		_exit(126);
-	}
-	close_range(3, ~0U, 0);
-	execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-	_exit(127);
-}
-
 /* Remembers the last non-empty line of the command's stderr. */
 struct last_line {
 	char cur[RESOLVE_STDERR_LINE_MAX];
@@ -256,135 +227,150 @@ static void write_all(int fd, const char *buf, size_t n)
 	}
 }
 
+/* One run of the discovery command, on a loop of its own (resolving
+ * comes before the controller's loop exists). */
+struct cmd_run {
+	int out_fd, err_fd;	/* -1 once at EOF */
+	char *out, *chunk;
+	size_t len, alloc;
+	struct last_line ll;
+	bool exited, timed_out, too_big, no_mem;
+	struct proc_exit exit;
+};
+
+static void cmd_check_done(struct loop *loop, struct cmd_run *r)
+{
+	if ((r->out_fd < 0 && r->err_fd < 0 && r->exited) || r->timed_out ||
+	    r->too_big || r->no_mem)
+		loop_stop(loop);
+}
+
+static void cmd_eof(struct loop *loop, int *fd)
+{
+	loop_fd_del(loop, *fd);
+	*fd = -1;
+}
+
+static void cmd_on_output(struct loop *loop, int fd, short revents,
+			  void *arg)
+{
+	struct cmd_run *r = arg;
+	ssize_t n = read(fd, r->chunk, READ_CHUNK);
+
+	(void)revents;
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		cmd_eof(loop, fd == r->out_fd ? &r->out_fd : &r->err_fd);
+	} else if (fd == r->err_fd) {
+		write_all(STDERR_FILENO, r->chunk, (size_t)n);
+		last_line_feed(&r->ll, r->chunk, (size_t)n);
+	} else if (r->len + (size_t)n > RESOLVE_COMMAND_OUTPUT_MAX) {
+		r->too_big = true;
+	} else {
+		if (r->len + (size_t)n > r->alloc) {
+			size_t na = r->alloc ? r->alloc : READ_CHUNK;
+			char *t;
+
+			while (na < r->len + (size_t)n)
+				na *= 2;
+			t = realloc(r->out, na);
+			if (!t) {
+				r->no_mem = true;
+				cmd_check_done(loop, r);
+				return;
+			}
+			r->out = t;
+			r->alloc = na;
+		}
+		memcpy(r->out + r->len, r->chunk, (size_t)n);
+		r->len += (size_t)n;
+	}
+	cmd_check_done(loop, r);
+}
+
+static void cmd_on_exit(struct loop *loop, const struct proc_exit *e,
+			void *arg)
+{
+	struct cmd_run *r = arg;
+
+	r->exited = true;
+	r->exit = *e;
+	cmd_check_done(loop, r);
+}
+
+static void cmd_on_deadline(struct loop *loop, void *arg)
+{
+	struct cmd_run *r = arg;
+
+	r->timed_out = true;
+	cmd_check_done(loop, r);
+}
+
 static struct hostfile *source_command(const struct spec *spec, const char *dir,
 				       enum resolve_fail *fail,
 				       struct herd_err *err)
 {
 	const char *cmd = spec->nodes.command;
 	long timeout = spec->nodes.command_timeout_ms;
-	long deadline = timeout > 0 ? now_ms() + timeout : -1;
-	int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, pidfd = -1;
-	struct pollfd pfd[3];
-	struct last_line *ll = NULL;
+	char *argv[] = {"/bin/sh", "-c", (char *)cmd, NULL};
+	struct proc_opts opts = {.workdir = dir};
+	struct cmd_run *r = NULL;
 	struct hostfile *hf = NULL;
-	char *out = NULL, *chunk = NULL;
-	size_t len = 0, alloc = 0;
-	bool exited = false, timed_out = false, too_big = false;
-	int status = 0;
-	pid_t pid = -1, parent;
+	struct loop *loop = NULL;
+	struct herd_err why;
+	pid_t pid = -1;
+	int status;
 
 	*fail = RESOLVE_FAIL_RUNTIME;
-	ll = calloc(1, sizeof(*ll));
-	chunk = malloc(READ_CHUNK);
-	if (!ll || !chunk) {
+	r = calloc(1, sizeof(*r));
+	loop = loop_new();
+	if (!r || !loop || !(r->chunk = malloc(READ_CHUNK))) {
 		herd_errprintf(err, "out of memory");
 		goto out;
 	}
-	if (pipe2(out_pipe, O_CLOEXEC) < 0 || pipe2(err_pipe, O_CLOEXEC) < 0) {
-		herd_errprintf(err, "nodes.command: pipe: %s", strerror(errno));
-		goto out;
-	}
-	fflush(NULL);
-	parent = getpid();
-	pid = fork();
+	r->out_fd = r->err_fd = -1;
+	/* Its own process group (killed whole on timeout), stdin from
+	 * /dev/null, dies with herd. */
+	opts.io[1].kind = opts.io[2].kind = PROC_FD_PIPE;
+	herd_err_clear(&why);
+	pid = proc_spawn(loop, argv, &opts, cmd_on_exit, r, &why);
 	if (pid < 0) {
-		herd_errprintf(err, "nodes.command: fork: %s", strerror(errno));
+		herd_errprintf(err, "nodes.command: %s", why.text);
 		goto out;
 	}
-	if (pid == 0)
-		command_child(cmd, dir, out_pipe[1], err_pipe[1], parent);
-	/* Both sides set the group so that a kill cannot race the child. */
-	setpgid(pid, pid);
-	close(out_pipe[1]);
-	close(err_pipe[1]);
-	out_pipe[1] = err_pipe[1] = -1;
-	pidfd = pidfd_open(pid, 0);
-	if (pidfd < 0) {
-		herd_errprintf(err, "nodes.command: pidfd_open: %s",
-			       strerror(errno));
+	r->out_fd = opts.io[1].fd;
+	r->err_fd = opts.io[2].fd;
+	if (loop_fd_add(loop, r->out_fd, POLLIN, cmd_on_output, r) < 0 ||
+	    loop_fd_add(loop, r->err_fd, POLLIN, cmd_on_output, r) < 0 ||
+	    (timeout > 0 &&
+	     loop_timer_add(loop, timeout, cmd_on_deadline, r) < 0)) {
+		herd_errprintf(err, "out of memory");
 		goto out;
 	}
-
-	pfd[0] = (struct pollfd){.fd = out_pipe[0], .events = POLLIN};
-	pfd[1] = (struct pollfd){.fd = err_pipe[0], .events = POLLIN};
-	pfd[2] = (struct pollfd){.fd = pidfd, .events = POLLIN};
-	while (pfd[0].fd >= 0 || pfd[1].fd >= 0 || !exited) {
-		int wait_ms = -1, n;
-
-		if (deadline >= 0) {
-			long left = deadline - now_ms();
-
-			if (left <= 0) {
-				timed_out = true;
-				break;
-			}
-			wait_ms = left > INT_MAX ? INT_MAX : (int)left;
-		}
-		n = poll(pfd, 3, wait_ms);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
+	while (!((r->out_fd < 0 && r->err_fd < 0 && r->exited) ||
+		 r->timed_out || r->too_big || r->no_mem))
+		if (loop_run(loop) < 0) {
 			herd_errprintf(err, "nodes.command: poll: %s",
 				       strerror(errno));
 			goto out;
 		}
-		for (int i = 0; i < 2; i++) {
-			ssize_t r;
-
-			if (pfd[i].fd < 0 || !pfd[i].revents)
-				continue;
-			r = read(pfd[i].fd, chunk, READ_CHUNK);
-			if (r < 0 && (errno == EINTR || errno == EAGAIN))
-				continue;
-			if (r <= 0) {
-				pfd[i].fd = -1;
-				continue;
-			}
-			if (i == 1) {
-				write_all(STDERR_FILENO, chunk, (size_t)r);
-				last_line_feed(ll, chunk, (size_t)r);
-				continue;
-			}
-			if (len + (size_t)r > RESOLVE_COMMAND_OUTPUT_MAX) {
-				too_big = true;
-				break;
-			}
-			if (len + (size_t)r > alloc) {
-				size_t na = alloc ? alloc : READ_CHUNK;
-				char *t;
-
-				while (na < len + (size_t)r)
-					na *= 2;
-				t = realloc(out, na);
-				if (!t) {
-					herd_errprintf(err, "out of memory");
-					goto out;
-				}
-				out = t;
-				alloc = na;
-			}
-			memcpy(out + len, chunk, (size_t)r);
-			len += (size_t)r;
-		}
-		if (too_big)
-			break;
-		if (pfd[2].fd >= 0 && pfd[2].revents) {
-			exited = true;
-			pfd[2].fd = -1;
-		}
+	if (r->ll.cur_len > 0) {
+		memcpy(r->ll.last, r->ll.cur, r->ll.cur_len);
+		r->ll.last[r->ll.cur_len] = '\0';
 	}
-	if (ll->cur_len > 0) {
-		memcpy(ll->last, ll->cur, ll->cur_len);
-		ll->last[ll->cur_len] = '\0';
+	if (r->no_mem) {
+		herd_errprintf(err, "out of memory");
+		goto out;
 	}
-	if (timed_out) {
+	if (r->timed_out) {
 		herd_errprintf(err,
 			       "%s: nodes.command '%.*s' timed out after %ld "
 			       "ms (nodes.command_timeout); killed it",
 			       spec->path, QUOTE_MAX, cmd, timeout);
 		goto out;
 	}
-	if (too_big) {
+	if (r->too_big) {
 		herd_errprintf(err,
 			       "%s: nodes.command '%.*s' printed more than "
 			       "%d bytes; killed it",
@@ -392,18 +378,26 @@ static struct hostfile *source_command(const struct spec *spec, const char *dir,
 			       RESOLVE_COMMAND_OUTPUT_MAX);
 		goto out;
 	}
-	/* The leader has exited but is not reaped, so its pid (and group id)
-	 * cannot be reused: clear stragglers in the group, then reap. */
+	/* Whatever the command left in its group goes with it. */
 	kill(-pid, SIGKILL);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
 	pid = -1;
+	status = r->exit.status;
+	if (r->exit.step != PROC_STEP_NONE) {
+		herd_errprintf(err, "%s: nodes.command '%.*s': %s: %s",
+			       spec->path, QUOTE_MAX, cmd,
+			       r->exit.step == PROC_STEP_WORKDIR
+				       ? "cannot enter the job file's "
+					 "directory"
+				       : proc_step_what(r->exit.step),
+			       strerror(r->exit.err));
+		goto out;
+	}
 	if (WIFSIGNALED(status)) {
 		herd_errprintf(err,
 			       "%s: nodes.command '%.*s' was killed by signal "
 			       "%d%s%s",
 			       spec->path, QUOTE_MAX, cmd, WTERMSIG(status),
-			       ll->last[0] ? ": " : "", ll->last);
+			       r->ll.last[0] ? ": " : "", r->ll.last);
 		goto out;
 	}
 	if (WEXITSTATUS(status) != 0) {
@@ -411,28 +405,31 @@ static struct hostfile *source_command(const struct spec *spec, const char *dir,
 			       "%s: nodes.command '%.*s' exited with status "
 			       "%d%s%s",
 			       spec->path, QUOTE_MAX, cmd, WEXITSTATUS(status),
-			       ll->last[0] ? ": " : "", ll->last);
+			       r->ll.last[0] ? ": " : "", r->ll.last);
 		goto out;
 	}
-	hf = hostfile_parse(out ? out : "", len, "nodes.command output",
-			    HOSTFILE_AUTO, err);
+	hf = hostfile_parse(r->out ? r->out : "", r->len,
+			    "nodes.command output", HOSTFILE_AUTO, err);
 out:
 	if (pid > 0) {
+		/* Still running (timeout, too much output, an error): the
+		 * whole group goes, and the leader is reaped before the
+		 * loop does. */
 		kill(-pid, SIGKILL);
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-			;
+		if (!r->exited)
+			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+				;
 	}
-	for (int i = 0; i < 2; i++) {
-		if (out_pipe[i] >= 0)
-			close(out_pipe[i]);
-		if (err_pipe[i] >= 0)
-			close(err_pipe[i]);
+	if (r) {
+		if (r->out_fd >= 0)
+			close(r->out_fd);
+		if (r->err_fd >= 0)
+			close(r->err_fd);
+		free(r->out);
+		free(r->chunk);
+		free(r);
 	}
-	if (pidfd >= 0)
-		close(pidfd);
-	free(out);
-	free(chunk);
-	free(ll);
+	loop_free(loop);
 	return hf;
 }
 

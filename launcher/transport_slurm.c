@@ -41,13 +41,13 @@
  * secret and named its node, the loop relays bytes between the TCP
  * connection and that node's socketpair.
  *
- * Each srun runs under a small keeper process (a fork of herd that only
- * waits): herd's controller reaps any child on SIGCHLD, so srun's exit
- * status comes back over a pipe from the keeper instead.  The keeper leads
- * the step's process group and dies with herd (PR_SET_PDEATHSIG); srun
- * dies with the keeper, and its tasks with srun.  srun's stdout and stderr
- * (with the agents' stderr) pass through to herd's stderr, prefixed.  When
- * srun ends before some of its agents connected, those nodes get one
+ * Each srun is a child of herd through proc.h: it leads the step's
+ * process group, gets SIGTERM when herd dies (PR_SET_PDEATHSIG; its tasks
+ * end with it), and its exit status comes from the loop's SIGCHLD
+ * registry.  srun's stdout and stderr (with the agents' stderr) pass
+ * through to herd's stderr, prefixed, read by one thread per step.  A
+ * step has ended when both its exit status and the end of its output are
+ * in; then the nodes it started whose agent never connected get one
  * PROTO_ERROR naming srun's status and last line.
  */
 #include <errno.h>
@@ -62,7 +62,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -73,8 +72,8 @@
 #include "herd/hostlist.h"
 #include "herd/loop.h"
 #include "herd/preauth.h"
+#include "herd/proc.h"
 #include "herd/ratelog.h"
-#include "herd/spawn.h"
 #include "transport.h"
 
 extern char **environ;
@@ -122,6 +121,9 @@ extern char **environ;
 /* At free, steps get this long to end by themselves (the agents exit
  * after STOP), then SIGTERM, then as long again before SIGKILL. */
 #define SLURM_STEP_END_MS 3000
+/* While the loop no longer runs (at free), srun's exit is looked for this
+ * often. */
+#define SLURM_REAP_POLL_MS 20
 
 enum snode_state {
 	SNODE_REGISTERED, /* start() done, waiting for commit() */
@@ -142,10 +144,14 @@ struct snode {
 struct step {
 	struct slurm_priv *priv;
 	int index;    /* 0 for the first srun of the job */
-	pid_t keeper; /* leads the step's group; srun is its child */
-	int out_fd, err_fd, status_fd;
+	pid_t srun;   /* leads the step's group */
+	int out_fd, err_fd;
 	pthread_t thread;
 	bool thread_started;
+	/* Under priv->lock: the thread's end of output and the loop's exit
+	 * status; both in, the nodes are settled and ended is set. */
+	bool output_done, exited;
+	struct proc_exit exit;
 	bool ended;		   /* srun is gone and its nodes are settled */
 	char last[SLURM_LINE_MAX]; /* srun's last stderr line */
 	struct step *next;
@@ -785,64 +791,31 @@ static void relay_flush(struct sconn *sc, int64_t deadline)
 
 /* ---- srun steps --------------------------------------------------------- */
 
-/* The keeper, in the child of fork(): only async-signal-safe calls. */
-static void step_keeper(char *const argv[], char *const envp[], int out_w,
-			int err_w, int status_w, pid_t parent)
-{
-	static const char exec_failed[] = "srun: cannot be executed\n";
-	struct sigaction ign = {.sa_handler = SIG_IGN};
-	int status = 127 << 8;
-	pid_t pid, keeper = getpid();
-
-	/* From here on fd 0 is /dev/null and 3 the status pipe. */
-	if (spawn_child_setup(parent, out_w, err_w) < 0 ||
-	    dup2(status_w, 3) < 0)
-		_exit(127);
-	/* Nothing of herd's (sockets of other nodes, the listener) may
-	 * stay open in the keeper or srun: the relays see their ends. */
-	close_range(4, ~0U, 0);
-	pid = fork();
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		if (getppid() != keeper)
-			_exit(127);
-		close_range(3, ~0U, 0);
-		execve(argv[0], argv, envp);
-		if (write(2, exec_failed, sizeof(exec_failed) - 1) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	/* A SIGTERM to the group is for srun; the keeper stays to report
-	 * how srun ended, and only srun holds the output pipes now. */
-	sigaction(SIGTERM, &ign, NULL);
-	sigaction(SIGINT, &ign, NULL);
-	sigaction(SIGHUP, &ign, NULL);
-	dup2(0, 1);
-	dup2(0, 2);
-	if (pid > 0)
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			;
-	if (write(3, &status, sizeof(status)) < 0)
-		_exit(1);
-	_exit(0);
-}
-
-/* Settles a step whose srun ended: every node it started that has no
- * agent gets one PROTO_ERROR, then its socket is closed. */
-static void step_ended(struct step *st, int status, bool have_status)
+/* Settles a step once srun has exited and its output has ended: every
+ * node it started that has no agent gets one PROTO_ERROR, then its socket
+ * is closed.  From the step's thread or the loop, whichever comes last. */
+static void step_maybe_end(struct step *st)
 {
 	struct slurm_priv *priv = st->priv;
-	char why[64];
+	int status;
+	char why[160];
 
-	if (!have_status)
-		snprintf(why, sizeof(why), "ended (status unknown)");
+	pthread_mutex_lock(&priv->lock);
+	if (st->ended || !st->exited || !st->output_done) {
+		pthread_mutex_unlock(&priv->lock);
+		return;
+	}
+	status = st->exit.status;
+	if (st->exit.step != PROC_STEP_NONE)
+		snprintf(why, sizeof(why), "could not be started (%s: %s)",
+			 proc_step_what(st->exit.step),
+			 strerror(st->exit.err));
 	else if (WIFSIGNALED(status))
 		snprintf(why, sizeof(why), "was killed by signal %d",
 			 WTERMSIG(status));
 	else
 		snprintf(why, sizeof(why), "exited with status %d",
 			 WEXITSTATUS(status));
-	pthread_mutex_lock(&priv->lock);
 	for (size_t i = 0; i < priv->n_nodes; i++) {
 		struct snode *n = priv->nodes[i];
 
@@ -891,16 +864,13 @@ static void *step_thread(void *arg)
 {
 	struct step *st = arg;
 	struct line_buf lines[2] = {{.len = 0}, {.len = 0}};
-	struct pollfd pfd[3] = {{.fd = st->out_fd, .events = POLLIN},
-				{.fd = st->err_fd, .events = POLLIN},
-				{.fd = st->status_fd, .events = POLLIN}};
-	bool have_status = false;
-	int status = 0;
+	struct pollfd pfd[2] = {{.fd = st->out_fd, .events = POLLIN},
+				{.fd = st->err_fd, .events = POLLIN}};
 
-	while (pfd[0].fd >= 0 || pfd[1].fd >= 0 || pfd[2].fd >= 0) {
+	while (pfd[0].fd >= 0 || pfd[1].fd >= 0) {
 		char chunk[4096];
 
-		if (poll(pfd, 3, -1) < 0) {
+		if (poll(pfd, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
@@ -925,17 +895,26 @@ static void *step_thread(void *arg)
 					emit_line(st, &lines[i], i == 1);
 			}
 		}
-		if (pfd[2].fd >= 0 && pfd[2].revents) {
-			ssize_t got = read(pfd[2].fd, &status, sizeof(status));
-
-			if (got < 0 && errno == EINTR)
-				continue;
-			have_status = got == (ssize_t)sizeof(status);
-			pfd[2].fd = -1;
-		}
 	}
-	step_ended(st, status, have_status);
+	pthread_mutex_lock(&st->priv->lock);
+	st->output_done = true;
+	pthread_mutex_unlock(&st->priv->lock);
+	step_maybe_end(st);
 	return NULL;
+}
+
+/* srun has exited (proc.h, on the loop or in steps_end). */
+static void step_on_exit(struct loop *loop, const struct proc_exit *e,
+			 void *arg)
+{
+	struct step *st = arg;
+
+	(void)loop;
+	pthread_mutex_lock(&st->priv->lock);
+	st->exited = true;
+	st->exit = *e;
+	pthread_mutex_unlock(&st->priv->lock);
+	step_maybe_end(st);
 }
 
 /* srun's path, looked up in PATH before forking. */
@@ -1002,7 +981,7 @@ static int step_start(struct transport *t, struct snode **batch, size_t n,
 	struct hostlist *hl = hostlist_new();
 	char *list = NULL, *srun = NULL, **envp = NULL;
 	char nodes_arg[48], tasks_arg[48], *nodelist_arg = NULL;
-	int out[2] = {-1, -1}, errp[2] = {-1, -1}, stat[2] = {-1, -1};
+	struct proc_opts opts = {.pdeathsig = SIGTERM};
 	struct step *st = calloc(1, sizeof(*st));
 	int rc = -1;
 	pid_t pid;
@@ -1051,40 +1030,27 @@ static int step_start(struct transport *t, struct snode **batch, size_t n,
 		args[k++] = "--connect";
 		args[k++] = priv->addr;
 		args[k] = NULL;
-		if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
-		    pipe2(stat, O_CLOEXEC) < 0) {
-			herd_errprintf(err, "pipe: %s", strerror(errno));
-			goto out;
-		}
 		if (t->verbose) {
 			fprintf(stderr, "herd: slurm: step %d:", priv->n_steps);
 			for (char **a = args; *a; a++)
 				fprintf(stderr, " %s", *a);
 			fprintf(stderr, "\n");
 		}
-		fflush(NULL);
-		pid = fork();
-		if (pid < 0) {
-			herd_errprintf(err, "fork: %s", strerror(errno));
+		/* Its own group (the step's), stdin from /dev/null, stdout
+		 * and stderr to the step's thread; nothing else of herd's
+		 * (the listener, other nodes' sockets) stays open in it. */
+		opts.io[1].kind = opts.io[2].kind = PROC_FD_PIPE;
+		opts.envp = envp;
+		st->priv = priv;
+		pid = proc_spawn(priv->loop, args, &opts, step_on_exit, st,
+				 err);
+		if (pid < 0)
 			goto out;
-		}
-		if (pid == 0)
-			step_keeper(args, envp, out[1], errp[1], stat[1],
-				    getppid());
 	}
-	/* Both sides set the group so that a kill cannot race the child. */
-	setpgid(pid, pid);
-	close(out[1]);
-	close(errp[1]);
-	close(stat[1]);
-	out[1] = errp[1] = stat[1] = -1;
-	st->priv = priv;
 	st->index = priv->n_steps++;
-	st->keeper = pid;
-	st->out_fd = out[0];
-	st->err_fd = errp[0];
-	st->status_fd = stat[0];
-	out[0] = errp[0] = stat[0] = -1;
+	st->srun = pid;
+	st->out_fd = opts.io[1].fd;
+	st->err_fd = opts.io[2].fd;
 	pthread_mutex_lock(&priv->lock);
 	for (size_t i = 0; i < n; i++) {
 		batch[i]->state = SNODE_STARTED;
@@ -1096,25 +1062,19 @@ static int step_start(struct transport *t, struct snode **batch, size_t n,
 	if (pthread_create(&st->thread, NULL, step_thread, st) == 0) {
 		st->thread_started = true;
 	} else {
-		/* Without its reader, the step cannot be watched: end it. */
+		/* Without its reader, the step cannot be watched: end it;
+		 * its exit settles the nodes. */
 		kill(-pid, SIGKILL);
 		close(st->out_fd);
 		close(st->err_fd);
-		close(st->status_fd);
-		st->out_fd = st->err_fd = st->status_fd = -1;
-		step_ended(st, SIGKILL, true);
+		st->out_fd = st->err_fd = -1;
+		pthread_mutex_lock(&priv->lock);
+		st->output_done = true;
+		pthread_mutex_unlock(&priv->lock);
 	}
 	st = NULL;
 	rc = 0;
 out:
-	for (int i = 0; i < 2; i++) {
-		if (out[i] >= 0)
-			close(out[i]);
-		if (errp[i] >= 0)
-			close(errp[i]);
-		if (stat[i] >= 0)
-			close(stat[i]);
-	}
 	free(st);
 	free(envp);
 	free(srun);
@@ -1254,21 +1214,31 @@ static void steps_end(struct slurm_priv *priv)
 	bool all;
 
 	for (int round = 0; round < 3; round++) {
-		pthread_mutex_lock(&priv->lock);
 		for (;;) {
+			int64_t now = now_ms();
+
+			/* The loop has stopped: srun's exit is reaped here
+			 * (proc.h), outside the lock its callback takes. */
+			proc_reap(priv->loop);
+			pthread_mutex_lock(&priv->lock);
 			all = true;
 			for (struct step *st = priv->steps; st; st = st->next)
 				if (!st->ended)
 					all = false;
-			if (all || cond_wait_until(priv, deadline) == ETIMEDOUT)
+			if (!all && now < deadline)
+				cond_wait_until(priv,
+						now + SLURM_REAP_POLL_MS < deadline
+							? now + SLURM_REAP_POLL_MS
+							: deadline);
+			pthread_mutex_unlock(&priv->lock);
+			if (all || now >= deadline)
 				break;
 		}
-		pthread_mutex_unlock(&priv->lock);
 		if (all || round == 2)
 			break;
 		for (struct step *st = priv->steps; st; st = st->next)
 			if (!st->ended)
-				kill(-st->keeper,
+				kill(-st->srun,
 				     round == 0 ? SIGTERM : SIGKILL);
 		deadline = now_ms() + SLURM_STEP_END_MS;
 	}
@@ -1277,9 +1247,10 @@ static void steps_end(struct slurm_priv *priv)
 			pthread_join(st->thread, NULL);
 		else if (st->thread_started)
 			pthread_detach(st->thread);
-		/* The controller's SIGCHLD handler may have reaped it. */
-		while (waitpid(st->keeper, NULL, WNOHANG) < 0 && errno == EINTR)
-			;
+		/* An srun still running is reaped by the loop's registry
+		 * later, with nobody to tell. */
+		if (!st->ended)
+			proc_forget(priv->loop, st->srun);
 	}
 }
 
@@ -1341,7 +1312,6 @@ static void slurm_free(struct transport *t)
 		priv->steps = st->next;
 		close(st->out_fd);
 		close(st->err_fd);
-		close(st->status_fd);
 		free(st);
 	}
 	for (size_t i = 0; i < priv->n_nodes; i++) {

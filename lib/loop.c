@@ -48,6 +48,8 @@ struct loop {
 	bool stop;
 	int sig_pipe[2];	/* -1 until loop_on_signal */
 	struct loop_sig sigs[LOOP_NSIG];
+	void *procs;	/* proc.c's registry of children */
+	void (*procs_free)(void *);
 };
 
 int64_t loop_now_ms(void)
@@ -113,10 +115,23 @@ void loop_free(struct loop *loop)
 		close(loop->sig_pipe[0]);
 		close(loop->sig_pipe[1]);
 	}
+	if (loop->procs_free)
+		loop->procs_free(loop->procs);
 	free(loop->fds);
 	free(loop->timers);
 	free(loop);
 	errno = saved;
+}
+
+void *loop_procs(struct loop *loop)
+{
+	return loop->procs;
+}
+
+void loop_set_procs(struct loop *loop, void *procs, void (*free_fn)(void *))
+{
+	loop->procs = procs;
+	loop->procs_free = free_fn;
 }
 
 static struct loop_fd *find_fd(struct loop *loop, int fd)

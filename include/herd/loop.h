@@ -65,6 +65,12 @@ int loop_on_signal_unless_ignored(struct loop *loop, int sig,
  * (before the loop is freed, or in a child). */
 void loop_signals_reset(struct loop *loop);
 
+/* The child-process registry of proc.c (proc.h) hangs off the loop that
+ * takes SIGCHLD: the loop only holds it and, at loop_free(), calls
+ * free_fn on it.  NULL until proc.c sets it. */
+void *loop_procs(struct loop *loop);
+void loop_set_procs(struct loop *loop, void *procs, void (*free_fn)(void *));
+
 /* Runs until loop_stop(); returns 0, or -1 when poll() fails.  A
  * loop_stop() made before loop_run() is not lost: that run returns at
  * once (without dispatching), and the next one runs normally. */

@@ -1,0 +1,275 @@
+/* test_agent.c — the agent's lifecycle table (agent/lifecycle.c), linked
+ * with the agent's own objects (all but main.o, whose agent_send this
+ * file replaces with a recorder): every (state, event) row, and real
+ * ranks through LAUNCH, STOP and their exits. */
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../agent/agent.h"
+
+/* ---- agent_send, recorded ------------------------------------------------- */
+
+#define SENT_MAX 64
+static int sent[SENT_MAX];
+static int n_sent;
+
+void agent_send(struct agent *a, enum proto_type type, json_t *body,
+		const void *data, size_t len)
+{
+	(void)a;
+	(void)data;
+	(void)len;
+	if (n_sent < SENT_MAX)
+		sent[n_sent++] = (int)type;
+	json_decref(body);
+}
+
+static int sent_count(int type)
+{
+	int n = 0;
+
+	for (int i = 0; i < n_sent; i++)
+		if (sent[i] == type)
+			n++;
+	return n;
+}
+
+static int setup(void **state)
+{
+	struct agent *a = calloc(1, sizeof(*a));
+
+	assert_non_null(a);
+	a->loop = loop_new();
+	assert_non_null(a->loop);
+	assert_int_equal(proc_watch(a->loop), 0);
+	a->grace_ms = 10000;
+	n_sent = 0;
+	*state = a;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct agent *a = *state;
+
+	rank_signal_all(a, SIGKILL);
+	while (proc_reap(a->loop) > 0)
+		poll(NULL, 0, 10);
+	rank_free_all(a);
+	if (a->kill_timer)
+		loop_timer_del(a->loop, a->kill_timer);
+	loop_free(a->loop);
+	free(a);
+	return 0;
+}
+
+/* ---- the table, row by row (no ranks) ------------------------------------- */
+
+struct row_case {
+	enum agent_state from;
+	enum agent_event ev;
+	bool accepted;
+	enum agent_state to;
+	int stopped; /* STOPPED frames sent */
+};
+
+/* Every (state, event) but LAUNCH (which needs ranks; see below), on an
+ * agent with no rank. */
+static const struct row_case rows[] = {
+	{AGENT_IDLE, AGENT_EV_STOP, true, AGENT_IDLE, 1},
+	{AGENT_IDLE, AGENT_EV_STOP_EXIT, true, AGENT_EXITING, 1},
+	{AGENT_IDLE, AGENT_EV_HERD_GONE, true, AGENT_EXITING, 0},
+	{AGENT_IDLE, AGENT_EV_HERD_SILENT, true, AGENT_EXITING, 0},
+	{AGENT_IDLE, AGENT_EV_RANKS_GONE, true, AGENT_IDLE, 0},
+	{AGENT_RUNNING, AGENT_EV_STOP, true, AGENT_STOPPING, 1},
+	{AGENT_RUNNING, AGENT_EV_STOP_EXIT, true, AGENT_EXITING, 1},
+	{AGENT_RUNNING, AGENT_EV_HERD_GONE, true, AGENT_EXITING, 0},
+	{AGENT_RUNNING, AGENT_EV_HERD_SILENT, true, AGENT_EXITING, 0},
+	{AGENT_RUNNING, AGENT_EV_RANKS_GONE, true, AGENT_IDLE, 0},
+	{AGENT_STOPPING, AGENT_EV_LAUNCH, false, AGENT_STOPPING, 0},
+	{AGENT_STOPPING, AGENT_EV_STOP, true, AGENT_STOPPING, 1},
+	{AGENT_STOPPING, AGENT_EV_STOP_EXIT, true, AGENT_EXITING, 1},
+	{AGENT_STOPPING, AGENT_EV_HERD_GONE, true, AGENT_EXITING, 0},
+	{AGENT_STOPPING, AGENT_EV_HERD_SILENT, true, AGENT_EXITING, 0},
+	{AGENT_STOPPING, AGENT_EV_RANKS_GONE, true, AGENT_IDLE, 1},
+	{AGENT_EXITING, AGENT_EV_LAUNCH, false, AGENT_EXITING, 0},
+	{AGENT_EXITING, AGENT_EV_STOP, true, AGENT_EXITING, 1},
+	{AGENT_EXITING, AGENT_EV_STOP_EXIT, true, AGENT_EXITING, 1},
+	{AGENT_EXITING, AGENT_EV_HERD_GONE, true, AGENT_EXITING, 0},
+	{AGENT_EXITING, AGENT_EV_HERD_SILENT, false, AGENT_EXITING, 0},
+	{AGENT_EXITING, AGENT_EV_RANKS_GONE, true, AGENT_EXITING, 1},
+};
+
+static void test_rows(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct agent *a;
+		bool got;
+
+		setup((void **)&a);
+		a->state = rows[i].from;
+		got = agent_post(a, rows[i].ev, NULL);
+		if (got != rows[i].accepted || a->state != rows[i].to ||
+		    sent_count(PROTO_STOPPED) != rows[i].stopped)
+			fail_msg("row %zu: %s + event %d: accepted %d, now %s, "
+				 "%d STOPPED",
+				 i, agent_state_name(rows[i].from), rows[i].ev,
+				 got, agent_state_name(a->state),
+				 sent_count(PROTO_STOPPED));
+		teardown((void **)&a);
+	}
+}
+
+/* ---- with real ranks -------------------------------------------------------- */
+
+static void on_deadline(struct loop *loop, void *arg)
+{
+	*(int *)arg = 1;
+	loop_stop(loop);
+}
+
+struct wait_for {
+	struct agent *a;
+	enum agent_state want;
+	int need_exits;
+};
+
+static void on_poll(struct loop *loop, void *arg)
+{
+	struct wait_for *w = arg;
+
+	if (w->a->state == w->want && sent_count(PROTO_EXIT) >= w->need_exits)
+		loop_stop(loop);
+	else
+		loop_timer_add(loop, 10, on_poll, w);
+}
+
+/* Runs the agent's loop until it is in state want with need_exits EXIT
+ * frames sent, within 20 s. */
+static void run_until(struct agent *a, enum agent_state want, int need_exits)
+{
+	struct wait_for w = {a, want, need_exits};
+	int fired = 0;
+	long t = loop_timer_add(a->loop, 20000, on_deadline, &fired);
+
+	loop_timer_add(a->loop, 0, on_poll, &w);
+	assert_int_equal(loop_run(a->loop), 0);
+	loop_timer_del(a->loop, t);
+	assert_false(fired);
+}
+
+static json_t *launch_body(const char *command, int n)
+{
+	json_t *ranks = json_array();
+
+	for (int i = 0; i < n; i++)
+		json_array_append_new(ranks, json_pack("{s:i}", "rank", i));
+	return json_pack("{s:i, s:s, s:o, s:i}", "attempt", 1, "command",
+			 command, "ranks", ranks, "grace_ms", 5000);
+}
+
+static void test_launch_stop_relaunch(void **state)
+{
+	struct agent *a = *state;
+	json_t *body = launch_body("exec sleep 30", 2);
+
+	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_int_equal(a->state, AGENT_RUNNING);
+	assert_int_equal(rank_alive_count(a), 2);
+	/* A second LAUNCH while ranks run: refused with an ERROR. */
+	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_int_equal(a->state, AGENT_RUNNING);
+	assert_int_equal(sent_count(PROTO_ERROR), 1);
+
+	a->stop_signal = SIGTERM;
+	assert_true(agent_post(a, AGENT_EV_STOP, NULL));
+	assert_int_equal(a->state, AGENT_STOPPING);
+	assert_false(agent_post(a, AGENT_EV_LAUNCH, body));
+	run_until(a, AGENT_IDLE, 2);
+	assert_int_equal(sent_count(PROTO_EXIT), 2);
+	assert_int_equal(sent_count(PROTO_STOPPED), 1);
+	assert_int_equal(a->kill_timer, 0);
+
+	/* Welcome again after STOPPED. */
+	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_int_equal(a->state, AGENT_RUNNING);
+	json_decref(body);
+}
+
+static void test_ranks_end_by_themselves(void **state)
+{
+	struct agent *a = *state;
+	json_t *body = launch_body("exit 3", 3);
+
+	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	run_until(a, AGENT_IDLE, 3);
+	/* No STOP was asked: no STOPPED. */
+	assert_int_equal(sent_count(PROTO_STOPPED), 0);
+	json_decref(body);
+}
+
+static void test_launch_nothing_started(void **state)
+{
+	struct agent *a = *state;
+	json_t *body = json_pack("{s:i, s:[]}", "attempt", 1, "ranks");
+
+	/* No command: an ERROR, and the agent stays IDLE. */
+	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_int_equal(a->state, AGENT_IDLE);
+	assert_int_equal(sent_count(PROTO_ERROR), 1);
+	json_decref(body);
+}
+
+static void test_herd_gone_exits_after_ranks(void **state)
+{
+	struct agent *a = *state;
+	json_t *body = launch_body("exec sleep 30", 1);
+
+	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_true(agent_post(a, AGENT_EV_HERD_GONE, NULL));
+	assert_int_equal(a->state, AGENT_EXITING);
+	/* The loop stops by itself once the rank is gone. */
+	run_until(a, AGENT_EXITING, 1);
+	assert_int_equal(rank_alive_count(a), 0);
+	json_decref(body);
+}
+
+static void test_dispatch_default_is_error(void **state)
+{
+	struct agent *a = *state;
+	struct proto_frame f = {.type = PROTO_HELLO, .body = json_object()};
+
+	agent_dispatch(a, &f);
+	assert_int_equal(sent_count(PROTO_ERROR), 1);
+	f.type = (enum proto_type)200;
+	agent_dispatch(a, &f);
+	assert_int_equal(sent_count(PROTO_ERROR), 2);
+	json_decref(f.body);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rows),
+		cmocka_unit_test_setup_teardown(test_launch_stop_relaunch,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ranks_end_by_themselves,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_launch_nothing_started,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_herd_gone_exits_after_ranks,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dispatch_default_is_error,
+						setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
