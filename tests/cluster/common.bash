@@ -110,11 +110,14 @@ hc_hosts_without() {
 # leaves pyenv's lock file behind, after which every login of every later
 # test waits 60 s for it.  That made CI take 73 minutes and fail 30 tests.
 hc_start_sshd() {
-	local nd=$1 name=$2 ns=$3 rc=
+	local nd=$1 name=$2 ns=$3 rc= home
 	: >"$nd/sshd.log"
 	rm -f "$nd/sshd.pid"
-	if [ -f "$HOME/.bashrc" ]; then
-		rc=$HOME/.bashrc
+	# The home directory of passwd, which sshd uses: tests run with HOME
+	# set to their own trash directory.
+	home=$(getent passwd "$(id -u)" | cut -d: -f6)
+	if [ -n "$home" ] && [ -f "$home/.bashrc" ]; then
+		rc=$home/.bashrc
 		echo "# empty on test node $name (tests/cluster/common.bash)" >"$nd/bashrc"
 	fi
 	# setsid: not a job of whoever ran up, so a Ctrl-C there does not reach it.
