@@ -1077,10 +1077,18 @@ static void on_frame(struct conn *conn, struct proto_frame *f, void *arg)
 {
 	struct ctl *c = arg;
 	struct node *n = node_of(c, conn);
+	struct herd_err err;
 
 	if (!n)
 		goto out;
 	n->last_rx_ms = loop_now_ms();
+	if (proto_frame_check(f, PROTO_TO_HERD, &err) < 0) {
+		char why[HERD_ERR_MAX + 64];
+
+		snprintf(why, sizeof(why), "%s: %s", n->host, err.text);
+		node_failed(c, n, why);
+		goto out;
+	}
 	switch (f->type) {
 	case PROTO_HELLO:
 		if (n->state == NODE_CONNECTING)
