@@ -1163,6 +1163,43 @@ static void write_seed(const char *dir, const char *name, unsigned split,
 	assert_int_equal(fclose(fp), 0);
 }
 
+/* One seed per valid frame (valid-NAME), and all of them in one stream
+ * (valid-all): the fuzzer starts from bodies the contract accepts. */
+static void write_valid_seeds(const char *dir)
+{
+	static const char data[PROTO_OUTPUT_CHUNK] = "step 1 loss 2.5\n";
+	/* Seeds stay small: libFuzzer runs with -max_len 65536. */
+	const size_t seed_data_max = 64;
+	char *all = NULL, name[64];
+	size_t all_len = 0;
+
+	for (size_t i = 0; i < N_VALID; i++) {
+		const struct valid_frame *v = &valid_frames[i];
+		json_t *body = valid_body(v);
+		size_t dlen = v->data_len < seed_data_max ? v->data_len
+							  : seed_data_max;
+		struct herd_err err;
+		size_t len = 0;
+		char *enc;
+
+		if (v->type == PROTO_OUTPUT && dlen == 0)
+			dlen = 1;
+		enc = proto_encode((enum proto_type)v->type, body,
+				   dlen ? data : NULL, dlen, &len, &err);
+		assert_non_null(enc);
+		snprintf(name, sizeof(name), "valid-%s", v->name);
+		write_seed(dir, name, (unsigned)(len / 2), enc, len);
+		all = realloc(all, all_len + len);
+		assert_non_null(all);
+		memcpy(all + all_len, enc, len);
+		all_len += len;
+		free(enc);
+		json_decref(body);
+	}
+	write_seed(dir, "valid-all", 100, all, all_len);
+	free(all);
+}
+
 static void write_seeds(const char *dir)
 {
 	unsigned char buf[512];
@@ -1202,6 +1239,8 @@ static void write_seeds(const char *dir)
 	n = raw_frame(buf, PROTO_ERROR, "{\"message\":\"x\",\"message\":1}",
 		      NULL, 0);
 	write_seed(dir, "dupkey", 5, buf, n);
+
+	write_valid_seeds(dir);
 }
 
 int main(void)
