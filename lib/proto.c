@@ -626,6 +626,7 @@ int proto_frame_check(const struct proto_frame *f, enum proto_dir to,
 	const struct proto_body *b;
 	const char *version;
 	struct herd_err why;
+	int other;
 
 	if ((int)f->type < PROTO_HELLO || (int)f->type > PROTO_TYPE_MAX_)
 		return herd_errprintf(err, "protocol error: frame of unknown "
@@ -637,6 +638,15 @@ int proto_frame_check(const struct proto_frame *f, enum proto_dir to,
 				      "only %s sends %s", rule->name, from,
 				      to == PROTO_TO_HERD ? "herd" : "an agent",
 				      rule->name);
+	/* An agent of another version may say HELLO differently; its
+	 * version alone lets herd name both versions (launcher/ctl.c). */
+	version = json_string_value(json_object_get(f->body, "version"));
+	other = f->type == PROTO_HELLO && version &&
+		strcmp(version, HERD_VERSION) != 0;
+	herd_err_clear(&why);
+	if (!other && proto_body_check(b, f->body, NULL, &why) < 0)
+		return herd_errprintf(err, "protocol error: %s frame from %s: "
+				      "%s", rule->name, from, why.text);
 	if (f->data_len < rule->data_min || f->data_len > rule->data_max) {
 		if (rule->data_max == 0)
 			return herd_errprintf(err, "protocol error: %s frame "
@@ -648,16 +658,6 @@ int proto_frame_check(const struct proto_frame *f, enum proto_dir to,
 				      rule->name, from, f->data_len,
 				      rule->data_min, rule->data_max);
 	}
-	/* An agent of another version may say HELLO differently; its
-	 * version alone lets herd name both versions (launcher/ctl.c). */
-	version = json_string_value(json_object_get(f->body, "version"));
-	if (f->type == PROTO_HELLO && to == PROTO_TO_HERD && version &&
-	    strcmp(version, HERD_VERSION))
-		return 0;
-	herd_err_clear(&why);
-	if (proto_body_check(b, f->body, NULL, &why) < 0)
-		return herd_errprintf(err, "protocol error: %s frame from %s: "
-				      "%s", rule->name, from, why.text);
 	return 0;
 }
 
