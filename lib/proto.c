@@ -112,8 +112,8 @@ struct proto_body {
 
 struct proto_rule {
 	const char *name;
-	struct proto_body to_agent;	/* the body herd sends */
-	struct proto_body to_herd;	/* the body an agent sends */
+	struct proto_body to_agent; /* the body herd sends */
+	struct proto_body to_herd;  /* the body an agent sends */
 	/* data bytes after the JSON header */
 	size_t data_min, data_max;
 };
@@ -131,18 +131,22 @@ static int proto_check_array(const json_t *body, const char *key,
 	size_t i;
 
 	if (!arr)
-		return 0;	/* optional and absent; required ones are
-				 * checked by the format */
+		return 0; /* optional and absent; required ones are
+			   * checked by the format */
 	if (!json_is_array(arr))
-		return herd_errprintf(err, "key \"%s\": expected an array, "
-				      "got %s", key, proto_json_kind(arr));
+		return herd_errprintf(err,
+				      "key \"%s\": expected an array, "
+				      "got %s",
+				      key, proto_json_kind(arr));
 	if (json_array_size(arr) > max)
-		return herd_errprintf(err, "key \"%s\": %zu entries, at most "
-				      "%zu", key, json_array_size(arr), max);
+		return herd_errprintf(err,
+				      "key \"%s\": %zu entries, at most "
+				      "%zu",
+				      key, json_array_size(arr), max);
 	for (i = 0; i < json_array_size(arr); i++) {
 		snprintf(where, sizeof(where), "%s[%zu]", key, i);
-		if (proto_body_check(elem, json_array_get(arr, i), where,
-				     err) < 0)
+		if (proto_body_check(elem, json_array_get(arr, i), where, err) <
+		    0)
 			return -1;
 	}
 	return 0;
@@ -156,23 +160,29 @@ static int proto_check_ints(const json_t *body, const char *key, size_t max,
 	size_t i;
 
 	if (!json_is_array(arr))
-		return herd_errprintf(err, "key \"%s\": expected an array, "
-				      "got %s", key, proto_json_kind(arr));
+		return herd_errprintf(err,
+				      "key \"%s\": expected an array, "
+				      "got %s",
+				      key, proto_json_kind(arr));
 	if (json_array_size(arr) > max)
-		return herd_errprintf(err, "key \"%s\": %zu entries, at most "
-				      "%zu", key, json_array_size(arr), max);
+		return herd_errprintf(err,
+				      "key \"%s\": %zu entries, at most "
+				      "%zu",
+				      key, json_array_size(arr), max);
 	json_array_foreach(arr, i, v)
 	{
 		if (!json_is_integer(v))
-			return herd_errprintf(err, "key \"%s[%zu]\": expected "
-					      "an integer, got %s", key, i,
-					      proto_json_kind(v));
+			return herd_errprintf(err,
+					      "key \"%s[%zu]\": expected "
+					      "an integer, got %s",
+					      key, i, proto_json_kind(v));
 		if (json_integer_value(v) < lo || json_integer_value(v) > hi)
 			return herd_errprintf(
-			    err, "key \"%s[%zu]\": %" JSON_INTEGER_FORMAT
+			    err,
+			    "key \"%s[%zu]\": %" JSON_INTEGER_FORMAT
 			    " is out of range %" JSON_INTEGER_FORMAT
-			    "..%" JSON_INTEGER_FORMAT, key, i,
-			    json_integer_value(v), lo, hi);
+			    "..%" JSON_INTEGER_FORMAT,
+			    key, i, json_integer_value(v), lo, hi);
 	}
 	return 0;
 }
@@ -186,23 +196,28 @@ static int proto_check_env(const json_t *body, const char *where,
 	const char *name;
 
 	if (!json_is_object(env))
-		return herd_errprintf(err, "key \"%s%s\": expected an object, "
-				      "got %s", where, key,
-				      proto_json_kind(env));
+		return herd_errprintf(err,
+				      "key \"%s%s\": expected an object, "
+				      "got %s",
+				      where, key, proto_json_kind(env));
 	if (json_object_size(env) > max)
-		return herd_errprintf(err, "key \"%s%s\": %zu variables, at "
-				      "most %zu", where, key,
-				      json_object_size(env), max);
+		return herd_errprintf(err,
+				      "key \"%s%s\": %zu variables, at "
+				      "most %zu",
+				      where, key, json_object_size(env), max);
 	json_object_foreach((json_t *)env, name, v)
 	{
 		if (!*name || strchr(name, '='))
-			return herd_errprintf(err, "key \"%s%s\": \"%s\" is "
-					      "not a variable name", where,
-					      key, name);
+			return herd_errprintf(err,
+					      "key \"%s%s\": \"%s\" is "
+					      "not a variable name",
+					      where, key, name);
 		if (!json_is_string(v))
-			return herd_errprintf(err, "key \"%s%s.%s\": expected a "
-					      "string, got %s", where, key,
-					      name, proto_json_kind(v));
+			return herd_errprintf(err,
+					      "key \"%s%s.%s\": expected a "
+					      "string, got %s",
+					      where, key, name,
+					      proto_json_kind(v));
 	}
 	return 0;
 }
@@ -222,15 +237,17 @@ static int proto_hello_more(const json_t *body, struct herd_err *err)
 	int why = json_object_get(body, "topo_error") != NULL;
 
 	if (topo == why)
-		return herd_errprintf(err, "exactly one of \"topo\" and "
+		return herd_errprintf(err,
+				      "exactly one of \"topo\" and "
 				      "\"topo_error\" is expected, got %s",
 				      topo ? "both" : "neither");
 	/* The summary's own parser (topo.c) checks what is inside. */
 	if (topo && !json_is_object(json_object_get(body, "topo")))
-		return herd_errprintf(err, "key \"topo\": expected an object, "
-				      "got %s",
-				      proto_json_kind(json_object_get(body,
-								      "topo")));
+		return herd_errprintf(
+		    err,
+		    "key \"topo\": expected an object, "
+		    "got %s",
+		    proto_json_kind(json_object_get(body, "topo")));
 	/* Interfaces of one node: bounded by the JSON limit alone. */
 	return proto_check_array(body, "addrs", &proto_addr_body, SIZE_MAX,
 				 err);
@@ -272,8 +289,7 @@ static int proto_launch_more(const json_t *body, struct herd_err *err)
 	    proto_check_array(body, "ranks", &proto_launch_rank_body,
 			      PROTO_LAUNCH_RANKS_MAX, err) < 0)
 		return -1;
-	return pmix ? proto_body_check(&proto_pmix_body, pmix, "pmix", err)
-		    : 0;
+	return pmix ? proto_body_check(&proto_pmix_body, pmix, "pmix", err) : 0;
 }
 
 static int proto_exit_more(const json_t *body, struct herd_err *err)
@@ -285,24 +301,31 @@ static int proto_exit_more(const json_t *body, struct herd_err *err)
 	if (json_is_integer(code) && json_is_null(sig)) {
 		v = json_integer_value(code);
 		if (v < 0 || v > 255)
-			return herd_errprintf(err, "key \"code\": %"
-					      JSON_INTEGER_FORMAT " is out of "
-					      "range 0..255", v);
+			return herd_errprintf(
+			    err,
+			    "key \"code\": %" JSON_INTEGER_FORMAT " is out of "
+			    "range 0..255",
+			    v);
 	} else if (json_is_null(code) && json_is_integer(sig)) {
 		v = json_integer_value(sig);
 		if (v < 1 || v >= NSIG)
-			return herd_errprintf(err, "key \"signal\": %"
-					      JSON_INTEGER_FORMAT " is out of "
-					      "range 1..%d", v, NSIG - 1);
+			return herd_errprintf(
+			    err,
+			    "key \"signal\": %" JSON_INTEGER_FORMAT
+			    " is out of "
+			    "range 1..%d",
+			    v, NSIG - 1);
 	} else {
-		return herd_errprintf(err, "keys \"code\" and \"signal\": one "
+		return herd_errprintf(err,
+				      "keys \"code\" and \"signal\": one "
 				      "integer and one null expected, got %s "
-				      "and %s", proto_json_kind(code),
+				      "and %s",
+				      proto_json_kind(code),
 				      proto_json_kind(sig));
 	}
 	if (!json_object_get(body, "error") != !json_object_get(body, "errno"))
 		return herd_errprintf(err, "keys \"error\" and \"errno\" come "
-				      "together, got only one");
+					   "together, got only one");
 	return 0;
 }
 
@@ -325,8 +348,10 @@ static int proto_hb_net_more(const json_t *body, struct herd_err *err)
 	size_t n = json_object_size(body);
 
 	if (n != 0 && n != 4)
-		return herd_errprintf(err, "all four counters or none are "
-				      "expected, got %zu", n);
+		return herd_errprintf(err,
+				      "all four counters or none are "
+				      "expected, got %zu",
+				      n);
 	return 0;
 }
 
@@ -357,9 +382,11 @@ static int proto_hb_agent_more(const json_t *body, struct herd_err *err)
 	{
 		state = json_string_value(json_object_get(r, "state"));
 		if (strcmp(state, "running") && strcmp(state, "exited"))
-			return herd_errprintf(err, "key \"ranks[%zu].state\": "
+			return herd_errprintf(err,
+					      "key \"ranks[%zu].state\": "
 					      "\"%s\" is neither \"running\" "
-					      "nor \"exited\"", i, state);
+					      "nor \"exited\"",
+					      i, state);
 	}
 	return 0;
 }
@@ -369,7 +396,7 @@ static int proto_hb_herd_more(const json_t *body, struct herd_err *err)
 	if (json_integer_value(json_object_get(body, "timeout_ms")) <
 	    json_integer_value(json_object_get(body, "interval_ms")))
 		return herd_errprintf(err, "key \"timeout_ms\" is shorter "
-				      "than \"interval_ms\"");
+					   "than \"interval_ms\"");
 	return 0;
 }
 
@@ -423,11 +450,11 @@ static const struct proto_rule proto_rules[] = {
 	    .to_herd =
 		{
 		    .format = "{s:I, s:o, s:o, s:I, s?s, s?I, s?b}",
-		    .keys = {"rank", "code", "signal", "attempt", "error",
-			     "errno", "pmix_connected"},
+		    .keys = {"rank", "code", "signal", "attempt",
+			     "error", "errno", "pmix_connected"},
 		    .ranges = {{"rank", 0, INT_MAX},
 			       {"attempt", 0, INT_MAX},
-			       {"errno", 1, INT_MAX}},
+			       {"errno", 0, INT_MAX}},
 		    .more = proto_exit_more,
 		},
 	},
@@ -589,8 +616,10 @@ static int proto_body_check(const struct proto_body *b, const json_t *body,
 	size_t i;
 
 	if (!json_is_object(body))
-		return herd_errprintf(err, "key \"%s\": expected an object, "
-				      "got %s", where ? where : "",
+		return herd_errprintf(err,
+				      "key \"%s\": expected an object, "
+				      "got %s",
+				      where ? where : "",
 				      proto_json_kind(body));
 	/* Unused trailing keys are ignored by jansson: the format takes
 	 * exactly as many as it names. */
@@ -604,7 +633,7 @@ static int proto_body_check(const struct proto_body *b, const json_t *body,
 		const json_t *v = json_object_get(body, r->key);
 
 		if (!v)
-			continue;	/* an optional key, absent */
+			continue; /* an optional key, absent */
 		if (json_integer_value(v) < r->lo ||
 		    json_integer_value(v) > r->hi)
 			return herd_errprintf(
@@ -629,13 +658,17 @@ int proto_frame_check(const struct proto_frame *f, enum proto_dir to,
 	int other;
 
 	if ((int)f->type < PROTO_HELLO || (int)f->type > PROTO_TYPE_MAX_)
-		return herd_errprintf(err, "protocol error: frame of unknown "
-				      "type %d from %s", (int)f->type, from);
+		return herd_errprintf(err,
+				      "protocol error: frame of unknown "
+				      "type %d from %s",
+				      (int)f->type, from);
 	rule = &proto_rules[f->type];
 	b = to == PROTO_TO_HERD ? &rule->to_herd : &rule->to_agent;
 	if (!b->format)
-		return herd_errprintf(err, "protocol error: %s frame from %s: "
-				      "only %s sends %s", rule->name, from,
+		return herd_errprintf(err,
+				      "protocol error: %s frame from %s: "
+				      "only %s sends %s",
+				      rule->name, from,
 				      to == PROTO_TO_HERD ? "herd" : "an agent",
 				      rule->name);
 	/* An agent of another version may say HELLO differently; its
@@ -645,15 +678,19 @@ int proto_frame_check(const struct proto_frame *f, enum proto_dir to,
 		strcmp(version, HERD_VERSION) != 0;
 	herd_err_clear(&why);
 	if (!other && proto_body_check(b, f->body, NULL, &why) < 0)
-		return herd_errprintf(err, "protocol error: %s frame from %s: "
-				      "%s", rule->name, from, why.text);
+		return herd_errprintf(err,
+				      "protocol error: %s frame from %s: "
+				      "%s",
+				      rule->name, from, why.text);
 	if (f->data_len < rule->data_min || f->data_len > rule->data_max) {
 		if (rule->data_max == 0)
-			return herd_errprintf(err, "protocol error: %s frame "
+			return herd_errprintf(err,
+					      "protocol error: %s frame "
 					      "from %s: %zu data bytes, it "
-					      "carries none", rule->name, from,
-					      f->data_len);
-		return herd_errprintf(err, "protocol error: %s frame from %s: "
+					      "carries none",
+					      rule->name, from, f->data_len);
+		return herd_errprintf(err,
+				      "protocol error: %s frame from %s: "
 				      "%zu data bytes, expected %zu to %zu",
 				      rule->name, from, f->data_len,
 				      rule->data_min, rule->data_max);

@@ -52,7 +52,7 @@
  *  EXIT        agent -> herd, no data: a rank ended.
  *              {rank: I 0.., attempt: I 0.., code: I 0..255 or null,
  *               signal: I 1..NSIG-1 or null (exactly one is null),
- *               error?: string, errno?: I 1.. (together: the rank never
+ *               error?: string, errno?: I 0.. (together: the rank never
  *               ran), pmix_connected?: bool (PMIx jobs)}
  *  SIGNAL      herd -> agent, no data: {signal: I 1..NSIG-1} to every rank
  *  STOP        herd -> agent, no data: stop the ranks (signal, SIGKILL
@@ -122,8 +122,8 @@ enum proto_type {
 
 /* Which way a frame travels, named by its receiver. */
 enum proto_dir {
-	PROTO_TO_AGENT = 1,	/* herd -> agent */
-	PROTO_TO_HERD = 2,	/* agent -> herd */
+	PROTO_TO_AGENT = 1, /* herd -> agent */
+	PROTO_TO_HERD = 2,  /* agent -> herd */
 };
 
 /* 4,096: ranks of one node in a LAUNCH (and in an agent's HEARTBEAT);

@@ -1049,8 +1049,8 @@ static void test_check_range(void **state)
 	     "key \"attempt\": -1 is out of range"},
 	    {PROTO_EXIT, PROTO_TO_HERD,
 	     "{\"rank\":0,\"code\":1,\"signal\":null,\"attempt\":1,"
-	     "\"error\":\"x\",\"errno\":0}",
-	     0, "key \"errno\": 0 is out of range"},
+	     "\"error\":\"x\",\"errno\":-1}",
+	     0, "key \"errno\": -1 is out of range 0.."},
 	};
 	json_t *ranks = json_array();
 
