@@ -46,7 +46,7 @@
  *                       job_size: I 1.., num_nodes: I 1.., node_id: I 0..,
  *                       hostname: string, local: [I 0..]},
  *               progress_timeout_ms?: I 1..}
- *              NAME: not empty, no '='.
+ *              NAME: not empty, no '='; at most 65,536 per map.
  *  OUTPUT      agent -> herd, data: 1..PROTO_OUTPUT_CHUNK bytes of output
  *              {rank: I 0.., fd: I 1..2 (stdout, stderr), attempt: I 0..}
  *  EXIT        agent -> herd, no data: a rank ended.
