@@ -111,12 +111,22 @@ static void send_hello(struct agent *a, const char *topology_xml)
 	agent_send(a, PROTO_HELLO, body, NULL, 0);
 }
 
+static void on_close(struct conn *c, const char *reason, int clean, void *arg);
+
 static void on_frame(struct conn *c, struct proto_frame *f, void *arg)
 {
 	struct agent *a = arg;
+	struct herd_err err;
 
-	(void)c;
 	health_heard(a);
+	if (proto_frame_check(f, PROTO_TO_AGENT, &err) < 0) {
+		agent_send(a, PROTO_ERROR,
+			   json_pack("{s:s}", "message", err.text), NULL, 0);
+		conn_pause_reading(c);
+		on_close(c, err.text, 0, a);
+		proto_frame_free(f);
+		return;
+	}
 	agent_dispatch(a, f);
 	proto_frame_free(f);
 	agent_maybe_exit(a);

@@ -1468,10 +1468,18 @@ static void on_frame(struct conn *conn, struct proto_frame *f, void *arg)
 	struct node *n = arg;
 	struct ctl *c = n->ctl;
 	frame_fn fn = NULL;
+	struct herd_err err;
 
 	if (n->conn != conn)
 		goto out;
 	n->last_rx_ms = loop_now_ms();
+	if (proto_frame_check(f, PROTO_TO_HERD, &err) < 0) {
+		char why[HERD_ERR_MAX + 64];
+
+		snprintf(why, sizeof(why), "%s: %s", n->host, err.text);
+		frame_failed(c, n, why);
+		goto out;
+	}
 	if (f->type >= 1 && f->type <= PROTO_TYPE_MAX_)
 		fn = frame_handlers[f->type];
 	if (fn) {

@@ -6,10 +6,14 @@
  * moved to the front only when a feed does not fit behind them.
  */
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "herd/proto.h"
+#include "herd/version.h"
 
 /* Bytes of a frame after its len field: version, type, reserved, json_len. */
 #define PROTO_FIXED_SIZE (PROTO_HEADER_SIZE - 4)
@@ -35,24 +39,6 @@ struct proto_reader {
 	int failed;
 	struct herd_err failure;
 };
-
-static const char *const proto_type_names[] = {
-    [PROTO_HELLO] = "HELLO",	     [PROTO_LAUNCH] = "LAUNCH",
-    [PROTO_OUTPUT] = "OUTPUT",	     [PROTO_EXIT] = "EXIT",
-    [PROTO_SIGNAL] = "SIGNAL",	     [PROTO_STOP] = "STOP",
-    [PROTO_HEARTBEAT] = "HEARTBEAT", [PROTO_ERROR] = "ERROR",
-    [PROTO_STOPPED] = "STOPPED",
-    [PROTO_FENCE] = "FENCE",
-    [PROTO_FENCE_DONE] = "FENCE_DONE",
-    [PROTO_ABORT] = "ABORT",
-};
-
-const char *proto_type_name(int type)
-{
-	if (type < PROTO_HELLO || type > PROTO_TYPE_MAX_)
-		return "?";
-	return proto_type_names[type];
-}
 
 static uint32_t proto_get_be32(const unsigned char *p)
 {
@@ -87,6 +73,629 @@ static const char *proto_json_kind(const json_t *json)
 		return "null";
 	}
 	return "an unknown JSON value";
+}
+
+/* --- the wire contract: one row per frame type --------------------------
+ *
+ * A body is checked in two steps.  First its shape: json_unpack_ex() with
+ * JSON_STRICT (every key of the object is named in the format, so an
+ * unknown key is an error) and JSON_VALIDATE_ONLY, the keys passed from
+ * the row in format order; optional keys carry "?".  Then its values: the
+ * row's integer ranges, and a function for what a format cannot say
+ * (arrays of objects, maps of strings, keys that go together).  Nested
+ * objects have bodies of their own (checked the same way), so every error
+ * names the key it is about. */
+
+/* Most keys of one body: HELLO and LAUNCH have 8. */
+#define PROTO_BODY_KEYS 10
+/* Most integer ranges of one body. */
+#define PROTO_BODY_RANGES 6
+/* No upper bound beyond the JSON integer's (json_int_t). */
+#define PROTO_INT_ANY ((json_int_t)(~0ULL >> 1))
+
+struct proto_range {
+	const char *key;
+	json_int_t lo, hi;
+};
+
+struct proto_body {
+	/* strict json_unpack_ex format; NULL: this body is never sent */
+	const char *format;
+	/* the format's keys, in its order (passed to json_unpack_ex) */
+	const char *keys[PROTO_BODY_KEYS];
+	/* integer keys (present ones) must lie in [lo, hi] */
+	struct proto_range ranges[PROTO_BODY_RANGES];
+	/* what the format cannot say; fills err with the reason (no
+	 * prefix) and returns -1.  NULL: nothing more. */
+	int (*more)(const json_t *body, struct herd_err *err);
+};
+
+struct proto_rule {
+	const char *name;
+	struct proto_body to_agent; /* the body herd sends */
+	struct proto_body to_herd;  /* the body an agent sends */
+	/* data bytes after the JSON header */
+	size_t data_min, data_max;
+};
+
+static int proto_body_check(const struct proto_body *b, const json_t *body,
+			    const char *where, struct herd_err *err);
+
+/* An array of at most max objects, each matching elem. */
+static int proto_check_array(const json_t *body, const char *key,
+			     const struct proto_body *elem, size_t max,
+			     struct herd_err *err)
+{
+	const json_t *arr = json_object_get(body, key);
+	char where[64];
+	size_t i;
+
+	if (!arr)
+		return 0; /* optional and absent; required ones are
+			   * checked by the format */
+	if (!json_is_array(arr))
+		return herd_errprintf(err,
+				      "key \"%s\": expected an array, "
+				      "got %s",
+				      key, proto_json_kind(arr));
+	if (json_array_size(arr) > max)
+		return herd_errprintf(err,
+				      "key \"%s\": %zu entries, at most "
+				      "%zu",
+				      key, json_array_size(arr), max);
+	for (i = 0; i < json_array_size(arr); i++) {
+		snprintf(where, sizeof(where), "%s[%zu]", key, i);
+		if (proto_body_check(elem, json_array_get(arr, i), where, err) <
+		    0)
+			return -1;
+	}
+	return 0;
+}
+
+/* An array of at most max integers in [lo, hi]. */
+static int proto_check_ints(const json_t *body, const char *key, size_t max,
+			    json_int_t lo, json_int_t hi, struct herd_err *err)
+{
+	const json_t *arr = json_object_get(body, key), *v;
+	size_t i;
+
+	if (!json_is_array(arr))
+		return herd_errprintf(err,
+				      "key \"%s\": expected an array, "
+				      "got %s",
+				      key, proto_json_kind(arr));
+	if (json_array_size(arr) > max)
+		return herd_errprintf(err,
+				      "key \"%s\": %zu entries, at most "
+				      "%zu",
+				      key, json_array_size(arr), max);
+	json_array_foreach(arr, i, v)
+	{
+		if (!json_is_integer(v))
+			return herd_errprintf(err,
+					      "key \"%s[%zu]\": expected "
+					      "an integer, got %s",
+					      key, i, proto_json_kind(v));
+		if (json_integer_value(v) < lo || json_integer_value(v) > hi)
+			return herd_errprintf(
+			    err,
+			    "key \"%s[%zu]\": %" JSON_INTEGER_FORMAT
+			    " is out of range %" JSON_INTEGER_FORMAT
+			    "..%" JSON_INTEGER_FORMAT,
+			    key, i, json_integer_value(v), lo, hi);
+	}
+	return 0;
+}
+
+/* An environment: an object of strings whose keys are variable names
+ * (not empty, no '='), at most max of them. */
+static int proto_check_env(const json_t *body, const char *where,
+			   const char *key, size_t max, struct herd_err *err)
+{
+	const json_t *env = json_object_get(body, key), *v;
+	const char *name;
+
+	if (!json_is_object(env))
+		return herd_errprintf(err,
+				      "key \"%s%s\": expected an object, "
+				      "got %s",
+				      where, key, proto_json_kind(env));
+	if (json_object_size(env) > max)
+		return herd_errprintf(err,
+				      "key \"%s%s\": %zu variables, at "
+				      "most %zu",
+				      where, key, json_object_size(env), max);
+	json_object_foreach((json_t *)env, name, v)
+	{
+		if (!*name || strchr(name, '='))
+			return herd_errprintf(err,
+					      "key \"%s%s\": \"%s\" is "
+					      "not a variable name",
+					      where, key, name);
+		if (!json_is_string(v))
+			return herd_errprintf(err,
+					      "key \"%s%s.%s\": expected a "
+					      "string, got %s",
+					      where, key, name,
+					      proto_json_kind(v));
+	}
+	return 0;
+}
+
+/* 65,536: as many variables as a rank can sensibly get; the JSON limit
+ * bounds the bytes. */
+#define PROTO_ENV_MAX 65536u
+
+static const struct proto_body proto_addr_body = {
+    .format = "{s:s, s:s, s:s}",
+    .keys = {"ifname", "addr", "netmask"},
+};
+
+static int proto_hello_more(const json_t *body, struct herd_err *err)
+{
+	int topo = json_object_get(body, "topo") != NULL;
+	int why = json_object_get(body, "topo_error") != NULL;
+
+	if (topo == why)
+		return herd_errprintf(err,
+				      "exactly one of \"topo\" and "
+				      "\"topo_error\" is expected, got %s",
+				      topo ? "both" : "neither");
+	/* The summary's own parser (topo.c) checks what is inside. */
+	if (topo && !json_is_object(json_object_get(body, "topo")))
+		return herd_errprintf(
+		    err,
+		    "key \"topo\": expected an object, "
+		    "got %s",
+		    proto_json_kind(json_object_get(body, "topo")));
+	/* Interfaces of one node: bounded by the JSON limit alone. */
+	return proto_check_array(body, "addrs", &proto_addr_body, SIZE_MAX,
+				 err);
+}
+
+static int proto_launch_rank_more(const json_t *body, struct herd_err *err)
+{
+	return proto_check_env(body, "", "env", PROTO_ENV_MAX, err);
+}
+
+static const struct proto_body proto_launch_rank_body = {
+    .format = "{s:I, s:o, s?s, s?I}",
+    .keys = {"rank", "env", "cpus", "mem_node"},
+    .ranges = {{"rank", 0, INT_MAX}, {"mem_node", 0, INT_MAX}},
+    .more = proto_launch_rank_more,
+};
+
+static int proto_pmix_more(const json_t *body, struct herd_err *err)
+{
+	return proto_check_ints(body, "local", PROTO_LAUNCH_RANKS_MAX, 0,
+				INT_MAX, err);
+}
+
+static const struct proto_body proto_pmix_body = {
+    .format = "{s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:o}",
+    .keys = {"job", "nodes", "ppn", "job_size", "num_nodes", "node_id",
+	     "hostname", "local"},
+    .ranges = {{"job_size", 1, INT_MAX},
+	       {"num_nodes", 1, INT_MAX},
+	       {"node_id", 0, INT_MAX}},
+    .more = proto_pmix_more,
+};
+
+static int proto_launch_more(const json_t *body, struct herd_err *err)
+{
+	const json_t *pmix = json_object_get(body, "pmix");
+
+	if (proto_check_env(body, "", "env", PROTO_ENV_MAX, err) < 0 ||
+	    proto_check_array(body, "ranks", &proto_launch_rank_body,
+			      PROTO_LAUNCH_RANKS_MAX, err) < 0)
+		return -1;
+	return pmix ? proto_body_check(&proto_pmix_body, pmix, "pmix", err) : 0;
+}
+
+static int proto_exit_more(const json_t *body, struct herd_err *err)
+{
+	const json_t *code = json_object_get(body, "code");
+	const json_t *sig = json_object_get(body, "signal");
+	json_int_t v;
+
+	if (json_is_integer(code) && json_is_null(sig)) {
+		v = json_integer_value(code);
+		if (v < 0 || v > 255)
+			return herd_errprintf(
+			    err,
+			    "key \"code\": %" JSON_INTEGER_FORMAT " is out of "
+			    "range 0..255",
+			    v);
+	} else if (json_is_null(code) && json_is_integer(sig)) {
+		v = json_integer_value(sig);
+		if (v < 1 || v >= NSIG)
+			return herd_errprintf(
+			    err,
+			    "key \"signal\": %" JSON_INTEGER_FORMAT
+			    " is out of "
+			    "range 1..%d",
+			    v, NSIG - 1);
+	} else {
+		return herd_errprintf(err,
+				      "keys \"code\" and \"signal\": one "
+				      "integer and one null expected, got %s "
+				      "and %s",
+				      proto_json_kind(code),
+				      proto_json_kind(sig));
+	}
+	if (!json_object_get(body, "error") != !json_object_get(body, "errno"))
+		return herd_errprintf(err, "keys \"error\" and \"errno\" come "
+					   "together, got only one");
+	return 0;
+}
+
+static const struct proto_body proto_hb_rank_body = {
+    .format = "{s:I, s:s, s:I, s:I}",
+    .keys = {"rank", "state", "cpu_ms", "rss_kb"},
+    .ranges = {{"rank", 0, INT_MAX},
+	       {"cpu_ms", 0, PROTO_INT_ANY},
+	       {"rss_kb", 0, PROTO_INT_ANY}},
+};
+
+static const struct proto_body proto_hb_hung_body = {
+    .format = "{s:I, s:I}",
+    .keys = {"rank", "silent_ms"},
+    .ranges = {{"rank", 0, INT_MAX}, {"silent_ms", 0, PROTO_INT_ANY}},
+};
+
+static int proto_hb_net_more(const json_t *body, struct herd_err *err)
+{
+	size_t n = json_object_size(body);
+
+	if (n != 0 && n != 4)
+		return herd_errprintf(err,
+				      "all four counters or none are "
+				      "expected, got %zu",
+				      n);
+	return 0;
+}
+
+static const struct proto_body proto_hb_net_body = {
+    .format = "{s?I, s?I, s?I, s?I}",
+    .keys = {"rx_bytes", "tx_bytes", "rx_drops", "tx_drops"},
+    .ranges = {{"rx_bytes", 0, PROTO_INT_ANY},
+	       {"tx_bytes", 0, PROTO_INT_ANY},
+	       {"rx_drops", 0, PROTO_INT_ANY},
+	       {"tx_drops", 0, PROTO_INT_ANY}},
+    .more = proto_hb_net_more,
+};
+
+static int proto_hb_agent_more(const json_t *body, struct herd_err *err)
+{
+	const json_t *r;
+	const char *state;
+	size_t i;
+
+	if (proto_check_array(body, "ranks", &proto_hb_rank_body,
+			      PROTO_LAUNCH_RANKS_MAX, err) < 0 ||
+	    proto_check_array(body, "hung", &proto_hb_hung_body,
+			      PROTO_LAUNCH_RANKS_MAX, err) < 0 ||
+	    proto_body_check(&proto_hb_net_body, json_object_get(body, "net"),
+			     "net", err) < 0)
+		return -1;
+	json_array_foreach(json_object_get(body, "ranks"), i, r)
+	{
+		state = json_string_value(json_object_get(r, "state"));
+		if (strcmp(state, "running") && strcmp(state, "exited"))
+			return herd_errprintf(err,
+					      "key \"ranks[%zu].state\": "
+					      "\"%s\" is neither \"running\" "
+					      "nor \"exited\"",
+					      i, state);
+	}
+	return 0;
+}
+
+static int proto_hb_herd_more(const json_t *body, struct herd_err *err)
+{
+	if (json_integer_value(json_object_get(body, "timeout_ms")) <
+	    json_integer_value(json_object_get(body, "interval_ms")))
+		return herd_errprintf(err, "key \"timeout_ms\" is shorter "
+					   "than \"interval_ms\"");
+	return 0;
+}
+
+/* The table.  proto.h's comment table says the same in words: change
+ * both together (tests/unit/test_proto.c holds a valid body of every
+ * row). */
+static const struct proto_rule proto_rules[] = {
+    [PROTO_HELLO] =
+	{
+	    .name = "HELLO",
+	    .to_herd =
+		{
+		    .format = "{s:s, s:s, s:o, s:I, s:I, s?o, s?s}",
+		    .keys = {"version", "hostname", "addrs", "cores", "pid",
+			     "topo", "topo_error"},
+		    .ranges = {{"cores", 1, INT_MAX}, {"pid", 1, INT_MAX}},
+		    .more = proto_hello_more,
+		},
+	},
+    [PROTO_LAUNCH] =
+	{
+	    .name = "LAUNCH",
+	    .to_agent =
+		{
+		    .format = "{s:I, s:s, s:I, s:o, s:o, s?s, s?o, s?I}",
+		    .keys = {"attempt", "command", "grace_ms", "env", "ranks",
+			     "workdir", "pmix", "progress_timeout_ms"},
+		    .ranges = {{"attempt", 1, INT_MAX},
+			       {"grace_ms", 0, PROTO_INT_ANY},
+			       {"progress_timeout_ms", 1, PROTO_INT_ANY}},
+		    .more = proto_launch_more,
+		},
+	},
+    [PROTO_OUTPUT] =
+	{
+	    .name = "OUTPUT",
+	    .to_herd =
+		{
+		    .format = "{s:I, s:I, s:I}",
+		    .keys = {"rank", "fd", "attempt"},
+		    .ranges = {{"rank", 0, INT_MAX},
+			       {"fd", 1, 2},
+			       {"attempt", 0, INT_MAX}},
+		},
+	    .data_min = 1,
+	    .data_max = PROTO_OUTPUT_CHUNK,
+	},
+    [PROTO_EXIT] =
+	{
+	    .name = "EXIT",
+	    .to_herd =
+		{
+		    .format = "{s:I, s:o, s:o, s:I, s?s, s?I, s?b}",
+		    .keys = {"rank", "code", "signal", "attempt",
+			     "error", "errno", "pmix_connected"},
+		    .ranges = {{"rank", 0, INT_MAX},
+			       {"attempt", 0, INT_MAX},
+			       {"errno", 0, INT_MAX}},
+		    .more = proto_exit_more,
+		},
+	},
+    [PROTO_SIGNAL] =
+	{
+	    .name = "SIGNAL",
+	    .to_agent =
+		{
+		    .format = "{s:I}",
+		    .keys = {"signal"},
+		    .ranges = {{"signal", 1, NSIG - 1}},
+		},
+	},
+    [PROTO_STOP] =
+	{
+	    .name = "STOP",
+	    .to_agent =
+		{
+		    .format = "{s:I, s:b, s:I}",
+		    .keys = {"grace_ms", "exit", "signal"},
+		    .ranges = {{"grace_ms", 0, PROTO_INT_ANY},
+			       {"signal", 1, NSIG - 1}},
+		},
+	},
+    [PROTO_HEARTBEAT] =
+	{
+	    .name = "HEARTBEAT",
+	    .to_agent =
+		{
+		    .format = "{s:I, s:I}",
+		    .keys = {"interval_ms", "timeout_ms"},
+		    .ranges = {{"interval_ms", 1, PROTO_INT_ANY},
+			       {"timeout_ms", 1, PROTO_INT_ANY}},
+		    .more = proto_hb_herd_more,
+		},
+	    .to_herd =
+		{
+		    .format = "{s:I, s:I, s:o, s:o, s:o}",
+		    .keys = {"seq", "attempt", "ranks", "hung", "net"},
+		    .ranges = {{"seq", 1, PROTO_INT_ANY},
+			       {"attempt", 0, INT_MAX}},
+		    .more = proto_hb_agent_more,
+		},
+	},
+    [PROTO_ERROR] =
+	{
+	    .name = "ERROR",
+	    .to_herd =
+		{
+		    .format = "{s:s, s?s}",
+		    .keys = {"message", "stage"},
+		},
+	},
+    [PROTO_STOPPED] =
+	{
+	    .name = "STOPPED",
+	    .to_herd =
+		{
+		    .format = "{s:I}",
+		    .keys = {"attempt"},
+		    .ranges = {{"attempt", 0, INT_MAX}},
+		},
+	},
+    [PROTO_FENCE] =
+	{
+	    .name = "FENCE",
+	    .to_herd =
+		{
+		    .format = "{s:I, s:I}",
+		    .keys = {"attempt", "seq"},
+		    .ranges = {{"attempt", 0, INT_MAX}, {"seq", 1, INT_MAX}},
+		},
+	    .data_max = PROTO_FRAME_MAX,
+	},
+    [PROTO_FENCE_DONE] =
+	{
+	    .name = "FENCE_DONE",
+	    .to_agent =
+		{
+		    .format = "{s:I, s:I, s:I}",
+		    .keys = {"attempt", "seq", "status"},
+		    .ranges = {{"attempt", 1, INT_MAX},
+			       {"seq", 1, INT_MAX},
+			       {"status", INT_MIN, INT_MAX}},
+		},
+	    .data_max = PROTO_FRAME_MAX,
+	},
+    [PROTO_ABORT] =
+	{
+	    .name = "ABORT",
+	    .to_herd =
+		{
+		    .format = "{s:I, s:I, s:I, s:s}",
+		    .keys = {"attempt", "rank", "status", "message"},
+		    .ranges = {{"attempt", 0, INT_MAX},
+			       {"rank", 0, INT_MAX},
+			       {"status", INT_MIN, INT_MAX}},
+		},
+	},
+};
+
+const char *proto_type_name(int type)
+{
+	if (type < PROTO_HELLO || type > PROTO_TYPE_MAX_)
+		return "?";
+	return proto_rules[type].name;
+}
+
+/* The key whose value the format position pos (1-based, as jansson
+ * reports it) is about: formats here are flat objects, so keys and values
+ * alternate and every 's' in key position takes the next key. */
+static const char *proto_format_key(const struct proto_body *b, int pos)
+{
+	const char *key = NULL;
+	int i, n = 0, want_key = 1;
+
+	for (i = 0; b->format[i] && i < pos - 1; i++) {
+		char ch = b->format[i];
+
+		if (strchr("{}:, ?!*", ch))
+			continue;
+		if (want_key && n < PROTO_BODY_KEYS)
+			key = b->keys[n++];
+		want_key = !want_key;
+	}
+	return key;
+}
+
+/* Words for jansson's validation error text. */
+static int proto_shape_error(const struct proto_body *b, const char *where,
+			     const json_error_t *jerr, struct herd_err *err)
+{
+	const char *text = jerr->text, *key;
+	const char *sep = where && *where ? "." : "";
+	const char *in = where ? where : "";
+	char *colon;
+
+	if (!strncmp(text, "Object item not found: ", 23))
+		return herd_errprintf(err, "missing key \"%s%s%s\"", in, sep,
+				      text + 23);
+	colon = strstr(text, "left unpacked: ");
+	if (colon)
+		return herd_errprintf(err, "unknown key%s %s%s%s",
+				      strchr(colon, ',') ? "s" : "", in,
+				      *in ? ": " : "", colon + 15);
+	if (!strncmp(text, "Expected ", 9) &&
+	    (key = proto_format_key(b, jerr->position)))
+		return herd_errprintf(err, "key \"%s%s%s\": expected %s", in,
+				      sep, key, text + 9);
+	return herd_errprintf(err, "%s%s%s", in, *in ? ": " : "", text);
+}
+
+/* Checks one body (or a nested object, named by where) against b. */
+static int proto_body_check(const struct proto_body *b, const json_t *body,
+			    const char *where, struct herd_err *err)
+{
+	const char *const *k = b->keys;
+	json_error_t jerr;
+	size_t i;
+
+	if (!json_is_object(body))
+		return herd_errprintf(err,
+				      "key \"%s\": expected an object, "
+				      "got %s",
+				      where ? where : "",
+				      proto_json_kind(body));
+	/* Unused trailing keys are ignored by jansson: the format takes
+	 * exactly as many as it names. */
+	if (json_unpack_ex((json_t *)body, &jerr,
+			   JSON_STRICT | JSON_VALIDATE_ONLY, b->format, k[0],
+			   k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8],
+			   k[9]) < 0)
+		return proto_shape_error(b, where, &jerr, err);
+	for (i = 0; i < PROTO_BODY_RANGES && b->ranges[i].key; i++) {
+		const struct proto_range *r = &b->ranges[i];
+		const json_t *v = json_object_get(body, r->key);
+
+		if (!v)
+			continue; /* an optional key, absent */
+		if (json_integer_value(v) < r->lo ||
+		    json_integer_value(v) > r->hi)
+			return herd_errprintf(
+			    err,
+			    "key \"%s%s%s\": %" JSON_INTEGER_FORMAT
+			    " is out of range %" JSON_INTEGER_FORMAT
+			    "..%" JSON_INTEGER_FORMAT,
+			    where ? where : "", where ? "." : "", r->key,
+			    json_integer_value(v), r->lo, r->hi);
+	}
+	return b->more ? b->more(body, err) : 0;
+}
+
+int proto_frame_check(const struct proto_frame *f, enum proto_dir to,
+		      struct herd_err *err)
+{
+	const char *from = to == PROTO_TO_HERD ? "agent" : "herd";
+	const struct proto_rule *rule;
+	const struct proto_body *b;
+	const char *version;
+	struct herd_err why;
+	int other;
+
+	if ((int)f->type < PROTO_HELLO || (int)f->type > PROTO_TYPE_MAX_)
+		return herd_errprintf(err,
+				      "protocol error: frame of unknown "
+				      "type %d from %s",
+				      (int)f->type, from);
+	rule = &proto_rules[f->type];
+	b = to == PROTO_TO_HERD ? &rule->to_herd : &rule->to_agent;
+	if (!b->format)
+		return herd_errprintf(err,
+				      "protocol error: %s frame from %s: "
+				      "only %s sends %s",
+				      rule->name, from,
+				      to == PROTO_TO_HERD ? "herd" : "an agent",
+				      rule->name);
+	/* An agent of another version may say HELLO differently; its
+	 * version alone lets herd name both versions (launcher/ctl.c). */
+	version = json_string_value(json_object_get(f->body, "version"));
+	other = f->type == PROTO_HELLO && version &&
+		strcmp(version, HERD_VERSION) != 0;
+	herd_err_clear(&why);
+	if (!other && proto_body_check(b, f->body, NULL, &why) < 0)
+		return herd_errprintf(err,
+				      "protocol error: %s frame from %s: "
+				      "%s",
+				      rule->name, from, why.text);
+	if (f->data_len < rule->data_min || f->data_len > rule->data_max) {
+		if (rule->data_max == 0)
+			return herd_errprintf(err,
+					      "protocol error: %s frame "
+					      "from %s: %zu data bytes, it "
+					      "carries none",
+					      rule->name, from, f->data_len);
+		return herd_errprintf(err,
+				      "protocol error: %s frame from %s: "
+				      "%zu data bytes, expected %zu to %zu",
+				      rule->name, from, f->data_len,
+				      rule->data_min, rule->data_max);
+	}
+	return 0;
 }
 
 /* A compact dump escapes a NUL inside a string as backslash-u0000, which

@@ -16,6 +16,71 @@
  * Every frame has a stated maximum (the reader's max_frame, at most
  * PROTO_FRAME_MAX): a peer that announces more is rejected before a byte
  * is buffered.  A decoder error is fatal for the stream.
+ *
+ * What each frame says: every decoded frame passes proto_frame_check()
+ * before its receiver acts on it, against one table in proto.c (a strict
+ * json_unpack_ex() format per type and direction, value ranges, data
+ * limits).  An unknown key, a missing or mistyped one, a value out of
+ * range, data where none belongs or a frame sent the wrong way is a
+ * protocol error: herd fails the node, an agent sends ERROR and exits as
+ * on a broken stream.  The table, in words ("?" marks an optional key;
+ * I: a JSON integer; ranges inclusive; no key other than those listed):
+ *
+ *  HELLO       agent -> herd, no data; the agent's first frame.
+ *              {version: string (HERD_VERSION), hostname: string,
+ *               addrs: [{ifname: string, addr: string, netmask: string}],
+ *               cores: I 1.., pid: I 1..,
+ *               topo?: object (topo_summary(); topo.c parses it),
+ *               topo_error?: string (why there is no topo)}
+ *              exactly one of topo and topo_error.  A HELLO whose version
+ *              is another string is checked no further, so that herd can
+ *              name both versions.
+ *  LAUNCH      herd -> agent, no data: start the ranks of an attempt.
+ *              {attempt: I 1.., command: string, grace_ms: I 0..,
+ *               env: {NAME: string...} (job-wide),
+ *               ranks: [{rank: I 0.., env: {NAME: string...},
+ *                        cpus?: string (cpu list), mem_node?: I 0..}]
+ *                      (at most PROTO_LAUNCH_RANKS_MAX),
+ *               workdir?: string,
+ *               pmix?: {job: string, nodes: string, ppn: string,
+ *                       job_size: I 1.., num_nodes: I 1.., node_id: I 0..,
+ *                       hostname: string, local: [I 0..]},
+ *               progress_timeout_ms?: I 1..}
+ *              NAME: not empty, no '='; at most 65,536 per map.
+ *  OUTPUT      agent -> herd, data: 1..PROTO_OUTPUT_CHUNK bytes of output
+ *              {rank: I 0.., fd: I 1..2 (stdout, stderr), attempt: I 0..}
+ *  EXIT        agent -> herd, no data: a rank ended.
+ *              {rank: I 0.., attempt: I 0.., code: I 0..255 or null,
+ *               signal: I 1..NSIG-1 or null (exactly one is null),
+ *               error?: string, errno?: I 0.. (together: the rank never
+ *               ran), pmix_connected?: bool (PMIx jobs)}
+ *  SIGNAL      herd -> agent, no data: {signal: I 1..NSIG-1} to every rank
+ *  STOP        herd -> agent, no data: stop the ranks (signal, SIGKILL
+ *              after grace_ms); exit after STOPPED when exit is true.
+ *              {grace_ms: I 0.., exit: bool, signal: I 1..NSIG-1}
+ *  HEARTBEAT   herd -> agent, no data:
+ *              {interval_ms: I 1.., timeout_ms: I interval_ms..}
+ *              agent -> herd, no data:
+ *              {seq: I 1.., attempt: I 0.. (0 before any LAUNCH),
+ *               ranks: [{rank: I 0.., state: "running" or "exited",
+ *                        cpu_ms: I 0.., rss_kb: I 0..}],
+ *               hung: [{rank: I 0.., silent_ms: I 0..}],
+ *               net: {} or {rx_bytes, tx_bytes, rx_drops, tx_drops: I 0..}}
+ *  ERROR       agent -> herd, no data: {message: string, stage?: string}
+ *              before the stream closes.  A transport that fails for a
+ *              node writes one in the agent's place, with the stage
+ *              ("connect", "auth", "host key", "agent", "srun").
+ *  STOPPED     agent -> herd, no data: {attempt: I 0..}: every rank is gone
+ *  FENCE       agent -> herd, data: the node's PMIx fence contribution
+ *              (0..PROTO_FRAME_MAX bytes).  {attempt: I 0.., seq: I 1..}
+ *  FENCE_DONE  herd -> agent, data: every node's contribution in node
+ *              order.  {attempt: I 1.., seq: I 1.., status: I (0: done)}
+ *  ABORT       agent -> herd, no data: a rank called PMIx_Abort.
+ *              {attempt: I 0.., rank: I 0.., status: I, message: string}
+ *
+ * Integers named "I 0.." without an upper bound fit in an int when they
+ * count ranks, attempts or fences (rank, attempt, seq, ...); durations,
+ * byte and time counters may use all of a JSON integer.
  */
 #ifndef HERD_PROTO_H
 #define HERD_PROTO_H
@@ -40,23 +105,30 @@
 #define PROTO_HEADER_SIZE 12
 
 enum proto_type {
-	PROTO_HELLO = 1,   /* agent -> herd: version, hostname, addrs, topo */
-	PROTO_LAUNCH,	   /* herd -> agent: attempt, ranks, env, command */
-	PROTO_OUTPUT,	   /* agent -> herd: {rank, stream}, data = bytes */
-	PROTO_EXIT,	   /* agent -> herd: {rank, status, signal} */
-	PROTO_SIGNAL,	   /* herd -> agent: {signal} to every rank */
-	PROTO_STOP,	   /* herd -> agent: {grace_ms} stop ranks, then exit */
-	PROTO_HEARTBEAT,   /* both ways: {seq, ranks, counters} */
-	PROTO_ERROR,	   /* either way: {message} before closing */
-	PROTO_STOPPED,	   /* agent -> herd: every rank of the attempt is gone */
-	PROTO_FENCE,	   /* agent -> herd: {attempt, seq}, data = the node's
-			    * PMIx fence contribution */
-	PROTO_FENCE_DONE,  /* herd -> agent: {attempt, seq, status}, data =
-			    * every node's contribution, concatenated */
-	PROTO_ABORT,	   /* agent -> herd: {attempt, rank, status, message}:
-			    * a rank called PMIx_Abort (MPI_Abort) */
+	PROTO_HELLO = 1,
+	PROTO_LAUNCH,
+	PROTO_OUTPUT,
+	PROTO_EXIT,
+	PROTO_SIGNAL,
+	PROTO_STOP,
+	PROTO_HEARTBEAT,
+	PROTO_ERROR,
+	PROTO_STOPPED,
+	PROTO_FENCE,
+	PROTO_FENCE_DONE,
+	PROTO_ABORT,
 	PROTO_TYPE_MAX_ = PROTO_ABORT,
 };
+
+/* Which way a frame travels, named by its receiver. */
+enum proto_dir {
+	PROTO_TO_AGENT = 1, /* herd -> agent */
+	PROTO_TO_HERD = 2,  /* agent -> herd */
+};
+
+/* 4,096: ranks of one node in a LAUNCH (and in an agent's HEARTBEAT);
+ * far more than any node has cores. */
+#define PROTO_LAUNCH_RANKS_MAX 4096
 
 /* "HELLO", "LAUNCH", ...; "?" for unknown values. */
 const char *proto_type_name(int type);
@@ -79,6 +151,14 @@ struct proto_frame {
 };
 
 void proto_frame_free(struct proto_frame *frame);
+
+/* The wire contract (the table above): may a frame of this type, body and
+ * data travel to `to`?  Returns 0, or -1 with err "protocol error: TYPE
+ * frame from herd|agent: what is wrong" (a type that does not travel that
+ * way, a body that does not match, a value out of range, data where none
+ * belongs).  Both dispatchers call it before they act on a frame. */
+int proto_frame_check(const struct proto_frame *f, enum proto_dir to,
+		      struct herd_err *err);
 
 /* Incremental decoder for one stream. */
 struct proto_reader;

@@ -1,11 +1,17 @@
-/* fuzz_proto.c — libFuzzer target for the frame decoder.
+/* fuzz_proto.c — libFuzzer target for the frame decoder and the wire
+ * contract, the gate both dispatchers share.
  *
  * Input: one split byte s, then stream bytes.  The stream is fed to a
  * reader (max_frame 1 MiB) in two pieces, cut after min(s, rest) bytes,
  * draining every complete frame after each feed.  Each decoded frame is
  * encoded again and decoded by a fresh reader: it must come back equal,
  * and encoding that copy must give the same bytes (the encoding is
- * canonical after one pass).  Any mismatch aborts.
+ * canonical after one pass).  Each frame is then checked as herd and as
+ * an agent would (proto_frame_check): no frame passes both ways, a
+ * refusal says "protocol error: ", and the re-decoded copy gets the same
+ * verdict.  Any mismatch aborts.  The seed corpus holds a valid frame of
+ * every type and direction (written by tests/unit/test_proto.c), so the
+ * fuzzer starts inside the accepted bodies and mutates out of them.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -35,6 +41,34 @@ static struct proto_frame *fuzz_decode_one(const char *buf, size_t len)
 	return f;
 }
 
+/* The verdict of the dispatch gate for one direction: 0 or -1. */
+static int fuzz_gate(const struct proto_frame *f, enum proto_dir to)
+{
+	struct herd_err err;
+	int rc;
+
+	err.text[0] = '\0';
+	rc = proto_frame_check(f, to, &err);
+	if (rc != 0 && (rc != -1 || strncmp(err.text, "protocol error: ", 16)))
+		abort();
+	if (rc == 0 && err.text[0])
+		abort();
+	return rc;
+}
+
+/* Both sides' gate; returns which directions accept the frame. */
+static int fuzz_dispatch(const struct proto_frame *f)
+{
+	int to_herd = fuzz_gate(f, PROTO_TO_HERD) == 0;
+	int to_agent = fuzz_gate(f, PROTO_TO_AGENT) == 0;
+
+	/* No frame is both an agent's and herd's: HEARTBEAT, the one type
+	 * that travels both ways, has a different body each way. */
+	if (to_herd && to_agent)
+		abort();
+	return to_herd | to_agent << 1;
+}
+
 static void fuzz_round_trip(const struct proto_frame *f)
 {
 	struct proto_frame *again = NULL;
@@ -55,6 +89,9 @@ static void fuzz_round_trip(const struct proto_frame *f)
 	    again->data_len != f->data_len ||
 	    (f->data_len && memcmp(again->data, f->data, f->data_len) != 0))
 		abort();
+	/* The verdict depends on what a frame says, not on its bytes. */
+	if (fuzz_dispatch(again) != fuzz_dispatch(f))
+		abort();
 	enc2 = proto_encode(again->type, again->body, again->data,
 			    again->data_len, &len2, &err);
 	if (!enc2 || len2 != len || memcmp(enc, enc2, len) != 0)
@@ -74,6 +111,7 @@ static int fuzz_drain(struct proto_reader *r)
 	while ((rc = proto_reader_next(r, &f, &err)) == 1) {
 		if (!json_is_object(f->body) || (f->data_len == 0) != !f->data)
 			abort();
+		fuzz_dispatch(f);
 		fuzz_round_trip(f);
 		proto_frame_free(f);
 	}

@@ -159,10 +159,11 @@ static void send_hello(struct agent *a)
 	if (a->cfg->bad_frame)
 		agent_send(a, PROTO_LAUNCH, json_object());
 	agent_send(a, PROTO_HELLO,
-		   json_pack("{s:s, s:s, s:[{s:s, s:s, s:s}]}", "version",
-			     HERD_VERSION, "hostname", a->cfg->host, "addrs",
-			     "ifname", "eth0", "addr", "10.0.0.1", "netmask",
-			     "255.255.255.0"));
+		   json_pack("{s:s, s:s, s:[{s:s, s:s, s:s}], s:i, s:i, s:s}",
+			     "version", HERD_VERSION, "hostname", a->cfg->host,
+			     "addrs", "ifname", "eth0", "addr", "10.0.0.1",
+			     "netmask", "255.255.255.0", "cores", 1, "pid",
+			     (int)getpid(), "topo_error", "none (test)"));
 }
 
 static void agent_hello(struct loop *loop, void *arg)
@@ -177,13 +178,17 @@ static void agent_hello(struct loop *loop, void *arg)
 static void send_exits(struct agent *a, int code, int sig, const char *error)
 {
 	for (int i = 0; i < a->n_ranks; i++) {
-		json_t *b = json_pack("{s:i, s:i, s:i}", "attempt", a->attempt,
-				      "rank", a->ranks[i], "code", code);
+		/* One of code and signal, the other null (proto.h). */
+		json_t *b = json_pack("{s:i, s:i, s:o, s:o}", "attempt",
+				      a->attempt, "rank", a->ranks[i], "code",
+				      sig ? json_null() : json_integer(code),
+				      "signal",
+				      sig ? json_integer(sig) : json_null());
 
-		if (sig)
-			json_object_set_new(b, "signal", json_integer(sig));
-		if (error)
+		if (error) {
 			json_object_set_new(b, "error", json_string(error));
+			json_object_set_new(b, "errno", json_integer(2));
+		}
 		agent_send(a, PROTO_EXIT, b);
 	}
 	a->running = false;
@@ -239,9 +244,10 @@ static void on_launch(struct agent *a, json_t *body)
 		hang_up_soon(a, 0);
 	} else if (a->attempt == 1 && h->hung) {
 		agent_send(a, PROTO_HEARTBEAT,
-			   json_pack("{s:i, s:[{s:i, s:I}]}", "attempt", 1,
-				     "hung", "rank", a->ranks[0], "silent_ms",
-				     (json_int_t)5000));
+			   json_pack("{s:i, s:i, s:[], s:[{s:i, s:I}], s:{}}",
+				     "seq", 1, "attempt", 1, "ranks", "hung",
+				     "rank", a->ranks[0], "silent_ms",
+				     (json_int_t)5000, "net"));
 	} else if (a->attempt == 1 && h->abort_) {
 		agent_send(a, PROTO_ABORT,
 			   json_pack("{s:i, s:i, s:i, s:s}", "attempt", 1,
@@ -636,8 +642,9 @@ static void test_connect_shrink(void **state)
 	assert_int_equal(count_ev(w, "node_failed", "agent failed (test)"), 1);
 }
 
-/* A frame an agent never sends (LAUNCH) fails the node: the default of
- * the dispatch table.  Nothing after it is read (its HELLO). */
+/* A frame an agent never sends (LAUNCH) fails the node: the wire
+ * table's gate (proto_frame_check) refuses it before the dispatch table,
+ * whose default would too.  Nothing after it is read (its HELLO). */
 static void test_protocol_error(void **state)
 {
 	struct world *w = *state;
@@ -647,7 +654,8 @@ static void test_protocol_error(void **state)
 	assert_int_equal(run(w), 0);
 	assert_int_equal(
 		count_ev(w, "node_failed",
-			 "protocol error: unexpected frame LAUNCH from n2"),
+			 "n2: protocol error: LAUNCH frame from agent: only herd "
+			 "sends LAUNCH"),
 		1);
 	assert_string_equal(host(w, "n2")->log, "");
 	assert_int_equal(count_ev(w, "node_up", "\"host\":\"n2\""), 0);

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "herd/proto.h"
+#include "herd/version.h"
 
 /* Builds a raw frame header: for the rejection cases the encoder refuses
  * to produce. */
@@ -583,6 +584,568 @@ static void test_encode_refuses(void **state)
 	json_decref(arr);
 }
 
+/* --- the wire contract (proto_frame_check) ------------------------------ */
+
+/* One valid body of every frame type and direction: what the senders put
+ * on the wire today (agent/main.c, agent/rank.c, agent/health.c,
+ * agent/pmix.c, launcher/ctl.c, launcher/ctl_launch.c,
+ * launcher/transport.c).  Also written as fuzz seeds. */
+struct valid_frame {
+	const char *name;	/* seed file name */
+	int type;
+	enum proto_dir to;
+	const char *json;
+	size_t data_len;
+};
+
+static const struct valid_frame valid_frames[] = {
+    {"hello", PROTO_HELLO, PROTO_TO_HERD,
+     "{\"version\":\"" HERD_VERSION "\",\"hostname\":\"node01\","
+     "\"addrs\":[{\"ifname\":\"eth0\",\"addr\":\"10.0.0.1\","
+     "\"netmask\":\"255.255.255.0\"}],\"cores\":8,\"pid\":4242,"
+     "\"topo\":{\"pus\":\"0-7\",\"cores\":[\"0\",\"1\"],\"gpus\":[]}}",
+     0},
+    {"hello-notopo", PROTO_HELLO, PROTO_TO_HERD,
+     "{\"version\":\"" HERD_VERSION "\",\"hostname\":\"node01\","
+     "\"addrs\":[],\"cores\":1,\"pid\":1,"
+     "\"topo_error\":\"cannot read topology\"}",
+     0},
+    {"launch", PROTO_LAUNCH, PROTO_TO_AGENT,
+     "{\"attempt\":1,\"command\":\"python train.py\",\"grace_ms\":10000,"
+     "\"env\":{\"MASTER_ADDR\":\"10.0.0.1\",\"WORLD_SIZE\":\"2\"},"
+     "\"ranks\":[{\"rank\":0,\"env\":{\"RANK\":\"0\"}},"
+     "{\"rank\":1,\"env\":{\"RANK\":\"1\"},\"cpus\":\"2-3\","
+     "\"mem_node\":0}]}",
+     0},
+    {"launch-pmix", PROTO_LAUNCH, PROTO_TO_AGENT,
+     "{\"attempt\":2,\"command\":\"./allreduce\",\"grace_ms\":0,"
+     "\"env\":{},\"ranks\":[{\"rank\":4,\"env\":{}}],"
+     "\"workdir\":\"/scratch/job\",\"progress_timeout_ms\":60000,"
+     "\"pmix\":{\"job\":\"allreduce\",\"nodes\":\"n1,n2\","
+     "\"ppn\":\"0-3;4\",\"job_size\":5,\"num_nodes\":2,\"node_id\":1,"
+     "\"hostname\":\"n2\",\"local\":[4]}}",
+     0},
+    {"output", PROTO_OUTPUT, PROTO_TO_HERD,
+     "{\"rank\":3,\"fd\":1,\"attempt\":1}", 16},
+    {"output-stderr", PROTO_OUTPUT, PROTO_TO_HERD,
+     "{\"rank\":0,\"fd\":2,\"attempt\":7}", PROTO_OUTPUT_CHUNK},
+    {"exit", PROTO_EXIT, PROTO_TO_HERD,
+     "{\"rank\":3,\"code\":0,\"signal\":null,\"attempt\":1}", 0},
+    {"exit-signal", PROTO_EXIT, PROTO_TO_HERD,
+     "{\"rank\":3,\"code\":null,\"signal\":9,\"attempt\":1,"
+     "\"pmix_connected\":true}",
+     0},
+    {"exit-error", PROTO_EXIT, PROTO_TO_HERD,
+     "{\"rank\":0,\"code\":127,\"signal\":null,\"attempt\":1,"
+     "\"error\":\"exec: No such file or directory\",\"errno\":2}",
+     0},
+    {"signal", PROTO_SIGNAL, PROTO_TO_AGENT, "{\"signal\":10}", 0},
+    {"stop", PROTO_STOP, PROTO_TO_AGENT,
+     "{\"grace_ms\":10000,\"exit\":true,\"signal\":15}", 0},
+    {"heartbeat-herd", PROTO_HEARTBEAT, PROTO_TO_AGENT,
+     "{\"interval_ms\":1000,\"timeout_ms\":3000}", 0},
+    {"heartbeat-agent", PROTO_HEARTBEAT, PROTO_TO_HERD,
+     "{\"seq\":12,\"attempt\":1,\"ranks\":[{\"rank\":0,\"state\":"
+     "\"running\",\"cpu_ms\":1500,\"rss_kb\":20480},{\"rank\":1,"
+     "\"state\":\"exited\",\"cpu_ms\":0,\"rss_kb\":0}],\"hung\":[{"
+     "\"rank\":0,\"silent_ms\":61000}],\"net\":{\"rx_bytes\":10,"
+     "\"tx_bytes\":20,\"rx_drops\":0,\"tx_drops\":0}}",
+     0},
+    {"heartbeat-idle", PROTO_HEARTBEAT, PROTO_TO_HERD,
+     "{\"seq\":1,\"attempt\":0,\"ranks\":[],\"hung\":[],\"net\":{}}", 0},
+    {"error", PROTO_ERROR, PROTO_TO_HERD,
+     "{\"message\":\"ranks of attempt 1 still run\"}", 0},
+    {"error-stage", PROTO_ERROR, PROTO_TO_HERD,
+     "{\"stage\":\"host key\",\"message\":\"n1: host key changed\"}", 0},
+    {"stopped", PROTO_STOPPED, PROTO_TO_HERD, "{\"attempt\":0}", 0},
+    {"fence", PROTO_FENCE, PROTO_TO_HERD, "{\"attempt\":1,\"seq\":1}", 40},
+    {"fence-empty", PROTO_FENCE, PROTO_TO_HERD, "{\"attempt\":1,\"seq\":2}",
+     0},
+    {"fence-done", PROTO_FENCE_DONE, PROTO_TO_AGENT,
+     "{\"attempt\":1,\"seq\":1,\"status\":0}", 80},
+    {"abort", PROTO_ABORT, PROTO_TO_HERD,
+     "{\"attempt\":1,\"rank\":2,\"status\":3,\"message\":\"bad input\"}", 0},
+};
+
+#define N_VALID (sizeof(valid_frames) / sizeof(valid_frames[0]))
+
+/* A decoded frame as a reader would return it. */
+static struct proto_frame *make_frame(int type, json_t *body, size_t data_len)
+{
+	struct proto_frame *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	assert_non_null(body);
+	f->type = (enum proto_type)type;
+	f->body = body;
+	if (data_len) {
+		f->data = malloc(data_len);
+		assert_non_null(f->data);
+		memset(f->data, 'x', data_len);
+		f->data_len = data_len;
+	}
+	return f;
+}
+
+static json_t *valid_body(const struct valid_frame *v)
+{
+	json_error_t jerr;
+	json_t *body = json_loads(v->json, JSON_REJECT_DUPLICATES, &jerr);
+
+	if (!body)
+		fail_msg("%s: %s", v->name, jerr.text);
+	return body;
+}
+
+static enum proto_dir other_way(enum proto_dir to)
+{
+	return to == PROTO_TO_HERD ? PROTO_TO_AGENT : PROTO_TO_HERD;
+}
+
+/* Checks a frame of this type, body (taken) and data, and expects it
+ * refused with a text that contains want (NULL: accepted). */
+static void expect_frame(int type, enum proto_dir to, json_t *body,
+			 size_t data_len, const char *want)
+{
+	struct proto_frame *f = make_frame(type, body, data_len);
+	struct herd_err err;
+	int rc;
+
+	herd_err_clear(&err);
+	rc = proto_frame_check(f, to, &err);
+	if (!want && rc != 0)
+		fail_msg("%s frame refused: %s", proto_type_name(type),
+			 err.text);
+	if (want && rc != -1)
+		fail_msg("%s frame %s accepted, wanted \"%s\"",
+			 proto_type_name(type),
+			 json_dumps(f->body, JSON_COMPACT), want);
+	if (want && (strncmp(err.text, "protocol error: ", 16) ||
+		     !strstr(err.text, want)))
+		fail_msg("error \"%s\" lacks \"%s\"", err.text, want);
+	proto_frame_free(f);
+}
+
+static void test_check_valid(void **state)
+{
+	int seen[PROTO_TYPE_MAX_ + 1][3] = {{0}};
+
+	(void)state;
+	for (size_t i = 0; i < N_VALID; i++) {
+		const struct valid_frame *v = &valid_frames[i];
+
+		expect_frame(v->type, v->to, valid_body(v), v->data_len, NULL);
+		seen[v->type][v->to] = 1;
+	}
+	/* Every type is covered, HEARTBEAT both ways. */
+	for (int t = PROTO_HELLO; t <= PROTO_TYPE_MAX_; t++)
+		if (!seen[t][PROTO_TO_HERD] && !seen[t][PROTO_TO_AGENT])
+			fail_msg("no valid %s frame", proto_type_name(t));
+	assert_true(seen[PROTO_HEARTBEAT][PROTO_TO_HERD]);
+	assert_true(seen[PROTO_HEARTBEAT][PROTO_TO_AGENT]);
+}
+
+/* Every frame refused the other way: by its direction, or (HEARTBEAT,
+ * whose bodies differ) by its body. */
+static void test_check_direction(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < N_VALID; i++) {
+		const struct valid_frame *v = &valid_frames[i];
+		const char *want = v->to == PROTO_TO_HERD
+				       ? " frame from herd: only an agent sends "
+				       : " frame from agent: only herd sends ";
+
+		expect_frame(v->type, other_way(v->to), valid_body(v),
+			     v->data_len,
+			     v->type == PROTO_HEARTBEAT ? "HEARTBEAT frame"
+							: want);
+	}
+	expect_frame(PROTO_LAUNCH, PROTO_TO_HERD, json_object(), 0,
+		     "protocol error: LAUNCH frame from agent: only herd "
+		     "sends LAUNCH");
+	expect_frame(PROTO_OUTPUT, PROTO_TO_AGENT, json_object(), 1,
+		     "protocol error: OUTPUT frame from herd: only an agent "
+		     "sends OUTPUT");
+	expect_frame(PROTO_HEARTBEAT, PROTO_TO_AGENT,
+		     json_pack("{s:i, s:i, s:[], s:[], s:{}}", "seq", 1,
+			       "attempt", 0, "ranks", "hung", "net"),
+		     0, "HEARTBEAT frame from herd: missing key \"interval_ms\"");
+	/* Types the reader would never return. */
+	expect_frame(0, PROTO_TO_HERD, json_object(), 0,
+		     "frame of unknown type 0 from agent");
+	expect_frame(PROTO_TYPE_MAX_ + 1, PROTO_TO_AGENT, json_object(), 0,
+		     "unknown type");
+}
+
+/* Each key taken away: an optional one may go; a required one is named. */
+static void test_check_missing_key(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < N_VALID; i++) {
+		const struct valid_frame *v = &valid_frames[i];
+		json_t *body = valid_body(v), *val;
+		const char *key;
+
+		json_object_foreach(body, key, val)
+		{
+			json_t *less = json_deep_copy(body);
+			struct proto_frame *f;
+			struct herd_err err;
+			char want[64];
+
+			json_object_del(less, key);
+			f = make_frame(v->type, less, v->data_len);
+			if (proto_frame_check(f, v->to, &err) < 0) {
+				snprintf(want, sizeof(want), "\"%s\"", key);
+				if (!strstr(err.text, want))
+					fail_msg("%s without %s: \"%s\"",
+						 v->name, key, err.text);
+			}
+			proto_frame_free(f);
+		}
+		json_decref(body);
+	}
+	expect_frame(PROTO_OUTPUT, PROTO_TO_HERD,
+		     json_pack("{s:i, s:i}", "rank", 0, "attempt", 1), 1,
+		     "protocol error: OUTPUT frame from agent: missing key "
+		     "\"fd\"");
+	expect_frame(PROTO_STOPPED, PROTO_TO_HERD, json_object(), 0,
+		     "STOPPED frame from agent: missing key \"attempt\"");
+	expect_frame(PROTO_HELLO, PROTO_TO_HERD,
+		     json_pack("{s:s, s:s, s:[], s:i, s:i}", "version",
+			       HERD_VERSION, "hostname", "n", "addrs", "cores",
+			       1, "pid", 1),
+		     0, "exactly one of \"topo\" and \"topo_error\"");
+	expect_frame(PROTO_LAUNCH, PROTO_TO_AGENT,
+		     json_pack("{s:i, s:s, s:i, s:{}, s:[{s:{}}]}", "attempt",
+			       1, "command", "x", "grace_ms", 0, "env",
+			       "ranks", "env"),
+		     0, "missing key \"ranks[0].rank\"");
+	expect_frame(PROTO_EXIT, PROTO_TO_HERD,
+		     json_pack("{s:i, s:i, s:n, s:i, s:s}", "rank", 0, "code",
+			       1, "signal", "attempt", 1, "error", "x"),
+		     0, "keys \"error\" and \"errno\" come together");
+}
+
+static void test_check_unknown_key(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < N_VALID; i++) {
+		const struct valid_frame *v = &valid_frames[i];
+		json_t *body = valid_body(v);
+
+		json_object_set_new(body, "zzz", json_integer(1));
+		expect_frame(v->type, v->to, body, v->data_len,
+			     "unknown key zzz");
+	}
+	expect_frame(PROTO_STOP, PROTO_TO_AGENT,
+		     json_pack("{s:i, s:b, s:i, s:i, s:i}", "grace_ms", 0,
+			       "exit", 1, "signal", 15, "extra", 1, "more", 2),
+		     0, "STOP frame from herd: unknown keys ");
+	/* Inside nested objects too. */
+	expect_frame(PROTO_LAUNCH, PROTO_TO_AGENT,
+		     json_pack("{s:i, s:s, s:i, s:{}, s:[{s:i, s:{}, s:i}]}",
+			       "attempt", 1, "command", "x", "grace_ms", 0,
+			       "env", "ranks", "rank", 0, "env", "gpu", 1),
+		     0, "unknown key ranks[0]: gpu");
+	expect_frame(PROTO_HEARTBEAT, PROTO_TO_HERD,
+		     json_pack("{s:i, s:i, s:[], s:[], s:{s:i}}", "seq", 1,
+			       "attempt", 0, "ranks", "hung", "net", "rx", 1),
+		     0, "unknown key net: rx");
+}
+
+/* Each value replaced by one of another type is refused, naming its key
+ * (a value the format takes as any JSON is checked by the row). */
+static void test_check_wrong_type(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < N_VALID; i++) {
+		const struct valid_frame *v = &valid_frames[i];
+		json_t *body = valid_body(v), *val;
+		const char *key;
+
+		json_object_foreach(body, key, val)
+		{
+			json_t *bad = json_deep_copy(body);
+			struct proto_frame *f;
+			struct herd_err err;
+			char want[64];
+
+			json_object_set_new(bad, key,
+					    json_is_string(val)
+						? json_integer(1)
+						: json_string("1"));
+			f = make_frame(v->type, bad, v->data_len);
+			if (proto_frame_check(f, v->to, &err) == 0)
+				fail_msg("%s with %s a wrong type: accepted",
+					 v->name, key);
+			snprintf(want, sizeof(want), "\"%s", key);
+			if (!strstr(err.text, want))
+				fail_msg("%s with %s a wrong type: \"%s\"",
+					 v->name, key, err.text);
+			proto_frame_free(f);
+		}
+		json_decref(body);
+	}
+	expect_frame(PROTO_OUTPUT, PROTO_TO_HERD,
+		     json_pack("{s:s, s:i, s:i}", "rank", "3", "fd", 1,
+			       "attempt", 1),
+		     1,
+		     "protocol error: OUTPUT frame from agent: key \"rank\": "
+		     "expected integer, got string");
+	expect_frame(PROTO_OUTPUT, PROTO_TO_HERD,
+		     json_pack("{s:i, s:f, s:i}", "rank", 3, "fd", 1.0,
+			       "attempt", 1),
+		     1, "key \"fd\": expected integer, got real");
+	expect_frame(PROTO_STOP, PROTO_TO_AGENT,
+		     json_pack("{s:i, s:i, s:i}", "grace_ms", 0, "exit", 1,
+			       "signal", 15),
+		     0, "key \"exit\": expected true or false");
+	expect_frame(PROTO_ERROR, PROTO_TO_HERD,
+		     json_pack("{s:n}", "message"), 0,
+		     "key \"message\": expected string, got null");
+	expect_frame(PROTO_LAUNCH, PROTO_TO_AGENT,
+		     json_pack("{s:i, s:s, s:i, s:{s:i}, s:[]}", "attempt", 1,
+			       "command", "x", "grace_ms", 0, "env", "A", 1,
+			       "ranks"),
+		     0, "key \"env.A\": expected a string, got a number");
+	expect_frame(PROTO_LAUNCH, PROTO_TO_AGENT,
+		     json_pack("{s:i, s:s, s:i, s:{}, s:[i]}", "attempt", 1,
+			       "command", "x", "grace_ms", 0, "env", "ranks",
+			       0),
+		     0, "key \"ranks[0]\": expected an object, got a number");
+	expect_frame(PROTO_LAUNCH, PROTO_TO_AGENT,
+		     json_pack("{s:i, s:s, s:i, s:{}, s:[], s:{s:s, s:s, s:s, "
+			       "s:i, s:i, s:i, s:s, s:[s]}}",
+			       "attempt", 1, "command", "x", "grace_ms", 0,
+			       "env", "ranks", "pmix", "job", "j", "nodes",
+			       "n", "ppn", "0", "job_size", 1, "num_nodes", 1,
+			       "node_id", 0, "hostname", "h", "local", "0"),
+		     0, "key \"local[0]\": expected an integer, got a string");
+	expect_frame(PROTO_HEARTBEAT, PROTO_TO_HERD,
+		     json_pack("{s:i, s:i, s:[{s:i, s:i, s:i, s:i}], s:[], "
+			       "s:{}}",
+			       "seq", 1, "attempt", 0, "ranks", "rank", 0,
+			       "state", 1, "cpu_ms", 0, "rss_kb", 0, "hung",
+			       "net"),
+		     0, "key \"ranks[0].state\": expected string");
+}
+
+static void test_check_range(void **state)
+{
+	static const struct {
+		int type;
+		enum proto_dir to;
+		const char *json;
+		size_t data_len;
+		const char *want;
+	} bad[] = {
+	    {PROTO_OUTPUT, PROTO_TO_HERD,
+	     "{\"rank\":-1,\"fd\":1,\"attempt\":1}", 1,
+	     "protocol error: OUTPUT frame from agent: key \"rank\": -1 is "
+	     "out of range 0..2147483647"},
+	    {PROTO_OUTPUT, PROTO_TO_HERD,
+	     "{\"rank\":2147483648,\"fd\":1,\"attempt\":1}", 1,
+	     "key \"rank\": 2147483648 is out of range"},
+	    {PROTO_OUTPUT, PROTO_TO_HERD, "{\"rank\":0,\"fd\":0,\"attempt\":1}",
+	     1, "key \"fd\": 0 is out of range 1..2"},
+	    {PROTO_OUTPUT, PROTO_TO_HERD, "{\"rank\":0,\"fd\":3,\"attempt\":1}",
+	     1, "key \"fd\": 3 is out of range 1..2"},
+	    {PROTO_OUTPUT, PROTO_TO_HERD,
+	     "{\"rank\":0,\"fd\":1,\"attempt\":-2}", 1,
+	     "key \"attempt\": -2 is out of range"},
+	    {PROTO_SIGNAL, PROTO_TO_AGENT, "{\"signal\":0}", 0,
+	     "SIGNAL frame from herd: key \"signal\": 0 is out of range 1.."},
+	    {PROTO_SIGNAL, PROTO_TO_AGENT, "{\"signal\":65}", 0,
+	     "key \"signal\": 65 is out of range 1.."},
+	    {PROTO_STOP, PROTO_TO_AGENT,
+	     "{\"grace_ms\":-1,\"exit\":false,\"signal\":15}", 0,
+	     "key \"grace_ms\": -1 is out of range"},
+	    {PROTO_STOP, PROTO_TO_AGENT,
+	     "{\"grace_ms\":0,\"exit\":false,\"signal\":-9}", 0,
+	     "key \"signal\": -9 is out of range"},
+	    {PROTO_EXIT, PROTO_TO_HERD,
+	     "{\"rank\":0,\"code\":256,\"signal\":null,\"attempt\":1}", 0,
+	     "key \"code\": 256 is out of range 0..255"},
+	    {PROTO_EXIT, PROTO_TO_HERD,
+	     "{\"rank\":0,\"code\":null,\"signal\":0,\"attempt\":1}", 0,
+	     "key \"signal\": 0 is out of range 1.."},
+	    {PROTO_EXIT, PROTO_TO_HERD,
+	     "{\"rank\":0,\"code\":0,\"signal\":9,\"attempt\":1}", 0,
+	     "keys \"code\" and \"signal\": one integer and one null"},
+	    {PROTO_EXIT, PROTO_TO_HERD,
+	     "{\"rank\":0,\"code\":null,\"signal\":null,\"attempt\":1}", 0,
+	     "one integer and one null expected, got null and null"},
+	    {PROTO_HEARTBEAT, PROTO_TO_AGENT,
+	     "{\"interval_ms\":0,\"timeout_ms\":3000}", 0,
+	     "key \"interval_ms\": 0 is out of range"},
+	    {PROTO_HEARTBEAT, PROTO_TO_AGENT,
+	     "{\"interval_ms\":1000,\"timeout_ms\":500}", 0,
+	     "\"timeout_ms\" is shorter than \"interval_ms\""},
+	    {PROTO_HEARTBEAT, PROTO_TO_HERD,
+	     "{\"seq\":0,\"attempt\":0,\"ranks\":[],\"hung\":[],\"net\":{}}",
+	     0, "key \"seq\": 0 is out of range"},
+	    {PROTO_HEARTBEAT, PROTO_TO_HERD,
+	     "{\"seq\":1,\"attempt\":0,\"ranks\":[{\"rank\":0,\"state\":"
+	     "\"zombie\",\"cpu_ms\":0,\"rss_kb\":0}],\"hung\":[],\"net\":{}}",
+	     0, "\"ranks[0].state\": \"zombie\" is neither"},
+	    {PROTO_HEARTBEAT, PROTO_TO_HERD,
+	     "{\"seq\":1,\"attempt\":0,\"ranks\":[],\"hung\":[{\"rank\":0,"
+	     "\"silent_ms\":-5}],\"net\":{}}",
+	     0, "key \"hung[0].silent_ms\": -5 is out of range"},
+	    {PROTO_HEARTBEAT, PROTO_TO_HERD,
+	     "{\"seq\":1,\"attempt\":0,\"ranks\":[],\"hung\":[],\"net\":{"
+	     "\"rx_bytes\":1}}",
+	     0, "all four counters or none"},
+	    {PROTO_HELLO, PROTO_TO_HERD,
+	     "{\"version\":\"" HERD_VERSION "\",\"hostname\":\"n\",\"addrs\":"
+	     "[],\"cores\":0,\"pid\":1,\"topo\":{}}",
+	     0, "key \"cores\": 0 is out of range"},
+	    {PROTO_HELLO, PROTO_TO_HERD,
+	     "{\"version\":\"" HERD_VERSION "\",\"hostname\":\"n\",\"addrs\":"
+	     "[],\"cores\":1,\"pid\":1,\"topo\":{},\"topo_error\":\"x\"}",
+	     0, "got both"},
+	    {PROTO_HELLO, PROTO_TO_HERD,
+	     "{\"version\":\"" HERD_VERSION "\",\"hostname\":\"n\",\"addrs\":"
+	     "[{\"ifname\":\"eth0\",\"addr\":\"10.0.0.1\"}],\"cores\":1,"
+	     "\"pid\":1,\"topo\":{}}",
+	     0, "missing key \"addrs[0].netmask\""},
+	    {PROTO_LAUNCH, PROTO_TO_AGENT,
+	     "{\"attempt\":0,\"command\":\"x\",\"grace_ms\":0,\"env\":{},"
+	     "\"ranks\":[]}",
+	     0, "key \"attempt\": 0 is out of range 1.."},
+	    {PROTO_LAUNCH, PROTO_TO_AGENT,
+	     "{\"attempt\":1,\"command\":\"x\",\"grace_ms\":0,\"env\":"
+	     "{\"A=B\":\"c\"},\"ranks\":[]}",
+	     0, "key \"env\": \"A=B\" is not a variable name"},
+	    {PROTO_LAUNCH, PROTO_TO_AGENT,
+	     "{\"attempt\":1,\"command\":\"x\",\"grace_ms\":0,\"env\":{},"
+	     "\"ranks\":[{\"rank\":0,\"env\":{\"\":\"c\"}}]}",
+	     0, "\"\" is not a variable name"},
+	    {PROTO_LAUNCH, PROTO_TO_AGENT,
+	     "{\"attempt\":1,\"command\":\"x\",\"grace_ms\":0,\"env\":{},"
+	     "\"ranks\":[{\"rank\":0,\"env\":{},\"mem_node\":-1}]}",
+	     0, "key \"ranks[0].mem_node\": -1 is out of range"},
+	    {PROTO_LAUNCH, PROTO_TO_AGENT,
+	     "{\"attempt\":1,\"command\":\"x\",\"grace_ms\":0,\"env\":{},"
+	     "\"ranks\":[],\"progress_timeout_ms\":0}",
+	     0, "key \"progress_timeout_ms\": 0 is out of range"},
+	    {PROTO_LAUNCH, PROTO_TO_AGENT,
+	     "{\"attempt\":1,\"command\":\"x\",\"grace_ms\":0,\"env\":{},"
+	     "\"ranks\":[],\"pmix\":{\"job\":\"j\",\"nodes\":\"n\",\"ppn\":"
+	     "\"0\",\"job_size\":0,\"num_nodes\":1,\"node_id\":0,\"hostname\":"
+	     "\"h\",\"local\":[]}}",
+	     0, "key \"pmix.job_size\": 0 is out of range"},
+	    {PROTO_FENCE, PROTO_TO_HERD, "{\"attempt\":1,\"seq\":0}", 0,
+	     "key \"seq\": 0 is out of range"},
+	    {PROTO_FENCE_DONE, PROTO_TO_AGENT,
+	     "{\"attempt\":1,\"seq\":1,\"status\":4294967296}", 0,
+	     "key \"status\": 4294967296 is out of range"},
+	    {PROTO_ABORT, PROTO_TO_HERD,
+	     "{\"attempt\":1,\"rank\":-3,\"status\":1,\"message\":\"\"}", 0,
+	     "key \"rank\": -3 is out of range"},
+	    {PROTO_STOPPED, PROTO_TO_HERD, "{\"attempt\":-1}", 0,
+	     "key \"attempt\": -1 is out of range"},
+	    {PROTO_EXIT, PROTO_TO_HERD,
+	     "{\"rank\":0,\"code\":1,\"signal\":null,\"attempt\":1,"
+	     "\"error\":\"x\",\"errno\":-1}",
+	     0, "key \"errno\": -1 is out of range 0.."},
+	};
+	json_t *ranks = json_array();
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		expect_frame(bad[i].type, bad[i].to,
+			     json_loads(bad[i].json, 0, NULL), bad[i].data_len,
+			     bad[i].want);
+	/* At most PROTO_LAUNCH_RANKS_MAX ranks on one node. */
+	for (int r = 0; r <= PROTO_LAUNCH_RANKS_MAX; r++)
+		json_array_append_new(ranks,
+				      json_pack("{s:i, s:{}}", "rank", r, "env"));
+	expect_frame(PROTO_LAUNCH, PROTO_TO_AGENT,
+		     json_pack("{s:i, s:s, s:i, s:{}, s:O}", "attempt", 1,
+			       "command", "x", "grace_ms", 0, "env", "ranks",
+			       ranks),
+		     0, "key \"ranks\": 4097 entries, at most 4096");
+	json_array_remove(ranks, 0);
+	expect_frame(PROTO_LAUNCH, PROTO_TO_AGENT,
+		     json_pack("{s:i, s:s, s:i, s:{}, s:O}", "attempt", 1,
+			       "command", "x", "grace_ms", 0, "env", "ranks",
+			       ranks),
+		     0, NULL);
+	json_decref(ranks);
+}
+
+static void test_check_data(void **state)
+{
+	(void)state;
+	expect_frame(PROTO_OUTPUT, PROTO_TO_HERD,
+		     json_pack("{s:i, s:i, s:i}", "rank", 0, "fd", 1, "attempt",
+			       1),
+		     0,
+		     "protocol error: OUTPUT frame from agent: 0 data bytes, "
+		     "expected 1 to 65536");
+	expect_frame(PROTO_OUTPUT, PROTO_TO_HERD,
+		     json_pack("{s:i, s:i, s:i}", "rank", 0, "fd", 1, "attempt",
+			       1),
+		     PROTO_OUTPUT_CHUNK + 1, "65537 data bytes");
+	expect_frame(PROTO_STOP, PROTO_TO_AGENT,
+		     json_pack("{s:i, s:b, s:i}", "grace_ms", 0, "exit", 0,
+			       "signal", 15),
+		     1,
+		     "protocol error: STOP frame from herd: 1 data bytes, it "
+		     "carries none");
+	expect_frame(PROTO_HELLO, PROTO_TO_HERD,
+		     json_loads(valid_frames[0].json, 0, NULL), 3,
+		     "HELLO frame from agent: 3 data bytes, it carries none");
+}
+
+/* An agent of another version: its HELLO passes on its version string
+ * alone, so that herd can say which versions differ. */
+static void test_check_other_version(void **state)
+{
+	(void)state;
+	expect_frame(PROTO_HELLO, PROTO_TO_HERD,
+		     json_pack("{s:s, s:s}", "version", "0.0.1-old", "whatever",
+			       "new key"),
+		     0, NULL);
+	expect_frame(PROTO_HELLO, PROTO_TO_HERD,
+		     json_pack("{s:i, s:s}", "version", 1, "hostname", "n"), 0,
+		     "key \"version\": expected string, got integer");
+	expect_frame(PROTO_HELLO, PROTO_TO_HERD, json_object(), 0,
+		     "missing key \"version\"");
+}
+
+/* The valid frames survive the real codec and still pass. */
+static void test_check_after_codec(void **state)
+{
+	static const char data[PROTO_OUTPUT_CHUNK] = "x";
+	struct herd_err err;
+
+	(void)state;
+	for (size_t i = 0; i < N_VALID; i++) {
+		const struct valid_frame *v = &valid_frames[i];
+		json_t *body = valid_body(v);
+		struct proto_reader *r = proto_reader_new(PROTO_FRAME_MAX);
+		struct proto_frame *f = NULL;
+		size_t len = 0;
+		char *buf = proto_encode((enum proto_type)v->type, body,
+					 v->data_len ? data : NULL,
+					 v->data_len, &len, &err);
+
+		assert_non_null(buf);
+		assert_int_equal(proto_reader_feed(r, buf, len, &err), 0);
+		assert_int_equal(proto_reader_next(r, &f, &err), 1);
+		if (proto_frame_check(f, v->to, &err) < 0)
+			fail_msg("%s: %s", v->name, err.text);
+		proto_frame_free(f);
+		proto_reader_free(r);
+		free(buf);
+		json_decref(body);
+	}
+}
+
 /* Writes one seed file: the split byte, then the given bytes. */
 static void write_seed(const char *dir, const char *name, unsigned split,
 		       const void *buf, size_t len)
@@ -598,6 +1161,43 @@ static void write_seed(const char *dir, const char *name, unsigned split,
 	if (len)
 		assert_int_equal(fwrite(buf, 1, len, fp), len);
 	assert_int_equal(fclose(fp), 0);
+}
+
+/* One seed per valid frame (valid-NAME), and all of them in one stream
+ * (valid-all): the fuzzer starts from bodies the contract accepts. */
+static void write_valid_seeds(const char *dir)
+{
+	static const char data[PROTO_OUTPUT_CHUNK] = "step 1 loss 2.5\n";
+	/* Seeds stay small: libFuzzer runs with -max_len 65536. */
+	const size_t seed_data_max = 64;
+	char *all = NULL, name[64];
+	size_t all_len = 0;
+
+	for (size_t i = 0; i < N_VALID; i++) {
+		const struct valid_frame *v = &valid_frames[i];
+		json_t *body = valid_body(v);
+		size_t dlen = v->data_len < seed_data_max ? v->data_len
+							  : seed_data_max;
+		struct herd_err err;
+		size_t len = 0;
+		char *enc;
+
+		if (v->type == PROTO_OUTPUT && dlen == 0)
+			dlen = 1;
+		enc = proto_encode((enum proto_type)v->type, body,
+				   dlen ? data : NULL, dlen, &len, &err);
+		assert_non_null(enc);
+		snprintf(name, sizeof(name), "valid-%s", v->name);
+		write_seed(dir, name, (unsigned)(len / 2), enc, len);
+		all = realloc(all, all_len + len);
+		assert_non_null(all);
+		memcpy(all + all_len, enc, len);
+		all_len += len;
+		free(enc);
+		json_decref(body);
+	}
+	write_seed(dir, "valid-all", 100, all, all_len);
+	free(all);
 }
 
 static void write_seeds(const char *dir)
@@ -639,6 +1239,8 @@ static void write_seeds(const char *dir)
 	n = raw_frame(buf, PROTO_ERROR, "{\"message\":\"x\",\"message\":1}",
 		      NULL, 0);
 	write_seed(dir, "dupkey", 5, buf, n);
+
+	write_valid_seeds(dir);
 }
 
 int main(void)
@@ -656,6 +1258,15 @@ int main(void)
 	    cmocka_unit_test(test_feed_overflow),
 	    cmocka_unit_test(test_large_then_small),
 	    cmocka_unit_test(test_encode_refuses),
+	    cmocka_unit_test(test_check_valid),
+	    cmocka_unit_test(test_check_direction),
+	    cmocka_unit_test(test_check_missing_key),
+	    cmocka_unit_test(test_check_unknown_key),
+	    cmocka_unit_test(test_check_wrong_type),
+	    cmocka_unit_test(test_check_range),
+	    cmocka_unit_test(test_check_data),
+	    cmocka_unit_test(test_check_other_version),
+	    cmocka_unit_test(test_check_after_codec),
 	};
 	const char *seeds = getenv("HERD_PROTO_SEEDS");
 
