@@ -105,6 +105,9 @@ struct ssh_node {
 	/* Set when either side ended: the node is flushed for at most
 	 * SSH_CLOSE_FLUSH_MS from then, and freed. */
 	bool closing;
+	/* Serve it after the next poll() even without events: libssh may
+	 * hold its bytes already (a node just handed over). */
+	bool kick;
 	struct timespec close_by;
 	struct ssh_node *next, *prev;
 };
@@ -756,6 +759,7 @@ static void ms_from_now(struct timespec *when, long ms)
 static void node_begin_close(struct ssh_node *n)
 {
 	n->closing = true;
+	n->kick = true; /* freed at once when nothing is left to send */
 	ms_from_now(&n->close_by, SSH_CLOSE_FLUSH_MS);
 	if (n->ch) {
 		ssh_channel_send_eof(n->ch);
@@ -862,22 +866,38 @@ static int node_to_agent(struct ssh_node *n, short frev)
 	return 0;
 }
 
-/* Serves n after poll().  Returns -1 when n is done and can be freed. */
+/* Serves n after poll().  Returns -1 when n is done and can be freed.
+ *
+ * Any libssh call may read the session's socket and leave channel data
+ * or a window adjustment in libssh's buffers, where poll() cannot see
+ * it: so once anything happened to n, both directions run until the
+ * channel is drained (node_to_ctl() ends with a read that found nothing)
+ * and nothing held back could go on. */
 static int node_serve(struct ssh_node *n, short srev, short frev)
 {
-	if (srev & (POLLOUT | POLLERR | POLLHUP)) {
-		if (ssh_blocking_flush(n->s, 0) == SSH_ERROR)
-			return -1;
-	}
+	if (n->closing && ms_until(&n->close_by) <= 0)
+		return -1;
+	if (!srev && !frev && !n->kick)
+		return 0;
+	n->kick = false;
+	if ((srev & (POLLOUT | POLLERR | POLLHUP)) &&
+	    ssh_blocking_flush(n->s, 0) == SSH_ERROR)
+		return -1;
 	if (n->closing)
-		return !(ssh_get_poll_flags(n->s) & SSH_WRITE_PENDING) ||
-			       ms_until(&n->close_by) <= 0
-			   ? -1
-			   : 0;
-	if (node_to_ctl(n) < 0 || node_to_agent(n, frev) < 0) {
-		node_begin_close(n);
-		return !(ssh_get_poll_flags(n->s) & SSH_WRITE_PENDING) ? -1
-									  : 0;
+		return ssh_get_poll_flags(n->s) & SSH_WRITE_PENDING ? 0 : -1;
+	/* A few rounds at most: a session blocked by a key re-exchange
+	 * takes nothing, and its next packets wake poll() anyway. */
+	for (int round = 0; round < 4; round++) {
+		if (node_to_agent(n, frev) < 0 || node_to_ctl(n) < 0) {
+			node_begin_close(n);
+			return !(ssh_get_poll_flags(n->s) & SSH_WRITE_PENDING)
+				   ? -1
+				   : 0;
+		}
+		frev = 0;
+		if (n->in_off == n->in_len ||
+		    ssh_channel_window_size(n->ch) == 0)
+			break;
 	}
 	return 0;
 }
@@ -891,6 +911,7 @@ static int node_adopt(struct ssh_node *n)
 	    !(n->in = malloc(SSH_PUMP_CHUNK)))
 		return -1;
 	ssh_set_blocking(n->s, 0);
+	n->kick = true;
 	return 0;
 }
 
@@ -939,7 +960,9 @@ static void *io_main(void *arg)
 		pfd[0] = (struct pollfd){.fd = priv->wake, .events = POLLIN};
 		for (n = served.head; n; n = n->next, np += 2) {
 			node_events(n, &pfd[np], &pfd[np + 1]);
-			if (n->closing) {
+			if (n->kick)
+				timeout = 0;
+			else if (n->closing) {
 				long left = ms_until(&n->close_by);
 
 				left = left < 0 ? 0 : left;
