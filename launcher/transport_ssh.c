@@ -108,6 +108,9 @@ struct ssh_node {
 	/* Serve it after the next poll() even without events: libssh may
 	 * hold its bytes already (a node just handed over). */
 	bool kick;
+	/* libssh holds bytes for the session's socket (its own flag,
+	 * ssh_get_poll_flags(), stays set after they are sent). */
+	bool wpending;
 	struct timespec close_by;
 	struct ssh_node *next, *prev;
 };
@@ -754,6 +757,19 @@ static void ms_from_now(struct timespec *when, long ms)
 	}
 }
 
+/* Sends what libssh holds for n's socket, without blocking.  Returns 0
+ * (n->wpending says whether bytes are left), or -1 when the session is
+ * dead. */
+static int node_flush(struct ssh_node *n)
+{
+	int rc = ssh_blocking_flush(n->s, 0);
+
+	if (rc == SSH_ERROR)
+		return -1;
+	n->wpending = rc == SSH_AGAIN;
+	return 0;
+}
+
 /* Either side ended: the controller sees EOF now, the agent its input
  * end once libssh has sent what is left (at most SSH_CLOSE_FLUSH_MS). */
 static void node_begin_close(struct ssh_node *n)
@@ -767,6 +783,8 @@ static void node_begin_close(struct ssh_node *n)
 	}
 	close(n->fd);
 	n->fd = -1;
+	if (node_flush(n) < 0)
+		n->wpending = false; /* nothing more will go out */
 }
 
 /* What poll() should wait for on n's session socket (ps) and its end of
@@ -774,10 +792,8 @@ static void node_begin_close(struct ssh_node *n)
 static void node_events(struct ssh_node *n, struct pollfd *ps,
 			struct pollfd *pf)
 {
-	bool pending = ssh_get_poll_flags(n->s) & SSH_WRITE_PENDING;
-
 	ps->fd = ssh_get_fd(n->s);
-	ps->events = pending ? POLLOUT : 0;
+	ps->events = n->wpending ? POLLOUT : 0;
 	ps->revents = 0;
 	pf->fd = n->fd;
 	pf->events = 0;
@@ -880,24 +896,26 @@ static int node_serve(struct ssh_node *n, short srev, short frev)
 	if (!srev && !frev && !n->kick)
 		return 0;
 	n->kick = false;
-	if ((srev & (POLLOUT | POLLERR | POLLHUP)) &&
-	    ssh_blocking_flush(n->s, 0) == SSH_ERROR)
+	if ((srev & (POLLOUT | POLLERR | POLLHUP)) && node_flush(n) < 0)
 		return -1;
 	if (n->closing)
-		return ssh_get_poll_flags(n->s) & SSH_WRITE_PENDING ? 0 : -1;
+		return n->wpending ? 0 : -1;
 	/* A few rounds at most: a session blocked by a key re-exchange
 	 * takes nothing, and its next packets wake poll() anyway. */
 	for (int round = 0; round < 4; round++) {
 		if (node_to_agent(n, frev) < 0 || node_to_ctl(n) < 0) {
 			node_begin_close(n);
-			return !(ssh_get_poll_flags(n->s) & SSH_WRITE_PENDING)
-				   ? -1
-				   : 0;
+			return n->wpending ? 0 : -1;
 		}
 		frev = 0;
 		if (n->in_off == n->in_len ||
 		    ssh_channel_window_size(n->ch) == 0)
 			break;
+	}
+	/* What the writes and reads queued (data, window adjustments). */
+	if (node_flush(n) < 0) {
+		node_begin_close(n);
+		return -1;
 	}
 	return 0;
 }
