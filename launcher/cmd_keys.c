@@ -3,8 +3,9 @@
  * whatever authentication works now, and pin every node's host key.
  *
  * Nodes are handled by a pool of at most ssh.fanout threads; each thread
- * owns the libssh session of the node it works on.  One lock guards what
- * they share: the known_hosts file, the password prompt and stdout.
+ * owns the libssh session of the node it works on, opened by sshsess.c
+ * as the SSH transport opens its own (one host-key policy).  One lock
+ * guards what they share here: the password prompt and stdout.
  * --mesh runs a second pass, after every node's host key is known, that
  * copies the pair and all host keys to each node.
  */
@@ -22,6 +23,7 @@
 #include "cli.h"
 #include "herd/spec.h"
 #include "keys.h"
+#include "sshsess.h"
 #include "resolve.h"
 
 /* A node could not be reached, refused, or its files not written. */
@@ -51,16 +53,14 @@ enum keys_pass { PASS_INSTALL, PASS_MESH };
 struct keys_job {
 	const struct spec *spec;
 	struct keys_pair pair;
-	char *public_line; /* "type base64 comment\n" */
-	char *known_hosts; /* ~ expanded */
-	char *ssh_dir;	   /* $HOME/.ssh: libssh's %d */
-	bool accept_new;
+	char *public_line;	/* "type base64 comment\n" */
+	struct sshsess_cfg cfg; /* host keys, identity, options */
 	struct keys_node *nodes;
 	size_t n_nodes;
 	enum keys_pass pass;
 	size_t mesh_room; /* --mesh: bytes for every node's line */
 
-	pthread_mutex_t lock; /* everything below, known_hosts, stdout */
+	pthread_mutex_t lock; /* everything below, stdout */
 	size_t next;	      /* next node a worker takes */
 	char *password;	      /* typed once, used for every node */
 	bool password_asked;
@@ -77,7 +77,7 @@ static void keys_usage(FILE *out)
 	    "adds its public key to ~/.ssh/authorized_keys of ssh.user on\n"
 	    "every node and spare (once: a key already there is not added\n"
 	    "again; every other line is kept), and pins each node's host\n"
-	    "key in ssh.known_hosts (" KEYS_DEFAULT_KNOWN_HOSTS " when not\n"
+	    "key in ssh.known_hosts (" SSHSESS_DEFAULT_KNOWN_HOSTS " when not\n"
 	    "set).\n"
 	    "\n"
 	    "To reach the nodes it uses whatever works now: ssh-agent,\n"
@@ -139,26 +139,28 @@ static const char *job_password(struct keys_job *job, const char *user)
 	return pw;
 }
 
-/* Checks the node's host key against known_hosts, pinning an unknown one
- * when allowed, and keeps it in n for --mesh.  Returns 0 or -1 with
- * n->why. */
-static int node_host_key(struct keys_job *job, struct keys_node *n,
-			 ssh_session s)
+/* The password callback of sshsess_auth(). */
+static const char *password_cb(void *arg, const char *user)
 {
-	enum ssh_known_hosts_e state;
-	ssh_key key = NULL;
-	char *fp = NULL, *b64 = NULL;
-	int rc = -1;
+	return job_password(arg, user);
+}
 
-	if (ssh_get_server_publickey(s, &key) < 0) {
-		herd_errprintf(&n->why, "the server sent no host key: %s",
-			       ssh_get_error(s));
-		return -1;
-	}
-	fp = keys_fingerprint(key);
-	if (ssh_pki_export_pubkey_base64(key, &b64) != SSH_OK || !fp) {
+/* Connects to the node, checks its host key (sshsess.h: the one
+ * host-key policy), keeps it in n for --mesh and logs in.  Returns the
+ * session, or NULL with n->why. */
+static ssh_session node_open(struct keys_job *job, struct keys_node *n)
+{
+	ssh_key key = NULL;
+	char *b64 = NULL, *fp = NULL;
+	bool pinned = false;
+	ssh_session s = sshsess_open(&job->cfg, n->host, &pinned, &key,
+				     &n->why);
+
+	if (!s)
+		goto fail;
+	if (ssh_pki_export_pubkey_base64(key, &b64) != SSH_OK) {
 		herd_errprintf(&n->why, "cannot read its host key");
-		goto out;
+		goto fail;
 	}
 	free(n->hostkey_type);
 	free(n->hostkey_base64);
@@ -166,155 +168,27 @@ static int node_host_key(struct keys_job *job, struct keys_node *n,
 	n->hostkey_base64 = strdup(b64);
 	if (!n->hostkey_type || !n->hostkey_base64) {
 		herd_errprintf(&n->why, "out of memory");
-		goto out;
+		goto fail;
 	}
-	pthread_mutex_lock(&job->lock);
-	state = ssh_session_is_known_server(s);
-	switch (state) {
-	case SSH_KNOWN_HOSTS_OK:
-		rc = 0;
-		break;
-	case SSH_KNOWN_HOSTS_CHANGED: {
-		int line = keys_known_hosts_line(job->known_hosts, n->host);
-		char *old =
-		    keys_known_hosts_fingerprint(job->known_hosts, line);
-
-		herd_errprintf(&n->why,
-			       "HOST KEY CHANGED: the node presents %s but "
-			       "%s line %d pins %s; if the node was "
-			       "reinstalled, remove that line (`ssh-keygen -R "
-			       "%s -f %s`) and run herd keys --accept-new "
-			       "again; otherwise someone may be impersonating "
-			       "it",
-			       fp, job->known_hosts, line,
-			       old ? old : "(unknown)", n->host,
-			       job->known_hosts);
-		free(old);
-		break;
+	if (pinned) {
+		fp = sshsess_fingerprint(key);
+		say(job, stdout, "%s: host key %s pinned in %s\n", n->host,
+		    fp ? fp : "?", job->cfg.known_hosts);
 	}
-	case SSH_KNOWN_HOSTS_OTHER:
-		herd_errprintf(
-		    &n->why,
-		    "the node presents a %s host key (%s) but %s "
-		    "line %d pins a key of another type; remove "
-		    "that line if the node was reinstalled",
-		    n->hostkey_type, fp, job->known_hosts,
-		    keys_known_hosts_line(job->known_hosts, n->host));
-		break;
-	case SSH_KNOWN_HOSTS_NOT_FOUND:
-	case SSH_KNOWN_HOSTS_UNKNOWN:
-		if (!job->accept_new) {
-			herd_errprintf(&n->why,
-				       "host key %s is not pinned in %s; "
-				       "check it and pin it with `herd keys "
-				       "JOB.yaml --accept-new`",
-				       fp, job->known_hosts);
-			break;
-		}
-		if (ssh_session_update_known_hosts(s) != SSH_OK) {
-			herd_errprintf(&n->why,
-				       "cannot pin its host key in %s: %s",
-				       job->known_hosts, ssh_get_error(s));
-			break;
-		}
-		fprintf(stdout, "%s: host key %s pinned in %s\n", n->host, fp,
-			job->known_hosts);
-		fflush(stdout);
-		rc = 0;
-		break;
-	default:
-		herd_errprintf(&n->why,
-			       "cannot check its host key against %s: %s",
-			       job->known_hosts, ssh_get_error(s));
-		break;
+	if (sshsess_auth(&job->cfg, s, password_cb, job, &n->why) < 0)
+		goto fail;
+	goto out;
+fail:
+	if (s) {
+		ssh_disconnect(s);
+		ssh_free(s);
+		s = NULL;
 	}
-	pthread_mutex_unlock(&job->lock);
 out:
 	ssh_string_free_char(b64);
 	free(fp);
 	ssh_key_free(key);
-	return rc;
-}
-
-/* Tries every way in: keys first (agent, config, defaults, the job's
- * key), then the password.  Returns 0 or -1 with n->why. */
-static int node_auth(struct keys_job *job, struct keys_node *n, ssh_session s)
-{
-	char *user = NULL;
-	const char *pw, *why;
-	int rc = -1;
-
-	if (ssh_userauth_publickey_auto(s, NULL, NULL) == SSH_AUTH_SUCCESS)
-		return 0;
-	ssh_options_get(s, SSH_OPTIONS_USER, &user);
-	pw = job_password(job, user ? user : "?");
-	if (pw && ssh_userauth_password(s, NULL, pw) == SSH_AUTH_SUCCESS) {
-		rc = 0;
-		goto out;
-	}
-	why = pw ? "and the password was refused"
-		 : "and no password: HERD_PASSWORD is not set and there is "
-		   "no terminal to ask";
-	herd_errprintf(&n->why,
-		       "authentication failed for user %s (tried ssh-agent, "
-		       "~/.ssh/config, the default keys and %s, %s); load a "
-		       "key the node accepts into ssh-agent, or give the "
-		       "password in HERD_PASSWORD or at the prompt",
-		       user ? user : "?", job->pair.private_path, why);
-out:
-	ssh_string_free_char(user);
-	return rc;
-}
-
-/* Connects to the node, checks its host key and logs in.  Returns the
- * session, or NULL with n->why. */
-static ssh_session node_open(struct keys_job *job, struct keys_node *n)
-{
-	const struct spec *spec = job->spec;
-	long secs = spec->ssh.connect_timeout_ms / 1000;
-	long usecs = (spec->ssh.connect_timeout_ms % 1000) * 1000;
-	ssh_session s = ssh_new();
-
-	if (!s) {
-		herd_errprintf(&n->why, "out of memory");
-		return NULL;
-	}
-	ssh_options_set(s, SSH_OPTIONS_HOST, n->host);
-	/* $HOME/.ssh, not the password database's home: the same place
-	 * herd's own ~ paths mean. */
-	ssh_options_set(s, SSH_OPTIONS_SSH_DIR, job->ssh_dir);
-	ssh_options_parse_config(s, NULL);
-	if (spec->ssh.user)
-		ssh_options_set(s, SSH_OPTIONS_USER, spec->ssh.user);
-	if (spec->ssh.port != 22) {
-		unsigned int port = (unsigned int)spec->ssh.port;
-
-		ssh_options_set(s, SSH_OPTIONS_PORT, &port);
-	}
-	ssh_options_set(s, SSH_OPTIONS_TIMEOUT, &secs);
-	ssh_options_set(s, SSH_OPTIONS_TIMEOUT_USEC, &usecs);
-	ssh_options_set(s, SSH_OPTIONS_KNOWNHOSTS, job->known_hosts);
-	ssh_options_set(s, SSH_OPTIONS_ADD_IDENTITY, job->pair.private_path);
-	if (ssh_connect(s) != SSH_OK) {
-		const char *why = ssh_get_error(s);
-		const char *hint =
-		    strstr(why, "refused")
-			? "is sshd running there? is ssh.port right?"
-		    : strstr(why, "imeout") || strstr(why, "imed out")
-			? "is the node up and reachable? raise "
-			  "ssh.connect_timeout if it is slow"
-			: "check the host name and the network";
-
-		herd_errprintf(&n->why, "cannot connect: %s (%s)", why, hint);
-		goto fail;
-	}
-	if (node_host_key(job, n, s) < 0 || node_auth(job, n, s) < 0)
-		goto fail;
 	return s;
-fail:
-	ssh_disconnect(s);
-	ssh_free(s);
-	return NULL;
 }
 
 /* text + (a newline when text does not end with one) + add.  Returns a
@@ -579,7 +453,7 @@ static int job_pair(struct keys_job *job, struct herd_err *err)
 	if (ssh_pki_import_pubkey_base64(job->pair.base64,
 					 ssh_key_type_from_name(job->pair.type),
 					 &key) == SSH_OK)
-		fp = keys_fingerprint(key);
+		fp = sshsess_fingerprint(key);
 	printf("%s key pair %s (%s)\n", job->pair.created ? "created" : "using",
 	       job->pair.private_path, fp ? fp : "?");
 	fflush(stdout);
@@ -675,21 +549,14 @@ int cmd_keys(int argc, char **argv)
 	}
 	status = EXIT_NODE;
 	job.spec = spec;
-	job.accept_new =
-	    accept_new || spec->ssh.host_keys == SPEC_HOST_KEYS_ACCEPT_NEW;
-	job.known_hosts =
-	    keys_expand_home(spec->ssh.known_hosts ? spec->ssh.known_hosts
-						   : KEYS_DEFAULT_KNOWN_HOSTS);
-	job.ssh_dir = keys_expand_home("~/.ssh");
-	if (!job.known_hosts || !job.ssh_dir) {
-		cli_error("keys: out of memory");
-		goto out;
-	}
 	ssh_init();
-	if (job_pair(&job, &err) < 0 || job_nodes(&job, &res, &err) < 0) {
+	if (job_pair(&job, &err) < 0 || job_nodes(&job, &res, &err) < 0 ||
+	    sshsess_cfg_init(&job.cfg, spec, job.pair.private_path, &err) <
+		0) {
 		cli_error("keys: %s", err.text);
 		goto out;
 	}
+	job.cfg.accept_new = job.cfg.accept_new || accept_new;
 	run_pass(&job, PASS_INSTALL);
 	if (mesh) {
 		job_mesh_room(&job);
@@ -703,8 +570,7 @@ out:
 	}
 	free(job.nodes);
 	free(job.public_line);
-	free(job.known_hosts);
-	free(job.ssh_dir);
+	sshsess_cfg_free(&job.cfg);
 	if (job.password) {
 		explicit_bzero(job.password, strlen(job.password));
 		free(job.password);

@@ -1,7 +1,6 @@
 /* keys.c — key pairs, authorized_keys and known_hosts (see keys.h). */
 #include <errno.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,29 +11,11 @@
 
 #include "herd/file.h"
 #include "keys.h"
+#include "sshsess.h"
 
 /* A password typed at the prompt longer than this is cut: no real
  * password is, and the buffer stays on the stack. */
 #define KEYS_PASSWORD_MAX 1024
-
-char *keys_expand_home(const char *path)
-{
-	const char *home = getenv("HOME");
-	char *out = NULL;
-
-	if (!path)
-		return NULL;
-	if (path[0] != '~' || (path[1] != '/' && path[1] != '\0'))
-		return strdup(path);
-	if (!home || !*home) {
-		struct passwd *pw = getpwuid(getuid());
-
-		home = pw ? pw->pw_dir : "/";
-	}
-	if (asprintf(&out, "%s%s", home, path + 1) < 0)
-		return NULL;
-	return out;
-}
 
 /* Reads a whole regular file of at most KEYS_FILE_MAX bytes into a
  * NUL-terminated buffer.  Returns 0, or -1 with errno set (ENOENT for
@@ -176,7 +157,7 @@ int keys_pair_load(const char *private_path, const char *comment,
 	int rc = -1;
 
 	memset(kp, 0, sizeof(*kp));
-	kp->private_path = keys_expand_home(private_path);
+	kp->private_path = sshsess_expand_home(private_path);
 	if (!kp->private_path ||
 	    asprintf(&kp->public_path, "%s.pub", kp->private_path) < 0) {
 		kp->public_path = NULL;
@@ -257,112 +238,6 @@ void keys_pair_free(struct keys_pair *kp)
 	memset(kp, 0, sizeof(*kp));
 }
 
-char *keys_fingerprint(ssh_key key)
-{
-	unsigned char *hash = NULL;
-	size_t hlen = 0;
-	char *fp = NULL, *copy = NULL;
-
-	if (!key || ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256,
-					   &hash, &hlen) != 0)
-		return NULL;
-	fp = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, hlen);
-	ssh_clean_pubkey_hash(&hash);
-	if (fp) {
-		copy = strdup(fp);
-		ssh_string_free_char(fp);
-	}
-	return copy;
-}
-
-/* Whether the first field of a known_hosts line names host. */
-static int names_host(const char *line, const char *host)
-{
-	size_t hlen = strlen(host);
-	const char *p = line;
-
-	if (*p == '@') /* @cert-authority / @revoked marker */
-		return 0;
-	while (*p && *p != ' ' && *p != '\t') {
-		const char *q = p;
-
-		if (*q == '[')
-			q++;
-		if (!strncmp(q, host, hlen) && strchr(",] \t", q[hlen]) &&
-		    q[hlen] != '\0')
-			return 1;
-		while (*p && *p != ',' && *p != ' ' && *p != '\t')
-			p++;
-		if (*p == ',')
-			p++;
-	}
-	return 0;
-}
-
-int keys_known_hosts_line(const char *file, const char *host)
-{
-	char *text = NULL, *line, *next;
-	size_t len;
-	int no = 0, found = 0;
-
-	if (read_file(file, &text, &len) < 0)
-		return 0;
-	for (line = text; !found && line && *line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		no++;
-		if (names_host(line, host))
-			found = no;
-	}
-	free(text);
-	return found;
-}
-
-/* Cuts the next blank-separated word out of *p (NUL-terminating it in
- * place) and returns it, or NULL at the end of the text. */
-static char *next_word(char **p)
-{
-	char *w = *p;
-
-	while (*w == ' ' || *w == '\t' || *w == '\r')
-		w++;
-	if (!*w)
-		return NULL;
-	*p = w + strcspn(w, " \t\r");
-	if (**p)
-		*(*p)++ = '\0';
-	return w;
-}
-
-char *keys_known_hosts_fingerprint(const char *file, int line)
-{
-	char *text = NULL, *p, *next, *fp = NULL;
-	char *type, *b64;
-	size_t len;
-	ssh_key key = NULL;
-	int no = 0;
-
-	if (line < 1 || read_file(file, &text, &len) < 0)
-		return NULL;
-	for (p = text; p && *p; p = next) {
-		next = strchr(p, '\n');
-		if (next)
-			*next++ = '\0';
-		if (++no == line)
-			break;
-	}
-	/* host patterns, key type, base64, comment */
-	if (no == line && p && next_word(&p) && (type = next_word(&p)) &&
-	    (b64 = next_word(&p)) &&
-	    ssh_pki_import_pubkey_base64(b64, ssh_key_type_from_name(type),
-					 &key) == SSH_OK)
-		fp = keys_fingerprint(key);
-	ssh_key_free(key);
-	free(text);
-	return fp;
-}
-
 int keys_text_has_key(const char *text, size_t len, const char *type,
 		      const char *base64)
 {
@@ -414,7 +289,7 @@ int keys_known_hosts_match(const char *text, size_t len, const char *host,
 		if (n < sizeof(line)) {
 			memcpy(line, p, n);
 			line[n] = '\0';
-			if (names_host(line, host)) {
+			if (sshsess_names_host(line, host)) {
 				if (keys_text_has_key(line, n, type, base64))
 					return 1;
 				if (!other)

@@ -7,9 +7,8 @@
  * content from its stdin, so every existing line survives and a reader
  * never sees half a file.
  *
- * Paths starting with "~/" are taken relative to $HOME (the user's home
- * from the password database when HOME is not set), the same for every
- * file herd touches, so tests can point HOME elsewhere.
+ * Paths starting with "~/" are expanded by sshsess_expand_home(), the
+ * same for every file herd touches, so tests can point HOME elsewhere.
  */
 #ifndef HERD_LAUNCHER_KEYS_H
 #define HERD_LAUNCHER_KEYS_H
@@ -24,8 +23,6 @@
 
 /* The identity `herd keys` makes when ssh.identity is not set. */
 #define KEYS_DEFAULT_IDENTITY "~/.ssh/herd_ed25519"
-/* The known_hosts file used when ssh.known_hosts is not set. */
-#define KEYS_DEFAULT_KNOWN_HOSTS "~/.ssh/known_hosts"
 /* Name of the key pair --mesh copies into every node's ~/.ssh. */
 #define KEYS_MESH_NAME "id_herd_ed25519"
 
@@ -49,11 +46,6 @@ struct keys_pair {
 	bool created; /* keys_pair_load() made the pair */
 };
 
-/* path with a leading "~/" (or a lone "~") replaced by the home
- * directory.  Returns a string the caller frees, or NULL when out of
- * memory or path is NULL. */
-char *keys_expand_home(const char *path);
-
 /* Loads the key pair at private_path ("~/" allowed), making an ed25519
  * pair first when the private key does not exist (the directory is
  * created 0700 when missing; private 0600, public 0644), and writing the
@@ -71,20 +63,6 @@ void keys_pair_free(struct keys_pair *kp);
  * err naming path. */
 int keys_write_atomic(const char *path, const void *buf, size_t len,
 		      mode_t mode, struct herd_err *err);
-
-/* "SHA256:..." of key, as ssh-keygen -l prints it.  Returns a string the
- * caller frees with free(), or NULL when out of memory or key is NULL. */
-char *keys_fingerprint(ssh_key key);
-
-/* The 1-based line of the known_hosts file that names host in plain text
- * (possibly as "[host]:port" or in a comma list), or 0 when no line does
- * (missing file, hashed names).  transport_ssh.c could use this for its
- * "host key changed" message too. */
-int keys_known_hosts_line(const char *file, const char *host);
-
-/* "SHA256:..." of the key on line (1-based) of the known_hosts file, or
- * NULL when that line holds no readable key.  Caller frees. */
-char *keys_known_hosts_fingerprint(const char *file, int line);
 
 /* Whether text (len bytes, authorized_keys or known_hosts format) holds
  * a line with the key "type base64": the two words next to each other

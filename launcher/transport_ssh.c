@@ -1,15 +1,22 @@
 /* transport_ssh.c — one herd-agent per node over SSH, in process (libssh),
  * no ssh/pdsh children.
  *
- * Each node gets a thread: it waits for a fan-out slot, connects, checks
- * the host key against ssh.known_hosts (strict, or accept-new which pins
- * unknown keys and still refuses changed ones; there is no "off"),
- * authenticates (ssh-agent, ssh.identity, default keys, ~/.ssh/config),
- * makes sure ssh.agent_dir (~/.cache/herd) holds this herd's agent
- * (uploading it over the exec channel when missing), starts it and then
- * pumps bytes between the SSH channel and a socketpair whose other end the
- * controller reads like any other transport.  Only this thread touches its
- * libssh session.
+ * Two kinds of threads, neither one per node:
+ *
+ * - At most ssh.fanout connect workers.  start() queues the node; a
+ *   worker takes it and, blocking, connects, checks the host key and logs
+ *   in (sshsess.c: the same session `herd keys` opens), makes sure
+ *   ssh.agent_dir (~/.cache/herd) holds this herd's agent (uploading it
+ *   over an exec channel when missing), starts it and waits for its first
+ *   bytes.  Then it hands the node over and takes the next one; a worker
+ *   with nothing queued ends.
+ * - One I/O thread, from the first start() to free(): it serves every
+ *   node whose agent runs, with libssh's non-blocking API and one poll()
+ *   over each session's socket and each node's end of the socketpair
+ *   whose other end the controller reads like any other transport.
+ *
+ * A node's libssh session belongs to one thread at a time: its worker,
+ * then the I/O thread (handed over under priv->lock).
  *
  * The agent cache is checked on the node, by the same shell that execs
  * the agent, right before the exec (see CACHE_CHECK below): whoever else
@@ -20,10 +27,10 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -34,7 +41,10 @@
 
 #include "herd/render.h"
 #include "herd/version.h"
+#include "keys.h"
+#include "sshsess.h"
 #include "transport.h"
+
 
 /* 32 KiB: one SSH channel packet is at most 32 KiB of payload. */
 #define SSH_PUMP_CHUNK (32 * 1024)
@@ -63,54 +73,123 @@
 /* An agent binary over 256 MiB is not ours. */
 #define SSH_AGENT_MAX (256L * 1024 * 1024)
 
+/* After herd hangs up (or the agent's output ends), how long the I/O
+ * thread goes on flushing what herd sent last before it drops the
+ * session: the agent then sees its input end either way. */
+#define SSH_CLOSE_FLUSH_MS 2000
+/* How long free() waits for the threads to end (see ssh_free_priv()). */
+#define SSH_FREE_WAIT_MS 1000
+
+/* A node, owned by the queue, then by one worker, then by the I/O
+ * thread, which frees it. */
+struct ssh_node {
+	struct transport *t;
+	char *host;
+	int fd;			/* our end of the socketpair */
+	/* The session's socket while a worker connects, else -1: written
+	 * under priv->lock and cleared before libssh closes it, so that
+	 * ssh_free_priv() never shuts down a number reused by another
+	 * file. */
+	int sock;
+	ssh_session s;
+	ssh_channel ch;		/* the agent's exec channel */
+	/* Channel -> fd: the agent's bytes the controller has not taken
+	 * yet (at most SSH_PUMP_CHUNK: the channel is not read while any
+	 * are left, so SSH's window holds back the rest). */
+	char *out;
+	size_t out_off, out_len;
+	/* fd -> channel: the controller's bytes the channel has not taken
+	 * yet (its window was full); fd is not read while any are left. */
+	char *in;
+	size_t in_off, in_len;
+	/* Set when either side ended: the node is flushed for at most
+	 * SSH_CLOSE_FLUSH_MS from then, and freed. */
+	bool closing;
+	/* Serve it after the next poll() even without events: libssh may
+	 * hold its bytes already (a node just handed over). */
+	bool kick;
+	/* libssh holds bytes for the session's socket (its own flag,
+	 * ssh_get_poll_flags(), stays set after they are sent). */
+	bool wpending;
+	struct timespec close_by;
+	struct ssh_node *next, *prev;
+};
+
+/* A list of nodes (doubly linked, so a node leaves it in O(1)). */
+struct node_list {
+	struct ssh_node *head, *tail;
+	int count;
+};
+
 struct ssh_priv {
-	sem_t fanout;
-	pthread_mutex_t known_hosts_lock;	/* accept-new writes the file */
-	pthread_mutex_t live_lock;
-	pthread_cond_t live_cond;
-	int live;		/* node threads still running */
-	/* Under live_lock: the node threads still running, and whether the
-	 * transport is being freed.  ssh_free_priv() shuts down each one's
-	 * session socket so that a thread blocked inside libssh (waiting for
-	 * an agent's first bytes, an upload, authentication) returns at once
-	 * instead of after its own timeout. */
-	struct ssh_node *running;
-	bool aborting;
-	pthread_t *tids;	/* node threads not joined yet */
+	struct sshsess_cfg cfg;
+	int fanout;		/* ssh.fanout: the most workers at once */
+	pthread_mutex_t lock;	/* everything below */
+	pthread_cond_t cond;	/* a worker or the I/O thread ended */
+	struct node_list queue;	/* waiting for a worker */
+	struct node_list connecting; /* on a worker now */
+	struct node_list ready;	/* handed to the I/O thread, not taken yet */
+	int workers;		/* worker threads running */
+	bool io_running;	/* the I/O thread runs */
+	bool aborting;		/* ssh_free_priv() has begun */
+	int wake;		/* eventfd: wakes the I/O thread */
+	pthread_t io_tid;
+	pthread_t *tids;	/* workers not joined yet */
 	int n_tids, cap_tids;
 	char agent_name[96];	/* agent-VERSION-HASH in ssh.agent_dir */
 	char agent_sha256[65];	/* of the whole file, hex: checked on
 				 * the node before every exec */
 	long agent_size;	/* bytes, <= SSH_AGENT_MAX */
 	const char *agent_dir;	/* the spec's ssh.agent_dir (borrowed) */
-	char *known_hosts;	/* ~ expanded */
-	char *identity;		/* ~ expanded, or NULL */
-	char *ssh_dir;		/* $HOME/.ssh */
 };
 
-struct ssh_node {
-	struct transport *t;
-	char *host;
-	int fd;			/* our end of the socketpair */
-	/* The session's socket once connected, else -1: written under
-	 * live_lock, and cleared before libssh closes it, so that
-	 * ssh_free_priv() never shuts down a number reused by another file. */
-	int sock;
-	struct ssh_node *next, *prev; /* priv->running, under live_lock */
-};
-
-static char *expand_tilde(const char *path)
+static void list_push(struct node_list *l, struct ssh_node *n)
 {
-	const char *home = getenv("HOME");
-	char *out;
+	n->next = NULL;
+	n->prev = l->tail;
+	if (l->tail)
+		l->tail->next = n;
+	else
+		l->head = n;
+	l->tail = n;
+	l->count++;
+}
 
-	if (!path)
-		return NULL;
-	if (path[0] != '~' || path[1] != '/' || !home)
-		return strdup(path);
-	if (asprintf(&out, "%s%s", home, path + 1) < 0)
-		return NULL;
-	return out;
+static void list_remove(struct node_list *l, struct ssh_node *n)
+{
+	if (n->prev)
+		n->prev->next = n->next;
+	else
+		l->head = n->next;
+	if (n->next)
+		n->next->prev = n->prev;
+	else
+		l->tail = n->prev;
+	n->next = n->prev = NULL;
+	l->count--;
+}
+
+/* Ends a node: its channel and session, then its end of the socketpair
+ * (the controller sees EOF when it did not hang up first). */
+static void node_free(struct ssh_node *n)
+{
+	if (!n)
+		return;
+	if (n->ch) {
+		ssh_channel_send_eof(n->ch);
+		ssh_channel_close(n->ch);
+		ssh_channel_free(n->ch);
+	}
+	if (n->s) {
+		ssh_disconnect(n->s);
+		ssh_free(n->s);
+	}
+	if (n->fd >= 0)
+		close(n->fd);
+	free(n->out);
+	free(n->in);
+	free(n->host);
+	free(n);
 }
 
 /* The agent in the cache is named by version and content (the first 48
@@ -176,173 +255,6 @@ out:
 	return rc;
 }
 
-static char *key_fingerprint(ssh_key key)
-{
-	unsigned char *hash = NULL;
-	size_t hlen = 0;
-	char *fp = NULL;
-
-	if (key && ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256,
-					  &hash, &hlen) == 0) {
-		fp = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash,
-					      hlen);
-		ssh_clean_pubkey_hash(&hash);
-	}
-	return fp ? fp : strdup("(unknown)");
-}
-
-/* Whether a known_hosts line names host in plain text in its first
- * field (comma-separated names, maybe [host]:port). */
-static bool known_hosts_line_matches(const char *line, const char *host)
-{
-	size_t hlen = strlen(host);
-	const char *p = line;
-
-	while (*p && *p != ' ' && *p != '\t') {
-		const char *q = p;
-
-		if (*q == '[')
-			q++;
-		if (!strncmp(q, host, hlen) && strchr(",] \t", q[hlen]))
-			return true;
-		while (*p && *p != ',' && *p != ' ' && *p != '\t')
-			p++;
-		if (*p == ',')
-			p++;
-	}
-	return false;
-}
-
-/* Line of known_hosts that pins host in plain text, or 0 (hashed). */
-static int known_hosts_line(const char *file, const char *host)
-{
-	FILE *f = fopen(file, "r");
-	char line[8192];
-	int no = 0, found = 0;
-
-	if (!f)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f)) {
-		no++;
-		if (known_hosts_line_matches(line, host))
-			found = no;
-	}
-	fclose(f);
-	return found;
-}
-
-/* Fingerprint of the key of type `type` that file pins for host in plain
- * text, or NULL (hashed entry, unreadable file).  libssh does not hand
- * back the entry it found for SSH_KNOWN_HOSTS_CHANGED, so it is read
- * here. */
-static char *pinned_fingerprint(const char *file, const char *host,
-				enum ssh_keytypes_e type)
-{
-	int line = known_hosts_line(file, host);
-	FILE *f;
-	char buf[8192], *fp = NULL;
-
-	if (line <= 0 || !(f = fopen(file, "r")))
-		return NULL;
-	for (int no = 1; fgets(buf, sizeof(buf), f); no++) {
-		char ktype[64], b64[8192];
-		ssh_key key = NULL;
-
-		if (no < line)
-			continue;
-		/* names, key type, base64 key (widths: the buffers above) */
-		if (known_hosts_line_matches(buf, host) &&
-		    sscanf(buf, "%*s %63s %8191s", ktype, b64) == 2 &&
-		    ssh_key_type_from_name(ktype) == type &&
-		    ssh_pki_import_pubkey_base64(b64, type, &key) == SSH_OK) {
-			fp = key_fingerprint(key);
-			ssh_key_free(key);
-			break;
-		}
-	}
-	fclose(f);
-	return fp;
-}
-
-static int check_host_key(struct ssh_node *n, ssh_session s)
-{
-	struct ssh_priv *priv = n->t->priv;
-	const struct spec *spec = n->t->spec;
-	enum ssh_known_hosts_e state;
-	ssh_key key = NULL;
-	char *fp;
-	int rc = -1;
-
-	if (ssh_get_server_publickey(s, &key) < 0) {
-		transport_report(n->fd, "host key",
-				 "%s: the server sent no host key: %s", n->host,
-				 ssh_get_error(s));
-		return -1;
-	}
-	fp = key_fingerprint(key);
-	pthread_mutex_lock(&priv->known_hosts_lock);
-	state = ssh_session_is_known_server(s);
-	switch (state) {
-	case SSH_KNOWN_HOSTS_OK:
-		rc = 0;
-		break;
-	case SSH_KNOWN_HOSTS_CHANGED: {
-		char *old = pinned_fingerprint(priv->known_hosts, n->host,
-					       ssh_key_type(key));
-		int line = known_hosts_line(priv->known_hosts, n->host);
-
-		transport_report(
-			n->fd, "host key",
-			"%s: HOST KEY CHANGED: the node now presents %s, but "
-			"%s%s%d pins %s. If the node was reinstalled, remove "
-			"the old key (line %d; `ssh-keygen -R %s -f %s`) and "
-			"pin the new one with `herd keys JOB.yaml "
-			"--accept-new`; otherwise someone may be "
-			"impersonating it",
-			n->host, fp, priv->known_hosts, line ? ":" : "",
-			line, old ? old : "(unknown)", line, n->host,
-			priv->known_hosts);
-		free(old);
-		break;
-	}
-	case SSH_KNOWN_HOSTS_OTHER:
-		transport_report(n->fd, "host key",
-				 "%s: the node presents a %s key (%s) but %s "
-				 "pins a key of another type; refusing",
-				 n->host, ssh_key_type_to_char(ssh_key_type(key)),
-				 fp, priv->known_hosts);
-		break;
-	case SSH_KNOWN_HOSTS_NOT_FOUND:
-	case SSH_KNOWN_HOSTS_UNKNOWN:
-		if (spec->ssh.host_keys == SPEC_HOST_KEYS_ACCEPT_NEW) {
-			if (ssh_session_update_known_hosts(s) == SSH_OK) {
-				rc = 0;
-				break;
-			}
-			transport_report(n->fd, "host key",
-					 "%s: cannot pin its host key in %s: "
-					 "%s",
-					 n->host, priv->known_hosts,
-					 ssh_get_error(s));
-			break;
-		}
-		transport_report(n->fd, "host key",
-				 "%s: host key %s is not pinned in %s; pin it "
-				 "with `herd keys JOB.yaml --accept-new` or "
-				 "set ssh.host_keys: accept-new",
-				 n->host, fp, priv->known_hosts);
-		break;
-	default:
-		transport_report(n->fd, "host key",
-				 "%s: cannot check the host key against %s: %s",
-				 n->host, priv->known_hosts, ssh_get_error(s));
-		break;
-	}
-	pthread_mutex_unlock(&priv->known_hosts_lock);
-	free(fp);
-	ssh_key_free(key);
-	return rc;
-}
 
 /* ---- the agent cache on the node ----------------------------------------
  *
@@ -668,143 +580,46 @@ out:
 	return rc;
 }
 
-/* Copies bytes both ways until either side ends. */
-static void pump(struct ssh_node *n, ssh_session s, ssh_channel ch)
+
+/* ---- connect workers ----------------------------------------------------- */
+
+/* On a worker: connects n, logs in, starts its agent and reads the
+ * agent's first bytes into n->out.  Returns 0, or -1 after reporting the
+ * failure on n->fd. */
+static int node_connect(struct ssh_node *n)
 {
-	char buf[SSH_PUMP_CHUNK];
-	struct pollfd pfd[2] = {
-		{.fd = ssh_get_fd(s), .events = POLLIN},
-		{.fd = n->fd, .events = POLLIN},
-	};
+	struct ssh_priv *priv = n->t->priv;
+	struct herd_err err;
+	char *cmd = NULL;
+	bool stop;
+	int status, rc = -1;
 
-	for (;;) {
-		int avail;
-
-		/* What libssh already buffered first, then wait. */
-		for (int is_err = 0; is_err < 2; is_err++) {
-			while ((avail = ssh_channel_poll(ch, is_err)) > 0) {
-				int got = ssh_channel_read(
-					ch, buf,
-					(uint32_t)(avail < (int)sizeof(buf)
-							   ? avail
-							   : (int)sizeof(buf)),
-					is_err);
-
-				if (got <= 0)
-					return;
-				if (is_err) {
-					fprintf(stderr, "herd-agent@%s: %.*s",
-						n->host, got, buf);
-					continue;
-				}
-				for (int off = 0; off < got;) {
-					ssize_t w = write(n->fd, buf + off,
-							  (size_t)(got - off));
-
-					if (w < 0 && errno == EINTR)
-						continue;
-					if (w <= 0)
-						return;
-					off += (int)w;
-				}
-			}
-			if (avail == SSH_ERROR || avail == SSH_EOF)
-				return;
-		}
-		if (ssh_channel_is_eof(ch) || ssh_channel_is_closed(ch))
-			return;
-		if (poll(pfd, 2, 1000) < 0 && errno != EINTR)
-			return;
-		if (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)) {
-			ssize_t got = read(n->fd, buf, sizeof(buf));
-
-			if (got <= 0 && !(got < 0 && errno == EINTR))
-				return;	/* herd hung up */
-			if (got > 0 &&
-			    ssh_channel_write(ch, buf, (uint32_t)got) != got)
-				return;
-		}
-	}
-}
-
-static void *node_thread(void *arg)
-{
-	struct ssh_node *n = arg;
-	struct transport *t = n->t;
-	struct ssh_priv *priv = t->priv;
-	const struct spec *spec = t->spec;
-	ssh_session s = NULL;
-	ssh_channel ch = NULL;
-	char *cmd = NULL, first[SSH_PUMP_CHUNK];
-	size_t n_first = 0;
-	long secs = spec->ssh.connect_timeout_ms / 1000;
-	long usecs = (spec->ssh.connect_timeout_ms % 1000) * 1000;
-	bool have_slot = true;
-	int status;
-
-	sem_wait(&priv->fanout);
-	pthread_mutex_lock(&priv->live_lock);
-	if (priv->aborting) {
-		pthread_mutex_unlock(&priv->live_lock);
+	herd_err_clear(&err);
+	if (!(n->out = malloc(SSH_PUMP_CHUNK)) ||
+	    !(n->s = sshsess_new(&priv->cfg, n->host, &err))) {
+		transport_report(n->fd, "connect", "%s: out of memory",
+				 n->host);
 		goto out;
 	}
-	pthread_mutex_unlock(&priv->live_lock);
-	s = ssh_new();
-	if (!s) {
-		transport_report(n->fd, "connect", "%s: out of memory", n->host);
+	if (sshsess_connect(n->s, &err) < 0) {
+		transport_report(n->fd, "connect", "%s: %s", n->host,
+				 err.text);
 		goto out;
 	}
-	ssh_options_set(s, SSH_OPTIONS_HOST, n->host);
-	/* $HOME, not the password database: tests and wrappers set it. */
-	if (priv->ssh_dir)
-		ssh_options_set(s, SSH_OPTIONS_SSH_DIR, priv->ssh_dir);
-	ssh_options_parse_config(s, NULL);	/* ~/.ssh/config, system */
-	if (spec->ssh.user)
-		ssh_options_set(s, SSH_OPTIONS_USER, spec->ssh.user);
-	if (spec->ssh.port != 22) {
-		unsigned int port = (unsigned int)spec->ssh.port;
-
-		ssh_options_set(s, SSH_OPTIONS_PORT, &port);
-	}
-	ssh_options_set(s, SSH_OPTIONS_TIMEOUT, &secs);
-	ssh_options_set(s, SSH_OPTIONS_TIMEOUT_USEC, &usecs);
-	ssh_options_set(s, SSH_OPTIONS_KNOWNHOSTS, priv->known_hosts);
-	if (priv->identity)
-		ssh_options_set(s, SSH_OPTIONS_ADD_IDENTITY, priv->identity);
-
-	if (ssh_connect(s) != SSH_OK) {
-		const char *why = ssh_get_error(s);
-		const char *hint =
-			strstr(why, "refused") ? "is sshd running there? is "
-						 "ssh.port right?"
-			: strstr(why, "imeout") || strstr(why, "imed out")
-				? "is the node up and reachable? raise "
-				  "ssh.connect_timeout if it is slow"
-				: "check the host name and the network";
-
-		transport_report(n->fd, "connect", "%s: cannot connect: %s (%s)",
-				 n->host, why, hint);
-		goto out;
-	}
-	pthread_mutex_lock(&priv->live_lock);
-	if (!priv->aborting)
-		n->sock = ssh_get_fd(s);
-	pthread_mutex_unlock(&priv->live_lock);
-	if (n->sock < 0)
+	pthread_mutex_lock(&priv->lock);
+	stop = priv->aborting;
+	if (!stop)
+		n->sock = ssh_get_fd(n->s);
+	pthread_mutex_unlock(&priv->lock);
+	if (stop)
 		goto out; /* herd is ending */
-	if (check_host_key(n, s) < 0)
+	if (sshsess_host_key(&priv->cfg, n->s, n->host, NULL, &err) < 0) {
+		transport_report(n->fd, "host key", "%s: %s", n->host,
+				 err.text);
 		goto out;
-	if (ssh_userauth_publickey_auto(s, NULL, NULL) != SSH_AUTH_SUCCESS) {
-		char *user = NULL;
-
-		ssh_options_get(s, SSH_OPTIONS_USER, &user);
-		transport_report(n->fd, "auth",
-				 "%s: authentication failed for user %s "
-				 "(tried ssh-agent, %s and the default keys); "
-				 "install a key with `herd keys JOB.yaml`",
-				 n->host, user ? user : "?",
-				 priv->identity ? priv->identity : "no identity");
-		ssh_string_free_char(user);
+	}
+	if (sshsess_auth(&priv->cfg, n->s, NULL, NULL, &err) < 0) {
+		transport_report(n->fd, "auth", "%s: %s", n->host, err.text);
 		goto out;
 	}
 	/* One remote command in the common case (every command costs a
@@ -819,31 +634,31 @@ static void *node_thread(void *arg)
 		char why[512];
 		int got;
 
-		ch = ssh_channel_new(s);
-		if (!ch || ssh_channel_open_session(ch) != SSH_OK ||
-		    ssh_channel_request_exec(ch, cmd) != SSH_OK) {
+		n->ch = ssh_channel_new(n->s);
+		if (!n->ch || ssh_channel_open_session(n->ch) != SSH_OK ||
+		    ssh_channel_request_exec(n->ch, cmd) != SSH_OK) {
 			transport_report(n->fd, "agent",
 					 "%s: cannot start herd-agent: %s",
-					 n->host, ssh_get_error(s));
+					 n->host, ssh_get_error(n->s));
 			goto out;
 		}
 		/* The agent speaks first (HELLO); silence until the
 		 * timeout is left to the controller to judge. */
-		got = ssh_channel_read_timeout(ch, first, sizeof(first), 0,
+		got = ssh_channel_read_timeout(n->ch, n->out, SSH_PUMP_CHUNK, 0,
 					       SSH_FIRST_BYTES_MS);
 		if (got > 0) {
-			n_first = (size_t)got;
+			n->out_len = (size_t)got;
 			break;
 		}
 		/* Not ssh_channel_is_eof(): it stays false while stderr
 		 * holds unread bytes (the reason line). */
-		if (got < 0 || ssh_channel_poll(ch, 0) != SSH_EOF)
+		if (got < 0 || ssh_channel_poll(n->ch, 0) != SSH_EOF)
 			break;
-		status = ssh_channel_get_exit_status(ch);
-		remote_reason(ch, why, sizeof(why));
-		ssh_channel_close(ch);
-		ssh_channel_free(ch);
-		ch = NULL;
+		status = ssh_channel_get_exit_status(n->ch);
+		remote_reason(n->ch, why, sizeof(why));
+		ssh_channel_close(n->ch);
+		ssh_channel_free(n->ch);
+		n->ch = NULL;
 		if (status == SSH_AGENT_REFUSED) {
 			transport_report(n->fd, "agent", "%s: %s", n->host,
 					 why[0] ? why
@@ -870,57 +685,355 @@ static void *node_thread(void *arg)
 					  : "");
 			goto out;
 		}
-		if (upload_agent(n, s) < 0)
+		if (upload_agent(n, n->s) < 0)
 			goto out;
 	}
-	for (size_t off = 0; off < n_first;) {
-		ssize_t w = write(n->fd, first + off, n_first - off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			goto out;
-		off += (size_t)w;
-	}
-	sem_post(&priv->fanout);
-	have_slot = false;
-	pump(n, s, ch);
+	rc = 0;
 out:
-	if (have_slot)
-		sem_post(&priv->fanout);
-	pthread_mutex_lock(&priv->live_lock);
-	n->sock = -1; /* libssh closes it below */
-	pthread_mutex_unlock(&priv->live_lock);
-	if (ch) {
-		ssh_channel_send_eof(ch);
-		ssh_channel_close(ch);
-		ssh_channel_free(ch);
-	}
-	if (s) {
-		ssh_disconnect(s);
-		ssh_free(s);
-	}
-	close(n->fd);
 	free(cmd);
-	pthread_mutex_lock(&priv->live_lock);
-	if (n->prev)
-		n->prev->next = n->next;
-	else
-		priv->running = n->next;
-	if (n->next)
-		n->next->prev = n->prev;
-	priv->live--;
-	pthread_cond_broadcast(&priv->live_cond);
-	pthread_mutex_unlock(&priv->live_lock);
-	free(n->host);
-	free(n);
+	return rc;
+}
+
+static void wake_io(struct ssh_priv *priv)
+{
+	uint64_t one = 1;
+
+	if (write(priv->wake, &one, sizeof(one)) < 0) {
+		/* the counter is full: the I/O thread wakes anyway */
+	}
+}
+
+/* A worker: takes queued nodes until there are none, then ends. */
+static void *worker_main(void *arg)
+{
+	struct ssh_priv *priv = arg;
+
+	pthread_mutex_lock(&priv->lock);
+	while (!priv->aborting && priv->queue.head) {
+		struct ssh_node *n = priv->queue.head;
+		int rc;
+
+		list_remove(&priv->queue, n);
+		list_push(&priv->connecting, n);
+		pthread_mutex_unlock(&priv->lock);
+		rc = node_connect(n);
+		pthread_mutex_lock(&priv->lock);
+		list_remove(&priv->connecting, n);
+		n->sock = -1; /* libssh may close it from here on */
+		if (rc == 0 && !priv->aborting) {
+			list_push(&priv->ready, n);
+			wake_io(priv);
+			continue;
+		}
+		pthread_mutex_unlock(&priv->lock);
+		node_free(n);
+		pthread_mutex_lock(&priv->lock);
+	}
+	priv->workers--;
+	pthread_cond_broadcast(&priv->cond);
+	pthread_mutex_unlock(&priv->lock);
 	return NULL;
 }
 
-/* Node threads are joined, not detached: a thread's OpenSSL state (its
- * random generators) is freed only when it has ended, so herd must not
- * exit while one is still on its way out.  Threads that ended are joined
- * here, so a long job that reconnects keeps no dead stacks. */
+/* ---- the I/O thread ------------------------------------------------------ */
+
+static long ms_until(const struct timespec *when)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (when->tv_sec - now.tv_sec) * 1000 +
+	       (when->tv_nsec - now.tv_nsec) / 1000000;
+}
+
+static void ms_from_now(struct timespec *when, long ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, when);
+	when->tv_sec += ms / 1000;
+	when->tv_nsec += (ms % 1000) * 1000000;
+	if (when->tv_nsec >= 1000000000) {
+		when->tv_sec++;
+		when->tv_nsec -= 1000000000;
+	}
+}
+
+/* Sends what libssh holds for n's socket, without blocking.  Returns 0
+ * (n->wpending says whether bytes are left), or -1 when the session is
+ * dead. */
+static int node_flush(struct ssh_node *n)
+{
+	int rc = ssh_blocking_flush(n->s, 0);
+
+	if (rc == SSH_ERROR)
+		return -1;
+	n->wpending = rc == SSH_AGAIN;
+	return 0;
+}
+
+/* Either side ended: the controller sees EOF now, the agent its input
+ * end once libssh has sent what is left (at most SSH_CLOSE_FLUSH_MS). */
+static void node_begin_close(struct ssh_node *n)
+{
+	n->closing = true;
+	n->kick = true; /* freed at once when nothing is left to send */
+	ms_from_now(&n->close_by, SSH_CLOSE_FLUSH_MS);
+	if (n->ch) {
+		ssh_channel_send_eof(n->ch);
+		ssh_channel_close(n->ch);
+	}
+	close(n->fd);
+	n->fd = -1;
+	if (node_flush(n) < 0)
+		n->wpending = false; /* nothing more will go out */
+}
+
+/* What poll() should wait for on n's session socket (ps) and its end of
+ * the socketpair (pf). */
+static void node_events(struct ssh_node *n, struct pollfd *ps,
+			struct pollfd *pf)
+{
+	ps->fd = ssh_get_fd(n->s);
+	ps->events = n->wpending ? POLLOUT : 0;
+	ps->revents = 0;
+	pf->fd = n->fd;
+	pf->events = 0;
+	pf->revents = 0;
+	if (n->closing)
+		return;
+	/* The channel is read only when its bytes can go on at once, so
+	 * that SSH's window, not a buffer here, holds back a slow reader. */
+	if (n->out_off < n->out_len)
+		pf->events |= POLLOUT;
+	else
+		ps->events |= POLLIN;
+	if (n->in_off == n->in_len)
+		pf->events |= POLLIN;
+	/* A session socket that hung up is left to the channel reads: poll
+	 * would report it at once, forever. */
+	if (!ps->events)
+		ps->fd = -1;
+}
+
+/* Agent -> controller: what is buffered first, then the channel, until
+ * either would block.  Returns -1 when this direction ended. */
+static int node_to_ctl(struct ssh_node *n)
+{
+	for (;;) {
+		int got;
+
+		while (n->out_off < n->out_len) {
+			ssize_t w = write(n->fd, n->out + n->out_off,
+					  n->out_len - n->out_off);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0 && errno == EAGAIN)
+				return 0;
+			if (w <= 0)
+				return -1; /* herd hung up */
+			n->out_off += (size_t)w;
+		}
+		n->out_off = n->out_len = 0;
+		/* stderr is rare (an agent's dying words): say it here. */
+		while ((got = ssh_channel_read_nonblocking(
+			    n->ch, n->out, SSH_PUMP_CHUNK, 1)) > 0)
+			fprintf(stderr, "herd-agent@%s: %.*s", n->host, got,
+				n->out);
+		got = ssh_channel_read_nonblocking(n->ch, n->out,
+						   SSH_PUMP_CHUNK, 0);
+		if (got == 0)
+			return 0;
+		if (got < 0)
+			return -1; /* SSH_EOF: the agent ended; or an error */
+		n->out_len = (size_t)got;
+	}
+}
+
+/* Controller -> agent: one read when nothing is held back, then as much
+ * as the channel's window takes.  Returns -1 when this direction
+ * ended. */
+static int node_to_agent(struct ssh_node *n, short frev)
+{
+	if (n->in_off == n->in_len && (frev & (POLLIN | POLLHUP | POLLERR))) {
+		ssize_t got = read(n->fd, n->in, SSH_PUMP_CHUNK);
+
+		if (got == 0 ||
+		    (got < 0 && errno != EAGAIN && errno != EINTR))
+			return -1; /* herd hung up */
+		if (got > 0) {
+			n->in_off = 0;
+			n->in_len = (size_t)got;
+		}
+	}
+	if (n->in_off < n->in_len) {
+		uint32_t room = ssh_channel_window_size(n->ch);
+		size_t len = n->in_len - n->in_off;
+		int w;
+
+		if (len > room)
+			len = room;
+		if (len == 0)
+			return 0; /* the window opens with a later packet */
+		w = ssh_channel_write(n->ch, n->in + n->in_off, (uint32_t)len);
+		if (w < 0)
+			return -1;
+		n->in_off += (size_t)w;
+	}
+	return 0;
+}
+
+/* Serves n after poll().  Returns -1 when n is done and can be freed.
+ *
+ * Any libssh call may read the session's socket and leave channel data
+ * or a window adjustment in libssh's buffers, where poll() cannot see
+ * it: so once anything happened to n, both directions run until the
+ * channel is drained (node_to_ctl() ends with a read that found nothing)
+ * and nothing held back could go on. */
+static int node_serve(struct ssh_node *n, short srev, short frev)
+{
+	if (n->closing && ms_until(&n->close_by) <= 0)
+		return -1;
+	if (!srev && !frev && !n->kick)
+		return 0;
+	n->kick = false;
+	if ((srev & (POLLOUT | POLLERR | POLLHUP)) && node_flush(n) < 0)
+		return -1;
+	if (n->closing)
+		return n->wpending ? 0 : -1;
+	/* A few rounds at most: a session blocked by a key re-exchange
+	 * takes nothing, and its next packets wake poll() anyway. */
+	for (int round = 0; round < 4; round++) {
+		if (node_to_agent(n, frev) < 0 || node_to_ctl(n) < 0) {
+			node_begin_close(n);
+			return n->wpending ? 0 : -1;
+		}
+		frev = 0;
+		if (n->in_off == n->in_len ||
+		    ssh_channel_window_size(n->ch) == 0)
+			break;
+	}
+	/* What the writes and reads queued (data, window adjustments). */
+	if (node_flush(n) < 0) {
+		node_begin_close(n);
+		return -1;
+	}
+	return 0;
+}
+
+/* Takes a node from a worker: its session becomes non-blocking. */
+static int node_adopt(struct ssh_node *n)
+{
+	int fl = fcntl(n->fd, F_GETFL);
+
+	if (fl < 0 || fcntl(n->fd, F_SETFL, fl | O_NONBLOCK) < 0 ||
+	    !(n->in = malloc(SSH_PUMP_CHUNK)))
+		return -1;
+	ssh_set_blocking(n->s, 0);
+	n->kick = true;
+	return 0;
+}
+
+static void *io_main(void *arg)
+{
+	struct ssh_priv *priv = arg;
+	struct node_list served = {0};
+	struct pollfd *pfd = NULL;
+	size_t cap = 0;
+	struct timespec abort_by = {0};
+	bool aborting = false;
+
+	for (;;) {
+		struct ssh_node *n, *next;
+		long timeout = -1;
+		size_t np = 1;
+
+		pthread_mutex_lock(&priv->lock);
+		while ((n = priv->ready.head)) {
+			list_remove(&priv->ready, n);
+			list_push(&served, n);
+			if (node_adopt(n) < 0)
+				node_begin_close(n);
+		}
+		if (priv->aborting && !aborting) {
+			/* The controller closed every socket: each node
+			 * hangs up; what has not after this is dropped. */
+			aborting = true;
+			ms_from_now(&abort_by, SSH_FREE_WAIT_MS / 2);
+		}
+		pthread_mutex_unlock(&priv->lock);
+		if (aborting && (!served.head || ms_until(&abort_by) <= 0))
+			break;
+		if (cap < 1 + 2 * (size_t)served.count) {
+			size_t ncap = 2 * (1 + 2 * (size_t)served.count);
+			struct pollfd *p = realloc(pfd, ncap * sizeof(*p));
+
+			if (!p) {
+				/* Out of memory: wait and try again. */
+				poll(NULL, 0, 100);
+				continue;
+			}
+			pfd = p;
+			cap = ncap;
+		}
+		pfd[0] = (struct pollfd){.fd = priv->wake, .events = POLLIN};
+		for (n = served.head; n; n = n->next, np += 2) {
+			node_events(n, &pfd[np], &pfd[np + 1]);
+			if (n->kick)
+				timeout = 0;
+			else if (n->closing) {
+				long left = ms_until(&n->close_by);
+
+				left = left < 0 ? 0 : left;
+				if (timeout < 0 || left < timeout)
+					timeout = left;
+			}
+		}
+		if (aborting) {
+			long left = ms_until(&abort_by);
+
+			left = left < 0 ? 0 : left;
+			if (timeout < 0 || left < timeout)
+				timeout = left;
+		}
+		if (poll(pfd, np, (int)timeout) < 0 && errno != EINTR)
+			break;
+		if (pfd[0].revents & POLLIN) {
+			uint64_t count;
+
+			if (read(priv->wake, &count, sizeof(count)) < 0) {
+				/* nothing to drain */
+			}
+		}
+		np = 1;
+		for (n = served.head; n; n = next, np += 2) {
+			next = n->next;
+			if (node_serve(n, pfd[np].revents, pfd[np + 1].revents) <
+			    0) {
+				list_remove(&served, n);
+				node_free(n);
+			}
+		}
+	}
+	while (served.head) {
+		struct ssh_node *n = served.head;
+
+		list_remove(&served, n);
+		node_free(n);
+	}
+	free(pfd);
+	pthread_mutex_lock(&priv->lock);
+	priv->io_running = false;
+	pthread_cond_broadcast(&priv->cond);
+	pthread_mutex_unlock(&priv->lock);
+	return NULL;
+}
+
+/* ---- the transport ------------------------------------------------------- */
+
+/* Workers are joined, not detached: a thread's OpenSSL state (its random
+ * generators) is freed only when it has ended, so herd must not exit
+ * while one is still on its way out.  Workers that ended are joined here,
+ * so a long job that reconnects keeps no dead stacks. */
 static int keep_tid(struct ssh_priv *priv, pthread_t tid)
 {
 	int kept = 0;
@@ -942,12 +1055,25 @@ static int keep_tid(struct ssh_priv *priv, pthread_t tid)
 	return 0;
 }
 
+/* Starts a thread with a small stack: libssh and two 32 KiB buffers. */
+static int start_thread(pthread_t *tid, void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	int rc;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	rc = pthread_create(tid, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return rc;
+}
+
 static int ssh_start(struct transport *t, const char *host,
 		     struct herd_err *err)
 {
 	struct ssh_priv *priv = t->priv;
 	struct ssh_node *n = calloc(1, sizeof(*n));
-	pthread_attr_t attr;
+	bool spawn;
 	pthread_t tid;
 	int sv[2];
 
@@ -963,68 +1089,81 @@ static int ssh_start(struct transport *t, const char *host,
 	n->t = t;
 	n->fd = sv[1];
 	n->sock = -1;
-	pthread_mutex_lock(&priv->live_lock);
-	priv->live++;
-	n->next = priv->running;
-	if (n->next)
-		n->next->prev = n;
-	priv->running = n;
-	pthread_mutex_unlock(&priv->live_lock);
-	pthread_attr_init(&attr);
-	/* 256 KiB stacks: a thousand nodes stay cheap. */
-	pthread_attr_setstacksize(&attr, 256 * 1024);
-	if (pthread_create(&tid, &attr, node_thread, n) != 0) {
-		pthread_mutex_lock(&priv->live_lock);
-		priv->live--;
-		priv->running = n->next;
-		if (n->next)
-			n->next->prev = NULL;
-		pthread_mutex_unlock(&priv->live_lock);
-		pthread_attr_destroy(&attr);
-		close(sv[0]);
-		close(sv[1]);
-		free(n->host);
-		free(n);
-		return herd_errprintf(err, "cannot start a thread for %s",
-				      host);
+	pthread_mutex_lock(&priv->lock);
+	list_push(&priv->queue, n);
+	/* As many workers as there are nodes to connect, up to the fan-out. */
+	spawn = priv->workers < priv->fanout &&
+		priv->workers < priv->queue.count + priv->connecting.count;
+	if (spawn)
+		priv->workers++;
+	pthread_mutex_unlock(&priv->lock);
+	if (!spawn)
+		return sv[0];
+	if (start_thread(&tid, worker_main, priv) != 0) {
+		bool orphan;
+
+		pthread_mutex_lock(&priv->lock);
+		priv->workers--;
+		/* With no worker left, nobody would take the node. */
+		orphan = priv->workers == 0;
+		if (orphan)
+			list_remove(&priv->queue, n);
+		pthread_mutex_unlock(&priv->lock);
+		if (orphan) {
+			close(sv[0]);
+			node_free(n);
+			return herd_errprintf(err,
+					      "cannot start a thread for %s",
+					      host);
+		}
+		return sv[0];
 	}
-	pthread_attr_destroy(&attr);
 	if (keep_tid(priv, tid) < 0)
-		pthread_detach(tid);	/* out of memory: not worth failing */
+		pthread_detach(tid); /* out of memory: not worth failing */
 	return sv[0];
 }
 
 static void ssh_free_priv(struct transport *t)
 {
 	struct ssh_priv *priv = t->priv;
-
+	struct node_list queued;
 	struct timespec deadline;
-	int live;
+	bool left;
 
 	if (!priv)
 		return;
-	/* The controller closed every socket: a thread in its pump hangs
-	 * up at once; one blocked inside libssh is woken by shutting its
-	 * session's socket down; one still inside a TCP connect may take
-	 * up to ssh.connect_timeout.  Wait a little; a thread still running
+	/* The controller closed every socket: the I/O thread hangs each
+	 * node up; a worker blocked inside libssh (waiting for an agent's
+	 * first bytes, an upload, authentication) is woken by shutting its
+	 * session's socket down; one still inside a TCP connect may take up
+	 * to ssh.connect_timeout.  Wait a little; a thread still running
 	 * after that keeps the shared state, and herd leaves with _exit()
 	 * (transport_threads_left()): exit()'s clean-up of OpenSSL under a
 	 * thread that is using it crashed herd. */
 	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += 1;
-	pthread_mutex_lock(&priv->live_lock);
+	deadline.tv_sec += SSH_FREE_WAIT_MS / 1000;
+	pthread_mutex_lock(&priv->lock);
 	priv->aborting = true;
-	for (struct ssh_node *n = priv->running; n; n = n->next)
+	queued = priv->queue;
+	priv->queue = (struct node_list){0};
+	for (struct ssh_node *n = priv->connecting.head; n; n = n->next)
 		if (n->sock >= 0)
 			shutdown(n->sock, SHUT_RDWR);
-	while (priv->live > 0 &&
-	       pthread_cond_timedwait(&priv->live_cond, &priv->live_lock,
-				      &deadline) == 0)
+	wake_io(priv);
+	while ((priv->workers > 0 || priv->io_running) &&
+	       pthread_cond_timedwait(&priv->cond, &priv->lock, &deadline) ==
+		   0)
 		;
-	live = priv->live;
-	pthread_mutex_unlock(&priv->live_lock);
+	left = priv->workers > 0 || priv->io_running;
+	pthread_mutex_unlock(&priv->lock);
+	while (queued.head) {
+		struct ssh_node *n = queued.head;
+
+		list_remove(&queued, n);
+		node_free(n);
+	}
 	t->priv = NULL;
-	if (live > 0) {
+	if (left) {
 		transport_set_threads_left();
 		return;
 	}
@@ -1033,48 +1172,66 @@ static void ssh_free_priv(struct transport *t)
 	for (int i = 0; i < priv->n_tids; i++)
 		if (pthread_timedjoin_np(priv->tids[i], NULL, &deadline) != 0)
 			return;
+	if (pthread_timedjoin_np(priv->io_tid, NULL, &deadline) != 0)
+		return;
 	free(priv->tids);
-	sem_destroy(&priv->fanout);
-	free(priv->known_hosts);
-	free(priv->identity);
-	free(priv->ssh_dir);
+	close(priv->wake);
+	sshsess_cfg_free(&priv->cfg);
+	pthread_cond_destroy(&priv->cond);
+	pthread_mutex_destroy(&priv->lock);
 	free(priv);
 }
 
 static int ssh_init_priv(struct transport *t, struct herd_err *err)
 {
 	struct ssh_priv *priv = calloc(1, sizeof(*priv));
-	int fanout = t->spec->ssh.fanout > 0 ? t->spec->ssh.fanout : 64;
+	const char *identity = t->spec->ssh.identity;
+	char *dflt = NULL;
+	int rc = -1;
 
 	if (!priv)
 		return herd_errprintf(err, "out of memory");
-	if (agent_digest(t->agent_path, priv, err) < 0) {
-		free(priv);
-		return -1;
-	}
+	priv->wake = -1;
+	if (agent_digest(t->agent_path, priv, err) < 0)
+		goto out;
 	priv->agent_dir = t->spec->ssh.agent_dir ? t->spec->ssh.agent_dir
 						 : "~/.cache/herd";
-	priv->known_hosts = expand_tilde(t->spec->ssh.known_hosts
-						 ? t->spec->ssh.known_hosts
-						 : "~/.ssh/known_hosts");
-	priv->identity = expand_tilde(t->spec->ssh.identity);
-	priv->ssh_dir = expand_tilde("~/.ssh");
+	priv->fanout = t->spec->ssh.fanout > 0 ? t->spec->ssh.fanout : 64;
 	/* Without ssh.identity, the key `herd keys` makes by default. */
-	if (!priv->identity) {
-		char *dflt = expand_tilde("~/.ssh/herd_ed25519");
-
+	if (!identity) {
+		dflt = sshsess_expand_home(KEYS_DEFAULT_IDENTITY);
 		if (dflt && access(dflt, R_OK) == 0)
-			priv->identity = dflt;
-		else
-			free(dflt);
+			identity = dflt;
 	}
-	sem_init(&priv->fanout, 0, (unsigned int)fanout);
-	pthread_mutex_init(&priv->known_hosts_lock, NULL);
-	pthread_mutex_init(&priv->live_lock, NULL);
-	pthread_cond_init(&priv->live_cond, NULL);
+	if (sshsess_cfg_init(&priv->cfg, t->spec, identity, err) < 0)
+		goto out;
+	priv->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (priv->wake < 0) {
+		herd_errprintf(err, "eventfd: %s", strerror(errno));
+		goto out;
+	}
+	pthread_mutex_init(&priv->lock, NULL);
+	pthread_cond_init(&priv->cond, NULL);
 	ssh_init();
+	if (start_thread(&priv->io_tid, io_main, priv) != 0) {
+		herd_errprintf(err, "cannot start the SSH I/O thread");
+		pthread_cond_destroy(&priv->cond);
+		pthread_mutex_destroy(&priv->lock);
+		goto out;
+	}
+	priv->io_running = true;
 	t->priv = priv;
-	return 0;
+	priv = NULL;
+	rc = 0;
+out:
+	if (priv) {
+		if (priv->wake >= 0)
+			close(priv->wake);
+		sshsess_cfg_free(&priv->cfg);
+		free(priv);
+	}
+	free(dflt);
+	return rc;
 }
 
 static int ssh_start_first(struct transport *t, const char *host,
