@@ -26,6 +26,7 @@
 #include "plan.h"
 #include "herd/checkpoint.h"
 #include "herd/render.h"
+#include "herd/usage.h"
 #include "herd/version.h"
 
 static const struct {
@@ -1351,6 +1352,7 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 	struct ctl c = {.spec = spec, .opt = opt};
 	struct resolved res = {0};
 	struct herd_err err;
+	json_t *end;
 	int status = 1;
 
 	herd_err_clear(&err);
@@ -1358,8 +1360,9 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 		fprintf(stderr, "herd: %s\n", err.text);
 		return res.fail == RESOLVE_FAIL_INPUT ? EXIT_SPEC : 1;
 	}
-	c.local = res.nodes->count == 1 &&
-		  !strcmp(res.nodes->entries[0].host, "localhost");
+	c.local = spec->nodes.transport == SPEC_TRANSPORT_LOCAL ||
+		  (res.nodes->count == 1 &&
+		   !strcmp(res.nodes->entries[0].host, "localhost"));
 	c.log_dir = render_log_dir(spec, &err);
 	if (!c.log_dir) {
 		fprintf(stderr, "herd: log.dir: %s\n", err.text);
@@ -1455,10 +1458,12 @@ int ctl_run(struct spec *spec, const struct ctl_options *opt)
 	summary(&c);
 	for (int r = 0; r < c.world_size; r++)
 		ctl_close_rank_log(&c, r);
-	events_emit(c.ev, "job_end",
-		    json_pack("{s:i, s:i, s:I}", "status", status, "attempts",
-			      c.attempt, "log_bytes_lost",
-			      (json_int_t)(c.log_lost + events_lost(c.ev))));
+	end = json_pack("{s:i, s:i, s:I}", "status", status, "attempts",
+			c.attempt, "log_bytes_lost",
+			(json_int_t)(c.log_lost + events_lost(c.ev)));
+	if (end)
+		usage_add_json(end); /* herd's own CPU and peak RSS */
+	events_emit(c.ev, "job_end", end);
 	report_lost(&c);
 out:
 	ctl_cleanup(&c);	/* loop_free puts the signals back */

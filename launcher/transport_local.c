@@ -1,6 +1,11 @@
 /* transport_local.c — `hosts: localhost`: fork herd-agent on this machine,
  * no SSH.  The agent dies with herd (PR_SET_PDEATHSIG), and stops its
- * ranks when it does. */
+ * ranks when it does.
+ *
+ * Under `nodes.transport: local` every node of the host list gets its own
+ * agent here, told its node's name (--node NAME), which it reports in
+ * HELLO: a stand-in for a cluster, so that events, the plan, eviction and
+ * spares work per named node with all ranks on this machine. */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -14,12 +19,23 @@
 static int local_start(struct transport *t, const char *host,
 		       struct herd_err *err)
 {
-	char *argv[] = {t->agent_path, "--stdio", NULL};
+	bool named = t->spec->nodes.transport == SPEC_TRANSPORT_LOCAL;
+	/* The agent's hello timeout (defect: agents that outlive a herd
+	 * killed while connecting) is PR_SET_PDEATHSIG's job here; herd
+	 * forks every agent before it answers the first HELLO, which takes
+	 * longer than the default 30 s for 1,000 nodes on a loaded machine.
+	 * The agent's upper bound: one hour. */
+	char *argv[] = {t->agent_path,
+			"--stdio",
+			"--hello-timeout",
+			"3600000",
+			named ? "--node" : NULL,
+			(char *)host,
+			NULL};
 	pid_t parent = getpid();
 	int sv[2];
 	pid_t pid;
 
-	(void)host;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return herd_errprintf(err, "socketpair: %s", strerror(errno));
 	pid = fork();
