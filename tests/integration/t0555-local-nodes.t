@@ -5,7 +5,7 @@ test_description='nodes.transport: local: a stand-in for a cluster on one machin
 . "$(dirname "$0")/test-lib.sh"
 . "$HERD_TEST_DIR/data/run/lib.sh"
 
-require_cmd jq pgrep
+require_cmd jq pgrep python3
 
 # job NAME HOSTS SLOTS [SPARES]: NAME.yaml on local named nodes; the
 # launch: section (indented by two) comes from stdin.  health.timeout is
@@ -128,6 +128,17 @@ test_expect_success '200 nodes x 1 rank of true: completes, and herd'"'"'s own C
 	jq -c "select(.event == \"job_end\")" $ev &&
 	# About 0.3 s in a plain build; ASan and a loaded machine get 50x.
 	ev_all $ev job_end ".status == 0 and .cpu_ms < 15000"
+'
+
+test_expect_success 'bench/scale runs on simulated nodes (short idle window, no sshd part)' '
+	SCALE_NODES="5 10" SCALE_RUNS=1 SCALE_IDLE=2 SCALE_IDLE_NODES=10 \
+		SCALE_SSH_NODES=0 "$HERD_ROOT/bench/scale" >scale.out 2>scale.err &&
+	cat scale.out &&
+	grep -E "^\| +5 \| +[0-9]+ \| +[0-9]+ \| +[0-9]+ \| .* \| 1/1 \|\$" scale.out &&
+	grep -E "^\| +10 \| +[0-9]+ \| +[0-9]+ \| +[0-9]+ \| .* \| +2x \| .* \| 1/1 \|\$" scale.out &&
+	# the idle table: 10 nodes, a 2 s window, no node failed
+	grep -E "^\| +10 \| +2\.[0-9] \| +[0-9]+ \| +[0-9.]+ \| +[0-9.]+ \| +0 \|\$" scale.out &&
+	grep "^  idle 10 nodes: [0-9.]* % of one core <= 5 %: " scale.out
 '
 
 test_done
