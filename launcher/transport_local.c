@@ -20,11 +20,11 @@ static int local_start(struct transport *t, const char *host,
 		       struct herd_err *err)
 {
 	bool named = t->spec->nodes.transport == SPEC_TRANSPORT_LOCAL;
-	/* The agent's hello timeout (defect: agents that outlive a herd
-	 * killed while connecting) is PR_SET_PDEATHSIG's job here; herd
-	 * forks every agent before it answers the first HELLO, which takes
-	 * longer than the default 30 s for 1,000 nodes on a loaded machine.
-	 * The agent's upper bound: one hour. */
+	/* A local agent dies with herd (PR_SET_PDEATHSIG, and EOF on the
+	 * socketpair), so it needs no hello timeout to end when herd
+	 * vanished; and herd forks every agent before its loop answers the
+	 * first HELLO, which for 1,000 nodes on a loaded machine takes
+	 * longer than the default 30 s.  3600000 ms: the agent's maximum. */
 	char *argv[] = {t->agent_path,
 			"--stdio",
 			"--hello-timeout",

@@ -18,7 +18,7 @@ int usage_add_json(json_t *obj)
 		return -1;
 	/* Linux gives ru_maxrss in KiB. */
 	if (json_object_set_new(obj, "cpu_ms", json_integer(cpu_ms(&self))) <
-		    0 ||
+		0 ||
 	    json_object_set_new(obj, "children_cpu_ms",
 				json_integer(cpu_ms(&kids))) < 0 ||
 	    json_object_set_new(obj, "peak_rss_kib",
