@@ -24,6 +24,7 @@
 #include "agent.h"
 #include "probe.h"
 #include "herd/auth.h"
+#include "herd/hostfile.h"
 #include "herd/topo.h"
 #include "herd/version.h"
 
@@ -93,13 +94,19 @@ static json_t *node_topology(const char *xml, char *why, size_t whylen)
 	return summary;
 }
 
-static void send_hello(struct agent *a, const char *topology_xml)
+/* node_name: --node NAME (herd's local transport names each simulated
+ * node), else NULL: this machine's hostname. */
+static void send_hello(struct agent *a, const char *topology_xml,
+		       const char *node_name)
 {
 	char host[256] = "", why[HERD_ERR_MAX] = "";
 	json_t *topo = node_topology(topology_xml, why, sizeof(why));
 	json_t *body;
 
-	gethostname(host, sizeof(host) - 1);
+	if (node_name)
+		snprintf(host, sizeof(host), "%s", node_name);
+	else
+		gethostname(host, sizeof(host) - 1);
 	body = json_pack("{s:s, s:s, s:o, s:I, s:i}", "version", HERD_VERSION,
 			 "hostname", host, "addrs", node_addresses(), "cores",
 			 (json_int_t)sysconf(_SC_NPROCESSORS_ONLN), "pid",
@@ -271,14 +278,16 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: herd-agent [--stdio | --connect HOST:PORT] "
-		"[--topology FILE.xml] [--hello-timeout MS] | --version | "
-		"--help\n\n"
+		"[--topology FILE.xml] [--hello-timeout MS] [--node NAME] | "
+		"--version | --help\n\n"
 		"herd-agent runs on every node of a job, started by herd. It\n"
 		"speaks herd's framed protocol on stdin/stdout (--stdio, the\n"
 		"default), or over TCP to HOST:PORT after proving the job\n"
 		"secret in $" AUTH_SECRET_ENV " (--connect), starts the ranks herd asks for and stops them all\n"
 		"when herd asks or goes away. It exits when herd has not said a\n"
 		"word within --hello-timeout MS of its start (default %d).\n"
+		"--node NAME: report NAME as this node's hostname (herd's\n"
+		"local transport runs one agent per named node on one machine).\n"
 		"It is not meant to be run by hand.\n",
 		AGENT_HELLO_TIMEOUT_MS);
 }
@@ -291,7 +300,7 @@ int main(int argc, char **argv)
 	 * planning); HERD_AGENT_TOPOLOGY does the same for agents started
 	 * by a transport. */
 	const char *topology_xml = getenv("HERD_AGENT_TOPOLOGY");
-	const char *connect_to = NULL;
+	const char *connect_to = NULL, *node_name = NULL;
 
 	if (argc > 1 && !strcmp(argv[1], "probe"))
 		return probe_main(argc - 1, argv + 1);
@@ -326,6 +335,16 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			a.hello_timeout_ms = ms;
+			continue;
+		}
+		if (!strcmp(argv[i], "--node") && i + 1 < argc) {
+			struct herd_err err;
+
+			node_name = argv[++i];
+			if (hostfile_host_check(node_name, "--node", &err) < 0) {
+				fprintf(stderr, "herd-agent: %s\n", err.text);
+				return 2;
+			}
 			continue;
 		}
 		if (!strcmp(argv[i], "--connect") && i + 1 < argc) {
@@ -381,7 +400,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	health_init(&a);
-	send_hello(&a, topology_xml);
+	send_hello(&a, topology_xml, node_name);
 	loop_run(a.loop);
 
 	/* Everything is reaped; make sure no group member outlives us. */

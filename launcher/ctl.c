@@ -33,6 +33,7 @@
 #include "herd/checkpoint.h"
 #include "herd/proc.h"
 #include "herd/render.h"
+#include "herd/usage.h"
 #include "herd/version.h"
 
 /* --- the lifecycle table --------------------------------------------------- */
@@ -1799,6 +1800,7 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 int ctl_end(struct ctl *c)
 {
 	int status = c->status;
+	json_t *end;
 
 	/* Rank output still held for a slow reader comes before the
 	 * summary. */
@@ -1806,10 +1808,12 @@ int ctl_end(struct ctl *c)
 	summary(c);
 	for (int r = 0; r < c->world_size; r++)
 		ctl_close_rank_log(c, r);
-	events_emit(c->ev, "job_end",
-		    json_pack("{s:i, s:i, s:I}", "status", status, "attempts",
-			      c->attempt, "log_bytes_lost",
-			      (json_int_t)(c->log_lost + events_lost(c->ev))));
+	end = json_pack("{s:i, s:i, s:I}", "status", status, "attempts",
+			c->attempt, "log_bytes_lost",
+			(json_int_t)(c->log_lost + events_lost(c->ev)));
+	if (end)
+		usage_add_json(end); /* herd's own CPU and peak RSS */
+	events_emit(c->ev, "job_end", end);
 	report_lost(c);
 	return status;
 }
@@ -1827,8 +1831,9 @@ int ctl_run(struct spec *spec, struct resolved *res,
 		fprintf(stderr, "herd: out of memory\n");
 		goto out;
 	}
-	c->local = res->nodes->count == 1 &&
-		   !strcmp(res->nodes->entries[0].host, "localhost");
+	c->local = spec->nodes.transport == SPEC_TRANSPORT_LOCAL ||
+		   (res->nodes->count == 1 &&
+		    !strcmp(res->nodes->entries[0].host, "localhost"));
 	c->log_dir = render_log_dir(spec, &err);
 	if (!c->log_dir) {
 		fprintf(stderr, "herd: log.dir: %s\n", err.text);

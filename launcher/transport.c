@@ -40,6 +40,8 @@ const char *transport_pick(const struct spec *spec, int lone_localhost)
 {
 	const char *job = getenv("SLURM_JOB_ID");
 
+	if (spec->nodes.transport == SPEC_TRANSPORT_LOCAL)
+		return "local";
 	/* The same rule as resolve.c's: no source inside an allocation
 	 * means the allocation's nodes. */
 	if (spec->nodes.source == SPEC_SOURCE_SLURM ||

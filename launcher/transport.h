@@ -63,9 +63,10 @@ void transport_free(struct transport *t);
 void transport_set_threads_left(void);
 bool transport_threads_left(void);
 
-/* The transport a job uses: "slurm" for nodes.slurm, or with no host
- * source inside an allocation (SLURM_JOB_ID set); else "local" for a lone
- * localhost node, else "ssh". */
+/* The transport a job uses: "local" for nodes.transport: local; "slurm"
+ * for nodes.slurm, or with no host source inside an allocation
+ * (SLURM_JOB_ID set); else "local" for a lone localhost node, else
+ * "ssh". */
 const char *transport_pick(const struct spec *spec, int lone_localhost);
 
 /* Implementations. */

@@ -2,7 +2,12 @@
  * machine, no SSH.  The agent leads its own process group (Ctrl-C on
  * herd's terminal reaches herd, which decides what the ranks get) and
  * gets SIGTERM when herd dies (PR_SET_PDEATHSIG), and stops its ranks
- * then.  The child is herd's through proc.h: reaped from the loop. */
+ * then.  The child is herd's through proc.h: reaped from the loop.
+ *
+ * Under `nodes.transport: local` every node of the host list gets its own
+ * agent here, told its node's name (--node NAME), which it reports in
+ * HELLO: a stand-in for a cluster, so that events, the plan, eviction and
+ * spares work per named node with all ranks on this machine. */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -15,12 +20,23 @@
 static int local_start(struct transport *t, const char *host,
 		       struct herd_err *err)
 {
-	char *argv[] = {t->agent_path, "--stdio", NULL};
+	bool named = t->spec->nodes.transport == SPEC_TRANSPORT_LOCAL;
+	/* A local agent dies with herd (PR_SET_PDEATHSIG, and EOF on the
+	 * socketpair), so it needs no hello timeout to end when herd
+	 * vanished; and herd forks every agent before its loop answers the
+	 * first HELLO, which for 1,000 nodes on a loaded machine takes
+	 * longer than the default 30 s.  3600000 ms: the agent's maximum. */
+	char *argv[] = {t->agent_path,
+			"--stdio",
+			"--hello-timeout",
+			"3600000",
+			named ? "--node" : NULL,
+			(char *)host,
+			NULL};
 	struct proc_opts opts = {.pdeathsig = SIGTERM, .wait_exec = true};
 	struct herd_err why;
 	int sv[2];
 
-	(void)host;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return herd_errprintf(err, "socketpair: %s", strerror(errno));
 	opts.io[0] = opts.io[1] = (struct proc_fd){PROC_FD_DUP, sv[1]};

@@ -43,6 +43,7 @@ enum track {
 	TR_LATEST,
 	TR_COMMAND,
 	TR_RESUME,
+	TR_TRANSPORT,
 	TR_MAX
 };
 
@@ -841,6 +842,7 @@ static const char *const mode_names[] = {"torch", "pmix", "plain", NULL};
 static const char *const host_keys_names[] = {"strict", "accept-new", NULL};
 static const char *const gpu_names[] = {"auto", "none", NULL};
 static const char *const cpu_names[] = {"numa", "cores", "none", NULL};
+static const char *const transport_names[] = {"auto", "local", NULL};
 static const char *const source_names[] = {
     "none", "hosts", "hostfile", "slurm", "inventory", "command", NULL};
 
@@ -911,6 +913,11 @@ static const struct field nodes_keys[] = {
      .set = set_duration,
      .off = OFF(nodes.readmit_after_ms),
      .word = "never"},
+    {.name = "nodes.transport",
+     .set = set_enum,
+     .off = OFF(nodes.transport),
+     .names = transport_names,
+     .track = TR_TRANSPORT},
     {0},
 };
 
@@ -1340,6 +1347,13 @@ static int check(struct ctx *c, yaml_node_t *root)
 	}
 	if (check_command(c) < 0)
 		return -1;
+	if (s->nodes.transport == SPEC_TRANSPORT_LOCAL &&
+	    s->nodes.source == SPEC_SOURCE_SLURM)
+		return perr(c, c->tracked[TR_TRANSPORT]->start_mark,
+			    "nodes.transport: local starts every node's agent "
+			    "on this machine, but nodes.slurm takes the nodes "
+			    "of a Slurm allocation, where srun starts them: "
+			    "use one or the other");
 	if (s->health.timeout_ms <= s->health.heartbeat_ms) {
 		char t[32], h[32];
 
@@ -1712,6 +1726,12 @@ const char *spec_mode_name(enum spec_mode mode)
 const char *spec_source_name(enum spec_source src)
 {
 	return name_at(source_names, NAMES(source_names), (int)src);
+}
+
+const char *spec_transport_name(enum spec_transport transport)
+{
+	return name_at(transport_names, NAMES(transport_names),
+		       (int)transport);
 }
 
 const char *spec_host_keys_name(enum spec_host_keys host_keys)

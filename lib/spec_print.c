@@ -179,6 +179,7 @@ static void nodes(struct out *o, const struct spec *s)
 	num(o, "min", s->nodes.min, "all");
 	str(o, "spares", s->nodes.spares);
 	dur(o, "readmit_after", s->nodes.readmit_after_ms, "never");
+	word(o, "transport", spec_transport_name(s->nodes.transport));
 	map_end(o);
 }
 

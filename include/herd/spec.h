@@ -31,6 +31,12 @@ enum spec_source {
 	SPEC_SOURCE_COMMAND,	/* nodes.command: discovery command */
 };
 
+/* nodes.transport: how each node's herd-agent is started.  auto: Slurm's
+ * srun for nodes.slurm (or no source inside an allocation), a fork for a
+ * lone localhost, else SSH.  local: every node of the host list gets its
+ * own agent on this machine, which reports that node's name: a stand-in
+ * for a cluster, to drive the controller with many named nodes. */
+enum spec_transport { SPEC_TRANSPORT_AUTO = 0, SPEC_TRANSPORT_LOCAL };
 enum spec_mode { SPEC_MODE_TORCH = 0, SPEC_MODE_PMIX, SPEC_MODE_PLAIN };
 enum spec_host_keys { SPEC_HOST_KEYS_STRICT = 0, SPEC_HOST_KEYS_ACCEPT_NEW };
 enum spec_bind_gpu { SPEC_BIND_GPU_AUTO = 0, SPEC_BIND_GPU_NONE };
@@ -79,6 +85,7 @@ struct spec {
 		long min;	/* 0: all nodes (no shrinking) */
 		char *spares;	/* hostlist expression, NULL: none */
 		long readmit_after_ms;	/* -1: never (default) */
+		enum spec_transport transport;	/* default auto */
 	} nodes;
 
 	struct {
@@ -171,6 +178,7 @@ int spec_print(const struct spec *spec, FILE *out);
 
 const char *spec_mode_name(enum spec_mode mode);
 const char *spec_source_name(enum spec_source source);
+const char *spec_transport_name(enum spec_transport transport);
 const char *spec_host_keys_name(enum spec_host_keys host_keys);
 const char *spec_bind_gpu_name(enum spec_bind_gpu gpu);
 const char *spec_bind_cpu_name(enum spec_bind_cpu cpu);

@@ -122,6 +122,7 @@ static void test_defaults(void **state)
 	assert_int_equal(s->nodes.min, 0);
 	assert_null(s->nodes.spares);
 	assert_int_equal(s->nodes.readmit_after_ms, -1);
+	assert_int_equal(s->nodes.transport, SPEC_TRANSPORT_AUTO);
 	assert_null(s->ssh.user);
 	assert_int_equal(s->ssh.port, 22);
 	assert_string_equal(s->ssh.known_hosts, "~/.ssh/known_hosts");
@@ -414,6 +415,33 @@ static void test_host_sources(void **state)
 	      "to ask for hosts)");
 }
 
+/* nodes.transport: auto (the default) or local, which simulates named
+ * nodes on this machine and so cannot take a Slurm allocation's nodes. */
+static void test_transport(void **state)
+{
+	struct spec *s;
+
+	(void)state;
+	s = ok(MIN "nodes: {hosts: 'sim[1-1000]', transport: local}\n");
+	assert_int_equal(s->nodes.transport, SPEC_TRANSPORT_LOCAL);
+	assert_string_equal(spec_transport_name(s->nodes.transport), "local");
+	spec_free(s);
+	s = ok(MIN "nodes: {transport: auto}\n");
+	assert_int_equal(s->nodes.transport, SPEC_TRANSPORT_AUTO);
+	spec_free(s);
+	fails(MIN "nodes: {hosts: a, transport: ssh}\n",
+	      "job.yaml:2:30: unknown value 'ssh' for nodes.transport "
+	      "(expected one of: auto, local)");
+	fails(MIN "nodes: {hosts: a, transport: [local]}\n",
+	      "job.yaml:2:30: expected a word for nodes.transport, got a "
+	      "list");
+	fails(MIN "nodes:\n  slurm: true\n  transport: local\n",
+	      "job.yaml:4:14: nodes.transport: local starts every node's "
+	      "agent on this machine, but nodes.slurm takes the nodes of a "
+	      "Slurm allocation, where srun starts them: use one or the "
+	      "other");
+}
+
 /* nodes.hosts and nodes.spares follow the host name rule of every other
  * source (hostfile_host_check), with the position of the expression. */
 static void test_host_names(void **state)
@@ -669,6 +697,7 @@ static void test_round_trip(void **state)
 	round_trip(MIN "nodes: {hostfile: '- odd name'}\n"
 		       "slurm: {extra: ['--x=1', '#y'], nodes: 3}\n");
 	round_trip(MIN "log: {dir: '/x/{{name}}', mode: 0640}\n");
+	round_trip(MIN "nodes: {hosts: 'sim[1-3]', transport: local}\n");
 }
 
 /* ssh.agent_dir: absolute or under the remote home, one line, bounded. */
@@ -768,6 +797,7 @@ int main(void)
 	    cmocka_unit_test(test_enums),
 	    cmocka_unit_test(test_durations_in_spec),
 	    cmocka_unit_test(test_host_sources),
+	    cmocka_unit_test(test_transport),
 	    cmocka_unit_test(test_duplicates),
 	    cmocka_unit_test(test_document_shapes),
 	    cmocka_unit_test(test_required_and_size),
