@@ -1,7 +1,8 @@
-/* loop.c — poll()-based event loop; see loop.h. */
+/* loop.c — epoll-based event loop; see loop.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -11,12 +12,16 @@
 
 #include "herd/loop.h"
 
+/* One registration per fd number, in a table indexed by the fd: finding
+ * it is O(1).  gen tells a registration from an earlier one of the same
+ * number within one batch of events. */
 struct loop_fd {
-	int fd;
 	short events;
+	bool used;
+	bool in_ep;	/* in the epoll set (events != 0) */
+	uint32_t gen;
 	loop_fd_fn cb;
 	void *arg;
-	bool dead;	/* removed during dispatch; compacted afterwards */
 };
 
 struct loop_timer {
@@ -37,8 +42,11 @@ struct loop_sig {
 };
 
 struct loop {
-	struct loop_fd *fds;
-	size_t n_fds, cap_fds;
+	struct loop_fd *fds;	/* indexed by fd */
+	size_t cap_fds;
+	int ep;			/* epoll: the kernel keeps the ready list, so a
+				 * wakeup costs O(ready fds), not O(all fds) */
+	uint32_t next_gen;
 	struct loop_timer *timers;	/* unordered; a job has few timers */
 	size_t n_timers, cap_timers;
 	long next_timer_id;
@@ -86,12 +94,18 @@ struct loop *loop_new(void)
 
 	if (!loop)
 		return NULL;
+	loop->ep = -1;
 	if (pipe2(loop->wake_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
 		free(loop);
 		return NULL;
 	}
 	loop->next_timer_id = 1;
 	loop->sig_pipe[0] = loop->sig_pipe[1] = -1;
+	loop->ep = epoll_create1(EPOLL_CLOEXEC);
+	if (loop->ep < 0) {
+		loop_free(loop);
+		return NULL;
+	}
 	if (loop_fd_add(loop, loop->wake_pipe[0], POLLIN, wake_drain, NULL) <
 	    0) {
 		loop_free(loop);
@@ -108,6 +122,8 @@ void loop_free(struct loop *loop)
 		return;
 	close(loop->wake_pipe[0]);
 	close(loop->wake_pipe[1]);
+	if (loop->ep >= 0)
+		close(loop->ep);
 	if (loop->sig_pipe[0] >= 0) {
 		loop_signals_reset(loop);
 		if (sig_fd == loop->sig_pipe[1])
@@ -136,35 +152,78 @@ void loop_set_procs(struct loop *loop, void *procs, void (*free_fn)(void *))
 
 static struct loop_fd *find_fd(struct loop *loop, int fd)
 {
-	for (size_t i = 0; i < loop->n_fds; i++)
-		if (loop->fds[i].fd == fd && !loop->fds[i].dead)
-			return &loop->fds[i];
-	return NULL;
+	if (fd < 0 || (size_t)fd >= loop->cap_fds || !loop->fds[fd].used)
+		return NULL;
+	return &loop->fds[fd];
+}
+
+/* Puts f's events into the epoll set: added when they become non-zero,
+ * removed when 0 (epoll would still report HUP/ERR for a paused fd, and
+ * a level-triggered HUP nobody reads spins the loop). */
+static int ep_sync(struct loop *loop, int fd, struct loop_fd *f)
+{
+	struct epoll_event ev = {.events = (uint32_t)f->events,
+				 .data.u64 = (uint64_t)f->gen << 32 |
+					     (uint32_t)fd};
+
+	if (!f->events) {
+		if (f->in_ep)
+			epoll_ctl(loop->ep, EPOLL_CTL_DEL, fd, NULL);
+		f->in_ep = false;
+		return 0;
+	}
+	if (epoll_ctl(loop->ep, f->in_ep ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd,
+		      &ev) < 0) {
+		/* A number reused after a close without loop_fd_del. */
+		if (errno == ENOENT)
+			return epoll_ctl(loop->ep, EPOLL_CTL_ADD, fd, &ev) < 0
+				   ? -1
+				   : (f->in_ep = true, 0);
+		if (errno == EEXIST)
+			return epoll_ctl(loop->ep, EPOLL_CTL_MOD, fd, &ev) < 0
+				   ? -1
+				   : (f->in_ep = true, 0);
+		return -1;
+	}
+	f->in_ep = true;
+	return 0;
 }
 
 int loop_fd_add(struct loop *loop, int fd, short events, loop_fd_fn cb,
 		void *arg)
 {
-	struct loop_fd *f = find_fd(loop, fd);
+	struct loop_fd *f;
 
-	if (!f) {
-		if (loop->n_fds == loop->cap_fds) {
-			size_t cap = loop->cap_fds ? loop->cap_fds * 2 : 16;
-			struct loop_fd *n =
-				realloc(loop->fds, cap * sizeof(*n));
-
-			if (!n)
-				return -1;
-			loop->fds = n;
-			loop->cap_fds = cap;
-		}
-		f = &loop->fds[loop->n_fds++];
+	if (fd < 0) {
+		errno = EBADF;
+		return -1;
 	}
-	f->fd = fd;
+	if ((size_t)fd >= loop->cap_fds) {
+		size_t cap = loop->cap_fds ? loop->cap_fds : 16;
+		struct loop_fd *n;
+
+		while (cap <= (size_t)fd)
+			cap *= 2;
+		n = realloc(loop->fds, cap * sizeof(*n));
+		if (!n)
+			return -1;
+		memset(n + loop->cap_fds, 0,
+		       (cap - loop->cap_fds) * sizeof(*n));
+		loop->fds = n;
+		loop->cap_fds = cap;
+	}
+	f = &loop->fds[fd];
+	if (!f->used) {
+		f->used = true;
+		f->gen = ++loop->next_gen;
+	}
 	f->events = events;
 	f->cb = cb;
 	f->arg = arg;
-	f->dead = false;
+	if (ep_sync(loop, fd, f) < 0) {
+		f->used = false;
+		return -1;
+	}
 	return 0;
 }
 
@@ -176,16 +235,22 @@ int loop_fd_events(struct loop *loop, int fd, short events)
 		errno = ENOENT;
 		return -1;
 	}
+	if (f->events == events)
+		return 0;
 	f->events = events;
-	return 0;
+	return ep_sync(loop, fd, f);
 }
 
 void loop_fd_del(struct loop *loop, int fd)
 {
 	struct loop_fd *f = find_fd(loop, fd);
 
-	if (f)
-		f->dead = true;
+	if (!f)
+		return;
+	if (f->in_ep)
+		epoll_ctl(loop->ep, EPOLL_CTL_DEL, fd, NULL);
+	f->in_ep = false;
+	f->used = false;
 }
 
 static void on_any_signal(int sig)
@@ -352,68 +417,33 @@ static int next_timeout(struct loop *loop)
 	return (int)best;
 }
 
-static void compact(struct loop *loop)
-{
-	size_t j = 0;
-
-	for (size_t i = 0; i < loop->n_fds; i++)
-		if (!loop->fds[i].dead)
-			loop->fds[j++] = loop->fds[i];
-	loop->n_fds = j;
-}
-
 int loop_run(struct loop *loop)
 {
-	struct pollfd *pfds = NULL;
-	size_t cap = 0;
+	struct epoll_event evs[256];
 	int rc = 0;
 
 	/* A loop_stop() that came before this run (a callback of a send
 	 * made before loop_run, a signal) is kept: the run returns at once.
 	 * The flag is cleared on the way out, so a later run starts fresh. */
 	while (!loop->stop) {
-		size_t n = loop->n_fds;
-		int ready;
+		int ready = epoll_wait(loop->ep, evs, 256, next_timeout(loop));
 
-		if (n > cap) {
-			struct pollfd *p = realloc(pfds, n * sizeof(*p));
-
-			if (!p) {
-				rc = -1;
-				break;
-			}
-			pfds = p;
-			cap = n;
-		}
-		for (size_t i = 0; i < n; i++) {
-			pfds[i].fd = loop->fds[i].events ? loop->fds[i].fd : -1;
-			pfds[i].events = loop->fds[i].events;
-			pfds[i].revents = 0;
-		}
-		ready = poll(pfds, n, next_timeout(loop));
 		if (ready < 0 && errno != EINTR) {
 			rc = -1;
 			break;
 		}
-		for (size_t i = 0; ready > 0 && i < n && !loop->stop; i++) {
-			struct loop_fd f;
+		for (int i = 0; i < ready && !loop->stop; i++) {
+			int fd = (int)(uint32_t)evs[i].data.u64;
+			uint32_t gen = (uint32_t)(evs[i].data.u64 >> 32);
+			struct loop_fd *cur = find_fd(loop, fd);
 
-			if (!pfds[i].revents || pfds[i].fd < 0)
+			/* Callbacks may have removed or replaced it. */
+			if (!cur || cur->gen != gen || !cur->events)
 				continue;
-			/* The array may move or be compacted by callbacks;
-			 * match by fd and skip entries removed meanwhile. */
-			struct loop_fd *cur = find_fd(loop, pfds[i].fd);
-
-			if (!cur || !cur->events)
-				continue;
-			f = *cur;
-			f.cb(loop, f.fd, pfds[i].revents, f.arg);
+			cur->cb(loop, fd, (short)evs[i].events, cur->arg);
 		}
-		compact(loop);
 		run_timers(loop);
-		compact(loop);
 	}
-	free(pfds);
 	loop->stop = false;
 	return rc;
 }
