@@ -4,6 +4,7 @@
  * main.c.
  */
 #include <libgen.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,17 @@
 #include "cli.h"
 #include "herd/spec.h"
 #include "resolve.h"
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("herd: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
 
 int cli_agent_path(char *out, size_t len)
 {

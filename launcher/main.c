@@ -1,5 +1,4 @@
 /* main.c — bin/herd: a thin dispatcher over the commands in cli.h. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -37,17 +36,6 @@ static const struct command commands[] = {
 	{"hostlist", "[--expand|--compress] EXPR...",
 	 "expand or compress Slurm hostlist expressions", cmd_hostlist},
 };
-
-void cli_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("herd: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 static void usage(FILE *out)
 {

@@ -15,7 +15,6 @@
 #include <ftw.h>
 #include <setjmp.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,19 +28,6 @@
 #include "cli.h"
 #include "ctl_int.h"
 #include "herd/version.h"
-
-/* main.c's, which the test does not link: plan_print() (cmd_plan.c, used
- * by the controller for herd plan) reports through it. */
-void cli_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("herd: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 #define MAX_HOSTS 8
 #define MAX_AGENTS 16
