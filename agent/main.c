@@ -167,7 +167,11 @@ static void on_frame(struct conn *c, struct proto_frame *f, void *arg)
 		int sig = (int)json_integer_value(
 			json_object_get(f->body, "signal"));
 
-		if (sig > 0 && sig < NSIG)
+		/* SIGSTOP and SIGCONT are herd's pause (SIGTSTP) and
+		 * resume: health.c also stops judging herd's silence. */
+		if (sig == SIGSTOP || sig == SIGCONT)
+			health_pause(a, sig == SIGSTOP);
+		else if (sig > 0 && sig < NSIG)
 			rank_signal_all(a, sig);
 		break;
 	}
@@ -446,6 +450,7 @@ int main(int argc, char **argv)
 	close(devnull);
 
 	a.grace_ms = 10000;
+	a.herd_fd = in_fd;	/* stays owned by the conn */
 	a.loop = loop_new();
 	if (!a.loop || loop_on_signal(a.loop, SIGCHLD, on_sigchld, &a) < 0 ||
 	    loop_on_signal(a.loop, SIGTERM, on_sigstop, &a) < 0 ||
