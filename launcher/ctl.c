@@ -1451,10 +1451,9 @@ static void on_interrupt(struct loop *loop, int sig, void *arg)
  * job control in a script: then Ctrl-Z means nothing to herd either). */
 static int pause_signals_init(struct ctl *c)
 {
-	return loop_on_signal_unless_ignored(c->loop, SIGTSTP, on_suspend, c) <
-			       0
-		       ? -1
-		       : 0;
+	int rc = loop_on_signal_unless_ignored(c->loop, SIGTSTP, on_suspend, c);
+
+	return rc < 0 ? -1 : 0;
 }
 
 /* --- setup and teardown ------------------------------------------------- */
