@@ -1176,11 +1176,17 @@ static int64_t silence_limit(const struct ctl *c)
 				     c->spec->health.heartbeat_ms);
 }
 
-/* Milliseconds until the next tick: the interval, or less when a node's
- * silence reaches the limit sooner. */
+/* Milliseconds until the next tick: the interval, or less when herd's
+ * next heartbeat is due sooner (sent on time: the silence limit counts
+ * one heartbeat interval, not a tick more) or a node's silence reaches
+ * the limit sooner. */
 static int64_t silence_wait(const struct ctl *c, int64_t now)
 {
 	int64_t wait = check_interval(c);
+	int64_t beat = c->hb_sent_ms + c->spec->health.heartbeat_ms - now;
+
+	if (beat < wait)
+		wait = beat;
 
 	for (int i = 0; i < c->n_nodes; i++) {
 		const struct node *n = &c->nodes[i];
@@ -1274,7 +1280,7 @@ static void on_heartbeat_tick(struct loop *loop, void *arg)
 
 			snprintf(why, sizeof(why),
 				 "no heartbeat for %.1f s (health.timeout "
-				 "%.1f s + heartbeat %.1f s + %.2f s for "
+				 "%.1f s + heartbeat %.2f s + %.2f s for "
 				 "TCP's retransmission)",
 				 (double)(now - n->last_rx_ms) / 1000.0,
 				 (double)c->spec->health.timeout_ms / 1000.0,

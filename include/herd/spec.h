@@ -114,7 +114,7 @@ struct spec {
 	} bind;
 
 	struct {
-		long heartbeat_ms;	/* default 500ms; see
+		long heartbeat_ms;	/* default 250ms; see
 					 * spec_silence_limit_ms */
 		long timeout_ms;	/* default 3s */
 		long grace_ms;		/* default 10s */
@@ -170,10 +170,12 @@ void spec_free(struct spec *spec);
  * Returns 0 or -1 (errno from stdio). */
 int spec_print(const struct spec *spec, FILE *out);
 
-/* 250 ms: TCP's shortest retransmission timeout (Linux TCP_RTO_MIN,
- * 200 ms, for a LAN's RTT) plus 50 ms for a busy scheduler.  See
- * spec_silence_limit_ms. */
-#define SPEC_SILENCE_RTO_MS 250
+/* 400 ms: TCP's shortest retransmission timeout (Linux TCP_RTO_MIN,
+ * 200 ms, for a LAN's RTT), plus 200 ms for the kernel's timer granularity
+ * (its retransmission timers fire up to tens of ms late, each), a heal
+ * that lands just after a retransmission, and a busy scheduler on both
+ * ends.  See spec_silence_limit_ms. */
+#define SPEC_SILENCE_RTO_MS 400
 
 /* The failure-detection rule, the same on both sides (issue 11 item 3):
  * herd fails a node, and an agent judges herd cut off, after silence of
@@ -189,8 +191,8 @@ int spec_print(const struct spec *spec, FILE *out);
  * after the last frame that got through: a blip of B = timeout/2 leaves a
  * silence under heartbeat + timeout + r, below the limit.  A partition
  * that does not heal is caught at most the limit after it began:
- * health.timeout + 0.75 s with the default heartbeat (500 ms), within
- * health.timeout + 1 s for any heartbeat up to 750 ms. */
+ * health.timeout + 0.65 s with the default heartbeat (250 ms), within
+ * health.timeout + 1 s for any heartbeat up to 600 ms. */
 static inline long spec_silence_limit_ms(long timeout_ms, long heartbeat_ms)
 {
 	return timeout_ms + heartbeat_ms + SPEC_SILENCE_RTO_MS;
