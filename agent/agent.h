@@ -103,6 +103,14 @@ struct agent {
 	int64_t hb_interval_ms;	/* 0 until herd's first HEARTBEAT */
 	int64_t hb_timeout_ms;
 	long hb_timer;
+	int64_t hb_due_ms;	/* when hb_timer is due (stall detection) */
+	int64_t hb_next_ms;	/* when our next HEARTBEAT goes out */
+	bool herd_stalled_said;	/* "herd is silent but reachable" logged */
+	/* The fd herd's frames come on (a TCP socket with --connect), to
+	 * ask the kernel whether herd's host still acknowledges us. */
+	int herd_fd;
+	bool paused;		/* herd paused the job (SIGTSTP): ranks
+				 * stopped with SIGSTOP until SIGCONT */
 	uint64_t hb_seq;
 	int64_t progress_timeout_ms;	/* 0: hung ranks are not looked for */
 	char run_dir[256];	/* private per-agent directory ("" none) */
@@ -133,6 +141,9 @@ void rank_free_all(struct agent *a);
 void health_heard(struct agent *a);
 /* herd's HEARTBEAT: adopts its interval and timeout, starts ours. */
 void health_on_heartbeat(struct agent *a, json_t *body);
+/* herd's SIGNAL {SIGSTOP} (pause: every rank's group stopped, herd's
+ * silence tolerated while its host acknowledges us) or {SIGCONT}. */
+void health_pause(struct agent *a, bool pause);
 /* The private directory for progress files ("" when it cannot be made),
  * and the start-up deadline: with no frame from herd within
  * a->hello_timeout_ms, the agent stops its ranks and exits. */

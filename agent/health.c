@@ -2,11 +2,22 @@
  *
  * herd and its agents heartbeat each other.  The agent sends a HEARTBEAT
  * every interval herd asked for, carrying its ranks' states, simple
- * counters and the ranks it found hung; and it watches herd: when nothing
- * has come from herd for the timeout (a partition, a dead controller that
- * left the TCP connection open), it stops its ranks and exits, so a
- * cut-off node never trains on its own or holds a GPU after the job moved
- * on.
+ * counters and the ranks it found hung; and it watches herd with the
+ * rule herd applies to nodes (spec_silence_limit_ms: health.timeout +
+ * heartbeat + 250 ms, so a short network blip stops nothing).  When herd
+ * has been silent that long, the agent asks the kernel whether herd's
+ * host still acknowledges what the agent sends (the TCP connection under
+ * the SSH channel, or the --connect socket):
+ *  - no (our data is being retransmitted): herd is cut off (a partition,
+ *    a dead machine); the agent stops its ranks and exits, so a cut-off
+ *    node never trains on its own or holds a GPU after the job moved on;
+ *  - yes: herd's process is stopped or stalled (SIGSTOP, a debugger, a
+ *    swapping machine); the ranks go on, and herd, which notices its own
+ *    stall when it runs again, judges nobody for it;
+ *  - unknown (no TCP connection to look at: the local transport): the
+ *    silence alone decides, as before, unless herd paused the job.
+ * A paused job (herd's SIGTSTP: SIGNAL {SIGSTOP}) is the same, except
+ * that with no connection to look at the agent waits for herd.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -14,16 +25,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent.h"
+#include "herd/spec.h"
 
 static void on_tick(struct loop *loop, void *arg);
 
 void health_heard(struct agent *a)
 {
 	a->last_rx_ms = loop_now_ms();
+	a->herd_stalled_said = false;
 	if (a->hello_timer) {
 		loop_timer_del(a->loop, a->hello_timer);
 		a->hello_timer = 0;
@@ -208,23 +226,209 @@ static void send_heartbeat(struct agent *a)
 		   NULL, 0);
 }
 
+/* --- is herd cut off, or only silent? ----------------------------------- */
+
+enum herd_link {
+	LINK_UNKNOWN,	/* no TCP connection to look at */
+	LINK_UP,	/* herd's host acknowledges what we send */
+	LINK_DOWN,	/* our data to herd is being retransmitted */
+};
+
+/* A TCP connection whose sent data is being retransmitted (at least one
+ * retransmission timeout) or whose zero-window or keepalive probes went
+ * unanswered twice gets no acknowledgement from its peer: the peer's
+ * machine is unreachable.  A peer process that is stopped still has a
+ * kernel that acknowledges (a full receive buffer answers probes). */
+static enum herd_link link_from(unsigned retransmits, unsigned probes)
+{
+	return retransmits > 0 || probes > 1 ? LINK_DOWN : LINK_UP;
+}
+
+/* --connect: the agent's own socket to herd. */
+static enum herd_link socket_link(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	struct tcp_info ti;
+	socklen_t tlen = sizeof(ti);
+
+	if (fd < 0 || getsockname(fd, (struct sockaddr *)&ss, &len) < 0 ||
+	    (ss.ss_family != AF_INET && ss.ss_family != AF_INET6))
+		return LINK_UNKNOWN;
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tlen) < 0)
+		return LINK_UNKNOWN;
+	return link_from(ti.tcpi_retransmits, ti.tcpi_probes);
+}
+
+/* An address as 16 bytes (IPv4 as ::ffff:a.b.c.d), from text. */
+static int addr16_text(const char *text, unsigned char out[16])
+{
+	struct in_addr v4;
+
+	if (inet_pton(AF_INET6, text, out) == 1)
+		return 0;
+	if (inet_pton(AF_INET, text, &v4) != 1)
+		return -1;
+	memset(out, 0, 10);
+	out[10] = out[11] = 0xff;
+	memcpy(out + 12, &v4, 4);
+	return 0;
+}
+
+/* An address of /proc/net/tcp (8 hex digits) or tcp6 (32): each group of
+ * 8 is a 32-bit word in the kernel's byte order, as stored. */
+static int addr16_proc(const char *hex, unsigned char out[16])
+{
+	size_t n = strlen(hex);
+	unsigned char raw[16];
+
+	if (n != 8 && n != 32)
+		return -1;
+	for (size_t w = 0; w < n / 8; w++) {
+		char word[9];
+		uint32_t v;
+
+		memcpy(word, hex + 8 * w, 8);
+		word[8] = '\0';
+		v = (uint32_t)strtoul(word, NULL, 16);
+		memcpy(raw + 4 * w, &v, 4);
+	}
+	if (n == 32) {
+		memcpy(out, raw, 16);
+		return 0;
+	}
+	memset(out, 0, 10);
+	out[10] = out[11] = 0xff;
+	memcpy(out + 12, raw, 4);
+	return 0;
+}
+
+/* The SSH transport: the agent talks to sshd over pipes, and sshd to herd
+ * over the TCP connection $SSH_CONNECTION names ("client port server
+ * port"); the kernel's table of this network namespace says whether that
+ * connection is retransmitting. */
+static enum herd_link ssh_link(void)
+{
+	static const char *const tables[] = {"/proc/net/tcp",
+					     "/proc/net/tcp6"};
+	const char *env = getenv("SSH_CONNECTION");
+	char cip[64], sip[64], line[512];
+	unsigned cport, sport;
+	unsigned char caddr[16], saddr[16];
+
+	if (!env || sscanf(env, "%63s %u %63s %u", cip, &cport, sip, &sport) != 4 ||
+	    addr16_text(cip, caddr) < 0 || addr16_text(sip, saddr) < 0)
+		return LINK_UNKNOWN;
+	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+		FILE *f = fopen(tables[t], "r");
+
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			char lhex[40], rhex[40];
+			unsigned lport, rport, st, retr;
+			int probes;
+			unsigned char l[16], r[16];
+
+			/* sl local rem st tx:rx tr:when retrnsmt uid
+			 * timeout(probes) inode ... */
+			if (sscanf(line,
+				   " %*u: %39[0-9A-Fa-f]:%x %39[0-9A-Fa-f]:%x "
+				   "%x %*x:%*x %*x:%*x %x %*u %d",
+				   lhex, &lport, rhex, &rport, &st, &retr,
+				   &probes) != 7 ||
+			    st != 1 /* ESTABLISHED */ || lport != sport ||
+			    rport != cport || addr16_proc(lhex, l) < 0 ||
+			    addr16_proc(rhex, r) < 0 ||
+			    memcmp(l, saddr, 16) || memcmp(r, caddr, 16))
+				continue;
+			fclose(f);
+			return link_from(retr, probes < 0 ? 0 : (unsigned)probes);
+		}
+		fclose(f);
+	}
+	return LINK_UNKNOWN;
+}
+
+static enum herd_link herd_link(const struct agent *a)
+{
+	enum herd_link l = socket_link(a->herd_fd);
+
+	return l != LINK_UNKNOWN ? l : ssh_link();
+}
+
+/* Stops the ranks and exits: herd is gone. */
+static void give_up_on_herd(struct agent *a, int64_t silent, const char *why)
+{
+	fprintf(stderr,
+		"herd-agent: no word from herd for %" PRId64
+		" ms (limit %" PRId64 " ms: health.timeout %" PRId64
+		" ms + heartbeat + TCP's retransmission)%s; stopping the ranks\n",
+		silent,
+		(int64_t)spec_silence_limit_ms(a->hb_timeout_ms,
+					       a->hb_interval_ms),
+		a->hb_timeout_ms, why);
+	agent_post(a, AGENT_EV_HERD_SILENT, NULL);
+}
+
+/* The same floor as herd's (launcher/ctl.c CTL_STALL_MIN_MS): a tick
+ * this late means the agent itself did not run (a paused node). */
+#define HEALTH_STALL_MIN_MS 500
+
 static void on_tick(struct loop *loop, void *arg)
 {
 	struct agent *a = arg;
-	int64_t silent = loop_now_ms() - a->last_rx_ms;
+	int64_t now = loop_now_ms();
+	int64_t limit = spec_silence_limit_ms(a->hb_timeout_ms,
+					      a->hb_interval_ms);
+	int64_t late = now - a->hb_due_ms, silent, wait;
 
 	a->hb_timer = 0;
-	if (a->hb_timeout_ms > 0 && silent > a->hb_timeout_ms &&
-	    a->state != AGENT_EXITING) {
-		fprintf(stderr,
-			"herd-agent: no word from herd for %" PRId64
-			" ms (timeout %" PRId64 " ms); stopping the ranks\n",
-			silent, a->hb_timeout_ms);
-		agent_post(a, AGENT_EV_HERD_SILENT, NULL);
-		return;
+	/* The agent did not run (its machine was paused): herd's frames of
+	 * that time wait unread; herd gets a fresh chance. */
+	if (late >= HEALTH_STALL_MIN_MS && late >= 2 * a->hb_interval_ms)
+		a->last_rx_ms = now;
+	silent = now - a->last_rx_ms;
+	if (a->hb_timeout_ms > 0 && silent >= limit && a->state != AGENT_EXITING) {
+		enum herd_link l = herd_link(a);
+
+		if (l == LINK_DOWN) {
+			give_up_on_herd(a, silent,
+					": herd's machine does not acknowledge "
+					"what we send");
+			return;
+		}
+		if (l == LINK_UNKNOWN && !a->paused) {
+			give_up_on_herd(a, silent, "");
+			return;
+		}
+		if (!a->herd_stalled_said) {
+			fprintf(stderr,
+				"herd-agent: no word from herd for %" PRId64
+				" ms, %s; the ranks go on\n",
+				silent,
+				a->paused ? "but herd paused the job"
+					  : "but its machine acknowledges what "
+					    "we send (herd is stopped or "
+					    "stalled, not cut off)");
+			a->herd_stalled_said = true;
+		}
 	}
-	send_heartbeat(a);
-	a->hb_timer = loop_timer_add(loop, a->hb_interval_ms, on_tick, a);
+	if (now >= a->hb_next_ms) {
+		send_heartbeat(a);
+		a->hb_next_ms = now + a->hb_interval_ms;
+	}
+	/* Next: our heartbeat, or the moment herd's silence reaches the
+	 * limit (so a cut-off herd is noticed then, not a tick later). */
+	wait = a->hb_next_ms - now;
+	if (a->hb_timeout_ms > 0 && a->last_rx_ms + limit > now &&
+	    a->last_rx_ms + limit - now < wait)
+		wait = a->last_rx_ms + limit - now;
+	if (wait < 1)
+		wait = 1;
+	a->hb_due_ms = now + wait;
+	a->hb_timer = loop_timer_add(loop, wait, on_tick, a);
 }
 
 void health_on_heartbeat(struct agent *a, json_t *body)
@@ -241,5 +445,32 @@ void health_on_heartbeat(struct agent *a, json_t *body)
 	a->hb_interval_ms = iv;
 	if (a->hb_timer)
 		loop_timer_del(a->loop, a->hb_timer);
+	a->hb_next_ms = 0;	/* a heartbeat at once */
+	a->hb_due_ms = loop_now_ms();
 	a->hb_timer = loop_timer_add(a->loop, 0, on_tick, a);
+}
+
+/* herd's SIGTSTP: SIGSTOP to every rank's process group (a rank may catch
+ * or ignore SIGTSTP; mpirun forwards it as SIGSTOP too), and a heartbeat
+ * at once, which herd waits for before it stops itself.  SIGCONT: the
+ * ranks go on; the time they stood still is not counted against their
+ * progress (health.progress_timeout).  Ranks already stopping for good
+ * are left alone (rank_stop_all continues paused ranks). */
+void health_pause(struct agent *a, bool pause)
+{
+	if (pause) {
+		if (a->state == AGENT_RUNNING && !a->paused) {
+			rank_signal_all(a, SIGSTOP);
+			a->paused = true;
+		}
+		if (a->hb_interval_ms > 0)
+			send_heartbeat(a);
+		return;
+	}
+	if (!a->paused)
+		return;
+	rank_signal_all(a, SIGCONT);
+	a->paused = false;
+	for (int i = 0; i < a->n_ranks; i++)
+		a->ranks[i].last_output_ms = loop_wall_ms();
 }

@@ -203,7 +203,11 @@ static void on_signal(struct agent *a, struct proto_frame *f)
 {
 	int sig = (int)json_integer_value(json_object_get(f->body, "signal"));
 
-	if (sig > 0 && sig < NSIG)
+	/* SIGSTOP and SIGCONT are herd's pause (SIGTSTP) and resume:
+	 * health.c also stops judging herd's silence. */
+	if (sig == SIGSTOP || sig == SIGCONT)
+		health_pause(a, sig == SIGSTOP);
+	else if (sig > 0 && sig < NSIG)
 		rank_signal_all(a, sig);
 }
 

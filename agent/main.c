@@ -381,6 +381,7 @@ int main(int argc, char **argv)
 	close(devnull);
 
 	a.grace_ms = 10000;
+	a.herd_fd = in_fd;	/* stays owned by the conn */
 	a.loop = loop_new();
 	/* Ranks' keepers are reaped by proc.h (rank_on_exit). */
 	if (!a.loop || proc_watch(a.loop) < 0 ||

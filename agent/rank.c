@@ -419,6 +419,11 @@ static void on_grace_expired(struct loop *loop, void *arg)
 void rank_stop_all(struct agent *a)
 {
 	rank_signal_all(a, a->stop_signal > 0 ? a->stop_signal : SIGTERM);
+	/* Paused ranks (SIGTSTP on herd) must run to act on the signal. */
+	if (a->paused) {
+		rank_signal_all(a, SIGCONT);
+		a->paused = false;
+	}
 	if (!a->kill_timer && rank_alive_count(a) > 0)
 		a->kill_timer = loop_timer_add(a->loop, a->grace_ms,
 					       on_grace_expired, a);

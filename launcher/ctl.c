@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -1512,9 +1513,9 @@ static void on_close(struct conn *conn, const char *reason, int clean,
 
 /* How often heartbeats are due to go out and silence is looked at: a
  * tenth of health.timeout, between 50 ms and the heartbeat interval.  The
- * tick also wakes exactly when a node's silence reaches health.timeout
- * (silence_wait), so a partition is noticed health.timeout after the
- * node's last frame, not up to a tick later. */
+ * tick also wakes exactly when a node's silence reaches the limit
+ * (silence_wait), so a partition is noticed the limit after the node's
+ * last frame, not up to a tick later. */
 static int64_t check_interval(const struct ctl *c)
 {
 	int64_t iv = c->spec->health.timeout_ms / 10;
@@ -1524,11 +1525,25 @@ static int64_t check_interval(const struct ctl *c)
 	return iv < 50 ? 50 : iv;
 }
 
-/* Milliseconds until the next tick: the interval, or less when a node's
- * silence reaches health.timeout sooner. */
+/* The silence after which a node is failed (spec.h states the rule and
+ * its arithmetic: a blip of half health.timeout never reaches it). */
+static int64_t silence_limit(const struct ctl *c)
+{
+	return spec_silence_limit_ms(c->spec->health.timeout_ms,
+				     c->spec->health.heartbeat_ms);
+}
+
+/* Milliseconds until the next tick: the interval, or less when herd's
+ * next heartbeat is due sooner (sent on time: the silence limit counts
+ * one heartbeat interval, not a tick more) or a node's silence reaches
+ * the limit sooner. */
 static int64_t silence_wait(const struct ctl *c, int64_t now)
 {
 	int64_t wait = check_interval(c);
+	int64_t beat = c->hb_sent_ms + c->spec->health.heartbeat_ms - now;
+
+	if (beat < wait)
+		wait = beat;
 
 	for (int i = 0; i < c->n_nodes; i++) {
 		const struct node *n = &c->nodes[i];
@@ -1536,65 +1551,243 @@ static int64_t silence_wait(const struct ctl *c, int64_t now)
 
 		if (n->state != NODE_UP || !n->conn)
 			continue;
-		left = n->last_rx_ms + c->spec->health.timeout_ms - now;
+		left = n->last_rx_ms + silence_limit(c) - now;
 		if (left < wait)
 			wait = left;
 	}
 	return wait < 1 ? 1 : wait;
 }
 
+/* A tick this late means herd itself did not run (SIGSTOP, a paused VM,
+ * a stalled machine): at least 500 ms, and two intervals, so that a busy
+ * machine's ordinary lateness is not taken for a stall. */
+#define CTL_STALL_MIN_MS 500
+
+/* CLOCK_BOOTTIME - CLOCK_MONOTONIC: grows by the time the machine was
+ * suspended, which CLOCK_MONOTONIC (loop_now_ms) does not count. */
+static int64_t boot_gap_ms(void)
+{
+	struct timespec b, m;
+
+	if (clock_gettime(CLOCK_BOOTTIME, &b) < 0 ||
+	    clock_gettime(CLOCK_MONOTONIC, &m) < 0)
+		return 0;
+	return ((int64_t)b.tv_sec - m.tv_sec) * 1000 +
+	       (b.tv_nsec - m.tv_nsec) / 1000000;
+}
+
+/* How long herd did not run before this tick: 0, or the stall when it is
+ * long enough to count (see CTL_STALL_MIN_MS). */
+static int64_t own_stall(struct ctl *c, int64_t now)
+{
+	int64_t gap = boot_gap_ms(), late = now - c->hb_due_ms;
+	int64_t min = 2 * check_interval(c);
+
+	if (gap > c->boot_gap_ms)
+		late += gap - c->boot_gap_ms;
+	c->boot_gap_ms = gap;
+	if (min < CTL_STALL_MIN_MS)
+		min = CTL_STALL_MIN_MS;
+	return c->hb_due_ms > 0 && late >= min ? late : 0;
+}
+
+/* herd did not run for stall_ms: the silence it sees is its own, and the
+ * nodes' frames of that time still wait in sockets and transport threads
+ * that have not run yet either.  Every node gets a fresh chance: its
+ * silence clock restarts now, so a node that answers is not failed, and a
+ * node that really died is still caught the limit after the resume. */
+static void restart_silence_clocks(struct ctl *c, int64_t now,
+				   int64_t stall_ms, const char *what)
+{
+	fprintf(stderr,
+		"herd: %s for %.1f s; every node has %.2f s from now to "
+		"answer\n",
+		what, (double)stall_ms / 1000.0,
+		(double)silence_limit(c) / 1000.0);
+	for (int i = 0; i < c->n_nodes; i++)
+		if (c->nodes[i].state == NODE_UP && c->nodes[i].conn)
+			c->nodes[i].last_rx_ms = now;
+	c->hb_sent_ms = 0;	/* heartbeats go out at once */
+}
+
 /* Heartbeats: herd sends its own every health.heartbeat, and fails a node
- * it has not heard from for health.timeout (a partition is caught here,
- * not by TCP). */
+ * it has not heard from for the silence limit (a partition is caught
+ * here, not by TCP) unless herd itself was the one not running. */
 static void on_heartbeat_tick(struct loop *loop, void *arg)
 {
 	struct ctl *c = arg;
 	int64_t now = loop_now_ms();
-	bool send = now - c->hb_sent_ms >= c->spec->health.heartbeat_ms;
+	int64_t stall = own_stall(c, now);
+	char *hb = NULL;
+	size_t hb_len = 0;
+	bool send;
 
 	ctl_check_events(c);
-	if (send)
+	if (stall > 0)
+		restart_silence_clocks(c, now, stall, "herd did not run");
+	send = now - c->hb_sent_ms >= c->spec->health.heartbeat_ms;
+	if (send) {
+		/* The same heartbeat for every node: encoded once per tick
+		 * (with 1,000 nodes, packing and encoding it per node was a
+		 * good part of an idle job's cost). */
+		json_t *body = json_pack(
+		    "{s:I, s:I}", "interval_ms",
+		    (json_int_t)c->spec->health.heartbeat_ms, "timeout_ms",
+		    (json_int_t)c->spec->health.timeout_ms);
+
 		c->hb_sent_ms = now;
+		hb = proto_encode(PROTO_HEARTBEAT, body, NULL, 0, &hb_len,
+				  NULL);
+		json_decref(body);
+	}
 	for (int i = 0; i < c->n_nodes; i++) {
 		struct node *n = &c->nodes[i];
-		json_t *body;
 
 		if (n->state != NODE_UP || !n->conn)
 			continue;
-		if (now - n->last_rx_ms >= c->spec->health.timeout_ms) {
+		if (now - n->last_rx_ms >= silence_limit(c)) {
 			char why[256];
 
 			snprintf(why, sizeof(why),
 				 "no heartbeat for %.1f s (health.timeout "
-				 "%.1f s)",
+				 "%.1f s + heartbeat %.2f s + %.2f s for "
+				 "TCP's retransmission)",
 				 (double)(now - n->last_rx_ms) / 1000.0,
-				 (double)c->spec->health.timeout_ms / 1000.0);
+				 (double)c->spec->health.timeout_ms / 1000.0,
+				 (double)c->spec->health.heartbeat_ms / 1000.0,
+				 SPEC_SILENCE_RTO_MS / 1000.0);
 			ctl_post(c, CTL_EV_NODE_FAILED, n, 0, why);
 			continue;
 		}
-		if (!send)
-			continue;
-		body = json_pack("{s:I, s:I}", "interval_ms",
-				 (json_int_t)c->spec->health.heartbeat_ms,
-				 "timeout_ms",
-				 (json_int_t)c->spec->health.timeout_ms);
-		conn_send(n->conn, PROTO_HEARTBEAT, body, NULL, 0, NULL);
-		json_decref(body);
+		if (hb)
+			conn_send_encoded(n->conn, hb, hb_len, NULL);
 	}
-	c->hb_timer = loop_timer_add(loop, silence_wait(c, loop_now_ms()),
-				     on_heartbeat_tick, c);
+	free(hb);
+	now = loop_now_ms();
+	c->hb_due_ms = now + silence_wait(c, now);
+	c->hb_timer =
+		loop_timer_add(loop, c->hb_due_ms - now, on_heartbeat_tick, c);
 }
 
 /* --- signals ------------------------------------------------------------- */
 
+/* Sends SIGNAL {signal} to every agent that is up: SIGSTOP pauses the
+ * ranks (each rank's process group; see agent/health.c health_pause),
+ * SIGCONT resumes them. */
+static void signal_agents(struct ctl *c, int sig)
+{
+	json_t *body = json_pack("{s:i}", "signal", sig);
+
+	for (int i = 0; i < c->n_nodes; i++)
+		if (c->nodes[i].state == NODE_UP && c->nodes[i].conn)
+			conn_send(c->nodes[i].conn, PROTO_SIGNAL, body, NULL,
+				  0, NULL);
+	json_decref(body);
+}
+
+/* 1 s: the longest herd waits for its agents to take the pause before it
+ * stops itself (each answers at once with a heartbeat; a node that does
+ * not is paused when herd is continued, or caught by silence then). */
+#define CTL_PAUSE_WAIT_MS 1000
+/* 10 ms: how often herd looks whether every agent has answered. */
+#define CTL_PAUSE_POLL_MS 10
+
+static void on_suspend(struct loop *loop, int sig, void *arg);
+
+/* herd is continued (SIGCONT, `fg`): the ranks go on, heartbeats at
+ * once, and the silence of the pause is not held against any node. */
+static void resume(struct ctl *c, int64_t stopped_ms)
+{
+	c->paused = false;
+	/* The tick that follows is late by the pause: not a second stall. */
+	c->hb_due_ms = 0;
+	c->boot_gap_ms = boot_gap_ms();
+	signal_agents(c, SIGCONT);
+	restart_silence_clocks(c, loop_now_ms(), stopped_ms,
+			       "resumed after a pause");
+	fprintf(stderr, "herd: the ranks continue\n");
+	events_emit(c->ev, "job_resumed",
+		    json_pack("{s:i, s:I}", "attempt", c->attempt,
+			      "paused_ms", (json_int_t)stopped_ms));
+}
+
+/* Stops herd the way the terminal asked (SIGTSTP's default action, which
+ * the kernel drops for an orphaned process group: then herd goes on at
+ * once), and resumes the job when herd is continued. */
+static void stop_self(struct ctl *c)
+{
+	int64_t t0 = loop_now_ms();
+
+	signal(SIGTSTP, SIG_DFL);
+	raise(SIGTSTP);
+	/* Continued (or never stopped). */
+	if (loop_on_signal(c->loop, SIGTSTP, on_suspend, c) < 0)
+		fprintf(stderr, "herd: SIGTSTP: %s\n", strerror(errno));
+	resume(c, loop_now_ms() - t0);
+}
+
+/* Polls until every agent answered the pause (a frame after the SIGNAL,
+ * herd's own queue empty) or CTL_PAUSE_WAIT_MS passed, then stops herd. */
+static void on_pause_wait(struct loop *loop, void *arg)
+{
+	struct ctl *c = arg;
+	int64_t now = loop_now_ms();
+	bool all = true;
+
+	c->pause_timer = 0;
+	for (int i = 0; i < c->n_nodes && all; i++) {
+		const struct node *n = &c->nodes[i];
+
+		if (n->state == NODE_UP && n->conn &&
+		    (conn_pending(n->conn) > 0 ||
+		     n->last_rx_ms <= c->pause_sent_ms))
+			all = false;
+	}
+	if (!all && now - c->pause_sent_ms < CTL_PAUSE_WAIT_MS) {
+		c->pause_timer =
+			loop_timer_add(loop, CTL_PAUSE_POLL_MS, on_pause_wait, c);
+		return;
+	}
+	stop_self(c);
+}
+
+/* Ctrl-Z (SIGTSTP), as mpirun does: every rank is stopped (SIGSTOP to
+ * its process group: a rank may ignore SIGTSTP) and the agents stop
+ * watching herd's silence; then herd stops itself.  SIGCONT (`fg`, `bg`)
+ * continues the ranks.  (A SIGSTOP gives no warning: herd notices it
+ * afterwards, see own_stall.) */
+static void on_suspend(struct loop *loop, int sig, void *arg)
+{
+	struct ctl *c = arg;
+
+	(void)sig;
+	if (c->paused || c->state == CTL_STOPPING || c->state == CTL_END)
+		return;
+	c->paused = true;
+	c->pause_sent_ms = loop_now_ms();
+	signal_agents(c, SIGSTOP);
+	fprintf(stderr, "\nherd: suspended: every rank is stopped (fg or "
+			"SIGCONT continues them)\n");
+	events_emit(c->ev, "job_paused",
+		    json_pack("{s:i}", "attempt", c->attempt));
+	c->pause_timer =
+		loop_timer_add(loop, CTL_PAUSE_POLL_MS, on_pause_wait, c);
+}
+
 /* Ctrl-C, SIGTERM, SIGHUP: the ranks get the signal itself, then SIGKILL
- * after grace; a second one kills at once. */
+ * after grace; a second one kills at once.  A pause not yet taken is
+ * dropped (the agents continue paused ranks when they stop them). */
 static void on_interrupt(struct loop *loop, int sig, void *arg)
 {
 	struct ctl *c = arg;
 	char why[64];
 
 	(void)loop;
+	if (c->pause_timer) {
+		loop_timer_del(loop, c->pause_timer);
+		c->pause_timer = 0;
+		c->paused = false;
+	}
 	c->interrupts++;
 	snprintf(why, sizeof(why), "interrupted (%s)", strsignal(sig));
 	record_failure(c, 128 + sig, why);
@@ -1612,6 +1805,16 @@ static void on_interrupt(struct loop *loop, int sig, void *arg)
 		fprintf(stderr, "\nherd: killing all ranks\n");
 		post_stop(c, CTL_EV_INTERRUPT, 0, SIGKILL);
 	}
+}
+
+/* The job-control signals (issue 11 item 2): SIGTSTP pauses the job,
+ * unless herd inherited it ignored (nohup-like wrappers, a shell without
+ * job control in a script: then Ctrl-Z means nothing to herd either). */
+static int pause_signals_init(struct ctl *c)
+{
+	int rc = loop_on_signal_unless_ignored(c->loop, SIGTSTP, on_suspend, c);
+
+	return rc < 0 ? -1 : 0;
 }
 
 /* --- setup and teardown ------------------------------------------------- */
@@ -1765,7 +1968,7 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 	    loop_on_signal_unless_ignored(c->loop, SIGHUP, on_interrupt, c) <
 		    0 ||
 	    /* Children (local agents, srun) are reaped by proc.h. */
-	    proc_watch(c->loop) < 0) {
+	    proc_watch(c->loop) < 0 || pause_signals_init(c) < 0) {
 		fprintf(stderr, "herd: signals: %s\n", strerror(errno));
 		return 1;
 	}
@@ -1791,6 +1994,8 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 	transport_commit(c->transport);
 	progress(c, false);
 	c->hb_sent_ms = loop_now_ms();
+	c->hb_due_ms = c->hb_sent_ms + check_interval(c);
+	c->boot_gap_ms = boot_gap_ms();
 	c->hb_timer = loop_timer_add(c->loop, check_interval(c),
 				     on_heartbeat_tick, c);
 	ctl_post(c, CTL_EV_START, NULL, 0, NULL);

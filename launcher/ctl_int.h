@@ -208,6 +208,17 @@ struct ctl {
 	int interrupts;
 	long stop_timer, backoff_timer, hb_timer, graveyard_timer;
 	int64_t hb_sent_ms;	/* when herd last sent its heartbeats */
+	/* Stall detection (issue 11 item 2): when the heartbeat tick is
+	 * due, and CLOCK_BOOTTIME - CLOCK_MONOTONIC at the last tick (it
+	 * grows while the machine is suspended). */
+	int64_t hb_due_ms;
+	int64_t boot_gap_ms;
+	/* SIGTSTP: the agents were told to stop their ranks; herd stops
+	 * itself once they answered (pause_timer polls) and tells them to
+	 * go on when it is continued. */
+	bool paused;
+	long pause_timer;
+	int64_t pause_sent_ms;
 	int64_t failed_at_ms;	/* when the last attempt failed */
 	struct conn **graveyard;	/* dropped conns, freed soon */
 	size_t n_graveyard;

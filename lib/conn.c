@@ -235,14 +235,24 @@ int conn_send(struct conn *c, enum proto_type type, const json_t *body,
 {
 	size_t len = 0;
 	char *frame;
+	int rc;
 
 	if (c->dead)
 		return herd_errprintf(err, "connection is closed");
 	frame = proto_encode(type, body, data, data_len, &len, err);
 	if (!frame)
 		return -1;
+	rc = conn_send_encoded(c, frame, len, err);
+	free(frame);
+	return rc;
+}
+
+int conn_send_encoded(struct conn *c, const char *frame, size_t len,
+		      struct herd_err *err)
+{
+	if (c->dead)
+		return herd_errprintf(err, "connection is closed");
 	if (c->out_len - c->out_off + len > CONN_QUEUE_MAX) {
-		free(frame);
 		conn_die_later(c, "peer stopped reading (send queue full)", 0);
 		return herd_errprintf(err, "send queue full");
 	}
@@ -261,16 +271,13 @@ int conn_send(struct conn *c, enum proto_type type, const json_t *body,
 		while (cap < c->out_len + len)
 			cap *= 2;
 		n = realloc(c->out, cap);
-		if (!n) {
-			free(frame);
+		if (!n)
 			return herd_errprintf(err, "out of memory");
-		}
 		c->out = n;
 		c->out_cap = cap;
 	}
 	memcpy(c->out + c->out_len, frame, len);
 	c->out_len += len;
-	free(frame);
 	if (do_write(c, true) < 0)
 		return herd_errprintf(err, "%s", c->close_reason);
 	return 0;

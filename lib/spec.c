@@ -1543,7 +1543,7 @@ struct spec *spec_parse(const char *buf, size_t len, const char *path,
 	spec->ssh.fanout = 64;
 	spec->ssh.connect_timeout_ms = 10 * 1000;
 	spec->launch.master_port = 29500;
-	spec->health.heartbeat_ms = 1000;
+	spec->health.heartbeat_ms = 500;
 	spec->health.timeout_ms = 3000;
 	spec->health.grace_ms = 10 * 1000;
 	spec->health.progress_timeout_ms = -1;

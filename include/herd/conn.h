@@ -49,6 +49,11 @@ void conn_free(struct conn *c);
 int conn_send(struct conn *c, enum proto_type type, const json_t *body,
 	      const void *data, size_t data_len, struct herd_err *err);
 
+/* The same for a frame proto_encode() made already (the caller keeps
+ * it): one frame sent to many peers is encoded once. */
+int conn_send_encoded(struct conn *c, const char *frame, size_t len,
+		      struct herd_err *err);
+
 /* Bytes queued but not yet written (for flushing before exit). */
 size_t conn_pending(const struct conn *c);
 

@@ -121,7 +121,8 @@ struct spec {
 	} bind;
 
 	struct {
-		long heartbeat_ms;	/* default 1s */
+		long heartbeat_ms;	/* default 500ms; see
+					 * spec_silence_limit_ms */
 		long timeout_ms;	/* default 3s */
 		long grace_ms;		/* default 10s */
 		long progress_timeout_ms;	/* -1: off (default) */
@@ -175,6 +176,34 @@ void spec_free(struct spec *spec);
  * readmit_after "never", progress_timeout "off", unset strings "~".
  * Returns 0 or -1 (errno from stdio). */
 int spec_print(const struct spec *spec, FILE *out);
+
+/* 400 ms: TCP's shortest retransmission timeout (Linux TCP_RTO_MIN,
+ * 200 ms, for a LAN's RTT), plus 200 ms for the kernel's timer granularity
+ * (its retransmission timers fire up to tens of ms late, each), a heal
+ * that lands just after a retransmission, and a busy scheduler on both
+ * ends.  See spec_silence_limit_ms. */
+#define SPEC_SILENCE_RTO_MS 400
+
+/* The failure-detection rule, the same on both sides (issue 11 item 3):
+ * herd fails a node, and an agent judges herd cut off, after silence of
+ *
+ *     health.timeout + health.heartbeat + SPEC_SILENCE_RTO_MS.
+ *
+ * Why: after a network blip of length B, TCP delivers the first frame at
+ * its next retransmission, which backs off from the RTO r (200 ms) as r,
+ * 3r, 7r...: 0.2, 0.6, 1.4, 3.0, 6.2 s after the first lost send.  The
+ * retransmission before the heal came less than B after that send and the
+ * next one comes at most twice as late plus r, so the first frame arrives
+ * less than 2B + r after the first lost send, itself at most one heartbeat
+ * after the last frame that got through: a blip of B = timeout/2 leaves a
+ * silence under heartbeat + timeout + r, below the limit.  A partition
+ * that does not heal is caught at most the limit after it began:
+ * health.timeout + 0.9 s with the default heartbeat (500 ms), within
+ * health.timeout + 1 s for any heartbeat up to 600 ms. */
+static inline long spec_silence_limit_ms(long timeout_ms, long heartbeat_ms)
+{
+	return timeout_ms + heartbeat_ms + SPEC_SILENCE_RTO_MS;
+}
 
 const char *spec_mode_name(enum spec_mode mode);
 const char *spec_source_name(enum spec_source source);

@@ -138,7 +138,7 @@ static void test_defaults(void **state)
 	assert_int_equal(s->bind.gpu, SPEC_BIND_GPU_AUTO);
 	assert_int_equal(s->bind.nic, SPEC_BIND_NIC_AUTO);
 	assert_int_equal(s->bind.cpu, SPEC_BIND_CPU_NUMA);
-	assert_int_equal(s->health.heartbeat_ms, 1000);
+	assert_int_equal(s->health.heartbeat_ms, 500);
 	assert_int_equal(s->health.timeout_ms, 3000);
 	assert_int_equal(s->health.grace_ms, 10000);
 	assert_int_equal(s->health.progress_timeout_ms, -1);
