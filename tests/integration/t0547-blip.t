@@ -36,18 +36,6 @@ job() {
 	} >"$1.yaml"
 }
 
-# wait_tick NAME N: both ranks printed tick N (bounded: 20 s)
-wait_tick() {
-	_wt_i=0
-	while ! { grep -q "^tick $2\$" "runs/$1/latest/attempt-1/rank-0.log" &&
-		grep -q "^tick $2\$" "runs/$1/latest/attempt-1/rank-1.log"; } 2>/dev/null; do
-		_wt_i=$((_wt_i + 1))
-		[ $_wt_i -lt 400 ] || { echo "$1: no tick $2 in 20 s" >&2; return 1; }
-		kill -0 "$HERD_PID" 2>/dev/null || { echo "$1: herd exited" >&2; return 1; }
-		sleep 0.05   # poll interval of a bounded wait
-	done
-}
-
 ev() { echo "runs/$1/latest/events.jsonl"; }
 
 # node_ranks I: the rank shells left in node I's namespace
@@ -74,7 +62,7 @@ test_expect_success 'seven 1.5 s blips of node 2: the job exits 0, no node faile
 	job blip &&
 	run_bg blip.yaml out.blip err.blip &&
 	for k in 2 10 18 26 34 42 50; do
-		wait_tick blip $k &&
+		wait_ticks blip $k &&
 		cluster_partition 2 && sleep 1.5 && cluster_heal 2 || return 1
 	done &&
 	wait_exit $HERD_PID 40 &&
@@ -89,7 +77,7 @@ test_expect_success 'seven 1.5 s blips of node 2: the job exits 0, no node faile
 test_expect_success 'a partition of node 2 held 6 s: node 2 is named and failed within health.timeout + 1 s of the cut; its agent stops its ranks' '
 	job part &&
 	run_bg part.yaml out.part err.part &&
-	wait_tick part 2 &&
+	wait_ticks part 2 &&
 	t0=$(date +%s%3N) &&
 	cluster_partition 2 &&
 	sleep 6 &&   # the partition under test

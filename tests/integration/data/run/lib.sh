@@ -121,3 +121,16 @@ own_binaries() {
 	export PATH &&
 	test "$(command -v herd)" = "$PWD/bin/herd"
 }
+
+# wait_ticks NAME N: both ranks of job NAME (HERD_PID its herd) printed
+# "tick N" in their logs (bounded: 20 s); t0546 and t0547.
+wait_ticks() {
+	_wt_i=0
+	while ! { grep -q "^tick $2\$" "runs/$1/latest/attempt-1/rank-0.log" &&
+		grep -q "^tick $2\$" "runs/$1/latest/attempt-1/rank-1.log"; } 2>/dev/null; do
+		_wt_i=$((_wt_i + 1))
+		[ $_wt_i -lt 400 ] || { echo "$1: no tick $2 in 20 s" >&2; return 1; }
+		kill -0 "$HERD_PID" 2>/dev/null || { echo "$1: herd exited" >&2; return 1; }
+		sleep 0.05   # poll interval of a bounded wait
+	done
+}
