@@ -4,7 +4,7 @@
  * every interval herd asked for, carrying its ranks' states, simple
  * counters and the ranks it found hung; and it watches herd with the
  * rule herd applies to nodes (spec_silence_limit_ms: health.timeout +
- * heartbeat + 250 ms, so a short network blip stops nothing).  When herd
+ * heartbeat + 400 ms, so a short network blip stops nothing).  When herd
  * has been silent that long, the agent asks the kernel whether herd's
  * host still acknowledges what the agent sends (the TCP connection under
  * the SSH channel, or the --connect socket):

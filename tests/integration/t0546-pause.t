@@ -22,7 +22,7 @@ require_cmd ip nsenter unshare setsid flock ssh ssh-keygen jq perl
 } >pause-rank.sh
 
 # job NAME [RESTARTS]: two nodes, one rank each, health.timeout 3 s (the
-# silence limit is 3.65 s with the default heartbeat).
+# silence limit is 3.9 s with the default heartbeat).
 job() {
 	{
 		echo "name: $1"
@@ -92,7 +92,7 @@ test_expect_success 'cluster of 2 nodes' '
 	N1=$(cluster_node 1) && N2=$(cluster_node 2)
 '
 
-test_expect_success 'SIGSTOP for 5 s (longer than the 3.65 s silence limit), then SIGCONT: the job completes, no node is failed or evicted' '
+test_expect_success 'SIGSTOP for 5 s (longer than the 3.9 s silence limit), then SIGCONT: the job completes, no node is failed or evicted' '
 	job stop &&
 	run_bg stop.yaml out.stop err.stop &&
 	wait_ticks stop 2 &&
