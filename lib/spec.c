@@ -6,8 +6,10 @@
  * with one table of keys per section.  Every error carries the libyaml
  * mark of the node it is about.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <regex.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -377,6 +379,11 @@ static int set_duration(struct ctx *c, const struct field *f, yaml_node_t *key,
 			    show(v, buf), f->name, f->word ? " (or '" : "",
 			    f->word ? f->word : "", f->word ? "')" : "",
 			    derr.text);
+	if (ms < f->lo && f->lo > 1)
+		return perr(c, val->start_mark,
+			    "expected a duration of at least %ldms for %s, "
+			    "got '%s'",
+			    f->lo, f->name, show(v, buf));
 	if (ms < f->lo)
 		return perr(c, val->start_mark,
 			    "expected a duration above "
@@ -1048,6 +1055,173 @@ static const struct field log_keys[] = {
     {0},
 };
 
+int spec_listen_parse(const char *text, char host[46], int *port,
+		      struct herd_err *err)
+{
+	const char *colon, *h = text, *pend;
+	size_t hlen;
+	char *end;
+	long n;
+	unsigned char bin[16];
+
+	if (text[0] == '[') {
+		if (!(pend = strchr(text, ']')) || pend[1] != ':')
+			return herd_errprintf(err, "expected [IPv6]:PORT");
+		h = text + 1;
+		hlen = (size_t)(pend - h);
+		colon = pend + 1;
+	} else if ((colon = strrchr(text, ':'))) {
+		if (strchr(text, ':') != colon)
+			return herd_errprintf(err, "an IPv6 address goes in "
+						   "brackets: [::1]:PORT");
+		hlen = (size_t)(colon - text);
+	} else {
+		colon = text - 1; /* a bare port */
+		hlen = 0;
+	}
+	errno = 0;
+	n = strtol(colon + 1, &end, 10);
+	if (!colon[1] || *end || errno || n < 1 || n > 65535)
+		return herd_errprintf(err, "expected a port from 1 to 65535 "
+					   "after the last ':'");
+	if (hlen == 0 || (hlen == 9 && !strncmp(h, "localhost", 9))) {
+		snprintf(host, 46, "127.0.0.1");
+	} else {
+		if (hlen > 45)
+			return herd_errprintf(err, "expected an IP address "
+						   "before the port");
+		memcpy(host, h, hlen);
+		host[hlen] = '\0';
+		if (inet_pton(AF_INET, host, bin) != 1 &&
+		    inet_pton(AF_INET6, host, bin) != 1)
+			return herd_errprintf(err, "expected an IP address "
+						   "(such as 127.0.0.1) or "
+						   "localhost before the port");
+	}
+	*port = (int)n;
+	return 0;
+}
+
+static int set_listen(struct ctx *c, const struct field *f, yaml_node_t *key,
+		      yaml_node_t *val)
+{
+	struct herd_err lerr;
+	char buf[SHOW_MAX + 4], host[46];
+	const char *v;
+	int port;
+
+	if (is_null(val))
+		return set_str(c, f, key, val);
+	if (!(v = scalar(c, val, f->name, "HOST:PORT such as 127.0.0.1:9464")))
+		return -1;
+	if (spec_listen_parse(v, host, &port, &lerr) < 0)
+		return perr(c, val->start_mark, "bad address '%s' for %s: %s",
+			    show(v, buf), f->name, lerr.text);
+	return set_str(c, f, key, val);
+}
+
+static int pattern_name_ok(const char *s)
+{
+	return env_name_ok(s) && strlen(s) <= SPEC_PATTERN_NAME_MAX;
+}
+
+/* metrics.patterns: a mapping NAME: ERE, each with exactly one group. */
+static int set_patterns(struct ctx *c, const struct field *f,
+			yaml_node_t *key, yaml_node_t *val)
+{
+	struct spec *s = c->spec;
+	char buf[SHOW_MAX + 4];
+	yaml_node_pair_t *p, *q;
+	size_t n;
+
+	(void)key;
+	if (val->type != YAML_MAPPING_NODE)
+		return perr(c, val->start_mark,
+			    "expected a mapping of metric names to "
+			    "regular expressions for %s, got %s",
+			    f->name, kind_name(val));
+	n = (size_t)(val->data.mapping.pairs.top -
+		     val->data.mapping.pairs.start);
+	if (n > SPEC_PATTERNS_MAX)
+		return perr(c, val->start_mark,
+			    "%s has %zu entries; at most %d are allowed",
+			    f->name, n, SPEC_PATTERNS_MAX);
+	if (!n)
+		return 0;
+	if (!(s->metrics.patterns = calloc(n, sizeof(*s->metrics.patterns))))
+		return perr(c, val->start_mark, "out of memory");
+	for (p = val->data.mapping.pairs.start; p < val->data.mapping.pairs.top;
+	     p++) {
+		yaml_node_t *k = node(c, p->key), *v = node(c, p->value);
+		struct spec_pattern *e =
+			&s->metrics.patterns[s->metrics.n_patterns];
+		const char *name, *text;
+		char why[256];
+		regex_t re;
+		int rc;
+
+		if (!(name = scalar(c, k, f->name, "a metric name")))
+			return -1;
+		if (!pattern_name_ok(name))
+			return perr(c, k->start_mark,
+				    "expected a metric name (letters, digits, "
+				    "'_', at most %d) in %s, got '%s'",
+				    SPEC_PATTERN_NAME_MAX, f->name,
+				    show(name, buf));
+		for (q = val->data.mapping.pairs.start; q < p; q++) {
+			yaml_node_t *qk = node(c, q->key);
+
+			if (!strcmp((const char *)qk->data.scalar.value, name))
+				return perr(c, k->start_mark,
+					    "duplicate metric '%s' in %s "
+					    "(first at %zu:%zu)",
+					    name, f->name,
+					    qk->start_mark.line + 1,
+					    qk->start_mark.column + 1);
+		}
+		if (!(text = scalar(c, v, name, "a regular expression")))
+			return -1;
+		if (!*text || strlen(text) > SPEC_PATTERN_MAX)
+			return perr(c, v->start_mark,
+				    "expected a regular expression of 1 to %d "
+				    "bytes for %s.%s",
+				    SPEC_PATTERN_MAX, f->name, name);
+		rc = regcomp(&re, text, REG_EXTENDED);
+		if (rc != 0) {
+			regerror(rc, &re, why, sizeof(why));
+			return perr(c, v->start_mark,
+				    "bad regular expression for %s.%s: %s",
+				    f->name, name, why);
+		}
+		n = re.re_nsub;
+		regfree(&re);
+		if (n != 1)
+			return perr(c, v->start_mark,
+				    "the regular expression for %s.%s has %zu "
+				    "groups; it needs exactly one, around the "
+				    "number (use [...] or a second pattern "
+				    "instead of more groups)",
+				    f->name, name, n);
+		if (!(e->name = strdup(name)) || !(e->regex = strdup(text))) {
+			free(e->name);
+			e->name = NULL;
+			return perr(c, v->start_mark, "out of memory");
+		}
+		s->metrics.n_patterns++;
+	}
+	return 0;
+}
+
+static const struct field metrics_keys[] = {
+    {.name = "metrics.listen", .set = set_listen, .off = OFF(metrics.listen)},
+    {.name = "metrics.interval",
+     .set = set_duration,
+     .off = OFF(metrics.interval_ms),
+     .lo = 100},
+    {.name = "metrics.patterns", .set = set_patterns},
+    {0},
+};
+
 static const struct field slurm_keys[] = {
     {.name = "slurm.partition", .set = set_str, .off = OFF(slurm.partition)},
     {.name = "slurm.time", .set = set_str, .off = OFF(slurm.time)},
@@ -1084,6 +1258,7 @@ static const struct field top_keys[] = {
     {.name = "restart", .set = set_section, .sub = restart_keys},
     {.name = "checkpoint", .set = set_section, .sub = checkpoint_keys},
     {.name = "log", .set = set_section, .sub = log_keys},
+    {.name = "metrics", .set = set_section, .sub = metrics_keys},
     {.name = "slurm", .set = set_slurm_section, .sub = slurm_keys},
     {0},
 };
@@ -1551,6 +1726,7 @@ struct spec *spec_parse(const char *buf, size_t len, const char *path,
 	spec->restart.max = 3;
 	spec->restart.backoff_ms = 2000;
 	spec->log.mode = SPEC_LOG_MODE_DEFAULT;
+	spec->metrics.interval_ms = 1000;
 	c.spec = spec;
 
 	if (prescan(&c, buf, len) < 0)
@@ -1701,6 +1877,12 @@ void spec_free(struct spec *spec)
 	free(spec->checkpoint.complete_marker);
 	free(spec->checkpoint.resume_args);
 	free(spec->log.dir);
+	free(spec->metrics.listen);
+	for (size_t i = 0; i < spec->metrics.n_patterns; i++) {
+		free(spec->metrics.patterns[i].name);
+		free(spec->metrics.patterns[i].regex);
+	}
+	free(spec->metrics.patterns);
 	free(spec->slurm.partition);
 	free(spec->slurm.time);
 	free(spec->slurm.account);

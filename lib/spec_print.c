@@ -251,6 +251,16 @@ static void body(struct out *o, const struct spec *s)
 	word(o, "mode", mode);
 	map_end(o);
 
+	map_start(o, "metrics", 0);
+	str(o, "listen", s->metrics.listen);
+	dur(o, "interval", s->metrics.interval_ms, NULL);
+	map_start(o, "patterns", s->metrics.n_patterns == 0);
+	for (size_t i = 0; i < s->metrics.n_patterns; i++)
+		str(o, s->metrics.patterns[i].name,
+		    s->metrics.patterns[i].regex);
+	map_end(o);
+	map_end(o);
+
 	if (!s->slurm.present)
 		return;
 	map_start(o, "slurm", 0);

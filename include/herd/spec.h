@@ -57,6 +57,20 @@ struct spec_strv {
 	size_t n;
 };
 
+/* metrics.patterns: one named POSIX extended regular expression with
+ * exactly one capture group, applied to every line of rank output; the
+ * group's text is the value (a number).  Compiled when the spec is parsed
+ * (a bad pattern is a spec error at file:line:col) and compiled again
+ * where it is used (the agent), from the text. */
+#define SPEC_PATTERN_NAME_MAX 64
+#define SPEC_PATTERN_MAX 1024
+#define SPEC_PATTERNS_MAX 64
+
+struct spec_pattern {
+	char *name;	/* [A-Za-z_][A-Za-z0-9_]*, at most 64 bytes */
+	char *regex;	/* POSIX ERE, at most 1024 bytes */
+};
+
 /* One environment entry, in the order written. */
 struct spec_env {
 	char *key;
@@ -150,6 +164,16 @@ struct spec {
 	} log;
 
 	struct {
+		/* "HOST:PORT" or "PORT" (then 127.0.0.1); NULL: no
+		 * Prometheus endpoint (default).  HOST is an IPv4 or
+		 * bracketed IPv6 literal or "localhost". */
+		char *listen;
+		long interval_ms;	/* sample period, default 1s */
+		struct spec_pattern *patterns;	/* in the order written */
+		size_t n_patterns;
+	} metrics;
+
+	struct {
 		bool present;		/* a slurm: section was given */
 		char *partition, *time, *account, *qos, *output;
 		long nodes;		/* 0: nodes.count / host count */
@@ -159,6 +183,13 @@ struct spec {
 		struct spec_strv extra;
 	} slurm;
 };
+
+/* Splits a metrics.listen value into a numeric host (IPv4 dotted or IPv6
+ * without brackets; "localhost" and a bare port give "127.0.0.1") and a
+ * port 1..65535.  host must have room for 46 bytes.  Returns 0, or -1
+ * with err saying what is wrong. */
+int spec_listen_parse(const char *text, char host[46], int *port,
+		      struct herd_err *err);
 
 /* Parses len bytes of YAML; path names the document in errors.  Returns a
  * validated spec the caller frees, or NULL with err filled. */

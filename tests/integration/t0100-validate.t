@@ -170,6 +170,27 @@ test_expect_success '--print output validates again, and prints the same' '
 	done
 '
 
+test_expect_success 'metrics: listen, interval and patterns are checked at file:line:col' '
+	mcheck() {
+		printf "name: m\nlaunch: {command: \"true\"}\nmetrics:\n  %s\n" "$1" >m.yaml &&
+		{ herd validate m.yaml 2>err; test $? = 2; } &&
+		grep -F "m.yaml:$2: " err && grep -F "$3" err
+	} &&
+	mcheck "listen: \"nope:99\"" 4:11 "bad address" &&
+	mcheck "listen: 70000" 4:11 "expected a port from 1 to 65535" &&
+	mcheck "listen: \"::1:80\"" 4:11 "brackets" &&
+	mcheck "interval: 10ms" 4:13 "at least 100ms" &&
+	mcheck "patterns: {loss: \"a(b\"}" 4:20 "bad regular expression for metrics.patterns.loss" &&
+	mcheck "patterns: {loss: \"(a)(b)\"}" 4:20 "has 2 groups; it needs exactly one" &&
+	mcheck "patterns: {loss: \"ab\"}" 4:20 "has 0 groups" &&
+	mcheck "patterns: {1x: \"(a)\"}" 4:14 "expected a metric name" &&
+	printf "name: m\nlaunch: {command: \"true\"}\nmetrics:\n  listen: \"[::1]:9464\"\n  patterns:\n    loss: \"loss=([0-9.]+)\"\n" >m.yaml &&
+	herd validate --print m.yaml >p.yaml &&
+	grep "^  interval: 1s$" p.yaml &&
+	grep -F "loss: loss=([0-9.]+)" p.yaml &&
+	herd validate --print p.yaml | test_cmp p.yaml -
+'
+
 test_expect_success 'usage: --help, no file, two files, unknown option' '
 	herd validate --help >out &&
 	grep "^usage: herd validate JOB.yaml \[--print\]" out &&
