@@ -86,8 +86,8 @@ static const char *proto_json_kind(const json_t *json)
  * objects have bodies of their own (checked the same way), so every error
  * names the key it is about. */
 
-/* Most keys of one body: HELLO and LAUNCH have 8. */
-#define PROTO_BODY_KEYS 10
+/* Most keys of one body: a GPU of METRICS has 11. */
+#define PROTO_BODY_KEYS 12
 /* Most integer ranges of one body. */
 #define PROTO_BODY_RANGES 6
 /* No upper bound beyond the JSON integer's (json_int_t). */
@@ -400,6 +400,139 @@ static int proto_hb_herd_more(const json_t *body, struct herd_err *err)
 	return 0;
 }
 
+/* --- METRICS ------------------------------------------------------------ */
+
+/* Every integer of the object is 0 or more (counters), except the key
+ * named by skip (NULL: none). */
+static int proto_nonneg(const json_t *body, const char *skip,
+			struct herd_err *err)
+{
+	const char *key;
+	const json_t *v;
+
+	json_object_foreach((json_t *)body, key, v)
+	{
+		if (json_is_integer(v) && json_integer_value(v) < 0 &&
+		    (!skip || strcmp(key, skip)))
+			return herd_errprintf(err,
+					      "key \"%s\": %" JSON_INTEGER_FORMAT
+					      " is below 0",
+					      key, json_integer_value(v));
+	}
+	return 0;
+}
+
+static int proto_counters_more(const json_t *body, struct herd_err *err)
+{
+	return proto_nonneg(body, NULL, err);
+}
+
+static int proto_gpu_more(const json_t *body, struct herd_err *err)
+{
+	return proto_nonneg(body, "temp_c", err);
+}
+
+static const struct proto_body proto_m_rank_body = {
+    .format = "{s:I, s:I, s:I}",
+    .keys = {"rank", "cpu_ms", "rss_kb"},
+    .ranges = {{"rank", 0, INT_MAX},
+	       {"cpu_ms", 0, PROTO_INT_ANY},
+	       {"rss_kb", 0, PROTO_INT_ANY}},
+};
+
+static const struct proto_body proto_m_net_body = {
+    .format = "{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+    .keys = {"dev", "rx_bytes", "tx_bytes", "rx_packets", "tx_packets",
+	     "rx_drops", "tx_drops", "rx_errors", "tx_errors"},
+    .more = proto_counters_more,
+};
+
+static const struct proto_body proto_m_rdma_body = {
+    .format = "{s:s, s:I, s:I, s:I, s:I, s:I, s:I}",
+    .keys = {"dev", "port", "rx_bytes", "tx_bytes", "link_downed",
+	     "symbol_error", "rcv_errors"},
+    .ranges = {{"port", 1, INT_MAX}},
+    .more = proto_counters_more,
+};
+
+static const struct proto_body proto_m_gpu_body = {
+    .format = "{s:I, s?I, s?I, s?I, s?I, s?I, s?I, s?I, s?I, s?I, s?I}",
+    .keys = {"index", "util_pct", "mem_used", "mem_total", "temp_c",
+	     "power_mw", "sm_mhz", "ecc_corrected", "ecc_uncorrected",
+	     "throttle", "xid"},
+    .ranges = {{"index", 0, INT_MAX},
+	       {"util_pct", 0, 100},
+	       {"temp_c", -300, 10000}},
+    .more = proto_gpu_more,
+};
+
+static int proto_m_train_more(const json_t *body, struct herd_err *err)
+{
+	const json_t *values = json_object_get(body, "values"), *v;
+	const char *name;
+
+	if (!json_is_object(values))
+		return herd_errprintf(err, "key \"values\": expected an "
+					   "object, got %s",
+				      proto_json_kind(values));
+	if (json_object_size(values) > PROTO_TRAIN_VALUES_MAX)
+		return herd_errprintf(err,
+				      "key \"values\": %zu entries, at most "
+				      "%d",
+				      json_object_size(values),
+				      PROTO_TRAIN_VALUES_MAX);
+	json_object_foreach((json_t *)values, name, v)
+	{
+		size_t len = strlen(name);
+		int ok = len >= 1 && len <= 64 &&
+			 (name[0] == '_' || (name[0] >= 'a' && name[0] <= 'z') ||
+			  (name[0] >= 'A' && name[0] <= 'Z'));
+
+		for (size_t i = 1; ok && i < len; i++)
+			ok = name[i] == '_' ||
+			     (name[i] >= 'a' && name[i] <= 'z') ||
+			     (name[i] >= 'A' && name[i] <= 'Z') ||
+			     (name[i] >= '0' && name[i] <= '9');
+		if (!ok)
+			return herd_errprintf(err,
+					      "key \"values\": a metric name "
+					      "must be letters, digits and "
+					      "'_' (at most 64), not a "
+					      "digit first");
+		if (!json_is_number(v))
+			return herd_errprintf(err,
+					      "key \"values.%s\": expected a "
+					      "number, got %s",
+					      name, proto_json_kind(v));
+	}
+	return 0;
+}
+
+static const struct proto_body proto_m_train_body = {
+    .format = "{s:I, s:I, s:o}",
+    .keys = {"rank", "records", "values"},
+    .ranges = {{"rank", 0, INT_MAX}, {"records", 0, PROTO_INT_ANY}},
+    .more = proto_m_train_more,
+};
+
+static int proto_metrics_more(const json_t *body, struct herd_err *err)
+{
+	if (json_number_value(json_object_get(body, "load1")) < 0)
+		return herd_errprintf(err, "key \"load1\": below 0");
+	if (proto_check_array(body, "ranks", &proto_m_rank_body,
+			      PROTO_LAUNCH_RANKS_MAX, err) < 0 ||
+	    proto_check_array(body, "net", &proto_m_net_body,
+			      PROTO_METRICS_DEVS_MAX, err) < 0 ||
+	    proto_check_array(body, "rdma", &proto_m_rdma_body,
+			      PROTO_METRICS_DEVS_MAX, err) < 0 ||
+	    proto_check_array(body, "gpus", &proto_m_gpu_body,
+			      PROTO_METRICS_DEVS_MAX, err) < 0 ||
+	    proto_check_array(body, "train", &proto_m_train_body,
+			      PROTO_LAUNCH_RANKS_MAX, err) < 0)
+		return -1;
+	return 0;
+}
+
 /* The table.  proto.h's comment table says the same in words: change
  * both together (tests/unit/test_proto.c holds a valid body of every
  * row). */
@@ -554,6 +687,21 @@ static const struct proto_rule proto_rules[] = {
 			       {"status", INT_MIN, INT_MAX}},
 		},
 	},
+    [PROTO_METRICS] =
+	{
+	    .name = "METRICS",
+	    .to_herd =
+		{
+		    .format = "{s:I, s:I, s:F, s:I, s:o, s:o, s:o, s:o, s?s, "
+			      "s:o}",
+		    .keys = {"t", "attempt", "load1", "cpus", "ranks", "net",
+			     "rdma", "gpus", "gpu_error", "train"},
+		    .ranges = {{"t", 0, PROTO_INT_ANY},
+			       {"attempt", 0, INT_MAX},
+			       {"cpus", 1, INT_MAX}},
+		    .more = proto_metrics_more,
+		},
+	},
 };
 
 const char *proto_type_name(int type)
@@ -626,7 +774,7 @@ static int proto_body_check(const struct proto_body *b, const json_t *body,
 	if (json_unpack_ex((json_t *)body, &jerr,
 			   JSON_STRICT | JSON_VALIDATE_ONLY, b->format, k[0],
 			   k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8],
-			   k[9]) < 0)
+			   k[9], k[10], k[11]) < 0)
 		return proto_shape_error(b, where, &jerr, err);
 	for (i = 0; i < PROTO_BODY_RANGES && b->ranges[i].key; i++) {
 		const struct proto_range *r = &b->ranges[i];

@@ -77,6 +77,31 @@
  *              order.  {attempt: I 1.., seq: I 1.., status: I (0: done)}
  *  ABORT       agent -> herd, no data: a rank called PMIx_Abort.
  *              {attempt: I 0.., rank: I 0.., status: I, message: string}
+ *  METRICS     agent -> herd, no data, every metrics interval once ranks
+ *              were launched: the node's sample; counters are cumulative
+ *              since the agent started (herd computes rates).
+ *              {t: I 0.. (agent wall clock ms), attempt: I 0..,
+ *               load1: number >= 0, cpus: I 1..,
+ *               ranks: [{rank: I 0.., cpu_ms: I 0.., rss_kb: I 0..}],
+ *               net: [{dev: string, rx_bytes, tx_bytes, rx_packets,
+ *                      tx_packets, rx_drops, tx_drops, rx_errors,
+ *                      tx_errors: I 0..}] (non-loopback interfaces),
+ *               rdma: [{dev: string, port: I 1.., rx_bytes, tx_bytes
+ *                       (bytes: the port counters' 4-byte words x 4),
+ *                       link_downed, symbol_error, rcv_errors: I 0..}],
+ *               gpus: [{index: I 0.., util_pct?: I 0..100, mem_used?,
+ *                       mem_total? (bytes), temp_c?: I, power_mw?,
+ *                       sm_mhz?, ecc_corrected?, ecc_uncorrected?,
+ *                       throttle? (NVML throttle reason bits),
+ *                       xid? (the last Xid event): I 0..}]
+ *                      (a value NVML cannot give is left out),
+ *               gpu_error?: string (why there are no GPU values),
+ *               train: [{rank: I 0.., records: I 0..,
+ *                        values: {NAME: number}}]}
+ *              net, rdma and gpus hold at most PROTO_METRICS_DEVS_MAX
+ *              entries; values at most PROTO_TRAIN_VALUES_MAX, NAME as
+ *              in metrics.patterns.  values are each rank's latest, but
+ *              "tokens" and "samples" are sums over its records.
  *
  * Integers named "I 0.." without an upper bound fit in an int when they
  * count ranks, attempts or fences (rank, attempt, seq, ...); durations,
@@ -117,7 +142,8 @@ enum proto_type {
 	PROTO_FENCE,
 	PROTO_FENCE_DONE,
 	PROTO_ABORT,
-	PROTO_TYPE_MAX_ = PROTO_ABORT,
+	PROTO_METRICS,
+	PROTO_TYPE_MAX_ = PROTO_METRICS,
 };
 
 /* Which way a frame travels, named by its receiver. */
@@ -129,6 +155,11 @@ enum proto_dir {
 /* 4,096: ranks of one node in a LAUNCH (and in an agent's HEARTBEAT);
  * far more than any node has cores. */
 #define PROTO_LAUNCH_RANKS_MAX 4096
+
+/* 64: network devices, RDMA ports and GPUs of one node in a METRICS. */
+#define PROTO_METRICS_DEVS_MAX 64
+/* 64: training values of one rank in a METRICS. */
+#define PROTO_TRAIN_VALUES_MAX 64
 
 /* "HELLO", "LAUNCH", ...; "?" for unknown values. */
 const char *proto_type_name(int type);

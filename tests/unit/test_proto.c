@@ -360,7 +360,7 @@ static void test_reject_header(void **state)
 	put_header(buf, 10, PROTO_VERSION, 0, 0, 2);
 	expect_reject(1024, buf, 6, "unknown type 0");
 	put_header(buf, 10, PROTO_VERSION, PROTO_TYPE_MAX_ + 1, 0, 2);
-	expect_reject(1024, buf, 6, "unknown type 13");
+	expect_reject(1024, buf, 6, "unknown type 14");
 	put_header(buf, 10, PROTO_VERSION, 255, 0, 2);
 	expect_reject(1024, buf, 6, "unknown type 255");
 	put_header(buf, 10, PROTO_VERSION, PROTO_EXIT, 0x0100, 2);
@@ -665,6 +665,27 @@ static const struct valid_frame valid_frames[] = {
      "{\"attempt\":1,\"seq\":1,\"status\":0}", 80},
     {"abort", PROTO_ABORT, PROTO_TO_HERD,
      "{\"attempt\":1,\"rank\":2,\"status\":3,\"message\":\"bad input\"}", 0},
+    {"metrics", PROTO_METRICS, PROTO_TO_HERD,
+     "{\"t\":1764550000000,\"attempt\":1,\"load1\":3.5,\"cpus\":16,"
+     "\"ranks\":[{\"rank\":0,\"cpu_ms\":1200,\"rss_kb\":204800}],"
+     "\"net\":[{\"dev\":\"eth0\",\"rx_bytes\":1,\"tx_bytes\":2,"
+     "\"rx_packets\":3,\"tx_packets\":4,\"rx_drops\":0,\"tx_drops\":0,"
+     "\"rx_errors\":0,\"tx_errors\":0}],"
+     "\"rdma\":[{\"dev\":\"mlx5_0\",\"port\":1,\"rx_bytes\":400,"
+     "\"tx_bytes\":800,\"link_downed\":0,\"symbol_error\":0,"
+     "\"rcv_errors\":0}],"
+     "\"gpus\":[{\"index\":0,\"util_pct\":91,\"mem_used\":1024,"
+     "\"mem_total\":2048,\"temp_c\":61,\"power_mw\":300500,"
+     "\"sm_mhz\":1980,\"ecc_corrected\":0,\"ecc_uncorrected\":0,"
+     "\"throttle\":4,\"xid\":79},{\"index\":1}],"
+     "\"train\":[{\"rank\":0,\"records\":12,\"values\":{\"step\":12,"
+     "\"loss\":1.93,\"tokens\":786432}}]}",
+     0},
+    {"metrics-nogpu", PROTO_METRICS, PROTO_TO_HERD,
+     "{\"t\":0,\"attempt\":0,\"load1\":0,\"cpus\":1,\"ranks\":[],"
+     "\"net\":[],\"rdma\":[],\"gpus\":[],\"gpu_error\":\"no NVML\","
+     "\"train\":[]}",
+     0},
 };
 
 #define N_VALID (sizeof(valid_frames) / sizeof(valid_frames[0]))
@@ -941,6 +962,28 @@ static void test_check_range(void **state)
 		size_t data_len;
 		const char *want;
 	} bad[] = {
+	    {PROTO_METRICS, PROTO_TO_HERD,
+	     "{\"t\":0,\"attempt\":0,\"load1\":0,\"cpus\":1,\"ranks\":[],"
+	     "\"net\":[],\"rdma\":[],\"gpus\":[{\"index\":0,"
+	     "\"util_pct\":101}],\"train\":[]}",
+	     0, "key \"gpus[0].util_pct\": 101 is out of range 0..100"},
+	    {PROTO_METRICS, PROTO_TO_HERD,
+	     "{\"t\":0,\"attempt\":0,\"load1\":0,\"cpus\":1,\"ranks\":[],"
+	     "\"net\":[{\"dev\":\"e\",\"rx_bytes\":-1,\"tx_bytes\":2,"
+	     "\"rx_packets\":3,\"tx_packets\":4,\"rx_drops\":0,"
+	     "\"tx_drops\":0,\"rx_errors\":0,\"tx_errors\":0}],"
+	     "\"rdma\":[],\"gpus\":[],\"train\":[]}",
+	     0, "key \"rx_bytes\": -1 is below 0"},
+	    {PROTO_METRICS, PROTO_TO_HERD,
+	     "{\"t\":0,\"attempt\":0,\"load1\":0,\"cpus\":1,\"ranks\":[],"
+	     "\"net\":[],\"rdma\":[],\"gpus\":[],\"train\":[{\"rank\":0,"
+	     "\"records\":1,\"values\":{\"loss\":\"high\"}}]}",
+	     0, "key \"values.loss\": expected a number, got a string"},
+	    {PROTO_METRICS, PROTO_TO_HERD,
+	     "{\"t\":0,\"attempt\":0,\"load1\":0,\"cpus\":1,\"ranks\":[],"
+	     "\"net\":[],\"rdma\":[],\"gpus\":[],\"train\":[{\"rank\":0,"
+	     "\"records\":1,\"values\":{\"a b\":1}}]}",
+	     0, "a metric name must be letters"},
 	    {PROTO_OUTPUT, PROTO_TO_HERD,
 	     "{\"rank\":-1,\"fd\":1,\"attempt\":1}", 1,
 	     "protocol error: OUTPUT frame from agent: key \"rank\": -1 is "
