@@ -13,6 +13,7 @@ openssh-client openssh-server
 slurm-wlm slurmctld slurmd slurm-client munge
 openmpi-bin libopenmpi-dev pdsh
 python3 python3-torch
+libmicrohttpd-dev prometheus chromium fonts-dejavu-core
 "
 
 missing=""
