@@ -114,6 +114,11 @@ struct agent {
 	uint64_t hb_seq;
 	int64_t progress_timeout_ms;	/* 0: hung ranks are not looked for */
 	char run_dir[256];	/* private per-agent directory ("" none) */
+	/* $TMPDIR/herd-agent-UID, checked (rundir.c); user_fd is open
+	 * while user_ok. */
+	char user_dir[200];
+	int user_fd;
+	bool user_ok;
 	char self_path[4096];	/* this program, for ranks as $HERD_AGENT */
 
 	struct pmix_state *pmix;	/* pmix.c; NULL until a pmix launch */
@@ -151,10 +156,16 @@ void health_init(struct agent *a);
 void health_fini(struct agent *a);
 
 /* rundir.c: a->run_dir, the agent's private directory
- * $TMPDIR/herd-agent-PID-XXXXXX ("" when it cannot be made); making it
- * first removes those of agents that were killed (their PID is gone). */
+ * $TMPDIR/herd-agent-UID/PID-XXXXXX ("" when it cannot be made); making
+ * it first removes those of agents that were killed (their PID is gone).
+ * rundir_topo_get/put: the node's topology summary kept from one start
+ * to the next in the same directory (NULL: none that matches this
+ * node's hardware now). */
 void rundir_make(struct agent *a);
 void rundir_remove(struct agent *a);
+void rundir_close(struct agent *a);
+json_t *rundir_topo_get(struct agent *a);
+void rundir_topo_put(struct agent *a, const json_t *summary);
 
 /* pmix.c: the agent is the PMIx server of its ranks (launch.mode pmix).
  * Sets up the server (once) and the attempt's namespace from LAUNCH's

@@ -88,6 +88,7 @@ void health_fini(struct agent *a)
 		loop_timer_del(a->loop, a->hello_timer);
 	a->hello_timer = 0;
 	rundir_remove(a);
+	rundir_close(a);
 }
 
 /* Sums of the non-loopback interfaces in /proc/net/dev. */

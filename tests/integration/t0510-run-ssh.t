@@ -88,7 +88,7 @@ test_expect_success '2 nodes x 2 slots: every rank sees its variables; MASTER_AD
 		EOF
 		grep -v "^HERD_PROGRESS_FILE=" envs/env.$r >got.$r &&
 		test_cmp expect.$r got.$r &&
-		grep -x "HERD_PROGRESS_FILE=/tmp/herd-agent-[^/]*/rank-$r.progress" \
+		grep -x "HERD_PROGRESS_FILE=/tmp/herd-agent-[0-9]*/[0-9]*-[^/]*/rank-$r.progress" \
 			envs/env.$r || return 1
 	done &&
 	test_must_be_empty out &&
