@@ -8,19 +8,14 @@ test_description='the rank keeper is its own program: an exec of the agent'"'"'s
 require_cmd ps readlink
 
 # The ranks write their keeper's pid (their parent) and group to
-# pids/R, say which attempt they are in, and in attempt 1 wait
-# (bounded: 20 s) for the file "go", then fail; attempt 2 succeeds.
-cat >rank.sh <<\EOF
-echo "$PPID $(ps -o pgid= -p $$ | tr -d " ")" >"pids/$RANK.tmp" &&
-mv "pids/$RANK.tmp" "pids/$RANK"
-echo "attempt $HERD_ATTEMPT"
-[ "$HERD_ATTEMPT" = 1 ] || exit 0
-i=0
-while [ ! -e go ] && [ $i -lt 400 ]; do
-	sleep 0.05 &
-	wait $!
-	i=$((i + 1))
-done
+# pids/R, say which attempt they are in, and in attempt 1 wait (bounded)
+# for the file "go", then fail; attempt 2 succeeds.
+cat >rank.sh <<EOF
+echo "\$PPID \$(ps -o pgid= -p \$\$ | tr -d " ")" >"pids/\$RANK.tmp" &&
+mv "pids/\$RANK.tmp" "pids/\$RANK"
+echo "attempt \$HERD_ATTEMPT"
+[ "\$HERD_ATTEMPT" = 1 ] || exit 0
+sh "$HERD_TEST_DIR/data/slurm/wait-go.sh" "\$PWD/go" >/dev/null
 exit 3
 EOF
 
