@@ -298,13 +298,16 @@ int keeper_main(int argc, char **argv)
 	pid_t pid;
 
 	(void)argc;
-	(void)argv;
 	if (!started_by_agent()) {
 		fprintf(stderr, "herd-agent: " KEEPER_ARG " is started by "
 				"herd-agent itself for each rank, not by "
 				"hand\n");
 		return 2;
 	}
+	/* Exec'd through /proc/self/exe, its name (ps, top, pgrep) would be
+	 * "exe": it takes the agent's, as a forked keeper had. */
+	prctl(PR_SET_NAME, strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1
+						  : argv[0]);
 	memset(&k, 0, sizeof(k));
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = keeper_on_parent_death;

@@ -32,7 +32,7 @@ test_expect_success 'a job of 2 ranks whose attempt 1 fails on cue' '
 	herd validate k.yaml
 '
 
-test_expect_success 'each keeper is an exec'"'"'d image: /proc/KEEPER/cmdline is the keeper mode, /proc/KEEPER/exe is the agent, and it leads the rank'"'"'s group' '
+test_expect_success 'each keeper is an exec'"'"'d image: /proc/KEEPER/cmdline is the keeper mode, /proc/KEEPER/exe and comm are the agent'"'"'s, and it leads the rank'"'"'s group' '
 	rm -rf pids go && mkdir pids &&
 	run_bg k.yaml out err &&
 	wait_files 2 "pids/?" 20 &&
@@ -44,6 +44,7 @@ test_expect_success 'each keeper is an exec'"'"'d image: /proc/KEEPER/cmdline is
 		echo "keeper $keeper of rank $r: $(cat cmdline)" &&
 		grep -x ".*herd-agent --keeper --rank $r " cmdline &&
 		test "$(readlink /proc/$keeper/exe)" = "$(readlink /proc/$agent/exe)" &&
+		test "$(cat /proc/$keeper/comm)" = "$(cat /proc/$agent/comm)" &&
 		tr "\0" " " <"/proc/$agent/cmdline" | grep -q "herd-agent --stdio" || return 1
 	done &&
 	touch go &&
