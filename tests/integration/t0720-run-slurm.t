@@ -5,6 +5,7 @@ test_description='herd run with the slurm transport inside salloc on the local S
 . "$(dirname "$0")/test-lib.sh"
 . "$HERD_ROOT/tests/cluster/lib.sh"
 . "$HERD_TEST_DIR/data/run/lib.sh"
+. "$HERD_TEST_DIR/data/slurm/lib.sh"
 
 require_root
 require_cmd ip nsenter unshare setsid flock ssh-keygen timeout jq ss pgrep \
@@ -182,18 +183,9 @@ test_expect_success 'a job with a spare: two srun steps, their output read on he
 	EOF
 	chmod 755 sp.sh &&
 	rm -rf sp && mkdir sp &&
-	cat >sp.yaml <<-EOF &&
-	name: sp
-	nodes: {slurm: true, count: 3, min: 3, slots: 1}
-	health: {heartbeat: 500ms, timeout: 3s, grace: 2s}
-	restart: {max: 1, backoff: 500ms}
-	launch:
-	  workdir: "$PWD"
-	  command: $(yaml_cmd "$PWD/sp.sh")
-	log: {dir: "$PWD/runs/sp"}
-	EOF
-	{ timeout 80 salloc -N4 --no-kill herd run -v sp.yaml >out 2>err & } &&
-	pid=$! &&
+	spare_job sp "$(yaml_cmd "$PWD/sp.sh")" &&
+	run_spare_job sp &&
+	pid=$HERD_PID &&
 	wait_files 3 "sp/up1.*" 30 &&
 	herd=$(herd_of sp.yaml) && echo "herd: $herd" && test -n "$herd" &&
 	most=$(threads $herd) &&
