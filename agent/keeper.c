@@ -63,7 +63,7 @@
  * below what would hurt a node. */
 #define KEEPER_SPEC_MAX (2 * (size_t)PROTO_FRAME_MAX)
 
-/* ---- in the agent --------------------------------------------------------- */
+/* ---- in the agent -------------------------------------------------------- */
 
 static void put_str(FILE *f, const char *s)
 {
@@ -102,10 +102,11 @@ static int spec_write(const struct keeper_rank *k, struct herd_err *err)
 	ok = fclose(f) == 0;
 	if (!ok || len > KEEPER_SPEC_MAX) {
 		free(buf);
-		return ok ? herd_errprintf(err, "rank %d: its command and "
+		return ok ? herd_errprintf(err,
+					   "rank %d: its command and "
 					   "environment are %zu bytes (at most "
-					   "%zu)", k->rank, len,
-					   KEEPER_SPEC_MAX)
+					   "%zu)",
+					   k->rank, len, KEEPER_SPEC_MAX)
 			  : herd_errprintf(err, "out of memory");
 	}
 	fd = memfd_create("herd-keeper", MFD_CLOEXEC);
@@ -161,13 +162,13 @@ pid_t keeper_spawn(struct loop *loop, const struct keeper_rank *k,
 	return pid;
 }
 
-/* ---- in the keeper -------------------------------------------------------- */
+/* ---- in the keeper ------------------------------------------------------- */
 
 /* The spec, split. */
 struct keeper_spec {
 	char *buf;
 	pid_t agent;
-	struct proc_opts rank;	/* path, workdir, cpus, envp */
+	struct proc_opts rank; /* path, workdir, cpus, envp */
 	cpu_set_t cpus;
 	bool has_mem;
 	unsigned long mem_mask[KEEPER_MEM_NODES / (8 * sizeof(long)) + 1];
@@ -259,7 +260,7 @@ static int spec_read(struct keeper_spec *k)
 		if (node < 0)
 			return -1;
 		k->mem_mask[(size_t)node / (8 * sizeof(long))] |=
-			1UL << ((size_t)node % (8 * sizeof(long)));
+		    1UL << ((size_t)node % (8 * sizeof(long)));
 		k->has_mem = true;
 	}
 	return 0;
@@ -306,8 +307,8 @@ int keeper_main(int argc, char **argv)
 	}
 	/* Exec'd through /proc/self/exe, its name (ps, top, pgrep) would be
 	 * "exe": it takes the agent's, as a forked keeper had. */
-	prctl(PR_SET_NAME, strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1
-						  : argv[0]);
+	prctl(PR_SET_NAME,
+	      strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0]);
 	memset(&k, 0, sizeof(k));
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = keeper_on_parent_death;
