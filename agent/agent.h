@@ -125,6 +125,38 @@ struct agent {
 	bool pmix_mode;		/* the current attempt runs under PMIx */
 };
 
+/* keeper.c: the rank keeper, its own program (herd-agent --keeper). */
+#define KEEPER_ARG "--keeper"
+/* NUMA nodes a rank may be told to prefer: below this only. */
+#define KEEPER_MEM_NODES 1024
+
+/* What a keeper starts: one rank. */
+struct keeper_rank {
+	int rank;
+	const char *self;	/* the agent's path, the keeper's argv[0] for ps */
+	const char *path;	/* what to exec (/bin/sh) */
+	char *const *argv;
+	char *const *envp;	/* the rank's whole environment */
+	const char *workdir;	/* NULL: the agent's */
+	const char *cpus;	/* cpu list (bind.h), checked; NULL: unbound */
+	int mem_node;		/* NUMA node to prefer, -1: none */
+};
+
+/* Starts the keeper of rank k: an exec of the agent's own image in keeper
+ * mode, through proc_spawn (its own group, PDEATHSIG, the report pipe).
+ * on_exit gets its status, which is the rank's, and the step that failed
+ * (the keeper's exec: PROC_STEP_KEEPER; the rank's workdir, cpus or exec).
+ * out gets the read ends of the rank's stdout and stderr (the caller's,
+ * close-on-exec).  Returns the keeper's pid, or -1 with err. */
+pid_t keeper_spawn(struct loop *loop, const struct keeper_rank *k,
+		   proc_exit_fn on_exit, void *arg, int out[2],
+		   struct herd_err *err);
+/* main() of `herd-agent --keeper --rank R` (keeper.c says what it is
+ * given); a program that links the agent's objects hands argv over when
+ * argv[1] is KEEPER_ARG.  Never returns when started by an agent; 2 when
+ * run by hand. */
+int keeper_main(int argc, char **argv);
+
 /* rank.c */
 int rank_launch(struct agent *a, json_t *launch, struct herd_err *err);
 void rank_signal_all(struct agent *a, int sig);

@@ -310,6 +310,9 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "probe"))
 		return probe_main(argc - 1, argv + 1);
+	/* A rank's keeper: the agent execs its own image (keeper.c). */
+	if (argc > 1 && !strcmp(argv[1], KEEPER_ARG))
+		return keeper_main(argc, argv);
 	if (readlink("/proc/self/exe", a.self_path,
 		     sizeof(a.self_path) - 1) < 0)
 		a.self_path[0] = '\0';
