@@ -1,0 +1,2 @@
+int cmd_report(int argc, char **argv);
+int cmd_report(int argc, char **argv){(void)argc;(void)argv;return 0;}
