@@ -215,12 +215,25 @@ static void status_text(const struct runlog *rl)
 		if (start)
 			print_elapsed(", ran ", rl->end_t - start);
 	} else {
-		printf("state: running");
+		int64_t last = rl->last_metrics_t;
+
+		printf("state: running (no job_end yet)");
 		if (rl->n_attempts)
 			printf(", attempt %d",
 			       rl->attempts[rl->n_attempts - 1].attempt);
 		if (start)
 			print_elapsed(", for ", now_ms() - start);
+		/* A controller that died leaves no job_end: how old the
+		 * newest line is tells. */
+		if (rl->n_marks && rl->marks[rl->n_marks - 1].t > last)
+			last = rl->marks[rl->n_marks - 1].t;
+		if (rl->n_attempts &&
+		    rl->attempts[rl->n_attempts - 1].start_t > last)
+			last = rl->attempts[rl->n_attempts - 1].start_t;
+		if (last)
+			print_elapsed(", last update ", now_ms() - last);
+		if (last)
+			printf(" ago");
 	}
 	printf("\n");
 	for (size_t i = 0; i < rl->n_attempts; i++) {

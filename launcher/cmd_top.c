@@ -110,7 +110,7 @@ static void top_usage(FILE *out)
 }
 
 static void fill_row(struct row *r, const struct runlog_node *n,
-		     const char *slowest)
+		     const char *slowest, int64_t latest_t)
 {
 	const json_t *j = n->last;
 	double v, used, total;
@@ -118,7 +118,9 @@ static void fill_row(struct row *r, const struct runlog_node *n,
 	memset(r, 0, sizeof(*r));
 	r->n = n;
 	r->slowest = slowest && !strcmp(slowest, n->name);
-	if (!j)
+	/* A node missing from the latest sample with nodes (failed,
+	 * evicted): its old values would read as current. */
+	if (!j || n->last_t < latest_t)
 		return;
 	if ((r->has[COL_GPU] = runlog_node_gpu_util(j, &v)))
 		r->v[COL_GPU] = v;
@@ -297,7 +299,9 @@ static char *frame(const struct runlog *rl, size_t *len)
 	}
 	fprintf(f, "\n");
 	for (size_t i = 0; i < rl->n_nodes; i++)
-		fill_row(&rows[i], &rl->nodes[i], slowest);
+		fill_row(&rows[i], &rl->nodes[i], slowest,
+			 (int64_t)json_integer_value(
+			     json_object_get(rl->last_full, "t")));
 	qsort(rows, rl->n_nodes, sizeof(*rows), row_cmp);
 	for (size_t i = 0; i < rl->n_nodes; i++) {
 		for (int c = 0; c < COL_N_; c++)

@@ -103,12 +103,8 @@ void svgplot_format(char *buf, size_t len, double v, enum svgplot_unit unit)
 		snprintf(num, sizeof(num), "0");
 	else if (a >= 100 || (p == 0 && a == floor(a)))
 		snprintf(num, sizeof(num), "%.0f", v);
-	else if (a >= 10)
-		snprintf(num, sizeof(num), "%.1f", v);
-	else if (a >= 0.01 || p)
-		snprintf(num, sizeof(num), "%.3g", v);
 	else
-		snprintf(num, sizeof(num), "%.2g", v);
+		snprintf(num, sizeof(num), "%.3g", v);
 	if (unit == SVGPLOT_BYTES_PER_S)
 		snprintf(buf, len, "%s %sB/s", num, pre[p]);
 	else
