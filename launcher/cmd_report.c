@@ -205,6 +205,9 @@ static size_t pick_nodes(const struct runlog *rl, size_t *idx)
 	bool have_slow = false;
 
 	for (size_t i = 0; i < rl->n_nodes && n < REPORT_NODES_MAX; i++) {
+		/* Nodes the metrics never named have nothing to draw. */
+		if (!rl->nodes[i].last)
+			continue;
 		idx[n++] = i;
 		if (slow && !strcmp(rl->nodes[i].name, slow))
 			have_slow = true;
@@ -228,10 +231,16 @@ static void node_charts(struct ctx *c, double *bufs)
 	if (!idx)
 		return;
 	n = pick_nodes(rl, idx);
-	if (rl->n_nodes > n)
-		fprintf(c->out,
-			"<p class=\"note\">%zu of %zu nodes shown.</p>\n", n,
-			rl->n_nodes);
+	{
+		size_t with = 0;
+
+		for (size_t i = 0; i < rl->n_nodes; i++)
+			with += rl->nodes[i].last != NULL;
+		if (with > n)
+			fprintf(c->out,
+				"<p class=\"note\">%zu of %zu nodes shown.</p>\n",
+				n, with);
+	}
 	fprintf(c->out, "<div class=\"grid\">\n");
 	for (size_t k = 0; k < n; k++) {
 		const struct runlog_node *nd = &rl->nodes[idx[k]];
@@ -487,9 +496,11 @@ static int write_report(FILE *out, const struct runlog *rl)
 	summary(&c);
 
 	fprintf(out, "<h2>Training</h2>\n");
-	if (!rl->met.lines)
+	if (!rl->met.lines) {
 		fprintf(out, "<p class=\"note\">No metrics.jsonl in this run "
 			     "directory: no plots.</p>\n");
+		goto timeline;
+	}
 	fprintf(out, "<div class=\"row\">\n");
 	job_chart(&c, "loss", SVGPLOT_PLAIN, loss_k, loss_l, loss_c, 1, bufs);
 	job_chart(&c, "tokens/s", SVGPLOT_PLAIN, tok_k, loss_l, tok_c, 1, bufs);
@@ -502,6 +513,7 @@ static int write_report(FILE *out, const struct runlog *rl)
 		  net_c, 2, bufs);
 	fprintf(out, "</div>\n<h2>Per node</h2>\n");
 	node_charts(&c, bufs);
+timeline:
 	fprintf(out, "<h2>Timeline</h2>\n");
 	timeline(&c);
 	fprintf(out, "<p class=\"note\">Made by herd report from ");

@@ -189,6 +189,8 @@ static void print_value(const char *label, const char *key,
 		return;
 	if (!strcmp(key, "loss"))
 		snprintf(b, sizeof(b), "%.4g", v);
+	else if (!strcmp(key, "step") || !strcmp(key, "drops"))
+		snprintf(b, sizeof(b), "%.0f", v);
 	else
 		svgplot_format(b, sizeof(b), v, unit);
 	printf("%s%s %s", *first ? "" : ", ", label, b);

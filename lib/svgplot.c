@@ -228,7 +228,7 @@ int svgplot_lines(FILE *out, const struct svgplot_axes *ax,
 	double *bx = NULL, *by = NULL, t[TICKS_MAX];
 	double ymin = INFINITY, ymax = -INFINITY, xmin = INFINITY,
 	       xmax = -INFINITY;
-	size_t nt, points = 0;
+	size_t nt, points = 0, max_points;
 	char lab[48];
 	int rc = -1;
 
@@ -306,14 +306,20 @@ int svgplot_lines(FILE *out, const struct svgplot_axes *ax,
 		f.px0, f.py0, f.px0, f.py1);
 	x_axis(out, &f);
 
+	/* Two points a pixel column show every rise and fall (min and max
+	 * of each bucket); more only make the file bigger. */
+	max_points = (size_t)(2 * (f.px1 - f.px0));
+	if (max_points > SVGPLOT_POINTS_MAX)
+		max_points = SVGPLOT_POINTS_MAX;
+	if (max_points < 2)
+		max_points = 2;
 	bx = malloc(SVGPLOT_POINTS_MAX * sizeof(*bx));
 	by = malloc(SVGPLOT_POINTS_MAX * sizeof(*by));
 	if (!bx || !by)
 		goto out;
 	for (size_t l = 0; l < n_lines; l++) {
 		size_t n = svgplot_downsample(lines[l].x, lines[l].y,
-					      lines[l].n, SVGPLOT_POINTS_MAX,
-					      bx, by);
+					      lines[l].n, max_points, bx, by);
 		int first = 1;
 
 		if (!n)

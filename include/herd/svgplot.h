@@ -2,7 +2,8 @@
  * plots with readable ticks (time on x as elapsed h:mm:ss, values with SI
  * prefixes on y) and a timeline of spans and marks.  The SVG is inline
  * markup for an HTML page: no script, no external resource, every string
- * escaped (svgplot_escape), every line at most SVGPLOT_POINTS_MAX points
+ * escaped (svgplot_escape), every line at most two points per pixel
+ * column of its plot and never more than SVGPLOT_POINTS_MAX
  * (svgplot_downsample keeps each bucket's min and max, so spikes stay).
  *
  * Output goes to the caller's FILE (open_memstream or a file); functions

@@ -31,6 +31,8 @@ def decode(path):
     prev = bytearray(stride)
     rows = []
     i = 0
+    LOW7 = int.from_bytes(b"\x7f" * stride, "big")
+    HIGH1 = int.from_bytes(b"\x80" * stride, "big")
     for _ in range(h):
         f = raw[i]
         line = bytearray(raw[i + 1:i + 1 + stride])
@@ -39,8 +41,12 @@ def decode(path):
             for x in range(bpp, stride):
                 line[x] = (line[x] + line[x - bpp]) & 255
         elif f == 2:
-            for x in range(stride):
-                line[x] = (line[x] + prev[x]) & 255
+            # Bytewise add without carries, on one big integer (SWAR):
+            # the low 7 bits add, the top bit is xored in.
+            a = int.from_bytes(line, "big")
+            b = int.from_bytes(prev, "big")
+            s = ((a & LOW7) + (b & LOW7)) ^ ((a ^ b) & HIGH1)
+            line = bytearray(s.to_bytes(stride, "big"))
         elif f == 3:
             for x in range(stride):
                 a = line[x - bpp] if x >= bpp else 0
