@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the fixture run directories of t0565-views.t from the issue-12
+"""Writes the fixture run directories of t0570-views.t from the issue-12
 contract (events.jsonl as herd writes it, metrics.jsonl as the contract
 describes it).  Deterministic; run it again after changing it and commit
 the output:  python3 make-fixtures.py  (in this directory).
