@@ -195,6 +195,22 @@ static void job_chart(struct ctx *c, const char *title, enum svgplot_unit unit,
 	svgplot_lines(c->out, &ax, lines, n);
 }
 
+static bool has_series(const struct runlog_node *n)
+{
+	for (int k = 0; k < RUNLOG_NODE_N_; k++)
+		if (n->s[k].n)
+			return true;
+	return false;
+}
+
+static const struct runlog *sort_rl;
+
+static int by_name(const void *a, const void *b)
+{
+	return strverscmp(sort_rl->nodes[*(const size_t *)a].name,
+			  sort_rl->nodes[*(const size_t *)b].name);
+}
+
 /* The nodes to draw: name order, at most REPORT_NODES_MAX, the slowest
  * always among them. */
 static size_t pick_nodes(const struct runlog *rl, size_t *idx)
@@ -205,8 +221,9 @@ static size_t pick_nodes(const struct runlog *rl, size_t *idx)
 	bool have_slow = false;
 
 	for (size_t i = 0; i < rl->n_nodes && n < REPORT_NODES_MAX; i++) {
-		/* Nodes the metrics never named have nothing to draw. */
-		if (!rl->nodes[i].last)
+		/* Nodes without a value (never in the metrics, an idle
+		 * spare) have nothing to draw. */
+		if (!has_series(&rl->nodes[i]))
 			continue;
 		idx[n++] = i;
 		if (slow && !strcmp(rl->nodes[i].name, slow))
@@ -215,9 +232,11 @@ static size_t pick_nodes(const struct runlog *rl, size_t *idx)
 	if (slow && !have_slow && n) {
 		const struct runlog_node *sn = runlog_node(rl, slow);
 
-		if (sn)
+		if (sn && has_series(sn))
 			idx[n - 1] = (size_t)(sn - rl->nodes);
 	}
+	sort_rl = rl;
+	qsort(idx, n, sizeof(*idx), by_name);
 	return n;
 }
 
@@ -235,7 +254,7 @@ static void node_charts(struct ctx *c, double *bufs)
 		size_t with = 0;
 
 		for (size_t i = 0; i < rl->n_nodes; i++)
-			with += rl->nodes[i].last != NULL;
+			with += has_series(&rl->nodes[i]);
 		if (with > n)
 			fprintf(c->out,
 				"<p class=\"note\">%zu of %zu nodes shown.</p>\n",
@@ -274,6 +293,16 @@ static void node_charts(struct ctx *c, double *bufs)
 		if (is_slow)
 			fprintf(c->out, ", slowest");
 		fprintf(c->out, "</small></h3>\n");
+		{
+			const char *ge = json_string_value(
+			    json_object_get(nd->last, "gpu_error"));
+
+			if (ge) {
+				fprintf(c->out, "<p class=\"note\">");
+				esc(c, ge);
+				fprintf(c->out, "</p>\n");
+			}
+		}
 		ax.title = "GPU util";
 		svgplot_lines(c->out, &ax, &gl, 1);
 		ax.title = "network";
@@ -442,6 +471,7 @@ static const char style[] =
     ".node{border:1px solid #ddd;padding:4px}"
     ".node.slow{border:2px solid #c44e52}"
     ".note{color:#666;font-size:12px}"
+    ".node .note{max-width:290px;overflow-wrap:anywhere;margin:2px 0}"
     "svg.chart{display:block}";
 
 /* Writes the whole page to out. */

@@ -265,7 +265,9 @@ static void status_text(const struct runlog *rl)
 	for (size_t i = 0; i < rl->n_nodes; i++) {
 		const struct runlog_node *n = &rl->nodes[i];
 
-		if (n->state && !strcmp(n->state, "up") && !n->spare_used)
+		/* Up as planned, or a spare still waiting: nothing to say. */
+		if (n->state && !n->spare_used &&
+		    (!strcmp(n->state, "up") || !strcmp(n->state, "spare")))
 			continue;
 		if (++shown > 20) {
 			printf("  ...\n");

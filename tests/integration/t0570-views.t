@@ -180,7 +180,11 @@ test_expect_success 'a real local run: status, top and report find it through th
 		# metrics.jsonl is written (the controller side of issue 12):
 		# its values reach the views.
 		herd status --json real.yaml >json &&
-		jq -e ".metrics | has(\"step\")" json &&
+		jq -e ".metrics.step == 3 and .metrics.loss == 2.3" json &&
+		herd top --once real.yaml >out &&
+		cat out &&
+		grep "^ sim1  *up .*  3  *2.3$" out &&
+		grep "^ sim2  *up .*  3  *2.3$" out &&
 		grep "<polyline" real.html
 	fi
 '
