@@ -125,7 +125,7 @@ test_expect_success 'top --once: every node, the slowest marked, sortable; a nod
 
 test_expect_success 'top without a terminal follows the files and stops at job_end' '
 	cp -r "$VIEWS/running" follow &&
-	herd top --interval 0.1 follow >frames 2>err &
+	{ herd top --interval 0.1 follow >frames 2>err & } &&
 	pid=$! &&
 	wait_file frames &&
 	i=0 && while ! grep -q "step 30" frames; do
@@ -172,7 +172,7 @@ test_expect_success 'a real local run: status, top and report find it through th
 	herd status --json runs/real >json &&
 	jq -e ".run == \"$run\" and .state == \"ended\"" json &&
 	herd top --once real.yaml >out &&
-	grep "^ sim1  *up " out && grep "^ sim2  *up " out &&
+	grep "^[ *]sim1  *up " out && grep "^[ *]sim2  *up " out &&
 	herd report real.yaml -o real.html &&
 	grep "<h1>herd report: job real</h1>" real.html &&
 	if test -e runs/real/latest/metrics.jsonl
@@ -183,9 +183,46 @@ test_expect_success 'a real local run: status, top and report find it through th
 		jq -e ".metrics.step == 3 and .metrics.loss == 2.3" json &&
 		herd top --once real.yaml >out &&
 		cat out &&
-		grep "^ sim1  *up .*  3  *2.3$" out &&
-		grep "^ sim2  *up .*  3  *2.3$" out &&
+		grep "^[ *]sim1  *up .*  3  *2.3$" out &&
+		grep "^[ *]sim2  *up .*  3  *2.3$" out &&
 		grep "<polyline" real.html
+	fi
+'
+
+test_expect_success 'while a real job runs: status says running, top follows it until job_end' '
+	cat >live.yaml <<-EOF &&
+	name: live
+	nodes: {hosts: "sim[1-2]", slots: 1, transport: local}
+	health: {heartbeat: 1s, timeout: 30s, grace: 1s}
+	metrics: {interval: 200ms}
+	launch:
+	  command: |
+	    while [ ! -e "$PWD/go" ]; do sleep 0.05; done
+	    for s in 1 2 3 4; do
+	      [ -n "\$HERD_METRICS" ] && echo "{\"step\": \$s, \"loss\": 1.\$s}" >>"\$HERD_METRICS"
+	      sleep 0.2
+	    done
+	EOF
+	run_bg live.yaml live.out live.err &&
+	wait_file runs/live/latest/events.jsonl &&
+	i=0 && while ! grep -q "\"event\":\"rank_start\"" runs/live/latest/events.jsonl; do
+		i=$((i + 1)); test $i -lt 400 || false; sleep 0.05
+	done &&
+	herd status live.yaml >out &&
+	grep "^state: running (no job_end yet), attempt 1, for " out &&
+	{ herd top --interval 0.2 live.yaml >frames 2>top.err & } &&
+	top_pid=$! &&
+	wait_file frames &&
+	touch go &&
+	wait_exit $HERD_PID 30 && test $WAIT_RC = 0 &&
+	wait_exit $top_pid 20 && test $WAIT_RC = 0 &&
+	grep "^herd top: job live, run .*, running, attempt 1" frames &&
+	grep "^herd top:" frames | tail -n 1 | grep ", ended, exit status 0" &&
+	herd status live.yaml >out &&
+	grep "^state: ended, exit status 0, 1 attempt" out &&
+	if test -e runs/live/latest/metrics.jsonl
+	then
+		grep "^job: step [1-4], loss 1.[1-4]" frames
 	fi
 '
 
