@@ -653,7 +653,7 @@ int cmd_report(int argc, char **argv)
 		cli_error("report: say where to write it: -o report.html");
 		return EXIT_SPEC;
 	}
-	rl = rundir_open("report", argv[optind], &status);
+	rl = rundir_open("report", argv[optind], 0, &status);
 	if (!rl)
 		return status;
 	status = write_file(output, rl) < 0 ? 1 : 0;

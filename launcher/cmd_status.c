@@ -365,7 +365,7 @@ int cmd_status(int argc, char **argv)
 		status_usage(stderr);
 		return EXIT_SPEC;
 	}
-	rl = rundir_open("status", argv[optind], &status);
+	rl = rundir_open("status", argv[optind], VIEW_TAIL, &status);
 	if (!rl)
 		return status;
 	if (json) {

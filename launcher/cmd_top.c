@@ -424,7 +424,7 @@ static int parse_sort(const char *s)
 /* The interactive loop on a terminal. */
 static int top_tty(struct runlog *rl, int interval_ms)
 {
-	struct herd_err err;
+	struct herd_err err = {{0}};
 	struct tty t = {0};
 	int rc = 0, redraw = 1;
 	int64_t next = 0;
@@ -614,7 +614,7 @@ int cmd_top(int argc, char **argv)
 		top_usage(stderr);
 		return EXIT_SPEC;
 	}
-	rl = rundir_open("top", argv[optind], &status);
+	rl = rundir_open("top", argv[optind], VIEW_TAIL, &status);
 	if (!rl)
 		return status;
 	if (!once && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO))

@@ -60,7 +60,8 @@ static int has_file(const char *dir, const char *name)
 	       access(p, F_OK) == 0;
 }
 
-struct runlog *rundir_open(const char *cmd, const char *arg, int *status)
+struct runlog *rundir_open(const char *cmd, const char *arg,
+			   uint64_t metrics_tail, int *status)
 {
 	struct runlog *rl = NULL;
 	struct herd_err err;
@@ -122,6 +123,8 @@ struct runlog *rundir_open(const char *cmd, const char *arg, int *status)
 		*status = EXIT_SPEC;
 		goto out;
 	}
+	if (metrics_tail)
+		runlog_metrics_tail(rl, metrics_tail);
 	if (runlog_update(rl, &err) < 0) {
 		cli_error("%s: %s", cmd, err.text);
 		runlog_free(rl);

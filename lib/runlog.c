@@ -473,6 +473,16 @@ static int file_update(struct runlog *rl, struct runlog_file *f, feed_fn feed,
 		}
 		free(path);
 		f->missing = false;
+		if (f->tail) {
+			struct stat st;
+
+			/* Start inside the file: the partial line there is
+			 * skipped, not counted. */
+			if (fstat(f->fd, &st) == 0 && S_ISREG(st.st_mode) &&
+			    (uint64_t)st.st_size > f->tail &&
+			    lseek(f->fd, st.st_size - (off_t)f->tail, SEEK_SET) >= 0)
+				f->discarding = true;
+		}
 	}
 	for (;;) {
 		ssize_t r;
@@ -504,6 +514,11 @@ static int file_update(struct runlog *rl, struct runlog_file *f, feed_fn feed,
 		split_lines(rl, f, feed);
 	}
 	return got;
+}
+
+void runlog_metrics_tail(struct runlog *rl, uint64_t bytes)
+{
+	rl->met.tail = bytes;
 }
 
 int runlog_update(struct runlog *rl, struct herd_err *err)

@@ -114,6 +114,7 @@ struct runlog_file {
 	size_t len, cap;
 	bool discarding;  /* inside a line over RUNLOG_LINE_MAX */
 	bool missing;	  /* not there (yet) */
+	uint64_t tail;	  /* read only the last tail bytes at open (0: all) */
 	uint64_t lines, bad;
 };
 
@@ -150,6 +151,11 @@ struct runlog {
  * err ("DIR: not a run directory (no events.jsonl or metrics.jsonl)",
  * "DIR: No such file or directory"). */
 struct runlog *runlog_open(const char *dir, struct herd_err *err);
+
+/* Before the first runlog_update(): read only about the last bytes of
+ * metrics.jsonl (from the first line that starts in them), for views that
+ * show the latest values only; the series then cover that part only. */
+void runlog_metrics_tail(struct runlog *rl, uint64_t bytes);
 
 /* Reads the whole lines both files gained since the last call (a file
  * that appears later is opened then).  Returns 1 when anything was read,

@@ -316,13 +316,41 @@ static void test_long_line(void **state)
 	free(d);
 }
 
+static void test_tail(void **state)
+{
+	char *d = mkrun("tail");
+	struct herd_err err;
+	struct runlog *rl;
+
+	(void)state;
+	append(d, "metrics.jsonl",
+	       "{\"t\":1,\"job\":{\"step\":1}}\n{\"t\":2,\"job\":{\"step\":2}}\n"
+	       "{\"t\":3,\"job\":{\"step\":3}}\n");
+	/* The last line and 4 bytes of the one before: that part is
+	 * skipped, not counted. */
+	rl = runlog_open(d, &err);
+	runlog_metrics_tail(rl, 24 + 4);
+	assert_int_equal(runlog_update(rl, &err), 1);
+	assert_int_equal(rl->met.lines, 1);
+	assert_int_equal(rl->met.bad, 0);
+	assert_int_equal(rl->last_metrics_t, 3);
+	runlog_free(rl);
+	/* A tail longer than the file reads it all. */
+	rl = runlog_open(d, &err);
+	runlog_metrics_tail(rl, 1 << 20);
+	assert_int_equal(runlog_update(rl, &err), 1);
+	assert_int_equal(rl->met.lines, 3);
+	runlog_free(rl);
+	free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_events),     cmocka_unit_test(test_metrics),
 	    cmocka_unit_test(test_series_bound),
 	    cmocka_unit_test(test_open_errors), cmocka_unit_test(test_follow),
-	    cmocka_unit_test(test_long_line),
+	    cmocka_unit_test(test_long_line),	cmocka_unit_test(test_tail),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
