@@ -111,7 +111,7 @@ test_expect_success 'top --once: every node, the slowest marked, sortable; a nod
 	sed -n "5,9p" out | cut -c1-7 >names &&
 	printf " node1 \n*node2 \n node3 \n node4 \n node5 \n" >expect &&
 	test_cmp expect names &&
-	grep "^\*node2  *up  *59  *120G/160G  *1[0-9][0-9]MB  *1[0-9][0-9]MB  *0  *39[0-9]  *2.0[0-9]GB  *0\.[0-9]*  *201  *0.85$" out &&
+	grep "^\*node2  *up  *59  *60G/80G  *1[0-9][0-9]MB  *1[0-9][0-9]MB  *0  *39[0-9]  *2.0[0-9]GB  *0\.[0-9]*  *201  *0.85$" out &&
 	grep "^ node3  *failed  *-  *-  *-  *-  *-  *-  *-  *-  *-  *-$" out &&
 	grep "^ node4 .* 2 " out &&
 	herd top --once --sort rate "$VIEWS/ended" >out &&
