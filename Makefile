@@ -22,7 +22,7 @@ PKG_CONFIG ?= pkg-config
 pkg = $(shell $(PKG_CONFIG) $(1) $(PKGS) || echo PKG_MISSING)
 pkg_checked = $(if $(filter PKG_MISSING,$(1)),$(error $(PKG_CONFIG) cannot find all of $(PKGS): run 'make deps' (as root)),$(1))
 PKG_CFLAGS = $(eval PKG_CFLAGS := $$(call pkg_checked,$$(call pkg,--cflags)))$(PKG_CFLAGS)
-PKG_LIBS   = $(eval PKG_LIBS := $$(call pkg_checked,$$(call pkg,--libs)) -lslurm -lcrypto)$(PKG_LIBS)
+PKG_LIBS   = $(eval PKG_LIBS := $$(call pkg_checked,$$(call pkg,--libs)) -lslurm -lcrypto -lm)$(PKG_LIBS)
 ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) $(CFLAGS) -Iinclude -MMD -MP \
              $(PKG_CFLAGS) $(SAN_FLAGS)
 ALL_LDFLAGS = $(LDFLAGS) $(SAN_LDFLAGS)
