@@ -401,6 +401,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	health_init(&a);
+	metrics_init(&a);
 	send_hello(&a, topology_xml, node_name);
 	loop_run(a.loop);
 
@@ -413,6 +414,7 @@ int main(int argc, char **argv)
 	conn_free(a.conn);
 	a.conn = NULL;
 	pmix_fini(&a);
+	metrics_fini(&a);
 	health_fini(&a);
 	loop_free(a.loop);
 	return 0;
