@@ -141,10 +141,13 @@ json_t *train_values(const struct train *t)
 
 		/* Whole numbers as integers (step, tokens), so they read
 		 * back exactly. */
+		bool whole = v > -9007199254740992.0 &&
+			     v < 9007199254740992.0 &&
+			     (double)(json_int_t)v == v;
+
 		json_object_set_new(obj, t->vals[i].name,
-				    v == floor(v) && fabs(v) < 9007199254740992.0
-					    ? json_integer((json_int_t)v)
-					    : json_real(v));
+				    whole ? json_integer((json_int_t)v)
+					  : json_real(v));
 	}
 	return obj;
 }
