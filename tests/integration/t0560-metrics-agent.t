@@ -79,9 +79,11 @@ test_expect_success 'setup: two local nodes, a fake NVML with two GPUs, one RDMA
 	mkdir ib sysclass &&
 	ib_counters ib mlx5_0 1 100 200 0 0 0 &&
 	cat >rank.sh <<-\EOF &&
-	# Each rank: its HERD_METRICS path, two records of 100 tokens, a
+	# Each rank: where its HERD_METRICS is, two records of 100 tokens, a
 	# line the loss pattern matches, some CPU, then it waits for "go".
-	echo "metrics file $RANK: $HERD_METRICS"
+	d=${HERD_METRICS%/*}
+	[ "$d" = "${HERD_PROGRESS_FILE%/*}" ] &&
+		echo "metrics file $RANK beside the progress file: ${HERD_METRICS##*/}"
 	echo "{\"step\": 1, \"tokens\": 100, \"lr\": 0.5}" >>"$HERD_METRICS"
 	echo "{\"step\": 2, \"tokens\": 100, \"phase\": \"train\"}" >>"$HERD_METRICS"
 	echo "not json" >>"$HERD_METRICS"
@@ -131,8 +133,9 @@ test_expect_success 'local nodes: METRICS carry GPUs, RDMA, net, ranks and train
 	jq -e -s "all(.[]; (.net | length) >= 1 and all(.net[]; .dev != \"lo\" and
 		   (keys | length) == 9)) and all(.[]; .cpus >= 1 and .load1 >= 0)" metrics.log &&
 	jq -e -s "[.[] | .ranks[] | select(.rss_kb > 0)] | length > 0" metrics.log &&
-	grep "^\[0\] metrics file 0: .*/herd-agent-[0-9]*-....../rank-0.metrics$" out &&
-	grep "^\[1\] metrics file 1: .*/herd-agent-[0-9]*-....../rank-1.metrics$" out &&
+	# HERD_METRICS: node-local, in the agent'"'"'s private directory.
+	grep "^\[0\] metrics file 0 beside the progress file: rank-0.metrics$" out &&
+	grep "^\[1\] metrics file 1 beside the progress file: rank-1.metrics$" out &&
 
 	# Values change while the job runs: NVML (an Xid event), RDMA.
 	sed -e "s/^0 util 91/0 util 42/" nvml >nvml.new &&
