@@ -324,14 +324,74 @@ int metrics_read_rdma(const char *root, json_t *arr)
 	return 0;
 }
 
-/* CPU milliseconds and RSS KiB of the rank under keeper pid (the rank is
- * the keeper's only child).  -1 when it cannot be read (gone). */
-static int rank_usage(pid_t keeper, int64_t *cpu_ms, int64_t *rss_kb)
+/* 256: processes of one rank's tree that a sample looks at (a rank with
+ * a few data-loader workers has ten); bounds a sample's cost. */
+#define RANK_TREE_MAX 256
+
+/* Adds pid's CPU ticks (its own and those of its reaped children, so the
+ * sum does not drop when a child ends) and resident pages to *ticks and
+ * *pages, then does the same for its children (the main thread's
+ * /proc/PID/task/PID/children), at most *budget processes.  -1 when pid
+ * is gone. */
+static int tree_usage(long pid, int *budget, unsigned long long *ticks,
+		      long long *pages)
 {
 	char path[128], buf[1024];
 	FILE *f;
+	int ok = -1;
+
+	if (*budget <= 0)
+		return 0;
+	(*budget)--;
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	if (fgets(buf, sizeof(buf), f)) {
+		/* Fields after the command name, which may hold spaces. */
+		char *p = strrchr(buf, ')');
+		unsigned long long ut = 0, st = 0;
+		long long cut = 0, cst = 0, rss = 0;
+
+		if (p && sscanf(p + 2,
+				"%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+				"%llu %llu %lld %lld %*d %*d %*d %*d %*u %*u "
+				"%lld",
+				&ut, &st, &cut, &cst, &rss) == 5) {
+			*ticks += ut + st + (unsigned long long)(cut > 0 ? cut : 0) +
+				  (unsigned long long)(cst > 0 ? cst : 0);
+			*pages += rss > 0 ? rss : 0;
+			ok = 0;
+		}
+	}
+	fclose(f);
+	if (ok < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%ld/task/%ld/children", pid, pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	for (long child; *budget > 0 && fscanf(f, "%ld", &child) == 1;)
+		if (child > 0)
+			tree_usage(child, budget, ticks, pages);
+	fclose(f);
+	return 0;
+}
+
+/* CPU milliseconds and RSS KiB of the rank under keeper pid: the
+ * keeper's child (sh -c COMMAND) and every process below it, so a
+ * program the shell started is counted.  -1 when it cannot be read
+ * (gone). */
+static int rank_usage(pid_t keeper, int64_t *cpu_ms, int64_t *rss_kb)
+{
+	char path[128];
+	FILE *f;
 	long child = 0;
-	int rc = -1;
+	unsigned long long ticks = 0;
+	long long pages = 0;
+	int budget = RANK_TREE_MAX;
+	long hz = sysconf(_SC_CLK_TCK);
+	long page = sysconf(_SC_PAGESIZE);
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)keeper,
 		 (int)keeper);
@@ -341,38 +401,11 @@ static int rank_usage(pid_t keeper, int64_t *cpu_ms, int64_t *rss_kb)
 	if (fscanf(f, "%ld", &child) != 1)
 		child = 0;
 	fclose(f);
-	if (child <= 0)
+	if (child <= 0 || tree_usage(child, &budget, &ticks, &pages) < 0)
 		return -1;
-	snprintf(path, sizeof(path), "/proc/%ld/stat", child);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	if (fgets(buf, sizeof(buf), f)) {
-		/* Fields after the command name, which may hold spaces. */
-		char *p = strrchr(buf, ')');
-		unsigned long long ut = 0, st = 0;
-		long long rss = 0;
-
-		if (p && sscanf(p + 2,
-				"%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
-				"%llu %llu %*d %*d %*d %*d %*d %*d %*u %*u "
-				"%lld",
-				&ut, &st, &rss) == 3) {
-			long hz = sysconf(_SC_CLK_TCK);
-			long page = sysconf(_SC_PAGESIZE);
-
-			*cpu_ms = (int64_t)((ut + st) * 1000 /
-					    (unsigned long long)(hz > 0 ? hz
-									: 100));
-			*rss_kb = rss < 0 ? 0
-					  : (int64_t)(rss * (page > 0 ? page
-								       : 4096) /
-						      1024);
-			rc = 0;
-		}
-	}
-	fclose(f);
-	return rc;
+	*cpu_ms = (int64_t)(ticks * 1000 / (unsigned long long)(hz > 0 ? hz : 100));
+	*rss_kb = (int64_t)(pages * (page > 0 ? page : 4096) / 1024);
+	return 0;
 }
 
 static double load1(void)
