@@ -98,13 +98,13 @@ static void load(void)
 		if (n < 2 || a[0] == '#')
 			continue;
 		if (!strcmp(a, "init")) {
-			init_code = atoi(b);
+			init_code = (int)strtol(b, NULL, 10);
 		} else if (!strcmp(a, "count")) {
-			n_gpus = (unsigned)atoi(b);
+			n_gpus = (unsigned)strtoul(b, NULL, 10);
 			if (n_gpus > MAXGPU)
 				n_gpus = MAXGPU;
 		} else if (n == 3) {
-			int g = atoi(a);
+			long g = strtol(a, NULL, 10);
 
 			if (g < 0 || g >= MAXGPU)
 				continue;
