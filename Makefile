@@ -97,9 +97,17 @@ $(BUILD)/unit/test_ctl: tests/unit/test_ctl.c $(LAUNCHER_A) lib/libherd.a $(FLAG
 # The agent's lifecycle test links the agent's own objects but main.o
 # (the test supplies agent_send).
 AGENT_TEST_OBJ := $(filter-out $(BUILD)/agent/main.o,$(AGENT_OBJ))
-$(BUILD)/unit/test_agent: tests/unit/test_agent.c $(AGENT_TEST_OBJ) lib/libherd.a $(FLAGS_STAMP)
+$(BUILD)/unit/test_agent $(BUILD)/unit/test_metrics: $(BUILD)/unit/%: tests/unit/%.c $(AGENT_TEST_OBJ) lib/libherd.a $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(AGENT_TEST_OBJ) lib/libherd.a $(PKG_LIBS) -lcmocka
+
+# The fake NVML the tests put on LD_LIBRARY_PATH (tests/fakenvml): plain
+# flags, never sanitized (the agent dlopen()s it).
+FAKE_NVML := $(BUILD)/tests/libnvidia-ml.so.1
+$(FAKE_NVML): tests/fakenvml/fake_nvml.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -shared \
+	  -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
 
 # libFuzzer targets: built with clang, ASan+UBSan, from the library sources.
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRC)
@@ -122,13 +130,13 @@ DEMO_RUN ?= examples/demo.sh
 deps:
 	@$(DEPS)
 
-unit: $(UNIT_BIN)
+unit: $(UNIT_BIN) $(FAKE_NVML)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
 # Each script runs verbose (sharness -v): a failing test shows its
 # commands' output.  Sanitizer reports go to build/sanitizer too and are
 # printed at the end.
-integration: all examples
+integration: all examples $(FAKE_NVML)
 	@rm -rf $(BUILD)/sanitizer && mkdir -p $(BUILD)/sanitizer
 	@HERD_SANITIZER_LOG=$(abspath $(BUILD)/sanitizer) \
 		prove -v tests/integration/*.t :: -v; rc=$$?; \

@@ -33,6 +33,7 @@ struct rank {
 	bool pmix_connected;	/* pmix mode: it reached our PMIx server */
 	int64_t last_output_ms;	/* wall clock of its last output */
 	char progress_file[512];	/* HERD_PROGRESS_FILE it may touch */
+	char metrics_file[512];	/* HERD_METRICS it may append to ("" none) */
 	bool hung_reported;
 	/* How the keeper ended (proc.h): start.step says why the rank
 	 * could not be started, if it could not. */
@@ -51,6 +52,7 @@ struct envv {
 int envv_set(struct envv *e, const char *key, const char *value);
 
 struct pmix_state;
+struct metrics_state;
 
 /* The agent's lifecycle (lifecycle.c): one transition function,
  * agent_post(), and one table of (state, event) -> (next state, action).
@@ -122,6 +124,7 @@ struct agent {
 	char self_path[4096];	/* this program, for ranks as $HERD_AGENT */
 
 	struct pmix_state *pmix;	/* pmix.c; NULL until a pmix launch */
+	struct metrics_state *metrics;	/* metrics.c; NULL: no sampling */
 	bool pmix_mode;		/* the current attempt runs under PMIx */
 };
 
@@ -211,6 +214,24 @@ int pmix_setup_rank(struct agent *a, struct rank *r, struct envv *env,
 void pmix_on_fence_done(struct agent *a, struct proto_frame *f);
 /* At exit: fails pending fences, finalizes the server. */
 void pmix_fini(struct agent *a);
+
+/* metrics.c: METRICS every metrics_interval_ms once a LAUNCH came. */
+/* At start: loads NVML (dlopen) for the life of the agent. */
+void metrics_init(struct agent *a);
+/* After LAUNCH started the ranks: the attempt's interval, patterns
+ * (compiled once here) and a fresh training record per rank; starts the
+ * sampling timer. */
+void metrics_launch(struct agent *a, json_t *launch);
+/* Does the current attempt have metrics.patterns?  (rank.c looks at its
+ * output only then.) */
+bool metrics_has_patterns(const struct agent *a);
+/* len bytes of rank r's output (whole lines but a last partial one):
+ * metrics.patterns are applied to each line. */
+void metrics_output(struct agent *a, struct rank *r, const char *buf,
+		    size_t len);
+/* The METRICS body of this moment (exposed for the unit tests). */
+json_t *metrics_body(struct agent *a);
+void metrics_fini(struct agent *a);
 
 /* main.c */
 void agent_send(struct agent *a, enum proto_type type, json_t *body,

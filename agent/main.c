@@ -410,6 +410,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	health_init(&a);
+	metrics_init(&a);
 	send_hello(&a, topology_xml, node_name);
 	loop_run(a.loop);
 
@@ -422,6 +423,7 @@ int main(int argc, char **argv)
 	conn_free(a.conn);
 	a.conn = NULL;
 	pmix_fini(&a);
+	metrics_fini(&a);
 	health_fini(&a);
 	loop_free(a.loop);
 	return 0;

@@ -133,6 +133,8 @@ static void stream_emit(struct agent *a, struct rank *r,
 	}
 	if (cut == 0)
 		return;
+	if (metrics_has_patterns(a))
+		metrics_output(a, r, s->buf, cut);
 	send_output(a, r, which, s->buf, cut);
 	memmove(s->buf, s->buf + cut, s->len - cut);
 	s->len -= cut;
@@ -424,12 +426,32 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 				snprintf(r->progress_file,
 					 sizeof(r->progress_file), "%s", user);
 		}
+		/* HERD_METRICS: the same, for training values (metrics.c
+		 * tails it); a file of an earlier attempt is removed, so
+		 * its lines are not read again. */
+		r->metrics_file[0] = '\0';
+		if (a->run_dir[0]) {
+			snprintf(r->metrics_file, sizeof(r->metrics_file),
+				 "%s/rank-%d.metrics", a->run_dir, r->rank);
+			unlink(r->metrics_file);
+		}
+		{
+			const char *user = json_string_value(json_object_get(
+				json_object_get(launch, "env"),
+				"HERD_METRICS"));
+
+			if (user)
+				snprintf(r->metrics_file,
+					 sizeof(r->metrics_file), "%s", user);
+		}
 		if (envv_from_environ(&env) < 0 ||
 		    (a->self_path[0] &&
 		     envv_set(&env, "HERD_AGENT", a->self_path) < 0) ||
 		    (r->progress_file[0] &&
 		     envv_set(&env, "HERD_PROGRESS_FILE", r->progress_file) <
 			     0) ||
+		    (r->metrics_file[0] &&
+		     envv_set(&env, "HERD_METRICS", r->metrics_file) < 0) ||
 		    (a->pmix_mode && pmix_setup_rank(a, r, &env, err) < 0) ||
 		    envv_add_json(&env, json_object_get(launch, "env")) < 0 ||
 		    envv_add_json(&env, json_object_get(jr, "env")) < 0) {

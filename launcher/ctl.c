@@ -1453,6 +1453,16 @@ static void on_error(struct ctl *c, struct node *n, struct proto_frame *f)
 	frame_failed(c, n, msg ? msg : "agent reported an error");
 }
 
+/* METRICS: checked by proto_frame_check, not used yet (issue 12's
+ * controller side, launcher/metrics.c, replaces this). */
+static void on_metrics_ignored(struct ctl *c, struct node *n,
+			       struct proto_frame *f)
+{
+	(void)c;
+	(void)n;
+	(void)f;
+}
+
 /* What herd takes from an agent, by frame type; anything else is a
  * protocol error that fails the node (OpenSSH dispatch.c). */
 typedef void (*frame_fn)(struct ctl *c, struct node *n, struct proto_frame *f);
@@ -1461,6 +1471,7 @@ static const frame_fn frame_handlers[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_EXIT] = on_rank_exit,	  [PROTO_HEARTBEAT] = on_heartbeat,
 	[PROTO_ERROR] = on_error,	  [PROTO_STOPPED] = on_stopped,
 	[PROTO_FENCE] = on_fence,	  [PROTO_ABORT] = on_abort,
+	[PROTO_METRICS] = on_metrics_ignored,
 };
 
 /* A conn's arg is its node: found in O(1).  A conn the node has dropped
