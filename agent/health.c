@@ -474,9 +474,9 @@ void health_on_heartbeat(struct agent *a, json_t *body)
 	if (a->hb_interval_ms == iv && a->hb_timer) {
 		/* herd's beat: answered at once, and ours is timed from the
 		 * answer (see the top of this file) -- unless ours went out
-		 * less than half an interval ago (herd's beat came late, or
-		 * our timer ran early): then herd has a fresh one already, and
-		 * one heartbeat per interval is all it needs. */
+		 * less than half an interval ago (our timer came first, or
+		 * herd's beat was late): then herd has a fresh one already,
+		 * and one heartbeat per interval is all it needs. */
 		int64_t now = loop_now_ms();
 
 		if (now - a->hb_sent_ms >= iv / 2) {
