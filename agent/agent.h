@@ -107,6 +107,8 @@ struct agent {
 	long hb_timer;
 	int64_t hb_due_ms;	/* when hb_timer is due (stall detection) */
 	int64_t hb_next_ms;	/* when our next HEARTBEAT goes out */
+	int64_t hb_sent_ms;	/* when our last HEARTBEAT (timed, or an
+				 * answer to herd's) went out */
 	bool herd_stalled_said;	/* "herd is silent but reachable" logged */
 	/* The fd herd's frames come on (a TCP socket with --connect), to
 	 * ask the kernel whether herd's host still acknowledges us. */

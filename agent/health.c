@@ -2,9 +2,19 @@
  *
  * herd and its agents heartbeat each other.  The agent sends a HEARTBEAT
  * every interval herd asked for, carrying the ranks it found hung (what
- * is measured goes in METRICS, metrics.c); and it watches herd with the
- * rule herd applies to nodes (spec_silence_limit_ms: health.timeout +
- * heartbeat + 400 ms, so a short network blip stops nothing).  When herd
+ * is measured goes in METRICS, metrics.c).  It answers herd's HEARTBEAT at
+ * once and times its next one from that answer (health_on_heartbeat), so
+ * the agents of a job beat in step with herd: herd sends to every node in
+ * one tick, and their answers come back together and are read in a few
+ * loop wakeups, not one wakeup per node spread over the interval (with
+ * 1,000 nodes that was most of an idle herd's CPU).  The agent's own
+ * timer still sends when herd's beat does not come, so no gap between
+ * two of its heartbeats exceeds the interval either way.  herd beats
+ * half as often as its agents (spec.h SPEC_HERD_BEATS): the agent's timer
+ * sends the heartbeat in between, in step too.  It watches herd with the
+ * rule herd applies to nodes, with herd's interval
+ * (spec_herd_silence_limit_ms: health.timeout + 2 heartbeats + 400 ms,
+ * so a short network blip stops nothing).  When herd
  * has been silent that long, the agent asks the kernel whether herd's
  * host still acknowledges what the agent sends (the TCP connection under
  * the SSH channel, or the --connect socket):
@@ -272,10 +282,11 @@ static void give_up_on_herd(struct agent *a, int64_t silent, const char *why)
 	fprintf(stderr,
 		"herd-agent: no word from herd for %" PRId64
 		" ms (limit %" PRId64 " ms: health.timeout %" PRId64
-		" ms + heartbeat + TCP's retransmission)%s; stopping the ranks\n",
+		" ms + herd's heartbeat interval + TCP's retransmission)%s; "
+		"stopping the ranks\n",
 		silent,
-		(int64_t)spec_silence_limit_ms(a->hb_timeout_ms,
-					       a->hb_interval_ms),
+		(int64_t)spec_herd_silence_limit_ms(a->hb_timeout_ms,
+						    a->hb_interval_ms),
 		a->hb_timeout_ms, why);
 	agent_post(a, AGENT_EV_HERD_SILENT, NULL);
 }
@@ -284,14 +295,45 @@ static void give_up_on_herd(struct agent *a, int64_t silent, const char *why)
  * this late means the agent itself did not run (a paused node). */
 #define HEALTH_STALL_MIN_MS 500
 
+/* Our HEARTBEAT, now; the next one is due an interval later. */
+static void beat(struct agent *a, int64_t now)
+{
+	send_heartbeat(a);
+	a->hb_sent_ms = now;
+	a->hb_next_ms = now + a->hb_interval_ms;
+}
+
+/* The tick's next turn: our next heartbeat, or the moment herd's silence
+ * reaches the limit (so a cut-off herd is noticed then, not a tick
+ * later), whichever comes first. */
+static void arm_tick(struct agent *a, int64_t now)
+{
+	int64_t limit = spec_herd_silence_limit_ms(a->hb_timeout_ms,
+						   a->hb_interval_ms);
+	int64_t wait = a->hb_next_ms - now;
+
+	if (a->hb_timer)
+		loop_timer_del(a->loop, a->hb_timer);
+	if (a->hb_timeout_ms > 0 && a->last_rx_ms + limit > now &&
+	    a->last_rx_ms + limit - now < wait)
+		wait = a->last_rx_ms + limit - now;
+	if (wait < 1)
+		wait = 1;
+	a->hb_due_ms = now + wait;
+	a->hb_timer = loop_timer_add(a->loop, wait, on_tick, a);
+	if (a->hb_timer < 0)
+		a->hb_timer = 0;
+}
+
 static void on_tick(struct loop *loop, void *arg)
 {
 	struct agent *a = arg;
 	int64_t now = loop_now_ms();
-	int64_t limit = spec_silence_limit_ms(a->hb_timeout_ms,
-					      a->hb_interval_ms);
-	int64_t late = now - a->hb_due_ms, silent, wait;
+	int64_t limit = spec_herd_silence_limit_ms(a->hb_timeout_ms,
+						   a->hb_interval_ms);
+	int64_t late = now - a->hb_due_ms, silent;
 
+	(void)loop;
 	a->hb_timer = 0;
 	/* The agent did not run (its machine was paused): herd's frames of
 	 * that time wait unread; herd gets a fresh chance. */
@@ -323,20 +365,9 @@ static void on_tick(struct loop *loop, void *arg)
 			a->herd_stalled_said = true;
 		}
 	}
-	if (now >= a->hb_next_ms) {
-		send_heartbeat(a);
-		a->hb_next_ms = now + a->hb_interval_ms;
-	}
-	/* Next: our heartbeat, or the moment herd's silence reaches the
-	 * limit (so a cut-off herd is noticed then, not a tick later). */
-	wait = a->hb_next_ms - now;
-	if (a->hb_timeout_ms > 0 && a->last_rx_ms + limit > now &&
-	    a->last_rx_ms + limit - now < wait)
-		wait = a->last_rx_ms + limit - now;
-	if (wait < 1)
-		wait = 1;
-	a->hb_due_ms = now + wait;
-	a->hb_timer = loop_timer_add(loop, wait, on_tick, a);
+	if (now >= a->hb_next_ms)
+		beat(a, now);
+	arm_tick(a, now);
 }
 
 void health_on_heartbeat(struct agent *a, json_t *body)
@@ -348,8 +379,20 @@ void health_on_heartbeat(struct agent *a, json_t *body)
 	if (iv < 10 || iv > 3600000 || to < iv || to > 3600000)
 		return;
 	a->hb_timeout_ms = to;
-	if (a->hb_interval_ms == iv && a->hb_timer)
+	if (a->hb_interval_ms == iv && a->hb_timer) {
+		/* herd's beat: answered at once, and ours is timed from the
+		 * answer (see the top of this file) -- unless ours went out
+		 * less than half an interval ago (our timer came first, or
+		 * herd's beat was late): then herd has a fresh one already,
+		 * and one heartbeat per interval is all it needs. */
+		int64_t now = loop_now_ms();
+
+		if (now - a->hb_sent_ms >= iv / 2) {
+			beat(a, now);
+			arm_tick(a, now);
+		}
 		return;
+	}
 	a->hb_interval_ms = iv;
 	if (a->hb_timer)
 		loop_timer_del(a->loop, a->hb_timer);

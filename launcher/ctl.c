@@ -1551,7 +1551,8 @@ static int64_t silence_limit(const struct ctl *c)
 static int64_t silence_wait(const struct ctl *c, int64_t now)
 {
 	int64_t wait = check_interval(c);
-	int64_t beat = c->hb_sent_ms + c->spec->health.heartbeat_ms - now;
+	int64_t beat = c->hb_sent_ms +
+		       spec_herd_beat_ms(c->spec->health.heartbeat_ms) - now;
 
 	if (beat < wait)
 		wait = beat;
@@ -1621,9 +1622,11 @@ static void restart_silence_clocks(struct ctl *c, int64_t now,
 	c->hb_sent_ms = 0;	/* heartbeats go out at once */
 }
 
-/* Heartbeats: herd sends its own every health.heartbeat, and fails a node
- * it has not heard from for the silence limit (a partition is caught
- * here, not by TCP) unless herd itself was the one not running. */
+/* Heartbeats: herd sends its own every spec_herd_beat_ms (two
+ * health.heartbeats: each frame wakes an agent, and the agents answer at
+ * once, so their frames come back together), and fails a node it has not
+ * heard from for the silence limit (a partition is caught here, not by
+ * TCP) unless herd itself was the one not running. */
 static void on_heartbeat_tick(struct loop *loop, void *arg)
 {
 	struct ctl *c = arg;
@@ -1636,7 +1639,8 @@ static void on_heartbeat_tick(struct loop *loop, void *arg)
 	ctl_check_events(c);
 	if (stall > 0)
 		restart_silence_clocks(c, now, stall, "herd did not run");
-	send = now - c->hb_sent_ms >= c->spec->health.heartbeat_ms;
+	send = now - c->hb_sent_ms >=
+	       spec_herd_beat_ms(c->spec->health.heartbeat_ms);
 	if (send) {
 		/* The same heartbeat for every node: encoded once per tick
 		 * (with 1,000 nodes, packing and encoding it per node was a

@@ -215,10 +215,13 @@ int spec_print(const struct spec *spec, FILE *out);
  * ends.  See spec_silence_limit_ms. */
 #define SPEC_SILENCE_RTO_MS 400
 
-/* The failure-detection rule, the same on both sides (issue 11 item 3):
- * herd fails a node, and an agent judges herd cut off, after silence of
+/* The failure-detection rule (issue 11 item 3): herd fails a node after
+ * silence of
  *
- *     health.timeout + health.heartbeat + SPEC_SILENCE_RTO_MS.
+ *     health.timeout + health.heartbeat + SPEC_SILENCE_RTO_MS
+ *
+ * (an agent judges herd cut off by the same rule with herd's interval:
+ * spec_herd_silence_limit_ms).
  *
  * Why: after a network blip of length B, TCP delivers the first frame at
  * its next retransmission, which backs off from the RTO r (200 ms) as r,
@@ -234,6 +237,30 @@ int spec_print(const struct spec *spec, FILE *out);
 static inline long spec_silence_limit_ms(long timeout_ms, long heartbeat_ms)
 {
 	return timeout_ms + heartbeat_ms + SPEC_SILENCE_RTO_MS;
+}
+
+/* herd's own HEARTBEAT to each agent goes out every SPEC_HERD_BEATS
+ * heartbeats (1 s with the default 500 ms), the agents' to herd every
+ * health.heartbeat.  herd's detection of a node needs the node's frames
+ * often (the heartbeat term of spec_silence_limit_ms is the node's
+ * interval); an agent's only needs herd's, with herd's interval in the
+ * rule.  Each frame herd writes wakes an agent, and with 1,000 nodes
+ * those wakeups were most of an idle herd's CPU (bench/README.md). */
+#define SPEC_HERD_BEATS 2
+
+static inline long spec_herd_beat_ms(long heartbeat_ms)
+{
+	return SPEC_HERD_BEATS * heartbeat_ms;
+}
+
+/* The rule an agent applies to herd: the same, with herd's interval:
+ * health.timeout + SPEC_HERD_BEATS * health.heartbeat +
+ * SPEC_SILENCE_RTO_MS (4.4 s with the defaults). */
+static inline long spec_herd_silence_limit_ms(long timeout_ms,
+					      long heartbeat_ms)
+{
+	return spec_silence_limit_ms(timeout_ms,
+				     spec_herd_beat_ms(heartbeat_ms));
 }
 
 const char *spec_mode_name(enum spec_mode mode);

@@ -9,17 +9,20 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "../../agent/agent.h"
+#include "herd/spec.h"
 
 /* ---- agent_send, recorded ------------------------------------------------- */
 
-#define SENT_MAX 64
+#define SENT_MAX 256
 static int sent[SENT_MAX];
+static int64_t sent_ms[SENT_MAX];
 static int n_sent;
 
 void agent_send(struct agent *a, enum proto_type type, json_t *body,
@@ -28,8 +31,10 @@ void agent_send(struct agent *a, enum proto_type type, json_t *body,
 	(void)a;
 	(void)data;
 	(void)len;
-	if (n_sent < SENT_MAX)
+	if (n_sent < SENT_MAX) {
+		sent_ms[n_sent] = loop_now_ms();
 		sent[n_sent++] = (int)type;
+	}
 	json_decref(body);
 }
 
@@ -293,6 +298,117 @@ static void test_dispatch_default_is_error(void **state)
 	json_decref(f.body);
 }
 
+/* ---- heartbeats (health.c) -------------------------------------------- */
+
+/* herd's HEARTBEAT, as agent/main.c's on_frame takes it. */
+static void herd_says_heartbeat(struct agent *a, json_int_t iv, json_int_t to)
+{
+	json_t *b = json_pack("{s:I, s:I}", "interval_ms", iv, "timeout_ms", to);
+
+	health_heard(a);
+	health_on_heartbeat(a, b);
+	json_decref(b);
+}
+
+/* The agent's HEARTBEATs: how many, and the longest gap between two. */
+static int heartbeats(int64_t *max_gap)
+{
+	int64_t last = -1;
+	int n = 0;
+
+	*max_gap = 0;
+	for (int i = 0; i < n_sent; i++) {
+		if (sent[i] != PROTO_HEARTBEAT)
+			continue;
+		if (last >= 0 && sent_ms[i] - last > *max_gap)
+			*max_gap = sent_ms[i] - last;
+		last = sent_ms[i];
+		n++;
+	}
+	return n;
+}
+
+struct fake_herd {
+	struct agent *a;
+	json_int_t iv, to;
+	int64_t every;
+	int left, beats, answered;
+};
+
+static void herd_beat(struct loop *loop, void *arg)
+{
+	struct fake_herd *h = arg;
+	int64_t gap;
+	int before = heartbeats(&gap);
+
+	herd_says_heartbeat(h->a, h->iv, h->to);
+	h->beats++;
+	if (heartbeats(&gap) == before + 1)
+		h->answered++;
+	/* herd has a fresh one: the answer, or the agent's own timer's of
+	 * less than half an interval ago. */
+	assert_true(loop_now_ms() - h->a->hb_sent_ms <= h->iv / 2);
+	if (--h->left > 0)
+		loop_timer_add(loop, h->every, herd_beat, h);
+	else
+		loop_stop(loop);
+}
+
+/* The agent answers herd's beat at once and times its own from the
+ * answer: one heartbeat per interval (none twice), the agent's timer
+ * filling in between herd's beats (herd beats every SPEC_HERD_BEATS
+ * intervals), no gap longer than the interval (plus a loaded machine's
+ * lateness). */
+static void test_heartbeat_answers_herd(void **state)
+{
+	struct agent *a = *state;
+	struct fake_herd h = {a, 300, 10000, SPEC_HERD_BEATS * 300 - 10, 6,
+			      0, 0};
+	int64_t gap;
+	int n;
+
+	a->herd_fd = -1;
+	unsetenv("SSH_CONNECTION");
+	herd_says_heartbeat(a, h.iv, h.to);
+	loop_timer_add(a->loop, h.every, herd_beat, &h);
+	assert_int_equal(loop_run(a->loop), 0);
+	n = heartbeats(&gap);
+	assert_int_equal(h.beats, 6);
+	/* Each beat is answered unless the agent's timer, due at the same
+	 * moment, won the race (a loaded machine): then it was not needed. */
+	assert_true(h.answered >= h.beats / 2);
+	/* The first at once, then SPEC_HERD_BEATS per beat of herd's, not
+	 * one per beat (answers only) nor more (answers on top). */
+	assert_true(n >= SPEC_HERD_BEATS * h.beats - 1);
+	assert_true(n <= SPEC_HERD_BEATS * h.beats + 2);
+	assert_true(gap <= h.iv + 200);
+	assert_int_equal(a->state, AGENT_IDLE);
+}
+
+/* herd falls silent: the agent's own timer goes on beating every
+ * interval, and it gives up on herd (no connection to look at: the
+ * silence decides) after spec_herd_silence_limit_ms, herd's rule with
+ * herd's interval, not before. */
+static void test_heartbeat_herd_silent(void **state)
+{
+	struct agent *a = *state;
+	const json_int_t iv = 100, to = 300;
+	int64_t t0, took, gap;
+	long limit = spec_herd_silence_limit_ms(to, iv);
+
+	a->herd_fd = -1;
+	unsetenv("SSH_CONNECTION");
+	assert_int_equal(limit, to + SPEC_HERD_BEATS * iv + SPEC_SILENCE_RTO_MS);
+	t0 = loop_now_ms();
+	herd_says_heartbeat(a, iv, to);
+	run_until(a, AGENT_EXITING, 0);
+	took = loop_now_ms() - t0;
+	assert_true(took >= limit);
+	assert_true(took <= limit + 2000);
+	assert_true(heartbeats(&gap) >= 5);
+	assert_true(gap <= iv + 200);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -308,6 +424,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_keeper_is_exec, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_dispatch_default_is_error,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_heartbeat_answers_herd,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_heartbeat_herd_silent,
 						setup, teardown),
 	};
 

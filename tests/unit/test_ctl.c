@@ -54,6 +54,7 @@ struct hostcfg {
 	bool late_exit;		/* confirms, then its rank exits 1 */
 	bool die_after_stopped;	/* hangs up 100 ms after confirming */
 	bool ignore_exit;	/* never exits when told */
+	bool answer_hb;		/* answers herd's HEARTBEAT at once */
 	/* What it received, over all its starts. */
 	char log[64];
 	int starts;
@@ -71,6 +72,8 @@ struct agent {
 	bool running;
 	int stop_sig;
 	long t_hello, t_exit, t_stopped, t_close, t_late;
+	int64_t hb_ms[64];	/* when herd's HEARTBEATs came */
+	int n_hb, hb_seq;
 };
 
 struct world {
@@ -281,6 +284,14 @@ static void agent_frame(struct conn *conn, struct proto_frame *f, void *arg)
 		on_stop(a, f->body);
 		break;
 	case PROTO_HEARTBEAT:
+		if (a->n_hb < 64)
+			a->hb_ms[a->n_hb++] = loop_now_ms();
+		if (a->cfg->answer_hb)
+			agent_send(a, PROTO_HEARTBEAT,
+				   json_pack("{s:i, s:i, s:[]}", "seq",
+					     ++a->hb_seq, "attempt", a->attempt,
+					     "hung"));
+		break;
 	case PROTO_FENCE_DONE:
 		break;
 	default:
@@ -1039,6 +1050,56 @@ static void test_finish_twice(void **state)
 	assert_int_equal(w->n_events[CTL_EV_NODE_FAILED], 2);
 }
 
+/* --- heartbeats --------------------------------------------------------- */
+
+/* herd beats every SPEC_HERD_BEATS heartbeats (the agents beat every
+ * heartbeat, and herd's silence rule counts theirs), to every node in the
+ * same tick, so that their answers come back together; nodes that only
+ * answer herd's beats are never silent for the limit. */
+static void test_heartbeat_cadence(void **state)
+{
+	struct world *w = *state;
+	const int64_t hb = 100, beat = SPEC_HERD_BEATS * hb;
+	struct agent *a1 = NULL, *a2 = NULL;
+
+	w->spec->health.heartbeat_ms = hb;
+	w->spec->health.timeout_ms = 1000;
+	for (int i = 1; i <= 2; i++) {
+		struct hostcfg *h = host(w, i == 1 ? "n1" : "n2");
+
+		h->answer_hb = true;
+		h->run_ms = 1500;
+	}
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRSE");
+	assert_int_equal(count_ev(w, "node_failed", NULL), 0);
+	for (int i = 0; i < w->n_agents; i++) {
+		if (!strcmp(w->agents[i].cfg->host, "n1"))
+			a1 = &w->agents[i];
+		if (!strcmp(w->agents[i].cfg->host, "n2"))
+			a2 = &w->agents[i];
+	}
+	assert_non_null(a1);
+	assert_non_null(a2);
+	/* 1.5 s of ranks: about 7 beats after the one HELLO gets. */
+	assert_true(a1->n_hb >= 5);
+	assert_true(a2->n_hb >= 5);
+	/* The first answers HELLO; the ticks' come every `beat` (a loaded
+	 * machine makes a tick late, never early). */
+	for (int i = 2; i < a1->n_hb; i++) {
+		int64_t gap = a1->hb_ms[i] - a1->hb_ms[i - 1];
+
+		assert_true(gap >= beat - 5);
+		assert_true(gap <= beat + 400);
+	}
+	/* Both nodes in the same tick. */
+	for (int i = 1; i < a1->n_hb && i < a2->n_hb; i++) {
+		int64_t d = a1->hb_ms[i] - a2->hb_ms[i];
+
+		assert_true(d <= 50 && d >= -50);
+	}
+}
+
 /* Every row of the table was gone through by some test above. */
 static void test_every_row(void **state)
 {
@@ -1106,6 +1167,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_interrupt_backoff, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_finish_twice, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_heartbeat_cadence, setup,
 						teardown),
 		cmocka_unit_test(test_every_row),
 	};
