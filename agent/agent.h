@@ -231,6 +231,10 @@ bool metrics_has_patterns(const struct agent *a);
  * metrics.patterns are applied to each line. */
 void metrics_output(struct agent *a, struct rank *r, const char *buf,
 		    size_t len);
+/* health.c's heartbeat went at now: a sample that is due goes with it
+ * (herd reads both in one burst); the timer only covers beats that do
+ * not come. */
+void metrics_beat(struct agent *a, int64_t now);
 /* The METRICS body of this moment (exposed for the unit tests). */
 json_t *metrics_body(struct agent *a);
 void metrics_fini(struct agent *a);

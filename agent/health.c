@@ -301,6 +301,8 @@ static void beat(struct agent *a, int64_t now)
 	send_heartbeat(a);
 	a->hb_sent_ms = now;
 	a->hb_next_ms = now + a->hb_interval_ms;
+	/* A due sample goes with it, in the same burst herd reads. */
+	metrics_beat(a, now);
 }
 
 /* The tick's next turn: our next heartbeat, or the moment herd's silence

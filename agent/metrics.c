@@ -650,6 +650,7 @@ void gpu_close(struct gpu *g)
 struct metrics_state {
 	int64_t interval_ms;	/* 0 until the first LAUNCH */
 	long timer;
+	int64_t last_ms;	/* when the last sample went (loop clock) */
 	struct gpu *gpu;
 	/* metrics.patterns of the current attempt */
 	regex_t re[PROTO_PATTERNS_MAX];
@@ -756,18 +757,26 @@ json_t *metrics_body(struct agent *a)
 	return body;
 }
 
-static void on_sample(struct loop *loop, void *arg)
+/* Sends a sample when one is due at now.  Samples ride on the agent's
+ * heartbeats (metrics_beat), which herd reads in one burst for all its
+ * nodes; a sample whose own timer fired between two beats would cost
+ * herd one more wakeup per node.  A sample is due an interval after the
+ * last, less half a heartbeat (so a beat just before the due time takes
+ * it, and the period stays the interval). */
+static void sample(struct agent *a, int64_t now)
 {
-	struct agent *a = arg;
 	struct metrics_state *m = a->metrics;
+	int64_t slack = a->hb_interval_ms / 2;
 	json_t *body;
 
-	m->timer = loop_timer_add(loop, m->interval_ms, on_sample, a);
-	if (m->timer < 0)
-		m->timer = 0;
+	if (slack > m->interval_ms / 2)
+		slack = m->interval_ms / 2;
+	if (m->last_ms && now - m->last_ms < m->interval_ms - slack)
+		return;
 	/* An exiting agent sends nothing more: its queue must drain. */
 	if (a->state == AGENT_EXITING)
 		return;
+	m->last_ms = now;
 	body = metrics_body(a);
 	if (!body)
 		return;
@@ -784,6 +793,25 @@ static void on_sample(struct loop *loop, void *arg)
 		}
 	}
 	agent_send(a, PROTO_METRICS, body, NULL, 0);
+}
+
+/* The timer: a sample when no heartbeat took it (herd silent, or a
+ * heartbeat longer than the interval). */
+static void on_sample(struct loop *loop, void *arg)
+{
+	struct agent *a = arg;
+	struct metrics_state *m = a->metrics;
+
+	m->timer = loop_timer_add(loop, m->interval_ms, on_sample, a);
+	if (m->timer < 0)
+		m->timer = 0;
+	sample(a, loop_now_ms());
+}
+
+void metrics_beat(struct agent *a, int64_t now)
+{
+	if (a->metrics && a->metrics->interval_ms > 0)
+		sample(a, now);
 }
 
 void metrics_launch(struct agent *a, json_t *launch)
