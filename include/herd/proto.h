@@ -64,7 +64,8 @@
  *  STOP        herd -> agent, no data: stop the ranks (signal, SIGKILL
  *              after grace_ms); exit after STOPPED when exit is true.
  *              {grace_ms: I 0.., exit: bool, signal: I 1..NSIG-1}
- *  HEARTBEAT   herd -> agent, no data:
+ *  HEARTBEAT   herd -> agent, no data, every 2 x interval_ms
+ *              (spec_herd_beat_ms); the agent answers at once:
  *              {interval_ms: I 1.., timeout_ms: I interval_ms..}
  *              agent -> herd, no data: liveness only (what is measured
  *              travels in METRICS):
