@@ -1461,6 +1461,7 @@ static const frame_fn frame_handlers[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_EXIT] = on_rank_exit,	  [PROTO_HEARTBEAT] = on_heartbeat,
 	[PROTO_ERROR] = on_error,	  [PROTO_STOPPED] = on_stopped,
 	[PROTO_FENCE] = on_fence,	  [PROTO_ABORT] = on_abort,
+	[PROTO_METRICS] = ctl_metrics_frame,
 };
 
 /* A conn's arg is its node: found in O(1).  A conn the node has dropped
@@ -1718,12 +1719,14 @@ static void stop_self(struct ctl *c)
 {
 	int64_t t0 = loop_now_ms();
 
+	ctl_status_pause(c, true);
 	signal(SIGTSTP, SIG_DFL);
 	raise(SIGTSTP);
 	/* Continued (or never stopped). */
 	if (loop_on_signal(c->loop, SIGTSTP, on_suspend, c) < 0)
 		fprintf(stderr, "herd: SIGTSTP: %s\n", strerror(errno));
 	resume(c, loop_now_ms() - t0);
+	ctl_status_pause(c, false);
 }
 
 /* Polls until every agent answered the pause (a frame after the SIGNAL,
@@ -1869,6 +1872,7 @@ void ctl_free(struct ctl *c)
 	free_graveyard(c->loop, c);
 	free(c->graveyard);
 	ctl_term_close(c);
+	ctl_metrics_free(c);
 	if (c->loop) {
 		/* The signals' arg is c: back to their defaults. */
 		loop_signals_reset(c->loop);
@@ -1973,6 +1977,8 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	if (ctl_metrics_start(c) < 0)
+		return 1;
 
 	events_emit(c->ev, "job_start",
 		    json_pack("{s:s, s:s?, s:i, s:i, s:s, s:s}", "job",
@@ -2018,6 +2024,7 @@ int ctl_end(struct ctl *c)
 			(json_int_t)(c->log_lost + events_lost(c->ev)));
 	if (end)
 		usage_add_json(end); /* herd's own CPU and peak RSS */
+	ctl_metrics_end(c);
 	events_emit(c->ev, "job_end", end);
 	report_lost(c);
 	return status;
