@@ -1,0 +1,120 @@
+#!/bin/sh
+
+test_description='herd run shows the job: the status line on a terminal (a real pty, read back through a small VT interpreter: every field, no torn rank line, the terminal given back), --no-status, metrics.jsonl, the Prometheus endpoint (curl, promtool, 404, 405) and a metrics.listen that cannot be bound (issue 12)'
+
+. "$(dirname "$0")/test-lib.sh"
+. "$HERD_TEST_DIR/data/run/lib.sh"
+
+require_cmd jq python3 curl promtool stat
+
+M=$HERD_TEST_DIR/data/metrics
+
+# job NAME SLOTS [METRICS]: NAME.yaml for localhost, one attempt; the
+# launch: section (indented by two) comes from stdin.
+job() {
+	{
+		echo "name: $1"
+		echo "nodes: {hosts: localhost, slots: $2}"
+		echo "health: {grace: 1s}"
+		echo "restart: {max: 0}"
+		echo "log: {dir: \"$PWD/runs/{{name}}\", mode: \"0640\"}"
+		[ -z "${3:-}" ] || echo "metrics: $3"
+		echo "launch:"
+		sed 's/^/  /'
+	} >"$1.yaml"
+}
+
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Each rank prints 60 numbered lines of 70 bytes, 0.05 s apart: 3 s of
+# output scrolling under the status line (redrawn each second).
+cat >lines.sh <<'EOS'
+i=0
+while [ $i -lt 60 ]; do
+	i=$((i + 1))
+	echo "rank $RANK line $i $(printf %050d $i)"
+	sleep 0.05
+done
+EOS
+
+test_expect_success 'status line on a terminal: every field, no torn line, the terminal given back' '
+	job st 2 "{interval: 200ms}" <<-EOF &&
+	command: $(yaml_cmd sh "$PWD/lines.sh")
+	EOF
+	python3 "$M/pty-run.py" 12 140 raw herd run st.yaml &&
+	python3 "$M/vt.py" 12 140 raw >screen.json &&
+	# the last status drawn, with every field
+	jq -r .status screen.json >status &&
+	cat status &&
+	for f in "attempt 1" "nodes 1 up" "step " "loss " "tok/s " "GPU " \
+		"net " "drops 0" "slowest "; do
+		grep -F "$f" status || { echo "no $f" >&2; return 1; }
+	done &&
+	jq -e ".draws >= 2 and .region == null and .bottom == \"\"" screen.json &&
+	# every rank line whole, each once, and nothing else among them
+	jq -r ".lines[]" screen.json | grep "^\[" >ranklines &&
+	for r in 0 1; do
+		i=0 &&
+		while [ $i -lt 60 ]; do
+			i=$((i + 1)) &&
+			grep -cx "\[$r\] rank $r line $i $(printf %050d $i)" ranklines >n &&
+			test "$(cat n)" = 1 || { echo "rank $r line $i: $(cat n)" >&2; return 1; }
+		done || return 1
+	done &&
+	test "$(wc -l <ranklines)" = 120 &&
+	! jq -r ".lines[]" screen.json | grep "attempt 1 |"
+'
+
+test_expect_success '--no-status, and stdout not a terminal: no escape sequence' '
+	python3 "$M/pty-run.py" 12 140 raw2 herd run --no-status st.yaml &&
+	! grep -q "$(printf "\033")" raw2 &&
+	herd run st.yaml >out 2>err &&
+	! grep -q "$(printf "\033")" out &&
+	test "$(grep -c "^\[" out)" = 120 &&
+	herd run --help | grep -e "--no-status"
+'
+
+test_expect_success 'metrics.jsonl: one line per interval, log.mode, the last with every node' '
+	f=runs/st/latest/metrics.jsonl &&
+	test "$(stat -c %a "$f")" = 640 &&
+	jq -e -s "length >= 5 and all(.[]; .attempt <= 1 and .job.drops >= 0)" "$f" &&
+	tail -n 1 "$f" | jq -e ".nodes[0].node == \"localhost\" and .nodes[0].state == \"up\" and .attempt == 1 and .nodes_up == 1"
+'
+
+test_expect_success 'Prometheus: scraped while the job runs, promtool clean, other paths 404, POST 405' '
+	port=$(free_port) &&
+	mkdir pids &&
+	job prom 2 "{listen: \"127.0.0.1:$port\", interval: 200ms}" <<-EOF &&
+	command: $(yaml_cmd sh "$RUN_DATA/rank-wait.sh" "$PWD/pids")
+	EOF
+	run_bg prom.yaml out err &&
+	wait_files 2 "pids/pid.*" 20 &&
+	grep -F "herd: metrics on http://127.0.0.1:$port/metrics" err &&
+	curl -sS -D headers -o scrape "http://127.0.0.1:$port/metrics" &&
+	grep -i "^content-type: text/plain; version=0.0.4" headers &&
+	promtool check metrics <scrape &&
+	grep -x "herd_attempt 1" scrape &&
+	grep -x "herd_nodes{state=\"up\"} 1" scrape &&
+	grep -x "# TYPE herd_train_tokens_total counter" scrape &&
+	test "$(curl -s -o /dev/null -w "%{http_code}" "http://127.0.0.1:$port/")" = 404 &&
+	test "$(curl -s -o /dev/null -w "%{http_code}" "http://127.0.0.1:$port/metricsx")" = 404 &&
+	test "$(curl -s -o /dev/null -w "%{http_code}" -X POST "http://127.0.0.1:$port/metrics")" = 405 &&
+	# the port is taken: a second job is refused before any node starts
+	mkdir pids2 &&
+	job prom2 1 "{listen: \"127.0.0.1:$port\"}" <<-EOF &&
+	command: $(yaml_cmd sh "$RUN_DATA/rank-wait.sh" "$PWD/pids2")
+	EOF
+	test_expect_code 1 herd run prom2.yaml >out2 2>err2 &&
+	grep -x "herd: metrics.listen 127.0.0.1:$port: cannot listen on 127.0.0.1 port $port: Address already in use (pick another port or remove metrics.listen)" err2 &&
+	test_must_be_empty out2 &&
+	! ls pids2/pid.* 2>/dev/null &&
+	kill -INT $HERD_PID &&
+	wait_exit $HERD_PID &&
+	test "$WAIT_RC" = 130 &&
+	# and the endpoint is gone with herd
+	test_must_fail curl -s "http://127.0.0.1:$port/metrics"
+'
+
+test_done
