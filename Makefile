@@ -85,8 +85,9 @@ $(BUILD)/unit/test_ctl: tests/unit/test_ctl.c $(LAUNCHER_A) lib/libherd.a $(FLAG
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Ilauncher $(ALL_LDFLAGS) -o $@ $< $(LAUNCHER_A) lib/libherd.a $(PKG_LIBS) -lcmocka
 
-# The metrics table's test links it from the launcher's objects too.
-$(BUILD)/unit/test_metrics: tests/unit/test_metrics.c $(LAUNCHER_A) lib/libherd.a $(FLAGS_STAMP)
+# The controller's metrics table (launcher/metrics.c) is tested from the
+# launcher's objects too.
+$(BUILD)/unit/test_ctl_metrics: tests/unit/test_ctl_metrics.c $(LAUNCHER_A) lib/libherd.a $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Ilauncher $(ALL_LDFLAGS) -o $@ $< $(LAUNCHER_A) lib/libherd.a $(PKG_LIBS) -lcmocka
 

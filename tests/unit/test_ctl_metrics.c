@@ -1,4 +1,4 @@
-/* test_metrics.c — the controller's metrics table (launcher/metrics.c):
+/* test_ctl_metrics.c — the controller's metrics table (launcher/metrics.c):
  * rates from the difference of two samples over the agent's clock,
  * counter resets as new baselines, the job-wide values of I12-CONTRACT,
  * the slowest node, metrics.jsonl's downsampling bound (a fake clock over
