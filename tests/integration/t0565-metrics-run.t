@@ -76,6 +76,41 @@ test_expect_success '--no-status, and stdout not a terminal: no escape sequence'
 	herd run --help | grep -e "--no-status"
 '
 
+# A burst of 2 x 2500 lines of 1000 bytes (more than herd holds for the
+# terminal, 4 MiB), then a tick every 0.3 s for 6 s (it goes on after the
+# terminal, stalled for 3 s, read everything).
+cat >burst.sh <<'EOS'
+yes "$(printf %0999d $RANK)" | head -n 2500
+i=0
+while [ $i -lt 20 ]; do
+	i=$((i + 1))
+	echo "tick $i"
+	sleep 0.3
+done
+EOS
+
+test_expect_success 'a terminal that stops reading for 3 s: herd never blocks (the status waits), the terminal misses output, the logs keep it' '
+	{
+		echo "name: slow"
+		echo "nodes: {hosts: localhost, slots: 2}"
+		echo "health: {grace: 1s, timeout: 2s}"
+		echo "restart: {max: 0}"
+		echo "log: {dir: \"$PWD/runs/{{name}}\"}"
+		echo "metrics: {interval: 200ms}"
+		echo "launch:"
+		echo "  command: $(yaml_cmd sh "$PWD/burst.sh")"
+	} >slow.yaml &&
+	python3 "$M/pty-run.py" --stall 3 12 140 raw3 herd run slow.yaml &&
+	grep -a "herd: the terminal missed [0-9]* bytes of rank output (all of it is in the rank logs)" raw3 &&
+	for r in 0 1; do
+		test "$(grep -c "^0*$r\$" runs/slow/latest/attempt-1/rank-$r.log)" = 2500 &&
+		grep -x "tick 20" runs/slow/latest/attempt-1/rank-$r.log || return 1
+	done &&
+	# the status was drawn again after the burst, and the terminal
+	# given back at the end
+	python3 "$M/check-raw.py" raw3 "tick 15"
+'
+
 test_expect_success 'metrics.jsonl: one line per interval, log.mode, the last with every node' '
 	f=runs/st/latest/metrics.jsonl &&
 	test "$(stat -c %a "$f")" = 640 &&

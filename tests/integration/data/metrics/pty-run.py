@@ -1,13 +1,21 @@
 #!/usr/bin/env python3
-"""pty-run.py ROWS COLS OUT CMD...: runs CMD on a new pseudo-terminal of
-ROWS x COLS (its stdin, stdout and stderr), writes every byte it printed to
-OUT and exits with its exit status (128+N for signal N)."""
+"""pty-run.py [--stall S] ROWS COLS OUT CMD...: runs CMD on a new
+pseudo-terminal of ROWS x COLS (its stdin, stdout and stderr), writes every
+byte it printed to OUT and exits with its exit status (128+N for signal N).
+--stall S: a slow terminal; stops reading for S seconds once it has read
+64 KiB (CMD's writes then find the terminal full)."""
 import fcntl
 import os
 import pty
 import struct
 import sys
 import termios
+import time
+
+stall = 0.0
+if sys.argv[1] == "--stall":
+    stall = float(sys.argv[2])
+    del sys.argv[1:3]
 
 rows, cols, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 pid, fd = pty.fork()
@@ -23,6 +31,9 @@ while True:
     if not chunk:
         break
     data += chunk
+    if stall and len(data) >= 65536:
+        time.sleep(stall)
+        stall = 0.0
 with open(out, "wb") as f:
     f.write(data)
 _, status = os.waitpid(pid, 0)
