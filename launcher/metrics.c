@@ -55,6 +55,7 @@ struct metrics {
 	int attempt;
 	struct metrics_downsample ds;
 	int64_t last_detail_ms;	/* elapsed_ms of the last line with nodes */
+	int64_t next_detail_ms;	/* not before (the bytes_per_s budget) */
 	bool any_detail;
 	const char *slowest;
 };
@@ -76,6 +77,7 @@ struct metrics *metrics_new(int n, const char *const *names)
 	m->ds.mid_every_ms = 10 * 1000;
 	m->ds.late_ms = 60 * 60 * 1000;
 	m->ds.late_every_ms = 60 * 1000;
+	m->ds.bytes_per_s = 64 * 1024;
 	return m;
 fail:
 	metrics_free(m);
@@ -612,7 +614,11 @@ static bool detail_due(struct metrics *m, int64_t elapsed_ms)
 {
 	int64_t every;
 
-	if (!m->any_detail || elapsed_ms < m->ds.full_ms)
+	if (!m->any_detail)
+		return true;
+	if (elapsed_ms < m->next_detail_ms)
+		return false;
+	if (elapsed_ms < m->ds.full_ms)
 		return true;
 	every = elapsed_ms < m->ds.late_ms ? m->ds.mid_every_ms
 					   : m->ds.late_every_ms;
@@ -642,6 +648,15 @@ json_t *metrics_line(struct metrics *m, int64_t t_ms, int64_t elapsed_ms,
 	for (int i = 0; i < m->n; i++)
 		json_array_append_new(nodes, node_json(m, &m->nodes[i]));
 	json_object_set_new(o, "nodes", nodes);
+	if (m->ds.bytes_per_s > 0) {
+		/* The size as written (JSON_COMPACT; reals are shorter
+		 * with a precision, so this is an upper bound). */
+		size_t bytes = json_dumpb(o, NULL, 0, JSON_COMPACT);
+
+		m->next_detail_ms =
+			elapsed_ms +
+			(int64_t)(bytes * 1000 / (size_t)m->ds.bytes_per_s);
+	}
 	return o;
 }
 

@@ -34,13 +34,16 @@ enum metrics_state {
 /* How metrics.jsonl thins out per-node detail on long runs (the job line
  * is written every sample): detail on every sample for the first
  * full_ms, then at most once every mid_every_ms until late_ms, then once
- * every late_every_ms.  metrics_new() sets the defaults below; tests
- * shrink them. */
+ * every late_every_ms; and never more than bytes_per_s on average (a big
+ * job's detail line is big: 1,000 nodes with 8 GPUs each make 1.6 MB, so
+ * the next one waits 1.6 MB / bytes_per_s).  metrics_new() sets the
+ * defaults below; tests shrink them. */
 struct metrics_downsample {
 	int64_t full_ms;	/* 10 min */
 	int64_t mid_every_ms;	/* 10 s */
 	int64_t late_ms;	/* 1 h */
 	int64_t late_every_ms;	/* 60 s */
+	int64_t bytes_per_s;	/* 64 KiB/s */
 };
 
 /* The job-wide values; has_* false: unknown (left out of every output). */

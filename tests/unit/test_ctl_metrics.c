@@ -283,6 +283,41 @@ static void test_downsample_bound(void **state)
 	metrics_free(m);
 }
 
+/* A big job's detail lines are big: never more than bytes_per_s on
+ * average, whatever the schedule says (here 4 nodes, ~2 KB a line, a
+ * budget of 500 bytes/s: a detail line every 4 to 5 s in the first 10
+ * minutes instead of every second). */
+static void test_downsample_budget(void **state)
+{
+	static const char *const names4[] = {"node1", "node2", "node3",
+					      "node4"};
+	struct metrics *m = metrics_new(4, names4);
+	int detail = 0;
+
+	(void)state;
+	assert_non_null(m);
+	metrics_downsample(m)->bytes_per_s = 500;
+	metrics_set_attempt(m, 1);
+	for (int i = 0; i < 4; i++)
+		metrics_set_state(m, i, METRICS_UP);
+	for (int64_t t = 0; t < 60000; t += 1000) {
+		json_t *line;
+
+		for (int i = 0; i < 4; i++) {
+			struct sample s = {.t = t + 1, .attempt = 1,
+					   .r0 = 2 * i, .step = t / 1000,
+					   .loss = 1.23456, .util = 91};
+
+			feed(m, i, &s);
+		}
+		line = metrics_line(m, 1764550000000 + t, t, false);
+		detail += json_object_get(line, "nodes") != NULL;
+		json_decref(line);
+	}
+	assert_in_range(detail, 12, 16);
+	metrics_free(m);
+}
+
 /* The exposition: every family with HELP and TYPE, labels escaped, and
  * `promtool check metrics` clean. */
 static void test_prometheus(void **state)
@@ -397,6 +432,7 @@ int main(void)
 		cmocka_unit_test(test_counter_reset),
 		cmocka_unit_test(test_slowest),
 		cmocka_unit_test(test_downsample_bound),
+		cmocka_unit_test(test_downsample_budget),
 		cmocka_unit_test(test_prometheus),
 		cmocka_unit_test(test_status),
 	};
