@@ -24,6 +24,13 @@ job() {
 	} >"$1.yaml"
 }
 
+# pty_bg ROWS COLS RAW CMD...: CMD on a terminal in the background (its
+# bytes to RAW); sets PTY_PID.
+pty_bg() {
+	python3 "$M/pty-run.py" "$@" >/dev/null 2>&1 &
+	PTY_PID=$!
+}
+
 free_port() {
 	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -109,6 +116,32 @@ test_expect_success 'a terminal that stops reading for 3 s: herd never blocks (t
 	# the status was drawn again after the burst, and the terminal
 	# given back at the end
 	python3 "$M/check-raw.py" raw3 "tick 15"
+'
+
+test_expect_success 'Ctrl-Z while the status is shown: the terminal is given back before herd stops, the status comes back after' '
+	cat >ticks.sh <<-\EOS &&
+	i=0
+	while [ $i -lt 30 ]; do
+		i=$((i + 1))
+		echo "tick $i"
+		sleep 0.2
+	done
+	EOS
+	job tz 1 "{interval: 200ms}" <<-EOF &&
+	command: $(yaml_cmd sh "$PWD/ticks.sh")
+	EOF
+	pty_bg 12 140 raw4 herd run tz.yaml &&
+	wait_file runs/tz/latest/attempt-1/rank-0.log &&
+	i=0 &&
+	until grep -q "^tick 10\$" runs/tz/latest/attempt-1/rank-0.log; do
+		i=$((i + 1)) && test $i -lt 400 || return 1
+		sleep 0.05   # poll interval of a bounded wait
+	done &&
+	kill -TSTP $(ps -o pid= --ppid $PTY_PID) &&
+	wait_exit $PTY_PID &&
+	test "$WAIT_RC" = 0 &&
+	python3 "$M/check-pause.py" raw4 &&
+	python3 "$M/check-raw.py" raw4 "tick 20"
 '
 
 test_expect_success 'metrics.jsonl: one line per interval, log.mode, the last with every node' '
