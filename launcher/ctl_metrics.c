@@ -105,43 +105,38 @@ void ctl_metrics_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 
 /* --- metrics.jsonl --------------------------------------------------------- */
 
+/* One line of metrics.jsonl, written with one write() (logfile: whole
+ * lines only).  A failed write is said once; the job goes on. */
 static void write_line(struct ctl *c, bool final)
 {
 	struct ctl_metrics *cm = c->metrics;
 	json_t *line;
-	char *text;
+	char *text = NULL, *nl;
+	size_t len;
 
 	if (!cm->jsonl)
 		return;
 	sync_states(c);
 	line = metrics_line(cm->m, loop_wall_ms(),
 			    loop_now_ms() - cm->start_ms, final);
-	text = line ? json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(7))
-		    : NULL;
+	if (line)
+		text = json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(7));
 	json_decref(line);
 	if (!text)
-		return;
-	{
-		size_t len = strlen(text);
-		char *nl = realloc(text, len + 2);
-
-		if (!nl) {
-			free(text);
-			return;
-		}
-		text = nl;
-		text[len] = '\n';
-		text[len + 1] = '\0';
-		if (logfile_write(cm->jsonl, text, len + 1) ==
-			    LOGFILE_FIRST_FAILURE &&
-		    !cm->jsonl_reported) {
-			cm->jsonl_reported = true;
-			fprintf(stderr,
-				"herd: %s: %s; the job goes on without it\n",
-				logfile_path(cm->jsonl),
-				strerror(logfile_error(cm->jsonl)));
-		}
+		goto out;
+	len = strlen(text);
+	if (!(nl = realloc(text, len + 2)))
+		goto out;
+	text = nl;
+	memcpy(text + len, "\n", 2);
+	if (logfile_write(cm->jsonl, text, len + 1) == LOGFILE_FIRST_FAILURE &&
+	    !cm->jsonl_reported) {
+		cm->jsonl_reported = true;
+		fprintf(stderr, "herd: %s: %s; the job goes on without it\n",
+			logfile_path(cm->jsonl),
+			strerror(logfile_error(cm->jsonl)));
 	}
+out:
 	free(text);
 }
 
@@ -440,6 +435,7 @@ int ctl_metrics_start(struct ctl *c)
 	struct ctl_metrics *cm;
 	const char **names;
 	struct herd_err err;
+	const char *term;
 	int fd;
 
 	herd_err_clear(&err);
@@ -468,8 +464,12 @@ int ctl_metrics_start(struct ctl *c)
 	}
 	if (c->spec->metrics.listen && http_start(c) < 0)
 		return -1;
+	/* A terminal that knows scroll regions: not TERM=dumb (Emacs'
+	 * shell buffer) nor without TERM. */
+	term = getenv("TERM");
 	cm->status_on = !c->opt->no_status && !c->opt->untagged &&
-			!c->opt->plan_only && isatty(1);
+			!c->opt->plan_only && isatty(1) && term && *term &&
+			strcmp(term, "dumb") != 0;
 	if (cm->status_on)
 		cm->status_timer =
 			loop_timer_add(c->loop, STATUS_EVERY_MS, on_status, c);

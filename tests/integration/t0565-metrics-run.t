@@ -74,8 +74,10 @@ test_expect_success 'status line on a terminal: every field, no torn line, the t
 	! jq -r ".lines[]" screen.json | grep "attempt 1 |"
 '
 
-test_expect_success '--no-status, and stdout not a terminal: no escape sequence' '
+test_expect_success '--no-status, TERM=dumb, and stdout not a terminal: no escape sequence' '
 	python3 "$M/pty-run.py" 12 140 raw2 herd run --no-status st.yaml &&
+	! grep -q "$(printf "\033")" raw2 &&
+	python3 "$M/pty-run.py" --term dumb 12 140 raw2 herd run st.yaml &&
 	! grep -q "$(printf "\033")" raw2 &&
 	herd run st.yaml >out 2>err &&
 	! grep -q "$(printf "\033")" out &&
