@@ -1934,6 +1934,8 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 	c->loop = loop;
 	c->transport = t;
 	c->tty = isatty(2);
+	if (ctl_metrics_listen(c) < 0)
+		return 1;
 	/* herd plan leaves no trace: no log tree. */
 	if (!c->opt->plan_only &&
 	    (!(c->lt = logtree_open(c->log_dir, spec->log.mode, &err)) ||

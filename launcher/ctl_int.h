@@ -259,10 +259,13 @@ int ctl_end(struct ctl *c);
 void ctl_free(struct ctl *c);
 
 /* ctl_metrics.c (issue 12) */
+/* Binds metrics.listen, first of all: an address that cannot be bound
+ * refuses the job before it has a run directory.  Returns 0, or -1 said
+ * on stderr. */
+int ctl_metrics_listen(struct ctl *c);
 /* Starts the metrics table, RUN-ID/metrics.jsonl, the status area (stdout
- * a terminal, no --no-status) and the endpoint (metrics.listen).  Returns
- * 0, or -1 said on stderr (a metrics.listen that cannot be bound refuses
- * the job before any node starts). */
+ * a terminal, no --no-status) and the endpoint on the bound socket; none
+ * for herd plan.  Returns 0, or -1 said on stderr. */
 int ctl_metrics_start(struct ctl *c);
 /* METRICS from node n: feeds the table; no lifecycle change. */
 void ctl_metrics_frame(struct ctl *c, struct node *n, struct proto_frame *f);

@@ -59,6 +59,7 @@ struct ctl_metrics {
 	struct MHD_Daemon *mhd;
 	int listen_fd;
 	int mhd_fd;		/* MHD's epoll fd, watched by the loop */
+	char url[80];		/* http://HOST:PORT/metrics */
 	long mhd_timer;
 
 	bool status_on;		/* stdout is a terminal, no --no-status */
@@ -356,9 +357,8 @@ static void on_mhd_fd(struct loop *loop, int fd, short revents, void *arg)
 }
 
 /* Binds metrics.listen (herd makes the socket: a failure names the
- * address and why) and starts MHD on it.  Returns 0, or -1 said on
- * stderr. */
-static int http_start(struct ctl *c)
+ * address and why).  Returns 0, or -1 said on stderr. */
+static int http_bind(struct ctl *c)
 {
 	struct ctl_metrics *cm = c->metrics;
 	const char *listen_at = c->spec->metrics.listen;
@@ -367,7 +367,6 @@ static int http_start(struct ctl *c)
 	struct herd_err err;
 	char host[46];
 	int port, one = 1;
-	const union MHD_DaemonInfo *info;
 
 	herd_err_clear(&err);
 	if (spec_listen_parse(listen_at, host, &port, &err) < 0) {
@@ -402,6 +401,19 @@ static int http_start(struct ctl *c)
 			listen_at, host, port, strerror(errno));
 		return -1;
 	}
+	snprintf(cm->url, sizeof(cm->url), "http://%s%s%s:%d/metrics",
+		 strchr(host, ':') ? "[" : "", host,
+		 strchr(host, ':') ? "]" : "", port);
+	return 0;
+}
+
+/* Serves the bound socket with MHD on the loop.  Returns 0, or -1 said
+ * on stderr. */
+static int http_serve(struct ctl *c)
+{
+	struct ctl_metrics *cm = c->metrics;
+	const union MHD_DaemonInfo *info;
+
 	cm->mhd = MHD_start_daemon(
 		MHD_USE_EPOLL, 0, NULL, NULL, on_http, c,
 		MHD_OPTION_LISTEN_SOCKET, cm->listen_fd,
@@ -417,18 +429,34 @@ static int http_start(struct ctl *c)
 		fprintf(stderr,
 			"herd: metrics.listen %s: cannot start the HTTP "
 			"server (libmicrohttpd)\n",
-			listen_at);
+			c->spec->metrics.listen);
 		return -1;
 	}
 	cm->mhd_fd = info->epoll_fd;
-	fprintf(stderr, "herd: metrics on http://%s%s%s:%d/metrics\n",
-		strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
-		port);
+	fprintf(stderr, "herd: metrics on %s\n", cm->url);
 	mhd_arm(c);
 	return 0;
 }
 
 /* --- start and end --------------------------------------------------------- */
+
+static struct ctl_metrics *cm_get(struct ctl *c)
+{
+	if (!c->metrics && (c->metrics = calloc(1, sizeof(*c->metrics))))
+		c->metrics->listen_fd = c->metrics->mhd_fd = -1;
+	return c->metrics;
+}
+
+int ctl_metrics_listen(struct ctl *c)
+{
+	if (c->opt->plan_only || !c->spec->metrics.listen)
+		return 0;
+	if (!cm_get(c)) {
+		fprintf(stderr, "herd: out of memory\n");
+		return -1;
+	}
+	return http_bind(c);
+}
 
 int ctl_metrics_start(struct ctl *c)
 {
@@ -439,10 +467,10 @@ int ctl_metrics_start(struct ctl *c)
 	int fd;
 
 	herd_err_clear(&err);
-	if (!(cm = calloc(1, sizeof(*cm))))
+	if (c->opt->plan_only)
+		return 0;	/* herd plan: nothing runs */
+	if (!(cm = cm_get(c)))
 		goto oom;
-	cm->listen_fd = cm->mhd_fd = -1;
-	c->metrics = cm;
 	names = calloc(c->n_nodes ? (size_t)c->n_nodes : 1, sizeof(*names));
 	if (!names)
 		goto oom;
@@ -462,7 +490,7 @@ int ctl_metrics_start(struct ctl *c)
 		if (!(cm->jsonl = logfile_new(fd, "metrics.jsonl", 1)))
 			goto oom;
 	}
-	if (c->spec->metrics.listen && http_start(c) < 0)
+	if (cm->listen_fd >= 0 && http_serve(c) < 0)
 		return -1;
 	/* A terminal that knows scroll regions: not TERM=dumb (Emacs'
 	 * shell buffer) nor without TERM. */

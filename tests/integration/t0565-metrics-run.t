@@ -177,8 +177,11 @@ test_expect_success 'Prometheus: scraped while the job runs, promtool clean, oth
 	command: $(yaml_cmd sh "$RUN_DATA/rank-wait.sh" "$PWD/pids2")
 	EOF
 	test_expect_code 1 herd run prom2.yaml >out2 2>err2 &&
-	grep -x "herd: metrics.listen 127.0.0.1:$port: cannot listen on 127.0.0.1 port $port: Address already in use (pick another port or remove metrics.listen)" err2 &&
+	echo "herd: metrics.listen 127.0.0.1:$port: cannot listen on 127.0.0.1 port $port: Address already in use (pick another port or remove metrics.listen)" >expect &&
+	test_cmp expect err2 &&
 	test_must_be_empty out2 &&
+	# refused before anything: no run directory either
+	! test -e runs/prom2 &&
 	! ls pids2/pid.* 2>/dev/null &&
 	kill -INT $HERD_PID &&
 	wait_exit $HERD_PID &&
