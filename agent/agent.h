@@ -33,6 +33,7 @@ struct rank {
 	bool pmix_connected;	/* pmix mode: it reached our PMIx server */
 	int64_t last_output_ms;	/* wall clock of its last output */
 	char progress_file[512];	/* HERD_PROGRESS_FILE it may touch */
+	char metrics_file[512];	/* HERD_METRICS it may append to ("" none) */
 	bool hung_reported;
 	/* How the keeper ended (proc.h): start.step says why the rank
 	 * could not be started, if it could not. */
@@ -51,6 +52,7 @@ struct envv {
 int envv_set(struct envv *e, const char *key, const char *value);
 
 struct pmix_state;
+struct metrics_state;
 
 /* The agent's lifecycle (lifecycle.c): one transition function,
  * agent_post(), and one table of (state, event) -> (next state, action).
@@ -114,11 +116,49 @@ struct agent {
 	uint64_t hb_seq;
 	int64_t progress_timeout_ms;	/* 0: hung ranks are not looked for */
 	char run_dir[256];	/* private per-agent directory ("" none) */
+	/* $TMPDIR/herd-agent-UID, checked (rundir.c); user_fd is open
+	 * while user_ok. */
+	char user_dir[200];
+	int user_fd;
+	bool user_ok;
 	char self_path[4096];	/* this program, for ranks as $HERD_AGENT */
 
 	struct pmix_state *pmix;	/* pmix.c; NULL until a pmix launch */
+	struct metrics_state *metrics;	/* metrics.c; NULL: no sampling */
 	bool pmix_mode;		/* the current attempt runs under PMIx */
 };
+
+/* keeper.c: the rank keeper, its own program (herd-agent --keeper). */
+#define KEEPER_ARG "--keeper"
+/* NUMA nodes a rank may be told to prefer: below this only. */
+#define KEEPER_MEM_NODES 1024
+
+/* What a keeper starts: one rank. */
+struct keeper_rank {
+	int rank;
+	const char *self;	/* the agent's path, the keeper's argv[0] for ps */
+	const char *path;	/* what to exec (/bin/sh) */
+	char *const *argv;
+	char *const *envp;	/* the rank's whole environment */
+	const char *workdir;	/* NULL: the agent's */
+	const char *cpus;	/* cpu list (bind.h), checked; NULL: unbound */
+	int mem_node;		/* NUMA node to prefer, -1: none */
+};
+
+/* Starts the keeper of rank k: an exec of the agent's own image in keeper
+ * mode, through proc_spawn (its own group, PDEATHSIG, the report pipe).
+ * on_exit gets its status, which is the rank's, and the step that failed
+ * (the keeper's exec: PROC_STEP_KEEPER; the rank's workdir, cpus or exec).
+ * out gets the read ends of the rank's stdout and stderr (the caller's,
+ * close-on-exec).  Returns the keeper's pid, or -1 with err. */
+pid_t keeper_spawn(struct loop *loop, const struct keeper_rank *k,
+		   proc_exit_fn on_exit, void *arg, int out[2],
+		   struct herd_err *err);
+/* main() of `herd-agent --keeper --rank R` (keeper.c says what it is
+ * given); a program that links the agent's objects hands argv over when
+ * argv[1] is KEEPER_ARG.  Never returns when started by an agent; 2 when
+ * run by hand. */
+int keeper_main(int argc, char **argv);
 
 /* rank.c */
 int rank_launch(struct agent *a, json_t *launch, struct herd_err *err);
@@ -151,10 +191,16 @@ void health_init(struct agent *a);
 void health_fini(struct agent *a);
 
 /* rundir.c: a->run_dir, the agent's private directory
- * $TMPDIR/herd-agent-PID-XXXXXX ("" when it cannot be made); making it
- * first removes those of agents that were killed (their PID is gone). */
+ * $TMPDIR/herd-agent-UID/PID-XXXXXX ("" when it cannot be made); making
+ * it first removes those of agents that were killed (their PID is gone).
+ * rundir_topo_get/put: the node's topology summary kept from one start
+ * to the next in the same directory (NULL: none that matches this
+ * node's hardware now). */
 void rundir_make(struct agent *a);
 void rundir_remove(struct agent *a);
+void rundir_close(struct agent *a);
+json_t *rundir_topo_get(struct agent *a);
+void rundir_topo_put(struct agent *a, const json_t *summary);
 
 /* pmix.c: the agent is the PMIx server of its ranks (launch.mode pmix).
  * Sets up the server (once) and the attempt's namespace from LAUNCH's
@@ -168,6 +214,24 @@ int pmix_setup_rank(struct agent *a, struct rank *r, struct envv *env,
 void pmix_on_fence_done(struct agent *a, struct proto_frame *f);
 /* At exit: fails pending fences, finalizes the server. */
 void pmix_fini(struct agent *a);
+
+/* metrics.c: METRICS every metrics_interval_ms once a LAUNCH came. */
+/* At start: loads NVML (dlopen) for the life of the agent. */
+void metrics_init(struct agent *a);
+/* After LAUNCH started the ranks: the attempt's interval, patterns
+ * (compiled once here) and a fresh training record per rank; starts the
+ * sampling timer. */
+void metrics_launch(struct agent *a, json_t *launch);
+/* Does the current attempt have metrics.patterns?  (rank.c looks at its
+ * output only then.) */
+bool metrics_has_patterns(const struct agent *a);
+/* len bytes of rank r's output (whole lines but a last partial one):
+ * metrics.patterns are applied to each line. */
+void metrics_output(struct agent *a, struct rank *r, const char *buf,
+		    size_t len);
+/* The METRICS body of this moment (exposed for the unit tests). */
+json_t *metrics_body(struct agent *a);
+void metrics_fini(struct agent *a);
 
 /* main.c */
 void agent_send(struct agent *a, enum proto_type type, json_t *body,

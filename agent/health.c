@@ -1,8 +1,8 @@
 /* health.c — the agent's side of failure detection.
  *
  * herd and its agents heartbeat each other.  The agent sends a HEARTBEAT
- * every interval herd asked for, carrying its ranks' states, simple
- * counters and the ranks it found hung; and it watches herd with the
+ * every interval herd asked for, carrying the ranks it found hung (what
+ * is measured goes in METRICS, metrics.c); and it watches herd with the
  * rule herd applies to nodes (spec_silence_limit_ms: health.timeout +
  * heartbeat + 400 ms, so a short network blip stops nothing).  When herd
  * has been silent that long, the agent asks the kernel whether herd's
@@ -88,89 +88,7 @@ void health_fini(struct agent *a)
 		loop_timer_del(a->loop, a->hello_timer);
 	a->hello_timer = 0;
 	rundir_remove(a);
-}
-
-/* Sums of the non-loopback interfaces in /proc/net/dev. */
-static json_t *net_counters(void)
-{
-	unsigned long long rx = 0, tx = 0, rxd = 0, txd = 0;
-	char line[512];
-	FILE *f = fopen("/proc/net/dev", "r");
-
-	if (!f)
-		return json_object();
-	while (fgets(line, sizeof(line), f)) {
-		char *colon = strchr(line, ':'), *name = line;
-		unsigned long long v[16] = {0};
-
-		if (!colon)
-			continue;
-		*colon = '\0';
-		while (*name == ' ')
-			name++;
-		if (!strcmp(name, "lo"))
-			continue;
-		if (sscanf(colon + 1,
-			   "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu "
-			   "%llu %llu",
-			   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-			   &v[7], &v[8], &v[9], &v[10], &v[11]) < 12)
-			continue;
-		rx += v[0];
-		rxd += v[3];
-		tx += v[8];
-		txd += v[11];
-	}
-	fclose(f);
-	return json_pack("{s:I, s:I, s:I, s:I}", "rx_bytes", (json_int_t)rx,
-			 "tx_bytes", (json_int_t)tx, "rx_drops", (json_int_t)rxd,
-			 "tx_drops", (json_int_t)txd);
-}
-
-/* CPU milliseconds and RSS KiB of the rank under keeper pid (the rank is
- * the keeper's only child). */
-static void rank_usage(pid_t keeper, json_int_t *cpu_ms, json_int_t *rss_kb)
-{
-	char path[128], buf[1024];
-	FILE *f;
-	long child = 0;
-
-	*cpu_ms = *rss_kb = 0;
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)keeper,
-		 (int)keeper);
-	f = fopen(path, "r");
-	if (!f)
-		return;
-	if (fscanf(f, "%ld", &child) != 1)
-		child = 0;
-	fclose(f);
-	if (child <= 0)
-		return;
-	snprintf(path, sizeof(path), "/proc/%ld/stat", child);
-	f = fopen(path, "r");
-	if (!f)
-		return;
-	if (fgets(buf, sizeof(buf), f)) {
-		/* Fields after the command name, which may hold spaces. */
-		char *p = strrchr(buf, ')');
-		unsigned long long ut = 0, st = 0;
-		long long rss = 0;
-
-		if (p && sscanf(p + 2,
-				"%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
-				"%llu %llu %*d %*d %*d %*d %*d %*d %*u %*u "
-				"%lld",
-				&ut, &st, &rss) == 3) {
-			long hz = sysconf(_SC_CLK_TCK);
-			long page = sysconf(_SC_PAGESIZE);
-
-			*cpu_ms = (json_int_t)((ut + st) * 1000 /
-					       (unsigned long long)(hz > 0 ? hz : 100));
-			*rss_kb = (json_int_t)(rss * (page > 0 ? page : 4096) /
-					       1024);
-		}
-	}
-	fclose(f);
+	rundir_close(a);
 }
 
 /* Wall-clock ms of the rank's last sign of life: output or a touch of
@@ -192,20 +110,12 @@ static int64_t last_sign(const struct rank *r)
 
 static void send_heartbeat(struct agent *a)
 {
-	json_t *ranks = json_array(), *hung = json_array();
+	json_t *hung = json_array();
 	int64_t now = loop_wall_ms();
 
 	for (int i = 0; i < a->n_ranks; i++) {
 		struct rank *r = &a->ranks[i];
-		json_int_t cpu = 0, rss = 0;
 
-		if (r->running)
-			rank_usage(r->pid, &cpu, &rss);
-		json_array_append_new(
-			ranks, json_pack("{s:i, s:s, s:I, s:I}", "rank",
-					 r->rank, "state",
-					 r->running ? "running" : "exited",
-					 "cpu_ms", cpu, "rss_kb", rss));
 		if (r->running && !r->hung_reported &&
 		    (a->state == AGENT_IDLE || a->state == AGENT_RUNNING) &&
 		    a->progress_timeout_ms > 0 &&
@@ -219,10 +129,8 @@ static void send_heartbeat(struct agent *a)
 		}
 	}
 	agent_send(a, PROTO_HEARTBEAT,
-		   json_pack("{s:I, s:i, s:o, s:o, s:o}", "seq",
-			     (json_int_t)++a->hb_seq, "attempt", a->attempt,
-			     "ranks", ranks, "hung", hung, "net",
-			     net_counters()),
+		   json_pack("{s:I, s:i, s:o}", "seq", (json_int_t)++a->hb_seq,
+			     "attempt", a->attempt, "hung", hung),
 		   NULL, 0);
 }
 

@@ -30,6 +30,7 @@ static void act_launch(struct agent *a, void *data)
 	if (rank_launch(a, data, &err) < 0)
 		agent_send(a, PROTO_ERROR,
 			   json_pack("{s:s}", "message", err.text), NULL, 0);
+	metrics_launch(a, data);
 	/* Nothing started (no ranks, or the first could not be): back to
 	 * IDLE through the table. */
 	if (rank_alive_count(a) == 0)

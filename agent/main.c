@@ -77,12 +77,16 @@ static json_t *node_addresses(void)
 /* The node's topology (hwloc), read once at start: GPUs, NICs, NUMA
  * nodes and cores for the controller's binding plan.  A node whose
  * topology cannot be read still runs ranks, unbound; HELLO says why. */
-static json_t *node_topology(const char *xml, char *why, size_t whylen)
+static json_t *node_topology(struct agent *a, const char *xml, char *why,
+			     size_t whylen)
 {
 	struct herd_err err;
 	struct topo *t;
 	json_t *summary;
 
+	/* Discovery (no file given) is kept for the next start. */
+	if (!xml && (summary = rundir_topo_get(a)))
+		return summary;
 	herd_err_clear(&err);
 	t = topo_load(xml, 0, &err);
 	if (!t) {
@@ -91,6 +95,8 @@ static json_t *node_topology(const char *xml, char *why, size_t whylen)
 	}
 	summary = topo_summary(t);
 	topo_free(t);
+	if (summary && !xml)
+		rundir_topo_put(a, summary);
 	return summary;
 }
 
@@ -100,7 +106,7 @@ static void send_hello(struct agent *a, const char *topology_xml,
 		       const char *node_name)
 {
 	char host[256] = "", why[HERD_ERR_MAX] = "";
-	json_t *topo = node_topology(topology_xml, why, sizeof(why));
+	json_t *topo = node_topology(a, topology_xml, why, sizeof(why));
 	json_t *body;
 
 	if (node_name)
@@ -304,6 +310,9 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "probe"))
 		return probe_main(argc - 1, argv + 1);
+	/* A rank's keeper: the agent execs its own image (keeper.c). */
+	if (argc > 1 && !strcmp(argv[1], KEEPER_ARG))
+		return keeper_main(argc, argv);
 	if (readlink("/proc/self/exe", a.self_path,
 		     sizeof(a.self_path) - 1) < 0)
 		a.self_path[0] = '\0';
@@ -401,6 +410,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	health_init(&a);
+	metrics_init(&a);
 	send_hello(&a, topology_xml, node_name);
 	loop_run(a.loop);
 
@@ -413,6 +423,7 @@ int main(int argc, char **argv)
 	conn_free(a.conn);
 	a.conn = NULL;
 	pmix_fini(&a);
+	metrics_fini(&a);
 	health_fini(&a);
 	loop_free(a.loop);
 	return 0;

@@ -1,30 +1,24 @@
 /* rank.c — starting, watching and stopping the ranks of one node.
  *
- * Each rank runs under a small "keeper": a child of the agent that leads
- * the rank's own process group, asks the kernel to signal it when the
- * agent dies (PR_SET_PDEATHSIG) and then kills the whole group, so a
- * `kill -9` of the agent leaves no rank behind.  The keeper ignores the
- * signals the agent sends to the group (the rank gets them), waits for
- * the rank and exits with the rank's status, re-raising its signal.
+ * Each rank runs under a small "keeper" (keeper.c): the agent's own
+ * image exec'd in keeper mode, which leads the rank's process group,
+ * kills that group when the agent dies (so a `kill -9` of the agent
+ * leaves no rank behind), waits for the rank and exits with its status.
  *
  * The keeper is started through proc.h (its own group, PDEATHSIG, fds,
  * the report pipe) and reaped by the loop's registry, which hands its
- * status to rank_on_exit.  Between fork() and exec() only
- * async-signal-safe calls are made: the environment and argv are built
- * before forking (PMIx threads may exist in this process).
+ * status to rank_on_exit.  The agent runs no code of its own between
+ * fork() and exec() (PMIx threads may exist in this process): the rank's
+ * environment and argv are built here and handed to the keeper.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
-#include <sys/syscall.h>
-#include <linux/mempolicy.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -110,117 +104,6 @@ static int envv_add_json(struct envv *e, json_t *obj)
 	return 0;
 }
 
-static void keeper_on_parent_death(int sig)
-{
-	(void)sig;
-	kill(0, SIGKILL);	/* the whole group: the rank and this keeper */
-	_exit(137);
-}
-
-/* NUMA node masks handed to set_mempolicy: nodes below this only. */
-#define RANK_MEM_NODES 1024
-
-/* What the keeper needs, built before forking. */
-struct keeper_args {
-	pid_t agent_pid;
-	struct proc_opts rank;	/* workdir, cpus, envp of the rank */
-	char **argv;		/* sh -c COMMAND */
-	const unsigned long *mem_mask;	/* NULL: no memory policy */
-};
-
-/* The keeper: the child_fn of proc_spawn (proc.h), in the child after its
- * set-up (leader of the rank's group, PDEATHSIG SIGUSR1, stdin from
- * /dev/null, stdout/stderr the rank's pipes, fd 3 the report pipe); never
- * returns.  It starts with every signal blocked (spawn_one), so that
- * nothing sent to the new group is lost before the rank exists. */
-static void keeper_main(void *arg, int report_fd)
-{
-	static const int stop_sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
-	const struct keeper_args *k = arg;
-	struct sigaction sa;
-	sigset_t stopset, pending;
-	int go[2], status = 0;
-	pid_t pid;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = keeper_on_parent_death;
-	sigaction(SIGUSR1, &sa, NULL);
-	/* Signals the agent sends to the group are for the rank: the keeper
-	 * keeps them blocked for good and hands on those that came before
-	 * the rank was forked (a child does not inherit pending signals).
-	 * SIGUSR1 (the agent died) is unblocked here: one already pending
-	 * runs its handler now. */
-	sigemptyset(&stopset);
-	for (size_t i = 0; i < sizeof(stop_sigs) / sizeof(stop_sigs[0]); i++)
-		sigaddset(&stopset, stop_sigs[i]);
-	sigprocmask(SIG_SETMASK, &stopset, NULL);
-	if (getppid() != k->agent_pid)
-		keeper_on_parent_death(SIGUSR1);
-	if (pipe2(go, O_CLOEXEC) < 0) {
-		proc_report_write(report_fd, PROC_STEP_SETUP, errno);
-		_exit(127);
-	}
-
-	pid = fork();
-	if (pid < 0) {
-		proc_report_write(report_fd, PROC_STEP_SETUP, errno);
-		_exit(127);
-	}
-	if (pid == 0) {
-		sigset_t none;
-		char b;
-
-		sa.sa_handler = SIG_DFL;
-		for (int s = 1; s < NSIG; s++)
-			sigaction(s, &sa, NULL);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		/* Stop signals stay blocked until the keeper has handed on
-		 * the early ones: one that reached both of us merges. */
-		close(go[1]);
-		while (read(go[0], &b, 1) < 0 && errno == EINTR)
-			;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		/* Memory policy: prefer the NUMA node of the rank's cpus
-		 * (falls back to others when it is full); kept across
-		 * exec. */
-		if (k->mem_mask)
-			syscall(SYS_set_mempolicy, MPOL_PREFERRED, k->mem_mask,
-				(unsigned long)RANK_MEM_NODES + 1);
-		proc_child_exec(&k->rank, k->argv, report_fd);
-	}
-	close(report_fd);	/* only the rank holds the report pipe now */
-	close(go[0]);
-	sigpending(&pending);
-	for (size_t i = 0; i < sizeof(stop_sigs) / sizeof(stop_sigs[0]); i++)
-		if (sigismember(&pending, stop_sigs[i]))
-			kill(pid, stop_sigs[i]);
-	close(go[1]);
-	/* The keeper keeps no copy of the output pipes: EOF must come
-	 * when the rank (and whatever it started) is gone.  (fd 0 is
-	 * /dev/null.) */
-	dup2(0, 1);
-	dup2(0, 2);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (WIFSIGNALED(status)) {
-		struct rlimit no_core = {0, 0};
-		int sig = WTERMSIG(status);
-		sigset_t one;
-
-		setrlimit(RLIMIT_CORE, &no_core);
-		sa.sa_handler = SIG_DFL;
-		sigaction(sig, &sa, NULL);
-		prctl(PR_SET_PDEATHSIG, 0);
-		sigemptyset(&one);
-		sigaddset(&one, sig);
-		sigprocmask(SIG_UNBLOCK, &one, NULL);
-		kill(getpid(), sig);
-		_exit(128 + sig);
-	}
-	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
-}
-
 static void send_output(struct agent *a, struct rank *r, int which,
 			const char *data, size_t len)
 {
@@ -250,6 +133,8 @@ static void stream_emit(struct agent *a, struct rank *r,
 	}
 	if (cut == 0)
 		return;
+	if (metrics_has_patterns(a))
+		metrics_output(a, r, s->buf, cut);
 	send_output(a, r, which, s->buf, cut);
 	memmove(s->buf, s->buf + cut, s->len - cut);
 	s->len -= cut;
@@ -449,39 +334,30 @@ void rank_free_all(struct agent *a)
 }
 
 static int spawn_one(struct agent *a, struct rank *r, const char *command,
-		     const char *workdir, const cpu_set_t *cpus,
-		     const unsigned long *mem_mask, struct envv *env,
-		     struct herd_err *err)
+		     const char *workdir, const char *cpus, int mem_node,
+		     struct envv *env, struct herd_err *err)
 {
 	char *argv[] = {"sh", "-c", (char *)command, NULL};
-	struct keeper_args k = {
-		.agent_pid = getpid(),
-		.rank = {.path = "/bin/sh",
-			 .workdir = workdir,
-			 .cpus = cpus,
-			 .envp = env->v},
+	struct keeper_rank k = {
+		.rank = r->rank,
+		.self = a->self_path,
+		.path = "/bin/sh",
 		.argv = argv,
-		.mem_mask = mem_mask,
+		.envp = env->v,
+		.workdir = workdir,
+		.cpus = cpus,
+		.mem_node = mem_node,
 	};
-	/* The keeper is born with every signal blocked; see keeper_main.
-	 * SIGUSR1 when the agent dies: the keeper then kills the group. */
-	struct proc_opts opts = {.path = "/bin/sh",
-				 .pdeathsig = SIGUSR1,
-				 .child_fn = keeper_main,
-				 .child_arg = &k};
-	sigset_t all;
+	int out[2];
 	pid_t pid;
 
-	sigfillset(&all);
-	opts.sigmask = &all;
-	opts.io[1].kind = opts.io[2].kind = PROC_FD_PIPE;
-	pid = proc_spawn(a->loop, argv, &opts, rank_on_exit, a, err);
+	pid = keeper_spawn(a->loop, &k, rank_on_exit, a, out, err);
 	if (pid < 0)
 		return -1;
 	r->pid = pid;
 	r->running = true;
-	r->out.fd = opts.io[1].fd;
-	r->err.fd = opts.io[2].fd;
+	r->out.fd = out[0];
+	r->err.fd = out[1];
 	fcntl(r->out.fd, F_SETFL, O_NONBLOCK);
 	fcntl(r->err.fd, F_SETFL, O_NONBLOCK);
 	loop_fd_add(a->loop, r->out.fd, POLLIN, on_output, a);
@@ -526,10 +402,8 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 		struct envv env = {0};
 		const char *cpus;
 		cpu_set_t set;
-		/* One spare word: the kernel reads maxnode - 1 bits. */
-		unsigned long mask[RANK_MEM_NODES / (8 * sizeof(long)) + 1];
 		json_t *mem;
-		int rc;
+		int rc, mem_node = -1;
 
 		r->rank = (int)json_integer_value(json_object_get(jr, "rank"));
 		r->local_rank = (int)i;
@@ -552,12 +426,32 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 				snprintf(r->progress_file,
 					 sizeof(r->progress_file), "%s", user);
 		}
+		/* HERD_METRICS: the same, for training values (metrics.c
+		 * tails it); a file of an earlier attempt is removed, so
+		 * its lines are not read again. */
+		r->metrics_file[0] = '\0';
+		if (a->run_dir[0]) {
+			snprintf(r->metrics_file, sizeof(r->metrics_file),
+				 "%s/rank-%d.metrics", a->run_dir, r->rank);
+			unlink(r->metrics_file);
+		}
+		{
+			const char *user = json_string_value(json_object_get(
+				json_object_get(launch, "env"),
+				"HERD_METRICS"));
+
+			if (user)
+				snprintf(r->metrics_file,
+					 sizeof(r->metrics_file), "%s", user);
+		}
 		if (envv_from_environ(&env) < 0 ||
 		    (a->self_path[0] &&
 		     envv_set(&env, "HERD_AGENT", a->self_path) < 0) ||
 		    (r->progress_file[0] &&
 		     envv_set(&env, "HERD_PROGRESS_FILE", r->progress_file) <
 			     0) ||
+		    (r->metrics_file[0] &&
+		     envv_set(&env, "HERD_METRICS", r->metrics_file) < 0) ||
 		    (a->pmix_mode && pmix_setup_rank(a, r, &env, err) < 0) ||
 		    envv_add_json(&env, json_object_get(launch, "env")) < 0 ||
 		    envv_add_json(&env, json_object_get(jr, "env")) < 0) {
@@ -579,17 +473,13 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 						      cpus);
 			}
 		}
+		/* A node past the keeper's mask prefers none. */
 		mem = json_object_get(jr, "mem_node");
-		memset(mask, 0, sizeof(mask));
 		if (json_is_integer(mem) && json_integer_value(mem) >= 0 &&
-		    json_integer_value(mem) < RANK_MEM_NODES) {
-			size_t bit = (size_t)json_integer_value(mem);
-
-			mask[bit / (8 * sizeof(mask[0]))] |=
-				1UL << (bit % (8 * sizeof(mask[0])));
-		}
-		rc = spawn_one(a, r, command, workdir, cpus ? &set : NULL,
-			       json_is_integer(mem) ? mask : NULL, &env, err);
+		    json_integer_value(mem) < KEEPER_MEM_NODES)
+			mem_node = (int)json_integer_value(mem);
+		rc = spawn_one(a, r, command, workdir, cpus, mem_node, &env,
+			       err);
 		envv_free(&env);
 		if (rc < 0) {
 			r->exit_sent = true;

@@ -1,14 +1,29 @@
-/* rundir.c — the agent's private directory in $TMPDIR (progress files,
- * the PMIx server's rendezvous), and the clean-up of those that agents
- * killed with SIGKILL (a node "crash", the OOM killer) left behind.
+/* rundir.c — the agent's private directory (progress files, the PMIx
+ * server's rendezvous), the clean-up of those that agents killed with
+ * SIGKILL (a node "crash", the OOM killer) left behind, and the node's
+ * topology kept from one agent start to the next.
  *
- * The directory is named herd-agent-PID-XXXXXX.  An agent that ends
- * normally removes its own (rundir_remove); one that was killed cannot,
- * so every agent that starts removes the directories of agents whose PID
- * no longer runs.  Only directories that this user owns are touched, and
- * only through descriptors opened with O_NOFOLLOW, so a name another
- * user plants in a shared /tmp (a symlink, a directory of theirs) is
- * never followed or emptied.
+ * Every agent of a user on a node works under one directory of that
+ * user, $TMPDIR/herd-agent-UID (0700, made when missing).  It is used
+ * only when it is a directory this user owns that nobody else may write
+ * (checked on the opened descriptor); else each agent falls back to its
+ * own mkdtemp in $TMPDIR and keeps no topology.  Inside, each agent has
+ * PID-XXXXXX.  An agent that ends normally removes its own
+ * (rundir_remove); one that was killed cannot, so every agent that
+ * starts removes the directories of agents whose PID no longer runs.
+ * Only that small directory is read, not all of a shared /tmp (a /tmp of
+ * 1,000 entries cost each start 10 ms), and only through descriptors
+ * opened with O_NOFOLLOW.
+ *
+ * The topology: hwloc's discovery reads sysfs and costs an agent start
+ * about 14 ms of CPU, the largest part of it.  Its summary (the JSON that
+ * HELLO carries) is kept as topo-HOST-KEY.json, where KEY is a SHA-256
+ * over what a change of hardware changes without a reboot too: the boot
+ * id, the hostname, hwloc's version, the online CPUs and the names in
+ * /sys/bus/pci/devices, /sys/class/infiniband and of the interfaces in
+ * /sys/class/net that are devices (not veths or bridges).  A
+ * summary whose key matches is used as is; any other is discovered again
+ * and replaces the older ones of the host.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -16,23 +31,34 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <hwloc.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+
 #include "agent.h"
+#include "herd/version.h"
 
 #define RUNDIR_PREFIX "herd-agent-"
+/* A cached topology summary larger than this is not read. */
+#define TOPO_CACHE_MAX (4 * 1024 * 1024)
+/* Kept topologies of hosts that were not seen for this long go (test
+ * clusters leave one per node name in a shared /tmp). */
+#define TOPO_CACHE_AGE_S (7 * 24 * 3600)
 
-/* The PID in "herd-agent-PID-XXXXXX", or -1 when name is not one. */
+/* The PID in "PID-XXXXXX", or -1 when name is not one. */
 static pid_t rundir_pid(const char *name)
 {
-	const char *p = name + strlen(RUNDIR_PREFIX), *dash;
+	const char *p = name, *dash;
 	char *end;
 	long pid;
 
-	if (strncmp(name, RUNDIR_PREFIX, strlen(RUNDIR_PREFIX)) ||
-	    !(dash = strchr(p, '-')) || strlen(dash + 1) != 6)
+	if (!(dash = strchr(p, '-')) || strlen(dash + 1) != 6)
 		return -1;
 	errno = 0;
 	pid = strtol(p, &end, 10);
@@ -66,11 +92,13 @@ static void remove_dir_at(int dfd, const char *name)
 	unlinkat(dfd, name, AT_REMOVEDIR);
 }
 
-static void sweep(const char *tmp)
+/* parent: the user's directory (its descriptor stays open). */
+static void sweep(int parent)
 {
-	int dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = dup(parent);
 	DIR *d;
 	struct dirent *e;
+	time_t now = time(NULL);
 
 	if (dfd < 0)
 		return;
@@ -82,6 +110,13 @@ static void sweep(const char *tmp)
 		pid_t pid = rundir_pid(e->d_name);
 		struct stat st;
 
+		if (!strncmp(e->d_name, "topo-", 5) &&
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
+			    0 &&
+		    now - st.st_mtime > TOPO_CACHE_AGE_S) {
+			unlinkat(dirfd(d), e->d_name, 0);
+			continue;
+		}
 		if (pid < 0 || pid == getpid() ||
 		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISDIR(st.st_mode) || st.st_uid != getuid())
@@ -95,18 +130,215 @@ static void sweep(const char *tmp)
 	closedir(d);
 }
 
+/* Opens (making it when missing) $TMPDIR/herd-agent-UID into a->user_fd
+ * and a->user_dir, or leaves a->user_fd -1 when it is not safe: not a
+ * directory, not ours, or open to group/other. */
+static void user_dir_open(struct agent *a, const char *tmp)
+{
+	struct stat st;
+	int fd;
+
+	a->user_ok = false;
+	if ((size_t)snprintf(a->user_dir, sizeof(a->user_dir),
+			     "%s/" RUNDIR_PREFIX "%ld", tmp,
+			     (long)getuid()) >= sizeof(a->user_dir))
+		goto bad;
+	if (mkdir(a->user_dir, 0700) < 0 && errno != EEXIST)
+		goto bad;
+	fd = open(a->user_dir,
+		  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		goto bad;
+	if (fstat(fd, &st) < 0 || st.st_uid != getuid() ||
+	    (st.st_mode & 077)) {
+		close(fd);
+		goto bad;
+	}
+	a->user_fd = fd;
+	a->user_ok = true;
+	return;
+bad:
+	a->user_dir[0] = '\0';
+}
+
 void rundir_make(struct agent *a)
 {
 	const char *tmp = getenv("TMPDIR");
+	int n;
 
 	if (!tmp || tmp[0] != '/')
 		tmp = "/tmp";
-	sweep(tmp);
-	if ((size_t)snprintf(a->run_dir, sizeof(a->run_dir),
+	if (!a->user_ok)
+		user_dir_open(a, tmp);
+	if (a->user_ok) {
+		sweep(a->user_fd);
+		n = snprintf(a->run_dir, sizeof(a->run_dir), "%s/%ld-XXXXXX",
+			     a->user_dir, (long)getpid());
+	} else {
+		/* Another user's or an open directory under that name: a
+		 * directory of our own beside it, as mkdtemp makes it. */
+		n = snprintf(a->run_dir, sizeof(a->run_dir),
 			     "%s/" RUNDIR_PREFIX "%ld-XXXXXX", tmp,
-			     (long)getpid()) >= sizeof(a->run_dir) ||
-	    !mkdtemp(a->run_dir))
+			     (long)getpid());
+	}
+	if (n < 0 || (size_t)n >= sizeof(a->run_dir) || !mkdtemp(a->run_dir))
 		a->run_dir[0] = '\0';
+}
+
+/* --- the topology kept between starts ----------------------------------- */
+
+/* The names in path; with devices_only, only those that have a
+ * "device" link (hardware: hwloc sees no virtual interface, and veths
+ * and bridges come and go with containers). */
+static void digest_dir(EVP_MD_CTX *md, const char *path, bool devices_only)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	char link[512];
+
+	EVP_DigestUpdate(md, path, strlen(path) + 1);
+	if (!d)
+		return;
+	/* readdir's order is the directory's, stable while it is
+	 * unchanged; a change of order only costs one discovery. */
+	while ((e = readdir(d))) {
+		if (devices_only &&
+		    ((size_t)snprintf(link, sizeof(link), "%s/%s/device", path,
+				      e->d_name) >= sizeof(link) ||
+		     access(link, F_OK) < 0))
+			continue;
+		EVP_DigestUpdate(md, e->d_name, strlen(e->d_name) + 1);
+	}
+	closedir(d);
+}
+
+static void digest_file(EVP_MD_CTX *md, const char *path)
+{
+	char buf[512];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t got;
+
+	EVP_DigestUpdate(md, path, strlen(path) + 1);
+	if (fd < 0)
+		return;
+	while ((got = read(fd, buf, sizeof(buf))) > 0)
+		EVP_DigestUpdate(md, buf, (size_t)got);
+	close(fd);
+}
+
+/* "topo-HOST-" into prefix and "topo-HOST-KEY.json" into name. */
+static int topo_cache_name(char *prefix, size_t plen, char *name,
+			   size_t nlen)
+{
+	unsigned char mac[EVP_MAX_MD_SIZE];
+	unsigned int mac_len = 0;
+	char host[256] = "", key[2 * 16 + 1];
+	unsigned int v = hwloc_get_api_version();
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	int ok;
+
+	if (!md)
+		return -1;
+	gethostname(host, sizeof(host) - 1);
+	for (char *h = host; *h; h++)
+		if (!((*h >= 'a' && *h <= 'z') || (*h >= 'A' && *h <= 'Z') ||
+		      (*h >= '0' && *h <= '9') || *h == '.' || *h == '-' ||
+		      *h == '_'))
+			*h = '_';
+	ok = EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1;
+	if (ok) {
+		EVP_DigestUpdate(md, host, strlen(host) + 1);
+		EVP_DigestUpdate(md, &v, sizeof(v));
+		EVP_DigestUpdate(md, HERD_VERSION, sizeof(HERD_VERSION));
+		digest_file(md, "/proc/sys/kernel/random/boot_id");
+		digest_file(md, "/sys/devices/system/cpu/online");
+		digest_dir(md, "/sys/bus/pci/devices", false);
+		digest_dir(md, "/sys/class/net", true);
+		digest_dir(md, "/sys/class/infiniband", false);
+		ok = EVP_DigestFinal_ex(md, mac, &mac_len) == 1 &&
+		     mac_len >= 16;
+	}
+	EVP_MD_CTX_free(md);
+	if (!ok)
+		return -1;
+	for (int i = 0; i < 16; i++)
+		snprintf(key + 2 * i, 3, "%02x", mac[i]);
+	if ((size_t)snprintf(prefix, plen, "topo-%.64s-", host) >= plen ||
+	    (size_t)snprintf(name, nlen, "%s%s.json", prefix, key) >= nlen)
+		return -1;
+	return 0;
+}
+
+json_t *rundir_topo_get(struct agent *a)
+{
+	char prefix[96], name[160];
+	struct stat st;
+	json_t *j = NULL;
+	FILE *f;
+	int fd;
+
+	if (!a->user_ok ||
+	    topo_cache_name(prefix, sizeof(prefix), name, sizeof(name)) < 0)
+		return NULL;
+	fd = openat(a->user_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_uid != getuid() || (st.st_mode & 022) ||
+	    st.st_size > TOPO_CACHE_MAX || !(f = fdopen(fd, "r"))) {
+		close(fd);
+		return NULL;
+	}
+	j = json_loadf(f, JSON_REJECT_DUPLICATES, NULL);
+	fclose(f);
+	if (j && !json_is_object(j)) {
+		json_decref(j);
+		j = NULL;
+	}
+	return j;
+}
+
+void rundir_topo_put(struct agent *a, const json_t *summary)
+{
+	char prefix[96], name[160], tmp[192];
+	char *text;
+	DIR *d;
+	struct dirent *e;
+	int fd, dfd;
+	size_t len;
+	bool ok;
+
+	if (!a->user_ok ||
+	    topo_cache_name(prefix, sizeof(prefix), name, sizeof(name)) < 0 ||
+	    !(text = json_dumps(summary, JSON_COMPACT)))
+		return;
+	snprintf(tmp, sizeof(tmp), ".%s.%ld", name, (long)getpid());
+	fd = openat(a->user_fd, tmp,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		free(text);
+		return;
+	}
+	len = strlen(text);
+	ok = write(fd, text, len) == (ssize_t)len;
+	free(text);
+	if (close(fd) < 0 || !ok ||
+	    renameat(a->user_fd, tmp, a->user_fd, name) < 0) {
+		unlinkat(a->user_fd, tmp, 0);
+		return;
+	}
+	/* The host's older summaries are of hardware it no longer has. */
+	if ((dfd = dup(a->user_fd)) < 0)
+		return;
+	if (!(d = fdopendir(dfd))) {
+		close(dfd);
+		return;
+	}
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, prefix, strlen(prefix)) &&
+		    strcmp(e->d_name, name))
+			unlinkat(dirfd(d), e->d_name, 0);
+	closedir(d);
 }
 
 void rundir_remove(struct agent *a)
@@ -126,4 +358,11 @@ void rundir_remove(struct agent *a)
 		}
 	}
 	a->run_dir[0] = '\0';
+}
+
+void rundir_close(struct agent *a)
+{
+	if (a->user_ok)
+		close(a->user_fd);
+	a->user_ok = false;
 }

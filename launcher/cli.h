@@ -16,6 +16,9 @@ int cmd_plan(int argc, char **argv);
 int cmd_keys(int argc, char **argv);
 int cmd_render(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 struct spec;
 

@@ -393,6 +393,19 @@ static json_t *pmix_job(struct ctl *c, struct node *n)
 	return pj;
 }
 
+/* metrics.patterns as LAUNCH carries them; the agent compiles them. */
+static json_t *launch_patterns(const struct spec *spec)
+{
+	json_t *arr = json_array();
+
+	for (size_t i = 0; i < spec->metrics.n_patterns; i++)
+		json_array_append_new(
+			arr, json_pack("{s:s, s:s}", "name",
+				       spec->metrics.patterns[i].name, "regex",
+				       spec->metrics.patterns[i].regex));
+	return arr;
+}
+
 json_t *ctl_launch_body(struct ctl *c, struct node *n, const char *command)
 {
 	json_t *ranks = json_array();
@@ -455,6 +468,10 @@ json_t *ctl_launch_body(struct ctl *c, struct node *n, const char *command)
 		json_object_set_new(
 			body, "progress_timeout_ms",
 			json_integer(c->spec->health.progress_timeout_ms));
+	json_object_set_new(body, "metrics_interval_ms",
+			    json_integer(c->spec->metrics.interval_ms));
+	if (c->spec->metrics.n_patterns > 0)
+		json_object_set_new(body, "patterns", launch_patterns(c->spec));
 	return body;
 }
 

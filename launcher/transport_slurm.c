@@ -45,10 +45,10 @@
  * process group, gets SIGTERM when herd dies (PR_SET_PDEATHSIG; its tasks
  * end with it), and its exit status comes from the loop's SIGCHLD
  * registry.  srun's stdout and stderr (with the agents' stderr) pass
- * through to herd's stderr, prefixed, read by one thread per step.  A
- * step has ended when both its exit status and the end of its output are
- * in; then the nodes it started whose agent never connected get one
- * PROTO_ERROR naming srun's status and last line.
+ * through to herd's stderr, prefixed, read on the loop too (no thread per
+ * step).  A step has ended when both its exit status and the end of its
+ * output are in, in either order; then the nodes it started whose agent
+ * never connected get one PROTO_ERROR naming srun's status and last line.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -56,7 +56,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -134,6 +133,12 @@ enum snode_state {
 
 struct step;
 
+/* One stream of srun's output: the line read so far. */
+struct line_buf {
+	char buf[SLURM_LINE_MAX];
+	size_t len;
+};
+
 struct snode {
 	char *host;
 	int fd; /* our end of the socketpair; -1 once handed on or closed */
@@ -145,25 +150,22 @@ struct step {
 	struct slurm_priv *priv;
 	int index;    /* 0 for the first srun of the job */
 	pid_t srun;   /* leads the step's group */
-	int out_fd, err_fd;
-	pthread_t thread;
-	bool thread_started;
-	/* Under priv->lock: the thread's end of output and the loop's exit
-	 * status; both in, the nodes are settled and ended is set. */
+	int out_fd, err_fd; /* srun's stdout, stderr; -1 once at EOF */
+	/* The end of its output and its exit status, in either order; both
+	 * in, the nodes are settled and ended is set. */
 	bool output_done, exited;
 	struct proc_exit exit;
 	bool ended;		   /* srun is gone and its nodes are settled */
 	char last[SLURM_LINE_MAX]; /* srun's last stderr line */
+	struct line_buf lines[2];  /* stdout, stderr: the line so far */
 	struct step *next;
 };
 
 struct sconn;
 
+/* Everything runs on the controller's thread: on its loop, or in free()
+ * once the loop has stopped. */
 struct slurm_priv {
-	/* nodes and steps' ended: the step threads (srun's output) settle
-	 * nodes whose srun ended; everything else runs on the loop. */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
 	struct snode **nodes;
 	size_t n_nodes, cap_nodes;
 	struct step *steps;
@@ -210,25 +212,6 @@ static int64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Waits on priv->cond (lock held) until deadline_ms; 0 when woken,
- * ETIMEDOUT when the deadline passed. */
-static int cond_wait_until(struct slurm_priv *priv, int64_t deadline_ms)
-{
-	struct timespec ts;
-	int64_t left = deadline_ms - now_ms();
-
-	if (left <= 0)
-		return ETIMEDOUT;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += left / 1000;
-	ts.tv_nsec += (left % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	return pthread_cond_timedwait(&priv->cond, &priv->lock, &ts);
 }
 
 /* ---- the listener ------------------------------------------------------ */
@@ -452,7 +435,6 @@ static int claim_node(struct slurm_priv *priv, const char *name)
 {
 	int fd = -1;
 
-	pthread_mutex_lock(&priv->lock);
 	for (size_t i = 0; i < priv->n_nodes; i++) {
 		struct snode *n = priv->nodes[i];
 
@@ -463,7 +445,6 @@ static int claim_node(struct slurm_priv *priv, const char *name)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&priv->lock);
 	return fd;
 }
 
@@ -793,18 +774,15 @@ static void relay_flush(struct sconn *sc, int64_t deadline)
 
 /* Settles a step once srun has exited and its output has ended: every
  * node it started that has no agent gets one PROTO_ERROR, then its socket
- * is closed.  From the step's thread or the loop, whichever comes last. */
+ * is closed.  From whichever of the two comes last. */
 static void step_maybe_end(struct step *st)
 {
 	struct slurm_priv *priv = st->priv;
 	int status;
 	char why[160];
 
-	pthread_mutex_lock(&priv->lock);
-	if (st->ended || !st->exited || !st->output_done) {
-		pthread_mutex_unlock(&priv->lock);
+	if (st->ended || !st->exited || !st->output_done)
 		return;
-	}
 	status = st->exit.status;
 	if (st->exit.step != PROC_STEP_NONE)
 		snprintf(why, sizeof(why), "could not be started (%s: %s)",
@@ -831,17 +809,10 @@ static void step_maybe_end(struct step *st)
 		n->state = SNODE_FAILED;
 	}
 	st->ended = true;
-	pthread_cond_broadcast(&priv->cond);
-	pthread_mutex_unlock(&priv->lock);
 }
 
-/* One stream of srun's output: whole lines to herd's stderr, each with
- * the step's prefix; returns 0 at EOF. */
-struct line_buf {
-	char buf[SLURM_LINE_MAX];
-	size_t len;
-};
-
+/* One line of srun's output to herd's stderr, with the step's prefix;
+ * a stderr line is kept as the last one for "srun failed: ...". */
 static void emit_line(struct step *st, struct line_buf *lb, bool is_err)
 {
 	while (lb->len &&
@@ -860,47 +831,54 @@ static void emit_line(struct step *st, struct line_buf *lb, bool is_err)
 	lb->len = 0;
 }
 
-static void *step_thread(void *arg)
+/* Stops reading one of srun's streams (i: 0 stdout, 1 stderr); once
+ * both are closed, its output has ended. */
+static void step_output_close(struct step *st, int i)
+{
+	int *fd = i ? &st->err_fd : &st->out_fd;
+
+	if (*fd < 0)
+		return;
+	loop_fd_del(st->priv->loop, *fd);
+	close(*fd);
+	*fd = -1;
+	if (st->out_fd < 0 && st->err_fd < 0) {
+		st->output_done = true;
+		step_maybe_end(st);
+	}
+}
+
+/* Reads one chunk of srun's stream i (one read a turn: a chatty srun
+ * does not hold the loop) and passes its whole lines on; at EOF the last
+ * piece goes too and the stream is closed. */
+static void step_read(struct step *st, int i)
+{
+	struct line_buf *lb = &st->lines[i];
+	char chunk[4096];
+	ssize_t got = read(i ? st->err_fd : st->out_fd, chunk, sizeof(chunk));
+
+	if (got < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (got <= 0) {
+		emit_line(st, lb, i == 1);
+		step_output_close(st, i);
+		return;
+	}
+	for (ssize_t k = 0; k < got; k++) {
+		lb->buf[lb->len++] = chunk[k];
+		if (chunk[k] == '\n' || lb->len == sizeof(lb->buf))
+			emit_line(st, lb, i == 1);
+	}
+}
+
+static void on_step_output(struct loop *loop, int fd, short revents,
+			   void *arg)
 {
 	struct step *st = arg;
-	struct line_buf lines[2] = {{.len = 0}, {.len = 0}};
-	struct pollfd pfd[2] = {{.fd = st->out_fd, .events = POLLIN},
-				{.fd = st->err_fd, .events = POLLIN}};
 
-	while (pfd[0].fd >= 0 || pfd[1].fd >= 0) {
-		char chunk[4096];
-
-		if (poll(pfd, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		for (int i = 0; i < 2; i++) {
-			ssize_t got;
-
-			if (pfd[i].fd < 0 || !pfd[i].revents)
-				continue;
-			got = read(pfd[i].fd, chunk, sizeof(chunk));
-			if (got < 0 && errno == EINTR)
-				continue;
-			if (got <= 0) {
-				emit_line(st, &lines[i], i == 1);
-				pfd[i].fd = -1;
-				continue;
-			}
-			for (ssize_t k = 0; k < got; k++) {
-				lines[i].buf[lines[i].len++] = chunk[k];
-				if (chunk[k] == '\n' ||
-				    lines[i].len == sizeof(lines[i].buf))
-					emit_line(st, &lines[i], i == 1);
-			}
-		}
-	}
-	pthread_mutex_lock(&st->priv->lock);
-	st->output_done = true;
-	pthread_mutex_unlock(&st->priv->lock);
-	step_maybe_end(st);
-	return NULL;
+	(void)loop;
+	(void)revents;
+	step_read(st, fd == st->err_fd);
 }
 
 /* srun has exited (proc.h, on the loop or in steps_end). */
@@ -910,10 +888,8 @@ static void step_on_exit(struct loop *loop, const struct proc_exit *e,
 	struct step *st = arg;
 
 	(void)loop;
-	pthread_mutex_lock(&st->priv->lock);
 	st->exited = true;
 	st->exit = *e;
-	pthread_mutex_unlock(&st->priv->lock);
 	step_maybe_end(st);
 }
 
@@ -963,7 +939,7 @@ static char **step_env(const struct slurm_priv *priv)
 static void fail_batch(struct slurm_priv *priv, struct snode **batch, size_t n,
 		       const char *why)
 {
-	pthread_mutex_lock(&priv->lock);
+	(void)priv;
 	for (size_t i = 0; i < n; i++) {
 		transport_report(batch[i]->fd, "srun", "%s: %s", batch[i]->host,
 				 why);
@@ -971,7 +947,6 @@ static void fail_batch(struct slurm_priv *priv, struct snode **batch, size_t n,
 		batch[i]->fd = -1;
 		batch[i]->state = SNODE_FAILED;
 	}
-	pthread_mutex_unlock(&priv->lock);
 }
 
 static int step_start(struct transport *t, struct snode **batch, size_t n,
@@ -1037,7 +1012,7 @@ static int step_start(struct transport *t, struct snode **batch, size_t n,
 			fprintf(stderr, "\n");
 		}
 		/* Its own group (the step's), stdin from /dev/null, stdout
-		 * and stderr to the step's thread; nothing else of herd's
+		 * and stderr to herd's loop; nothing else of herd's
 		 * (the listener, other nodes' sockets) stays open in it. */
 		opts.io[1].kind = opts.io[2].kind = PROC_FD_PIPE;
 		opts.envp = envp;
@@ -1051,26 +1026,23 @@ static int step_start(struct transport *t, struct snode **batch, size_t n,
 	st->srun = pid;
 	st->out_fd = opts.io[1].fd;
 	st->err_fd = opts.io[2].fd;
-	pthread_mutex_lock(&priv->lock);
 	for (size_t i = 0; i < n; i++) {
 		batch[i]->state = SNODE_STARTED;
 		batch[i]->step = st;
 	}
 	st->next = priv->steps;
 	priv->steps = st;
-	pthread_mutex_unlock(&priv->lock);
-	if (pthread_create(&st->thread, NULL, step_thread, st) == 0) {
-		st->thread_started = true;
-	} else {
-		/* Without its reader, the step cannot be watched: end it;
-		 * its exit settles the nodes. */
+	if (fcntl(st->out_fd, F_SETFL, O_NONBLOCK) < 0 ||
+	    fcntl(st->err_fd, F_SETFL, O_NONBLOCK) < 0 ||
+	    loop_fd_add(priv->loop, st->out_fd, POLLIN, on_step_output, st) <
+		0 ||
+	    loop_fd_add(priv->loop, st->err_fd, POLLIN, on_step_output, st) <
+		0) {
+		/* Without its output read, the step cannot be watched: end
+		 * it; its exit settles the nodes. */
 		kill(-pid, SIGKILL);
-		close(st->out_fd);
-		close(st->err_fd);
-		st->out_fd = st->err_fd = -1;
-		pthread_mutex_lock(&priv->lock);
-		st->output_done = true;
-		pthread_mutex_unlock(&priv->lock);
+		step_output_close(st, 0);
+		step_output_close(st, 1);
 	}
 	st = NULL;
 	rc = 0;
@@ -1110,8 +1082,6 @@ static int slurm_init(struct transport *t, struct herd_err *err)
 			   : herd_errprintf(err, "out of memory");
 	}
 	auth_wipe(hex, sizeof(hex));
-	pthread_mutex_init(&priv->lock, NULL);
-	pthread_cond_init(&priv->cond, NULL);
 	t->priv = priv;
 	return 0;
 }
@@ -1138,14 +1108,12 @@ static int slurm_start(struct transport *t, const char *host,
 		herd_errprintf(err, "socketpair: %s", strerror(errno));
 		goto fail;
 	}
-	pthread_mutex_lock(&priv->lock);
 	if (priv->n_nodes == priv->cap_nodes) {
 		size_t cap = priv->cap_nodes ? 2 * priv->cap_nodes : 16;
 		struct snode **grown =
 		    realloc(priv->nodes, cap * sizeof(*grown));
 
 		if (!grown) {
-			pthread_mutex_unlock(&priv->lock);
 			herd_errprintf(err, "out of memory");
 			goto fail;
 		}
@@ -1155,7 +1123,6 @@ static int slurm_start(struct transport *t, const char *host,
 	n->fd = sv[1];
 	n->state = SNODE_REGISTERED;
 	priv->nodes[priv->n_nodes++] = n;
-	pthread_mutex_unlock(&priv->lock);
 	return sv[0];
 fail:
 	if (sv[0] >= 0) {
@@ -1177,16 +1144,12 @@ static void slurm_commit(struct transport *t)
 	if (!priv)
 		return;
 	herd_err_clear(&err);
-	/* Only this thread (the controller's) adds nodes and moves them
-	 * out of REGISTERED; the lock is for the other nodes' states. */
 	batch = calloc(priv->n_nodes ? priv->n_nodes : 1, sizeof(*batch));
 	if (!batch)
 		return;
-	pthread_mutex_lock(&priv->lock);
 	for (size_t i = 0; i < priv->n_nodes; i++)
 		if (priv->nodes[i]->state == SNODE_REGISTERED)
 			batch[n++] = priv->nodes[i];
-	pthread_mutex_unlock(&priv->lock);
 	if (n == 0)
 		goto out;
 	if (!priv->accepting) {
@@ -1206,59 +1169,78 @@ out:
 	free(batch);
 }
 
+static bool steps_all_ended(const struct slurm_priv *priv)
+{
+	for (const struct step *st = priv->steps; st; st = st->next)
+		if (!st->ended)
+			return false;
+	return true;
+}
+
+/* The loop has stopped: waits (poll) until deadline_ms for the output of
+ * the steps still running and for srun's exits (reaped here, proc.h),
+ * passing the output on as the loop did.  Returns whether all ended. */
+static bool steps_wait(struct slurm_priv *priv, int64_t deadline_ms)
+{
+	for (;;) {
+		struct pollfd pfd[2 * 64];
+		struct step *who[2 * 64];
+		int64_t left;
+		nfds_t n = 0;
+
+		proc_reap(priv->loop);
+		left = deadline_ms - now_ms();
+		if (steps_all_ended(priv) || left <= 0)
+			return steps_all_ended(priv);
+		/* srun's exit has no fd: looked for every
+		 * SLURM_REAP_POLL_MS; the outputs of 64 steps at a time
+		 * (a job has a handful: the first, spares, restarts). */
+		for (struct step *st = priv->steps; st && n + 2 <= 2 * 64;
+		     st = st->next) {
+			for (int i = 0; i < 2; i++) {
+				int fd = i ? st->err_fd : st->out_fd;
+
+				if (fd < 0)
+					continue;
+				pfd[n] = (struct pollfd){.fd = fd,
+							 .events = POLLIN};
+				who[n++] = st;
+			}
+		}
+		if (poll(pfd, n,
+			 (int)(left < SLURM_REAP_POLL_MS ? left
+							 : SLURM_REAP_POLL_MS)) <= 0)
+			continue;
+		for (nfds_t k = 0; k < n; k++)
+			if (pfd[k].revents)
+				step_read(who[k], pfd[k].fd == who[k]->err_fd);
+	}
+}
+
 /* Ends every step: by itself (the agents were told to exit), else
  * SIGTERM to srun, else SIGKILL to the step's group. */
 static void steps_end(struct slurm_priv *priv)
 {
-	int64_t deadline = now_ms() + SLURM_STEP_END_MS;
-	bool all;
-
 	for (int round = 0; round < 3; round++) {
-		for (;;) {
-			int64_t now = now_ms();
-
-			/* The loop has stopped: srun's exit is reaped here
-			 * (proc.h), outside the lock its callback takes. */
-			proc_reap(priv->loop);
-			pthread_mutex_lock(&priv->lock);
-			all = true;
-			for (struct step *st = priv->steps; st; st = st->next)
-				if (!st->ended)
-					all = false;
-			if (!all && now < deadline)
-				cond_wait_until(priv,
-						now + SLURM_REAP_POLL_MS < deadline
-							? now + SLURM_REAP_POLL_MS
-							: deadline);
-			pthread_mutex_unlock(&priv->lock);
-			if (all || now >= deadline)
-				break;
-		}
-		if (all || round == 2)
+		if (steps_wait(priv, now_ms() + SLURM_STEP_END_MS) ||
+		    round == 2)
 			break;
 		for (struct step *st = priv->steps; st; st = st->next)
 			if (!st->ended)
 				kill(-st->srun,
 				     round == 0 ? SIGTERM : SIGKILL);
-		deadline = now_ms() + SLURM_STEP_END_MS;
 	}
-	for (struct step *st = priv->steps; st; st = st->next) {
-		if (st->thread_started && st->ended)
-			pthread_join(st->thread, NULL);
-		else if (st->thread_started)
-			pthread_detach(st->thread);
-		/* An srun still running is reaped by the loop's registry
-		 * later, with nobody to tell. */
+	/* An srun still running is reaped by the loop's registry later,
+	 * with nobody to tell. */
+	for (struct step *st = priv->steps; st; st = st->next)
 		if (!st->ended)
 			proc_forget(priv->loop, st->srun);
-	}
 }
 
 static void slurm_free(struct transport *t)
 {
 	struct slurm_priv *priv = t->priv;
 	int64_t flush_by = now_ms() + SLURM_RELAY_FLUSH_MS;
-	bool steps_left = false;
 	unsigned long left_out;
 
 	if (!priv)
@@ -1288,30 +1270,29 @@ static void slurm_free(struct transport *t)
 		conn_close(sc);
 	}
 	steps_end(priv);
-	pthread_mutex_lock(&priv->lock);
 	for (size_t i = 0; i < priv->n_nodes; i++) {
 		if (priv->nodes[i]->fd >= 0)
 			close(priv->nodes[i]->fd);
 		priv->nodes[i]->fd = -1;
 	}
-	for (struct step *st = priv->steps; st; st = st->next)
-		if (!st->ended)
-			steps_left = true;
-	pthread_mutex_unlock(&priv->lock);
 	t->priv = NULL;
 	auth_wipe(&priv->secret, sizeof(priv->secret));
 	auth_wipe(priv->secret_env, strlen(priv->secret_env));
 	preauth_free(priv->pool);
-	/* A step thread still running keeps the shared state (the process
-	 * is exiting). */
-	if (steps_left)
-		return;
 	while (priv->steps) {
 		struct step *st = priv->steps;
 
 		priv->steps = st->next;
-		close(st->out_fd);
-		close(st->err_fd);
+		/* A step that would not end: its output is not read any
+		 * more (its srun was forgotten in steps_end). */
+		if (st->out_fd >= 0) {
+			loop_fd_del(priv->loop, st->out_fd);
+			close(st->out_fd);
+		}
+		if (st->err_fd >= 0) {
+			loop_fd_del(priv->loop, st->err_fd);
+			close(st->err_fd);
+		}
 		free(st);
 	}
 	for (size_t i = 0; i < priv->n_nodes; i++) {
@@ -1320,8 +1301,6 @@ static void slurm_free(struct transport *t)
 	}
 	free(priv->nodes);
 	free(priv->secret_env);
-	pthread_mutex_destroy(&priv->lock);
-	pthread_cond_destroy(&priv->cond);
 	free(priv);
 }
 

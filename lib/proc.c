@@ -57,8 +57,10 @@ child_fail(int report_fd, enum proc_step step, int err)
 	_exit(127);
 }
 
-void proc_child_exec(const struct proc_opts *o, char *const argv[],
-		     int report_fd)
+/* chdir, cpu set, exec; a failed exec is reported as exec_step. */
+static void __attribute__((noreturn))
+exec_steps(const struct proc_opts *o, char *const argv[], int report_fd,
+	   enum proc_step exec_step)
 {
 	if (o->workdir && chdir(o->workdir) < 0)
 		child_fail(report_fd, PROC_STEP_WORKDIR, errno);
@@ -66,7 +68,13 @@ void proc_child_exec(const struct proc_opts *o, char *const argv[],
 	if (o->cpus && sched_setaffinity(0, sizeof(*o->cpus), o->cpus) < 0)
 		child_fail(report_fd, PROC_STEP_CPUS, errno);
 	execve(o->path ? o->path : argv[0], argv, o->envp ? o->envp : environ);
-	child_fail(report_fd, PROC_STEP_EXEC, errno);
+	child_fail(report_fd, exec_step, errno);
+}
+
+void proc_child_exec(const struct proc_opts *o, char *const argv[],
+		     int report_fd)
+{
+	exec_steps(o, argv, report_fd, PROC_STEP_EXEC);
 }
 
 /* Everything between fork and exec.  Signals arrive blocked (proc_spawn
@@ -107,7 +115,9 @@ child_main(const struct proc_opts *o, char *const argv[], const int src[3],
 	for (int i = 0; i < 3; i++)
 		if (dup2(moved[i], i) < 0)
 			child_fail(rep, PROC_STEP_SETUP, errno);
-	if (dup3(rep, 3, O_CLOEXEC) < 0)
+	/* A keeper keeps fd 3 across its exec (proc.h); for anyone else
+	 * the exec closes it: EOF is the news that it worked. */
+	if (dup3(rep, 3, o->keep_report ? 0 : O_CLOEXEC) < 0)
 		child_fail(rep, PROC_STEP_SETUP, errno);
 	close_range(4, ~0U, 0);
 	if (o->sigmask) {
@@ -116,11 +126,8 @@ child_main(const struct proc_opts *o, char *const argv[], const int src[3],
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 	}
-	if (o->child_fn) {
-		o->child_fn(o->child_arg, 3);
-		_exit(127);
-	}
-	proc_child_exec(o, argv, 3);
+	exec_steps(o, argv, 3,
+		   o->keep_report ? PROC_STEP_KEEPER : PROC_STEP_EXEC);
 }
 
 /* ---- in the parent -------------------------------------------------------- */
@@ -136,6 +143,8 @@ const char *proc_step_what(int step)
 		return "cannot bind to its planned cpus";
 	case PROC_STEP_EXEC:
 		return "cannot exec";
+	case PROC_STEP_KEEPER:
+		return "cannot exec its keeper";
 	}
 	return "cannot start";
 }

@@ -281,13 +281,57 @@ static const struct proto_body proto_pmix_body = {
     .more = proto_pmix_more,
 };
 
+/* --- LAUNCH's metrics.patterns and METRICS' names -------------------------- */
+
+/* A metric name: letters, digits and '_', at most 64, not a digit first
+ * (spec.c's rule for metrics.patterns names). */
+static int proto_metric_name_ok(const char *name)
+{
+	size_t len = strlen(name);
+	int ok = len >= 1 && len <= 64 &&
+		 (name[0] == '_' || (name[0] >= 'a' && name[0] <= 'z') ||
+		  (name[0] >= 'A' && name[0] <= 'Z'));
+
+	for (size_t i = 1; ok && i < len; i++)
+		ok = name[i] == '_' || (name[i] >= 'a' && name[i] <= 'z') ||
+		     (name[i] >= 'A' && name[i] <= 'Z') ||
+		     (name[i] >= '0' && name[i] <= '9');
+	return ok;
+}
+
+static int proto_pattern_more(const json_t *body, struct herd_err *err)
+{
+	const char *regex = json_string_value(json_object_get(body, "regex"));
+
+	if (!proto_metric_name_ok(
+		json_string_value(json_object_get(body, "name"))))
+		return herd_errprintf(err,
+				      "key \"name\": a metric name must be "
+				      "letters, digits and '_' (at most 64), "
+				      "not a digit first");
+	if (!*regex || strlen(regex) > PROTO_PATTERN_REGEX_MAX)
+		return herd_errprintf(err,
+				      "key \"regex\": %zu bytes, expected "
+				      "1..%d",
+				      strlen(regex), PROTO_PATTERN_REGEX_MAX);
+	return 0;
+}
+
+static const struct proto_body proto_pattern_body = {
+    .format = "{s:s, s:s}",
+    .keys = {"name", "regex"},
+    .more = proto_pattern_more,
+};
+
 static int proto_launch_more(const json_t *body, struct herd_err *err)
 {
 	const json_t *pmix = json_object_get(body, "pmix");
 
 	if (proto_check_env(body, "", "env", PROTO_ENV_MAX, err) < 0 ||
 	    proto_check_array(body, "ranks", &proto_launch_rank_body,
-			      PROTO_LAUNCH_RANKS_MAX, err) < 0)
+			      PROTO_LAUNCH_RANKS_MAX, err) < 0 ||
+	    proto_check_array(body, "patterns", &proto_pattern_body,
+			      PROTO_PATTERNS_MAX, err) < 0)
 		return -1;
 	return pmix ? proto_body_check(&proto_pmix_body, pmix, "pmix", err) : 0;
 }
@@ -329,66 +373,16 @@ static int proto_exit_more(const json_t *body, struct herd_err *err)
 	return 0;
 }
 
-static const struct proto_body proto_hb_rank_body = {
-    .format = "{s:I, s:s, s:I, s:I}",
-    .keys = {"rank", "state", "cpu_ms", "rss_kb"},
-    .ranges = {{"rank", 0, INT_MAX},
-	       {"cpu_ms", 0, PROTO_INT_ANY},
-	       {"rss_kb", 0, PROTO_INT_ANY}},
-};
-
 static const struct proto_body proto_hb_hung_body = {
     .format = "{s:I, s:I}",
     .keys = {"rank", "silent_ms"},
     .ranges = {{"rank", 0, INT_MAX}, {"silent_ms", 0, PROTO_INT_ANY}},
 };
 
-static int proto_hb_net_more(const json_t *body, struct herd_err *err)
-{
-	size_t n = json_object_size(body);
-
-	if (n != 0 && n != 4)
-		return herd_errprintf(err,
-				      "all four counters or none are "
-				      "expected, got %zu",
-				      n);
-	return 0;
-}
-
-static const struct proto_body proto_hb_net_body = {
-    .format = "{s?I, s?I, s?I, s?I}",
-    .keys = {"rx_bytes", "tx_bytes", "rx_drops", "tx_drops"},
-    .ranges = {{"rx_bytes", 0, PROTO_INT_ANY},
-	       {"tx_bytes", 0, PROTO_INT_ANY},
-	       {"rx_drops", 0, PROTO_INT_ANY},
-	       {"tx_drops", 0, PROTO_INT_ANY}},
-    .more = proto_hb_net_more,
-};
-
 static int proto_hb_agent_more(const json_t *body, struct herd_err *err)
 {
-	const json_t *r;
-	const char *state;
-	size_t i;
-
-	if (proto_check_array(body, "ranks", &proto_hb_rank_body,
-			      PROTO_LAUNCH_RANKS_MAX, err) < 0 ||
-	    proto_check_array(body, "hung", &proto_hb_hung_body,
-			      PROTO_LAUNCH_RANKS_MAX, err) < 0 ||
-	    proto_body_check(&proto_hb_net_body, json_object_get(body, "net"),
-			     "net", err) < 0)
-		return -1;
-	json_array_foreach(json_object_get(body, "ranks"), i, r)
-	{
-		state = json_string_value(json_object_get(r, "state"));
-		if (strcmp(state, "running") && strcmp(state, "exited"))
-			return herd_errprintf(err,
-					      "key \"ranks[%zu].state\": "
-					      "\"%s\" is neither \"running\" "
-					      "nor \"exited\"",
-					      i, state);
-	}
-	return 0;
+	return proto_check_array(body, "hung", &proto_hb_hung_body,
+				 PROTO_LAUNCH_RANKS_MAX, err);
 }
 
 static int proto_hb_herd_more(const json_t *body, struct herd_err *err)
@@ -483,17 +477,7 @@ static int proto_m_train_more(const json_t *body, struct herd_err *err)
 				      PROTO_TRAIN_VALUES_MAX);
 	json_object_foreach((json_t *)values, name, v)
 	{
-		size_t len = strlen(name);
-		int ok = len >= 1 && len <= 64 &&
-			 (name[0] == '_' || (name[0] >= 'a' && name[0] <= 'z') ||
-			  (name[0] >= 'A' && name[0] <= 'Z'));
-
-		for (size_t i = 1; ok && i < len; i++)
-			ok = name[i] == '_' ||
-			     (name[i] >= 'a' && name[i] <= 'z') ||
-			     (name[i] >= 'A' && name[i] <= 'Z') ||
-			     (name[i] >= '0' && name[i] <= '9');
-		if (!ok)
+		if (!proto_metric_name_ok(name))
 			return herd_errprintf(err,
 					      "key \"values\": a metric name "
 					      "must be letters, digits and "
@@ -554,12 +538,15 @@ static const struct proto_rule proto_rules[] = {
 	    .name = "LAUNCH",
 	    .to_agent =
 		{
-		    .format = "{s:I, s:s, s:I, s:o, s:o, s?s, s?o, s?I}",
+		    .format = "{s:I, s:s, s:I, s:o, s:o, s?s, s?o, s?I, s?I, "
+			      "s?o}",
 		    .keys = {"attempt", "command", "grace_ms", "env", "ranks",
-			     "workdir", "pmix", "progress_timeout_ms"},
+			     "workdir", "pmix", "progress_timeout_ms",
+			     "metrics_interval_ms", "patterns"},
 		    .ranges = {{"attempt", 1, INT_MAX},
 			       {"grace_ms", 0, PROTO_INT_ANY},
-			       {"progress_timeout_ms", 1, PROTO_INT_ANY}},
+			       {"progress_timeout_ms", 1, PROTO_INT_ANY},
+			       {"metrics_interval_ms", 100, PROTO_INT_ANY}},
 		    .more = proto_launch_more,
 		},
 	},
@@ -625,8 +612,8 @@ static const struct proto_rule proto_rules[] = {
 		},
 	    .to_herd =
 		{
-		    .format = "{s:I, s:I, s:o, s:o, s:o}",
-		    .keys = {"seq", "attempt", "ranks", "hung", "net"},
+		    .format = "{s:I, s:I, s:o}",
+		    .keys = {"seq", "attempt", "hung"},
 		    .ranges = {{"seq", 1, PROTO_INT_ANY},
 			       {"attempt", 0, INT_MAX}},
 		    .more = proto_hb_agent_more,

@@ -8,7 +8,10 @@ proof that gradients were all-reduced across nodes), writes a checkpoint
 every --ckpt-every steps as DIR/step_N/ (written under a temporary name,
 COMPLETE marker inside, then renamed into place, so a checkpoint is either
 whole or absent), and resumes from --resume PATH, else from
-$HERD_RESUME_FROM when herd sets it.  Rank 0 prints loss and steps/s.
+$HERD_RESUME_FROM when herd sets it.  Rank 0 prints loss and steps/s
+("step N/M loss X R steps/s", which examples/spec/metrics-torch-ddp.yaml
+matches); every rank reports step, loss and samples to herd through
+examples/herd_metrics.py ($HERD_METRICS).
 """
 import argparse
 import os
@@ -19,6 +22,10 @@ import time
 import torch
 import torch.distributed as dist
 import torch.nn as nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+from herd_metrics import log  # noqa: E402  (examples/herd_metrics.py)
 
 
 def parse():
@@ -84,6 +91,7 @@ def main():
             print(f"rank {rank}: parameters diverged at step {step + 1}",
                   file=sys.stderr, flush=True)
             return 1
+        log(step=step + 1, loss=loss.item(), samples=x.shape[0])
         if rank == 0:
             now = time.monotonic()
             rate = 1.0 / max(now - t_last, 1e-9)

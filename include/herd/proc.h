@@ -60,14 +60,8 @@ enum proc_step {
 	PROC_STEP_WORKDIR,  /* chdir into the working directory */
 	PROC_STEP_CPUS,	    /* sched_setaffinity to the planned cpus */
 	PROC_STEP_EXEC,	    /* execve itself */
+	PROC_STEP_KEEPER,   /* execve of a keeper (opts.keep_report) */
 };
-
-/* child_fn runs in the child, after the set-up and instead of the exec:
- * only for a keeper that must stay between herd and a program (the rank
- * keeper of agent/rank.c).  Only async-signal-safe calls; it must not
- * return (it _exit()s).  report_fd is the report pipe (fd 3 in the
- * child, close-on-exec). */
-typedef void (*proc_child_fn)(void *arg, int report_fd);
 
 struct proc_opts {
 	const char *path;	  /* what to exec; NULL: argv[0] */
@@ -86,8 +80,13 @@ struct proc_opts {
 	 * a failure is its own error (the child is reaped then): for a
 	 * caller that has nobody to tell later (posix_spawn's way). */
 	bool wait_exec;
-	proc_child_fn child_fn;	  /* NULL: execve(path, argv, envp) */
-	void *child_arg;
+	/* The program is a keeper that stays between its caller and the
+	 * program it starts itself (the rank keeper, agent/keeper.c): the
+	 * report pipe stays open across its exec as fd 3, so that it
+	 * reports its own later steps (proc_report_write) and the pipe
+	 * reaches EOF only with the last exec.  A failed exec of the
+	 * keeper itself is PROC_STEP_KEEPER. */
+	bool keep_report;
 };
 
 /* How a child ended, for on_exit. */
@@ -127,10 +126,11 @@ void proc_forget(struct loop *loop, pid_t pid);
 /* "cannot exec", "cannot enter the workdir", ... for a message. */
 const char *proc_step_what(int step);
 
-/* In a child_fn that forks again: the second child's last steps, with
- * the same reports on report_fd: chdir(opts->workdir), the cpu set,
- * execve(opts->path or argv[0], argv, opts->envp or environ).  Async-signal-safe;
- * never returns. */
+/* For a keeper (opts.keep_report), in the child it forks itself after
+ * its own exec: the last steps, with the same reports on report_fd:
+ * chdir(opts->workdir), the cpu set, execve(opts->path or argv[0], argv,
+ * opts->envp or environ).  Async-signal-safe; never returns.  proc_spawn
+ * itself runs no code of its caller's between fork and exec. */
 void proc_child_exec(const struct proc_opts *opts, char *const argv[],
 		     int report_fd) __attribute__((noreturn));
 

@@ -45,7 +45,13 @@
  *               pmix?: {job: string, nodes: string, ppn: string,
  *                       job_size: I 1.., num_nodes: I 1.., node_id: I 0..,
  *                       hostname: string, local: [I 0..]},
- *               progress_timeout_ms?: I 1..}
+ *               progress_timeout_ms?: I 1..,
+ *               metrics_interval_ms?: I 100.. (METRICS period; herd
+ *                      always sends it, an agent takes 1000 without),
+ *               patterns?: [{name: string, regex: string}]
+ *                      (metrics.patterns: at most PROTO_PATTERNS_MAX; name
+ *                      as in METRICS' values, regex 1..PROTO_PATTERN_REGEX_MAX
+ *                      bytes, an ERE the agent compiles)}
  *              NAME: not empty, no '='; at most 65,536 per map.
  *  OUTPUT      agent -> herd, data: 1..PROTO_OUTPUT_CHUNK bytes of output
  *              {rank: I 0.., fd: I 1..2 (stdout, stderr), attempt: I 0..}
@@ -60,12 +66,10 @@
  *              {grace_ms: I 0.., exit: bool, signal: I 1..NSIG-1}
  *  HEARTBEAT   herd -> agent, no data:
  *              {interval_ms: I 1.., timeout_ms: I interval_ms..}
- *              agent -> herd, no data:
+ *              agent -> herd, no data: liveness only (what is measured
+ *              travels in METRICS):
  *              {seq: I 1.., attempt: I 0.. (0 before any LAUNCH),
- *               ranks: [{rank: I 0.., state: "running" or "exited",
- *                        cpu_ms: I 0.., rss_kb: I 0..}],
- *               hung: [{rank: I 0.., silent_ms: I 0..}],
- *               net: {} or {rx_bytes, tx_bytes, rx_drops, tx_drops: I 0..}}
+ *               hung: [{rank: I 0.., silent_ms: I 0..}]}
  *  ERROR       agent -> herd, no data: {message: string, stage?: string}
  *              before the stream closes.  A transport that fails for a
  *              node writes one in the agent's place, with the stage
@@ -152,7 +156,7 @@ enum proto_dir {
 	PROTO_TO_HERD = 2,  /* agent -> herd */
 };
 
-/* 4,096: ranks of one node in a LAUNCH (and in an agent's HEARTBEAT);
+/* 4,096: ranks of one node in a LAUNCH (and in an agent's METRICS);
  * far more than any node has cores. */
 #define PROTO_LAUNCH_RANKS_MAX 4096
 
@@ -160,6 +164,10 @@ enum proto_dir {
 #define PROTO_METRICS_DEVS_MAX 64
 /* 64: training values of one rank in a METRICS. */
 #define PROTO_TRAIN_VALUES_MAX 64
+/* 64 patterns of at most 1,024 bytes in a LAUNCH: spec.h's
+ * SPEC_PATTERNS_MAX and SPEC_PATTERN_MAX. */
+#define PROTO_PATTERNS_MAX 64
+#define PROTO_PATTERN_REGEX_MAX 1024
 
 /* "HELLO", "LAUNCH", ...; "?" for unknown values. */
 const char *proto_type_name(int type);

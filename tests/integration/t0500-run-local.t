@@ -48,7 +48,7 @@ test_expect_success 'every rank gets every variable herd sets' '
 		grep -v "^pwd=\|^host=\|^HERD_PROGRESS_FILE=" envs/env.$r >got.$r &&
 		test_cmp expect.$r got.$r &&
 		# node-local, in the agent'"'"'s private directory
-		grep -x "HERD_PROGRESS_FILE=/tmp/herd-agent-[^/]*/rank-$r.progress" \
+		grep -x "HERD_PROGRESS_FILE=/tmp/herd-agent-[0-9]*/[0-9]*-[^/]*/rank-$r.progress" \
 			envs/env.$r || return 1
 	done &&
 	test_must_be_empty out
@@ -265,31 +265,77 @@ test_expect_success '--dry-run prints every rank'"'"'s environment and touches n
 '
 
 test_expect_success 'an agent removes the private directories that killed agents left in TMPDIR, and only those' '
-	mkdir tmpd victim &&
-	: >victim/keep &&
 	sh -c "exit 0" & dead=$! &&
 	wait $dead &&
-	mkdir -m 700 tmpd/herd-agent-$dead-aaaaaa &&
-	: >tmpd/herd-agent-$dead-aaaaaa/rank-0.progress &&
-	mkdir -m 700 tmpd/herd-agent-$$-bbbbbb &&
-	mkdir -m 700 tmpd/herd-agent-$dead-cccccc &&
-	: >tmpd/herd-agent-$dead-cccccc/rank-0.progress &&
-	chown -R nobody tmpd/herd-agent-$dead-cccccc &&
-	ln -s "$PWD/victim" tmpd/herd-agent-$dead-dddddd &&
-	mkdir -m 700 tmpd/herd-agent-eeeeee &&
+	u=tmpd/herd-agent-$(id -u) &&
+	mkdir -p tmpd victim &&
+	mkdir -m 700 $u &&
+	: >victim/keep &&
+	mkdir -m 700 $u/$dead-aaaaaa &&
+	: >$u/$dead-aaaaaa/rank-0.progress &&
+	mkdir -m 700 $u/$$-bbbbbb &&
+	mkdir -m 700 $u/$dead-cccccc &&
+	: >$u/$dead-cccccc/rank-0.progress &&
+	chown -R nobody $u/$dead-cccccc &&
+	ln -s "$PWD/victim" $u/$dead-dddddd &&
+	mkdir -m 700 $u/eeeeee &&
 	job tmpdir 2 <<-\EOF &&
-	command: test -d "$(dirname "$HERD_PROGRESS_FILE")" && echo ran
+	command: test -d "$(dirname "$HERD_PROGRESS_FILE")" && echo ran && echo "dir=$(dirname "$HERD_PROGRESS_FILE")"
 	EOF
 	TMPDIR=$PWD/tmpd herd run tmpdir.yaml >out 2>err &&
 	test "$(grep -c ran out)" = 2 &&
-	test ! -e tmpd/herd-agent-$dead-aaaaaa &&
-	test -d tmpd/herd-agent-$$-bbbbbb &&
-	test -e tmpd/herd-agent-$dead-cccccc/rank-0.progress &&
-	test -h tmpd/herd-agent-$dead-dddddd &&
+	grep "dir=$PWD/$u/[0-9]*-......$" out &&
+	test ! -e $u/$dead-aaaaaa &&
+	test -d $u/$$-bbbbbb &&
+	test -e $u/$dead-cccccc/rank-0.progress &&
+	test -h $u/$dead-dddddd &&
 	test -e victim/keep &&
-	test -d tmpd/herd-agent-eeeeee &&
-	# and the job'"'"'s own agent took its directory away at the end
-	test "$(ls tmpd | wc -l)" = 4
+	test -d $u/eeeeee &&
+	# the agent kept its topology there; its own directory went at the end
+	ls $u | grep "^topo-.*\.json$" &&
+	test "$(ls $u | grep -v "^topo-" | wc -l)" = 4 &&
+	test "$(ls tmpd | wc -l)" = 1
+'
+
+test_expect_success 'the kept topology: 0600, used by the next start (the rank is bound by it); one not private is discovered again' '
+	u=tmpd/herd-agent-$(id -u) &&
+	t=$(ls $u/topo-*.json) &&
+	test "$(stat -c %a "$t")" = 600 &&
+	job cpus 1 <<-\EOF &&
+	command: grep Cpus_allowed_list /proc/self/status
+	EOF
+	TMPDIR=$PWD/tmpd herd run cpus.yaml >real 2>err &&
+	cp "$t" saved.json &&
+	# the same node, as a summary that has CPU 0 only
+	jq -c ".pus = \"0\" | .cores = [\"0\"] | .numa[].cpus = \"0\" | .packages[].cpus = \"0\" | .netdevs[].cpus = \"0\"" \
+		saved.json >"$t" &&
+	TMPDIR=$PWD/tmpd herd run cpus.yaml >kept 2>err &&
+	grep "Cpus_allowed_list:	0$" kept &&
+	chmod 664 "$t" &&
+	TMPDIR=$PWD/tmpd herd run cpus.yaml >again 2>err &&
+	test_cmp real again &&
+	test "$(stat -c %a "$t")" = 600 &&
+	test_cmp saved.json "$t"
+'
+
+test_expect_success 'TMPDIR/herd-agent-UID planted by another user or open to others: not used, the job runs' '
+	mkdir -p tmpo tmpw &&
+	mkdir -m 700 tmpo/herd-agent-$(id -u) &&
+	chown nobody tmpo/herd-agent-$(id -u) &&
+	TMPDIR=$PWD/tmpo herd run tmpdir.yaml >out 2>err &&
+	test "$(grep -c ran out)" = 2 &&
+	grep "dir=$PWD/tmpo/herd-agent-[0-9]*-......$" out &&
+	test -z "$(ls -A tmpo/herd-agent-$(id -u))" &&
+	mkdir -m 777 tmpw/herd-agent-$(id -u) &&
+	TMPDIR=$PWD/tmpw herd run tmpdir.yaml >out 2>err &&
+	test "$(grep -c ran out)" = 2 &&
+	test -z "$(ls -A tmpw/herd-agent-$(id -u))" &&
+	ln -s "$PWD/victim" tmpo/herd-agent-x &&
+	rm -rf tmpw/herd-agent-$(id -u) &&
+	ln -s "$PWD/victim" tmpw/herd-agent-$(id -u) &&
+	TMPDIR=$PWD/tmpw herd run tmpdir.yaml >out 2>err &&
+	test "$(grep -c ran out)" = 2 &&
+	test "$(ls victim)" = keep
 '
 
 test_expect_success 'a bad spec exits 2 with file:line:col and starts nothing' '

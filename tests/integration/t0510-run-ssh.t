@@ -88,7 +88,7 @@ test_expect_success '2 nodes x 2 slots: every rank sees its variables; MASTER_AD
 		EOF
 		grep -v "^HERD_PROGRESS_FILE=" envs/env.$r >got.$r &&
 		test_cmp expect.$r got.$r &&
-		grep -x "HERD_PROGRESS_FILE=/tmp/herd-agent-[^/]*/rank-$r.progress" \
+		grep -x "HERD_PROGRESS_FILE=/tmp/herd-agent-[0-9]*/[0-9]*-[^/]*/rank-$r.progress" \
 			envs/env.$r || return 1
 	done &&
 	test_must_be_empty out &&
@@ -172,6 +172,9 @@ test_expect_success 'kill -9 of one agent: its ranks die, herd names the node an
 	keeper=$(cut -d" " -f2 pids/pid.2) &&
 	agent=$(ps -o ppid= -p $keeper | tr -d " ") &&
 	ps -o args= -p $agent | grep -q "/.cache/herd/agent-.* --stdio" &&
+	# The keeper is an exec of the agent image itself, in keeper mode.
+	tr "\0" " " <"/proc/$keeper/cmdline" | grep -q "/.cache/herd/agent-.* --keeper --rank 2 $" &&
+	test "$(readlink /proc/$keeper/exe)" = "$(readlink /proc/$agent/exe)" &&
 	test "$(cut -d" " -f2 pids/pid.3 | xargs ps -o ppid= -p | tr -d " ")" = $agent &&
 	test "$(cut -d" " -f2 pids/pid.0 | xargs ps -o ppid= -p | tr -d " ")" != $agent &&
 	ip netns pids "herd-$HERD_CLUSTER_ID-n2" | grep -qx $agent &&

@@ -5,6 +5,7 @@ test_description='herd run with the slurm transport inside salloc on the local S
 . "$(dirname "$0")/test-lib.sh"
 . "$HERD_ROOT/tests/cluster/lib.sh"
 . "$HERD_TEST_DIR/data/run/lib.sh"
+. "$HERD_TEST_DIR/data/slurm/lib.sh"
 
 require_root
 require_cmd ip nsenter unshare setsid flock ssh-keygen timeout jq ss pgrep \
@@ -155,6 +156,68 @@ test_expect_success 'PyTorch DDP (train.py --steps 10) across the 4 nodes of the
 	done &&
 	ev_all runs/torch/latest/events.jsonl attempt_start ".world_size == 4 and .master_addr == \"$(cluster_addr 1)\"" &&
 	ev_all runs/torch/latest/events.jsonl job_end ".status == 0"
+'
+
+# herd_of FILE: the pid of the herd that runs job file FILE.
+herd_of() {
+	for _p in $(pgrep -x herd); do
+		tr "\0" " " <"/proc/$_p/cmdline" 2>/dev/null |
+			grep -q " $1 *$" && echo $_p
+	done
+}
+
+# threads PID: how many threads the process has now (0 once it is gone).
+threads() {
+	ls "/proc/$1/task" 2>/dev/null | wc -l
+}
+
+test_expect_success 'a job with a spare: two srun steps, their output read on herd'"'"'s loop, herd has exactly 1 thread throughout (issue 11: a thread per step)' '
+	cat >sp.sh <<-EOF &&
+	#!/bin/sh
+	# Attempt 1 says it runs (with its parent: the agent is above it)
+	# and waits to be stopped; attempt 2 waits for the file go.
+	echo "\$PPID" >"$PWD/sp/tmp.\$RANK" &&
+	mv "$PWD/sp/tmp.\$RANK" "$PWD/sp/up\$HERD_ATTEMPT.\$RANK"
+	[ "\$HERD_ATTEMPT" -ge 2 ] || exec sleep 60
+	exec sh "$HERD_TEST_DIR/data/slurm/wait-go.sh" "$PWD/sp/go"
+	EOF
+	chmod 755 sp.sh &&
+	rm -rf sp && mkdir sp &&
+	spare_job sp "$(yaml_cmd "$PWD/sp.sh")" &&
+	run_spare_job sp &&
+	pid=$HERD_PID &&
+	wait_files 3 "sp/up1.*" 30 &&
+	herd=$(herd_of sp.yaml) && echo "herd: $herd" && test -n "$herd" &&
+	most=$(threads $herd) &&
+	# The agent of rank 1 dies: its node fails, the spare is called in
+	# with a second srun step, attempt 2 runs on it.
+	agent=$(cat sp/up1.1) && i=0 &&
+	until tr "\0" " " <"/proc/$agent/cmdline" | grep -q -- " --connect "; do
+		agent=$(ps -o ppid= -p $agent | tr -d " ") &&
+		i=$((i + 1)) && test $i -lt 4 || return 1
+	done &&
+	kill -9 $agent &&
+	i=0 &&
+	while [ "$(ls sp/up2.* 2>/dev/null | wc -l)" -lt 3 ]; do
+		n=$(threads $herd) &&
+		[ $n -le $most ] || most=$n
+		i=$((i + 1)) &&
+		[ $i -lt 1500 ] || { cat err; false; } || return 1
+		sleep 0.02   # sampling interval, not a synchronisation
+	done &&
+	echo "herd $herd: at most $most thread(s) over two srun steps" &&
+	{ test "$most" = 1 || {
+		for t in /proc/$herd/task/*; do cat $t/comm; done
+		false
+	}; } &&
+	grep "^herd: slurm: step 1: .* --overlap " err &&
+	touch sp/go &&
+	wait_exit $pid 40 &&
+	test $WAIT_RC = 0 &&
+	ev_all runs/sp/latest/events.jsonl spare_used ".attempt >= 1" &&
+	for r in 0 1 2; do
+		grep "\] rank $r done$" out || return 1
+	done
 '
 
 test_done

@@ -5,6 +5,7 @@ test_description='herd run on real Slurm while another local user attacks the sl
 . "$(dirname "$0")/test-lib.sh"
 . "$HERD_ROOT/tests/cluster/lib.sh"
 . "$HERD_TEST_DIR/data/run/lib.sh"
+. "$HERD_TEST_DIR/data/slurm/lib.sh"
 
 require_root
 require_cmd ip nsenter unshare setsid flock ssh-keygen timeout jq pgrep ps \
@@ -42,18 +43,8 @@ test_expect_success 'a job with a spare runs; the other user reads the listener 
 	sleep 60
 	EOF
 	chmod 755 rank.sh &&
-	cat >fl.yaml <<-EOF &&
-	name: fl
-	nodes: {slurm: true, count: 3, min: 3, slots: 1}
-	health: {heartbeat: 500ms, timeout: 3s, grace: 2s}
-	restart: {max: 1, backoff: 500ms}
-	launch:
-	  workdir: "$PWD"
-	  command: $(yaml_cmd "$PWD/rank.sh")
-	log: {dir: "$PWD/runs/fl"}
-	EOF
-	{ timeout 80 salloc -N4 --no-kill herd run -v fl.yaml >out 2>err & } &&
-	HERD_PID=$! &&
+	spare_job fl "$(yaml_cmd "$PWD/rank.sh")" &&
+	run_spare_job fl &&
 	wait_files 3 "up.*" 30 &&
 	# What the other user sees: srun of our herd, with the address.
 	addr=$(runuser -u "$U" -- ps -e -o args= |

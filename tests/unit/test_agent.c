@@ -8,7 +8,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -242,6 +244,42 @@ static void test_herd_gone_exits_after_ranks(void **state)
 	json_decref(body);
 }
 
+/* The keeper is an exec'd image, not a fork of the agent: its cmdline is
+ * the keeper mode and its exe the agent's (here: this test program, whose
+ * main hands --keeper to keeper_main as herd-agent's does). */
+static void test_keeper_is_exec(void **state)
+{
+	struct agent *a = *state;
+	json_t *body = launch_body("exec sleep 30", 1);
+	char path[64], want[4096] = "", got[4096] = "", cmd[256];
+	const char expect[] = "--keeper\0--rank\0" "0";
+	ssize_t n = 0;
+	FILE *f;
+
+	snprintf(a->self_path, sizeof(a->self_path), "test_agent");
+	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_int_equal(rank_alive_count(a), 1);
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)a->ranks[0].pid);
+	/* Bounded: the exec follows the fork within milliseconds. */
+	for (int i = 0; i < 2000; i++) {
+		f = fopen(path, "r");
+		assert_non_null(f);
+		n = (ssize_t)fread(cmd, 1, sizeof(cmd), f);
+		fclose(f);
+		if (n > 11 && !memcmp(cmd, "test_agent", 11))
+			break;
+		poll(NULL, 0, 10);
+	}
+	assert_int_equal(n, 11 + (ssize_t)sizeof(expect));
+	assert_memory_equal(cmd, "test_agent", 11);
+	assert_memory_equal(cmd + 11, expect, sizeof(expect));
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)a->ranks[0].pid);
+	assert_true(readlink("/proc/self/exe", want, sizeof(want) - 1) > 0);
+	assert_true(readlink(path, got, sizeof(got) - 1) > 0);
+	assert_string_equal(got, want);
+	json_decref(body);
+}
+
 static void test_dispatch_default_is_error(void **state)
 {
 	struct agent *a = *state;
@@ -255,7 +293,7 @@ static void test_dispatch_default_is_error(void **state)
 	json_decref(f.body);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rows),
@@ -267,9 +305,15 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_herd_gone_exits_after_ranks,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_keeper_is_exec, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_dispatch_default_is_error,
 						setup, teardown),
 	};
 
+	/* The ranks' keepers exec this program (/proc/self/exe) in keeper
+	 * mode, as they exec herd-agent. */
+	if (argc > 1 && !strcmp(argv[1], KEEPER_ARG))
+		return keeper_main(argc, argv);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -230,10 +230,9 @@ static void on_launch(struct agent *a, json_t *body)
 		hang_up_soon(a, 0);
 	} else if (a->attempt == 1 && h->hung) {
 		agent_send(a, PROTO_HEARTBEAT,
-			   json_pack("{s:i, s:i, s:[], s:[{s:i, s:I}], s:{}}",
-				     "seq", 1, "attempt", 1, "ranks", "hung",
-				     "rank", a->ranks[0], "silent_ms",
-				     (json_int_t)5000, "net"));
+			   json_pack("{s:i, s:i, s:[{s:i, s:I}]}", "seq", 1,
+				     "attempt", 1, "hung", "rank", a->ranks[0],
+				     "silent_ms", (json_int_t)5000));
 	} else if (a->attempt == 1 && h->abort_) {
 		agent_send(a, PROTO_ABORT,
 			   json_pack("{s:i, s:i, s:i, s:s}", "attempt", 1,

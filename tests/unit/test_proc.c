@@ -9,7 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -245,7 +247,53 @@ static void test_forget(void **state)
 	loop_free(loop);
 }
 
-int main(void)
+/* A keeper (keep_report): fd 3, the report pipe, is still open after
+ * its exec and what it reports there reaches on_exit; its own failed
+ * exec is PROC_STEP_KEEPER.  The keeper is this program again
+ * (main: --report STEP ERR). */
+static void test_keep_report(void **state)
+{
+	struct loop *loop = loop_new();
+	struct proc_opts o = {.path = "/proc/self/exe", .keep_report = true};
+	struct seen s = {.want = 1};
+	char *argv[] = {"test_proc", "--report", "3", "28", NULL};
+	char *missing[] = {"/nonexistent/herd-test-keeper", NULL};
+	struct herd_err err = {{0}};
+
+	(void)state;
+	assert_true(proc_spawn(loop, argv, &o, on_exit_count, &s, &err) > 0);
+	run_until(loop, &s);
+	assert_int_equal(s.last.step, PROC_STEP_CPUS);
+	assert_int_equal(s.last.err, 28);
+	assert_int_equal(WEXITSTATUS(s.last.status), 127);
+
+	o.path = NULL;
+	s.exits = 0;
+	assert_true(proc_spawn(loop, missing, &o, on_exit_count, &s, &err) >
+		    0);
+	run_until(loop, &s);
+	assert_int_equal(s.last.step, PROC_STEP_KEEPER);
+	assert_int_equal(s.last.err, ENOENT);
+	assert_string_equal(proc_step_what(s.last.step),
+			    "cannot exec its keeper");
+	loop_free(loop);
+}
+
+/* The keeper of test_keep_report: reports STEP and ERR on fd 3, which
+ * must be the report pipe (a FIFO), and exits 127; 9 if fd 3 is not
+ * there. */
+static int keeper_report(char **argv)
+{
+	struct stat st;
+
+	if (fstat(3, &st) < 0 || !S_ISFIFO(st.st_mode))
+		return 9;
+	proc_report_write(3, (enum proc_step)strtol(argv[2], NULL, 10),
+			  (int)strtol(argv[3], NULL, 10));
+	return 127;
+}
+
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exit_status),
@@ -257,7 +305,11 @@ int main(void)
 		cmocka_unit_test(test_many_children),
 		cmocka_unit_test(test_unregistered_reaped),
 		cmocka_unit_test(test_forget),
+		cmocka_unit_test(test_keep_report),
 	};
+
+	if (argc == 4 && !strcmp(argv[1], "--report"))
+		return keeper_report(argv);
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

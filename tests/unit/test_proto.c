@@ -615,7 +615,9 @@ static const struct valid_frame valid_frames[] = {
      "\"env\":{\"MASTER_ADDR\":\"10.0.0.1\",\"WORLD_SIZE\":\"2\"},"
      "\"ranks\":[{\"rank\":0,\"env\":{\"RANK\":\"0\"}},"
      "{\"rank\":1,\"env\":{\"RANK\":\"1\"},\"cpus\":\"2-3\","
-     "\"mem_node\":0}]}",
+     "\"mem_node\":0}],\"metrics_interval_ms\":1000,"
+     "\"patterns\":[{\"name\":\"loss\",\"regex\":"
+     "\"loss[=: ]+([0-9.eE+-]+)\"}]}",
      0},
     {"launch-pmix", PROTO_LAUNCH, PROTO_TO_AGENT,
      "{\"attempt\":2,\"command\":\"./allreduce\",\"grace_ms\":0,"
@@ -623,7 +625,7 @@ static const struct valid_frame valid_frames[] = {
      "\"workdir\":\"/scratch/job\",\"progress_timeout_ms\":60000,"
      "\"pmix\":{\"job\":\"allreduce\",\"nodes\":\"n1,n2\","
      "\"ppn\":\"0-3;4\",\"job_size\":5,\"num_nodes\":2,\"node_id\":1,"
-     "\"hostname\":\"n2\",\"local\":[4]}}",
+     "\"hostname\":\"n2\",\"local\":[4]},\"metrics_interval_ms\":100}",
      0},
     {"output", PROTO_OUTPUT, PROTO_TO_HERD,
      "{\"rank\":3,\"fd\":1,\"attempt\":1}", 16},
@@ -645,14 +647,11 @@ static const struct valid_frame valid_frames[] = {
     {"heartbeat-herd", PROTO_HEARTBEAT, PROTO_TO_AGENT,
      "{\"interval_ms\":1000,\"timeout_ms\":3000}", 0},
     {"heartbeat-agent", PROTO_HEARTBEAT, PROTO_TO_HERD,
-     "{\"seq\":12,\"attempt\":1,\"ranks\":[{\"rank\":0,\"state\":"
-     "\"running\",\"cpu_ms\":1500,\"rss_kb\":20480},{\"rank\":1,"
-     "\"state\":\"exited\",\"cpu_ms\":0,\"rss_kb\":0}],\"hung\":[{"
-     "\"rank\":0,\"silent_ms\":61000}],\"net\":{\"rx_bytes\":10,"
-     "\"tx_bytes\":20,\"rx_drops\":0,\"tx_drops\":0}}",
+     "{\"seq\":12,\"attempt\":1,\"hung\":[{"
+     "\"rank\":0,\"silent_ms\":61000}]}",
      0},
     {"heartbeat-idle", PROTO_HEARTBEAT, PROTO_TO_HERD,
-     "{\"seq\":1,\"attempt\":0,\"ranks\":[],\"hung\":[],\"net\":{}}", 0},
+     "{\"seq\":1,\"attempt\":0,\"hung\":[]}", 0},
     {"error", PROTO_ERROR, PROTO_TO_HERD,
      "{\"message\":\"ranks of attempt 1 still run\"}", 0},
     {"error-stage", PROTO_ERROR, PROTO_TO_HERD,
@@ -789,8 +788,8 @@ static void test_check_direction(void **state)
 		     "protocol error: OUTPUT frame from herd: only an agent "
 		     "sends OUTPUT");
 	expect_frame(PROTO_HEARTBEAT, PROTO_TO_AGENT,
-		     json_pack("{s:i, s:i, s:[], s:[], s:{}}", "seq", 1,
-			       "attempt", 0, "ranks", "hung", "net"),
+		     json_pack("{s:i, s:i, s:[]}", "seq", 1, "attempt", 0,
+			       "hung"),
 		     0, "HEARTBEAT frame from herd: missing key \"interval_ms\"");
 	/* Types the reader would never return. */
 	expect_frame(0, PROTO_TO_HERD, json_object(), 0,
@@ -871,9 +870,15 @@ static void test_check_unknown_key(void **state)
 			       "env", "ranks", "rank", 0, "env", "gpu", 1),
 		     0, "unknown key ranks[0]: gpu");
 	expect_frame(PROTO_HEARTBEAT, PROTO_TO_HERD,
-		     json_pack("{s:i, s:i, s:[], s:[], s:{s:i}}", "seq", 1,
-			       "attempt", 0, "ranks", "hung", "net", "rx", 1),
-		     0, "unknown key net: rx");
+		     json_pack("{s:i, s:i, s:[{s:i, s:i, s:i}]}", "seq", 1,
+			       "attempt", 0, "hung", "rank", 0, "silent_ms",
+			       1, "rx", 1),
+		     0, "unknown key hung[0]: rx");
+	/* What HEARTBEAT carried before METRICS is refused now. */
+	expect_frame(PROTO_HEARTBEAT, PROTO_TO_HERD,
+		     json_pack("{s:i, s:i, s:[], s:[], s:{}}", "seq", 1,
+			       "attempt", 0, "ranks", "hung", "net"),
+		     0, "HEARTBEAT frame from agent: unknown keys ");
 }
 
 /* Each value replaced by one of another type is refused, naming its key
@@ -945,12 +950,10 @@ static void test_check_wrong_type(void **state)
 			       "node_id", 0, "hostname", "h", "local", "0"),
 		     0, "key \"local[0]\": expected an integer, got a string");
 	expect_frame(PROTO_HEARTBEAT, PROTO_TO_HERD,
-		     json_pack("{s:i, s:i, s:[{s:i, s:i, s:i, s:i}], s:[], "
-			       "s:{}}",
-			       "seq", 1, "attempt", 0, "ranks", "rank", 0,
-			       "state", 1, "cpu_ms", 0, "rss_kb", 0, "hung",
-			       "net"),
-		     0, "key \"ranks[0].state\": expected string");
+		     json_pack("{s:i, s:i, s:[{s:i, s:s}]}", "seq", 1,
+			       "attempt", 0, "hung", "rank", 0, "silent_ms",
+			       "x"),
+		     0, "key \"hung[0].silent_ms\": expected integer");
 }
 
 static void test_check_range(void **state)
@@ -1027,20 +1030,31 @@ static void test_check_range(void **state)
 	     "{\"interval_ms\":1000,\"timeout_ms\":500}", 0,
 	     "\"timeout_ms\" is shorter than \"interval_ms\""},
 	    {PROTO_HEARTBEAT, PROTO_TO_HERD,
-	     "{\"seq\":0,\"attempt\":0,\"ranks\":[],\"hung\":[],\"net\":{}}",
+	     "{\"seq\":0,\"attempt\":0,\"hung\":[]}",
 	     0, "key \"seq\": 0 is out of range"},
 	    {PROTO_HEARTBEAT, PROTO_TO_HERD,
-	     "{\"seq\":1,\"attempt\":0,\"ranks\":[{\"rank\":0,\"state\":"
-	     "\"zombie\",\"cpu_ms\":0,\"rss_kb\":0}],\"hung\":[],\"net\":{}}",
-	     0, "\"ranks[0].state\": \"zombie\" is neither"},
-	    {PROTO_HEARTBEAT, PROTO_TO_HERD,
-	     "{\"seq\":1,\"attempt\":0,\"ranks\":[],\"hung\":[{\"rank\":0,"
-	     "\"silent_ms\":-5}],\"net\":{}}",
+	     "{\"seq\":1,\"attempt\":0,\"hung\":[{\"rank\":0,"
+	     "\"silent_ms\":-5}]}",
 	     0, "key \"hung[0].silent_ms\": -5 is out of range"},
-	    {PROTO_HEARTBEAT, PROTO_TO_HERD,
-	     "{\"seq\":1,\"attempt\":0,\"ranks\":[],\"hung\":[],\"net\":{"
-	     "\"rx_bytes\":1}}",
-	     0, "all four counters or none"},
+	    {PROTO_LAUNCH, PROTO_TO_AGENT,
+	     "{\"attempt\":1,\"command\":\"x\",\"grace_ms\":0,\"env\":{},"
+	     "\"ranks\":[],\"metrics_interval_ms\":99}",
+	     0, "key \"metrics_interval_ms\": 99 is out of range"},
+	    {PROTO_LAUNCH, PROTO_TO_AGENT,
+	     "{\"attempt\":1,\"command\":\"x\",\"grace_ms\":0,\"env\":{},"
+	     "\"ranks\":[],\"metrics_interval_ms\":1000,\"patterns\":"
+	     "[{\"name\":\"9loss\",\"regex\":\"loss ([0-9.]+)\"}]}",
+	     0, "key \"name\": a metric name"},
+	    {PROTO_LAUNCH, PROTO_TO_AGENT,
+	     "{\"attempt\":1,\"command\":\"x\",\"grace_ms\":0,\"env\":{},"
+	     "\"ranks\":[],\"metrics_interval_ms\":1000,\"patterns\":"
+	     "[{\"name\":\"loss\",\"regex\":\"\"}]}",
+	     0, "key \"regex\": 0 bytes"},
+	    {PROTO_LAUNCH, PROTO_TO_AGENT,
+	     "{\"attempt\":1,\"command\":\"x\",\"grace_ms\":0,\"env\":{},"
+	     "\"ranks\":[],\"metrics_interval_ms\":1000,\"patterns\":"
+	     "[{\"name\":\"loss\"}]}",
+	     0, "missing key \"patterns[0].regex\""},
 	    {PROTO_HELLO, PROTO_TO_HERD,
 	     "{\"version\":\"" HERD_VERSION "\",\"hostname\":\"n\",\"addrs\":"
 	     "[],\"cores\":0,\"pid\":1,\"topo\":{}}",

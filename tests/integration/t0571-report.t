@@ -1,0 +1,132 @@
+#!/bin/sh
+
+test_description='herd report writes one self-contained HTML file (no script, no network) with SVG plots drawn by herd: checked as a file (well-formed SVG, escaped strings, bounded size and points for long runs and many nodes) and rendered in headless Chromium, where the plot lines must show up as pixels of their colours'
+
+. "$(dirname "$0")/test-lib.sh"
+. "$HERD_TEST_DIR/data/run/lib.sh"
+
+require_cmd python3 chromium jq
+
+VIEWS=$HERD_TEST_DIR/data/views
+
+# file_url FILE: file:// URL of ./FILE (the trash directory has a blank).
+file_url() {
+	printf "file://%s/%s" "$(pwd | sed "s/ /%20/g")" "$1"
+}
+
+# shot HTML PNG HEIGHT: renders file HTML to PNG (1200 wide), a private
+# profile, bounded by a timeout.  (The page has no script: report-check.py
+# proves it; --blink-settings=scriptEnabled=false would also stop
+# headless Chromium from writing the screenshot.)
+shot() {
+	timeout 90 chromium --headless --no-sandbox --disable-gpu \
+		--user-data-dir="$PWD/chromium-profile" \
+		--hide-scrollbars --window-size=1200,$3 \
+		--screenshot="$PWD/$2" "$(file_url "$1")" >chromium.log 2>&1 &&
+	test -s "$2"
+}
+
+# colour N FILE COLOUR: the count of pixels of COLOUR in png-colours output.
+count_of() {
+	awk -v c="$2" '$1 == c { print $2 }' "$1"
+}
+
+test_expect_success 'a report of an ended run: one file, every chart well-formed, strings escaped' '
+	umask 022 &&
+	herd report "$VIEWS/ended" -o ended.html &&
+	test "$(stat -c %a ended.html)" = 644 &&
+	python3 "$VIEWS/report-check.py" ended.html 500000 >check &&
+	cat check &&
+	grep "^charts 16 polylines " check &&
+	grep "<h1>herd report: job train</h1>" ended.html &&
+	grep "<title>herd report: train 20251201-004640.000-ab12</title>" ended.html &&
+	grep "lost &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;gone&#39;" ended.html &&
+	! grep "<script" ended.html &&
+	test $(grep -c "<div class=\"node" ended.html) = 5 &&
+	grep "<div class=\"node slow\"><h3>node2 <small>up, slowest</small></h3>" ended.html &&
+	grep "<th>resumed from</th><td>/ckpt/step-100 (attempt 2)</td>" ended.html &&
+	grep "<td>2:00</td><td>1</td><td>node_failed</td><td>node3</td>" ended.html &&
+	grep "<td>2:01</td><td>2</td><td>spare_used</td><td>node5</td>" ended.html &&
+	grep "<td>2:02</td><td>2</td><td>checkpoint_found</td><td></td><td>/ckpt/step-100</td>" ended.html &&
+	grep "<th>lines skipped</th><td>0 in events.jsonl, 2 in metrics.jsonl</td>" ended.html
+'
+
+test_expect_success 'a running job and an events-only run give a report too; -o - writes stdout' '
+	herd report "$VIEWS/running" -o running.html &&
+	python3 "$VIEWS/report-check.py" running.html 200000 &&
+	grep "<th>state</th><td>running (snapshot), 1 attempt</td>" running.html &&
+	herd report "$VIEWS/eventsonly" -o - >eventsonly.html &&
+	python3 "$VIEWS/report-check.py" eventsonly.html 100000 &&
+	grep "No metrics.jsonl in this run directory" eventsonly.html &&
+	grep "<text x=\"[0-9.]*\" y=\"16\" font-size=\"13\" font-weight=\"bold\">timeline</text>" eventsonly.html &&
+	! grep "<polyline" eventsonly.html
+'
+
+test_expect_success 'report errors: no -o, an unwritable place, a missing run; nothing half-written' '
+	test_expect_code 2 herd report "$VIEWS/ended" 2>err &&
+	grep -x "herd: report: say where to write it: -o report.html" err &&
+	test_expect_code 1 herd report "$VIEWS/ended" -o nodir/r.html 2>err &&
+	test $(wc -l <err) = 1 &&
+	grep -x "herd: report: cannot write nodir/r.html: No such file or directory" err &&
+	test_expect_code 2 herd report nowhere -o r.html 2>err &&
+	grep -x "herd: report: nowhere: No such file or directory" err &&
+	test ! -e r.html &&
+	test -z "$(ls | grep "\.html\.")"
+'
+
+test_expect_success 'a long run with many nodes stays bounded (points per line, nodes drawn, bytes)' '
+	mkdir long &&
+	python3 - long <<-\EOF &&
+	import json, math, sys
+	d = sys.argv[1]
+	T0 = 1764550000000
+	with open(d + "/events.jsonl", "w") as f:
+	    f.write(json.dumps({"t": T0, "event": "job_start", "job": "long", "run": "r", "nodes": 100, "spares": 0}) + "\n")
+	    f.write(json.dumps({"t": T0 + 10, "event": "attempt_start", "attempt": 1, "nodes": 100}) + "\n")
+	with open(d + "/metrics.jsonl", "w") as f:
+	    for s in range(1, 30001):
+	        line = {"t": T0 + s * 1000, "attempt": 1,
+	                "job": {"step": s, "loss": 3 / (1 + s / 5000.0), "tokens_per_s": 65536 + 1000 * math.sin(s / 50.0),
+	                        "slowest": "n77"}}
+	        if s % 60 == 0 or s == 30000:
+	            line["nodes"] = [{"node": "n%d" % i, "state": "up", "rx_bytes_per_s": 1e8 + i, "tx_bytes_per_s": 1e8,
+	                              "steps_per_s": 1.0, "gpus": [{"gpu": 0, "util_pct": 90}]} for i in range(100)]
+	        f.write(json.dumps(line) + "\n")
+	EOF
+	herd report long -o long.html &&
+	python3 "$VIEWS/report-check.py" long.html 3000000 >check &&
+	cat check &&
+	grep "<p class=\"note\">64 of 100 nodes shown.</p>" long.html &&
+	grep "<div class=\"node slow\"><h3>n77 " long.html &&
+	herd status long >out &&
+	grep "^metrics at +8:20:00: step 30000," out
+'
+
+test_expect_success 'Chromium draws the charts: the line colours are on the page' '
+	shot ended.html ended.png 2000 &&
+	python3 "$VIEWS/png-colours.py" ended.png "#1f77b4" "#2ca02c" "#d62728" "#9467bd" "#ff7f0e" "#c44e52" "#55a868" >colours &&
+	cat colours &&
+	for c in "#1f77b4" "#2ca02c" "#d62728" "#9467bd" "#ff7f0e"
+	do
+		n=$(count_of colours "$c") &&
+		test "$n" -ge 200 || { echo "only $n pixels of $c"; false; }
+	done &&
+	test "$(count_of colours "#c44e52")" -ge 100 &&
+	test "$(count_of colours "#55a868")" -ge 100 &&
+	shot eventsonly.html eventsonly.png 800 &&
+	python3 "$VIEWS/png-colours.py" eventsonly.png "#1f77b4" "#2ca02c" "#c44e52" >colours &&
+	cat colours &&
+	test "$(count_of colours "#1f77b4")" = 0 &&
+	test "$(count_of colours "#2ca02c")" = 0 &&
+	test "$(count_of colours "#c44e52")" -ge 100
+'
+
+test_expect_success 'Chromium parsed every chart of the file into the page' '
+	timeout 90 chromium --headless --no-sandbox --disable-gpu \
+		--user-data-dir="$PWD/chromium-profile" \
+		--dump-dom "$(file_url ended.html)" >dom 2>chromium.log &&
+	test $(grep -o "<svg " dom | wc -l) = 16 &&
+	test $(grep -o "<polyline " dom | wc -l) = $(grep -o "<polyline " ended.html | wc -l)
+'
+
+test_done
