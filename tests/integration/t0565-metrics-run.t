@@ -6,6 +6,9 @@ test_description='herd run shows the job: the status line on a terminal (a real 
 . "$HERD_TEST_DIR/data/run/lib.sh"
 
 require_cmd jq python3 curl promtool stat
+FAKE_NVML_DIR=$HERD_ROOT/build/tests
+[ -r "$FAKE_NVML_DIR/libnvidia-ml.so.1" ] ||
+	error "prerequisite $FAKE_NVML_DIR/libnvidia-ml.so.1 is missing (make build/tests/libnvidia-ml.so.1)"
 
 M=$HERD_TEST_DIR/data/metrics
 
@@ -188,6 +191,54 @@ test_expect_success 'Prometheus: scraped while the job runs, promtool clean, oth
 	test "$WAIT_RC" = 130 &&
 	# and the endpoint is gone with herd
 	test_must_fail curl -s "http://127.0.0.1:$port/metrics"
+'
+
+test_expect_success 'GPU values (the fake NVML) flow to the status line, metrics.jsonl and the endpoint' '
+	cat >nvml <<-\EOF &&
+	count 2
+	0 util 91
+	0 mem_used 1024
+	0 mem_total 2048
+	0 temp 61
+	0 power 300500
+	0 sm_mhz 1980
+	0 ecc_corrected 3
+	0 ecc_uncorrected 0
+	0 throttle 4
+	1 util 50
+	EOF
+	port=$(free_port) &&
+	job gpu 1 "{listen: \"127.0.0.1:$port\", interval: 200ms}" <<-EOF &&
+	command: $(yaml_cmd sh "$PWD/ticks.sh")
+	EOF
+	pty_bg 12 160 raw5 env LD_LIBRARY_PATH="$FAKE_NVML_DIR" \
+		FAKE_NVML_VALUES="$PWD/nvml" herd run gpu.yaml &&
+	i=0 &&
+	until curl -s "http://127.0.0.1:$port/metrics" >scrape &&
+		grep -x "herd_gpu_utilization_ratio{node=\"localhost\",gpu=\"1\"} 0.5" scrape; do
+		i=$((i + 1)) && test $i -lt 400 || return 1
+		sleep 0.05   # poll interval of a bounded wait
+	done &&
+	promtool check metrics <scrape &&
+	for m in "herd_gpu_utilization_ratio{node=\"localhost\",gpu=\"0\"} 0.91" \
+		"herd_gpu_memory_used_bytes{node=\"localhost\",gpu=\"0\"} 1024" \
+		"herd_gpu_memory_total_bytes{node=\"localhost\",gpu=\"0\"} 2048" \
+		"herd_gpu_temperature_celsius{node=\"localhost\",gpu=\"0\"} 61" \
+		"herd_gpu_power_watts{node=\"localhost\",gpu=\"0\"} 300.5" \
+		"herd_gpu_sm_clock_hertz{node=\"localhost\",gpu=\"0\"} 1980000000" \
+		"herd_gpu_ecc_errors_total{node=\"localhost\",gpu=\"0\",type=\"corrected\"} 3" \
+		"herd_gpu_throttle_reasons{node=\"localhost\",gpu=\"0\"} 4"; do
+		grep -x -F "$m" scrape || { echo "no $m" >&2; return 1; }
+	done &&
+	wait_exit $PTY_PID 30 &&
+	test "$WAIT_RC" = 0 &&
+	tail -n 1 runs/gpu/latest/metrics.jsonl >last &&
+	jq -e ".job.gpu_util_min == 50 and .job.gpu_util_avg == 70.5 and
+		.nodes[0].gpus[0] == {gpu: 0, util_pct: 91, mem_used: 1024,
+		mem_total: 2048, temp_c: 61, power_w: 300.5, sm_mhz: 1980,
+		ecc_corrected: 3, ecc_uncorrected: 0, throttle: 4} and
+		.nodes[0].gpus[1] == {gpu: 1, util_pct: 50}" last &&
+	grep -a -o "| GPU 50/7[01]% |" raw5 | tail -n 1
 '
 
 test_done
