@@ -51,24 +51,24 @@
 
 struct ctl_metrics {
 	struct metrics *m;
-	struct logfile *jsonl;	/* RUN-ID/metrics.jsonl, or NULL */
+	struct logfile *jsonl; /* RUN-ID/metrics.jsonl, or NULL */
 	bool jsonl_reported;
 	long tick_timer;
-	int64_t start_ms;	/* monotonic, at ctl_metrics_start */
+	int64_t start_ms; /* monotonic, at ctl_metrics_start */
 
 	struct MHD_Daemon *mhd;
 	int listen_fd;
-	int mhd_fd;		/* MHD's epoll fd, watched by the loop */
-	char url[80];		/* http://HOST:PORT/metrics */
+	int mhd_fd;   /* MHD's epoll fd, watched by the loop */
+	char url[80]; /* http://HOST:PORT/metrics */
 	long mhd_timer;
 
-	bool status_on;		/* stdout is a terminal, no --no-status */
-	bool status_shown;	/* the scroll region is set */
-	int rows;		/* the terminal's rows when it was set */
+	bool status_on;	   /* stdout is a terminal, no --no-status */
+	bool status_shown; /* the scroll region is set */
+	int rows;	   /* the terminal's rows when it was set */
 	long status_timer;
 };
 
-/* --- the table ------------------------------------------------------------- */
+/* --- the table ------------------------------------------------------------ */
 
 static enum metrics_state node_mstate(const struct node *n)
 {
@@ -104,7 +104,7 @@ void ctl_metrics_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 		metrics_feed(c->metrics->m, (int)(n - c->nodes), f->body);
 }
 
-/* --- metrics.jsonl --------------------------------------------------------- */
+/* --- metrics.jsonl -------------------------------------------------------- */
 
 /* One line of metrics.jsonl, written with one write() (logfile: whole
  * lines only).  A failed write is said once; the job goes on. */
@@ -118,8 +118,8 @@ static void write_line(struct ctl *c, bool final)
 	if (!cm->jsonl)
 		return;
 	sync_states(c);
-	line = metrics_line(cm->m, loop_wall_ms(),
-			    loop_now_ms() - cm->start_ms, final);
+	line = metrics_line(cm->m, loop_wall_ms(), loop_now_ms() - cm->start_ms,
+			    final);
 	if (line)
 		text = json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(7));
 	json_decref(line);
@@ -147,18 +147,17 @@ static void on_tick(struct loop *loop, void *arg)
 
 	c->metrics->tick_timer = 0;
 	write_line(c, false);
-	c->metrics->tick_timer = loop_timer_add(
-		loop, c->spec->metrics.interval_ms, on_tick, c);
+	c->metrics->tick_timer =
+	    loop_timer_add(loop, c->spec->metrics.interval_ms, on_tick, c);
 }
 
-/* --- the status area ------------------------------------------------------- */
+/* --- the status area ------------------------------------------------------ */
 
 /* Puts seq on the terminal with rank stdout, unless that buffer holds
  * output the terminal has not taken yet.  Returns 0 when written. */
 static int term_put(struct ctl *c, const char *seq, size_t len)
 {
-	struct iovec iov = {.iov_base = (void *)(uintptr_t)seq,
-			    .iov_len = len};
+	struct iovec iov = {.iov_base = (void *)(uintptr_t)seq, .iov_len = len};
 
 	if (!c->term[1] || outbuf_pending(c->term[1]) > 0)
 		return -1;
@@ -233,7 +232,7 @@ static void on_status(struct loop *loop, void *arg)
 	c->metrics->status_timer = 0;
 	status_draw(c);
 	c->metrics->status_timer =
-		loop_timer_add(loop, STATUS_EVERY_MS, on_status, c);
+	    loop_timer_add(loop, STATUS_EVERY_MS, on_status, c);
 }
 
 void ctl_status_close(struct ctl *c)
@@ -257,7 +256,7 @@ void ctl_status_pause(struct ctl *c, bool paused)
 		status_draw(c);
 }
 
-/* --- the Prometheus endpoint ----------------------------------------------- */
+/* --- the Prometheus endpoint ---------------------------------------------- */
 
 static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn,
 			       const char *url, const char *method,
@@ -275,7 +274,7 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn,
 	(void)upload_data;
 	(void)req_cls;
 	if (*upload_data_size) {
-		*upload_data_size = 0;	/* a body is not read: refused */
+		*upload_data_size = 0; /* a body is not read: refused */
 		return MHD_YES;
 	}
 	if (strcmp(method, MHD_HTTP_METHOD_GET) &&
@@ -290,15 +289,14 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn,
 			code = MHD_HTTP_INTERNAL_SERVER_ERROR;
 	}
 	if (code != MHD_HTTP_OK) {
-		const char *text = code == MHD_HTTP_NOT_FOUND
-					   ? "not found: try /metrics\n"
-				   : code == MHD_HTTP_METHOD_NOT_ALLOWED
-					   ? "only GET\n"
-					   : "out of memory\n";
+		const char *text =
+		    code == MHD_HTTP_NOT_FOUND ? "not found: try /metrics\n"
+		    : code == MHD_HTTP_METHOD_NOT_ALLOWED ? "only GET\n"
+							  : "out of memory\n";
 
-		resp = MHD_create_response_from_buffer(
-			strlen(text), (void *)(uintptr_t)text,
-			MHD_RESPMEM_PERSISTENT);
+		resp = MHD_create_response_from_buffer(strlen(text),
+						       (void *)(uintptr_t)text,
+						       MHD_RESPMEM_PERSISTENT);
 	} else {
 		resp = MHD_create_response_from_buffer(len, body,
 						       MHD_RESPMEM_MUST_FREE);
@@ -309,11 +307,12 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn,
 		return MHD_NO;
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
 				code == MHD_HTTP_OK
-					? "text/plain; version=0.0.4; "
-					  "charset=utf-8"
-					: "text/plain; charset=utf-8");
+				    ? "text/plain; version=0.0.4; "
+				      "charset=utf-8"
+				    : "text/plain; charset=utf-8");
 	if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
+					"GET, HEAD");
 	ret = MHD_queue_response(conn, code, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -331,8 +330,7 @@ static void mhd_arm(struct ctl *c)
 	cm->mhd_timer = 0;
 	if (MHD_get_timeout(cm->mhd, &ms) == MHD_YES)
 		cm->mhd_timer = loop_timer_add(
-			c->loop, ms > 60000 ? 60000 : (int64_t)ms, on_mhd_timer,
-			c);
+		    c->loop, ms > 60000 ? 60000 : (int64_t)ms, on_mhd_timer, c);
 }
 
 static void on_mhd_timer(struct loop *loop, void *arg)
@@ -388,8 +386,8 @@ static int http_bind(struct ctl *c)
 		inet_pton(AF_INET, host, &s4->sin_addr);
 		sl = sizeof(*s4);
 	}
-	cm->listen_fd = socket(ss.ss_family,
-			       SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	cm->listen_fd =
+	    socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (cm->listen_fd < 0 ||
 	    setsockopt(cm->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one,
 		       sizeof(one)) < 0 ||
@@ -415,13 +413,12 @@ static int http_serve(struct ctl *c)
 	const union MHD_DaemonInfo *info;
 
 	cm->mhd = MHD_start_daemon(
-		MHD_USE_EPOLL, 0, NULL, NULL, on_http, c,
-		MHD_OPTION_LISTEN_SOCKET, cm->listen_fd,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTP_CONNECTIONS_MAX,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_TIMEOUT_S,
-		MHD_OPTION_END);
+	    MHD_USE_EPOLL, 0, NULL, NULL, on_http, c, MHD_OPTION_LISTEN_SOCKET,
+	    cm->listen_fd, MHD_OPTION_CONNECTION_LIMIT,
+	    (unsigned int)HTTP_CONNECTIONS_MAX, MHD_OPTION_CONNECTION_TIMEOUT,
+	    (unsigned int)HTTP_TIMEOUT_S, MHD_OPTION_END);
 	if (cm->mhd)
-		cm->listen_fd = -1;	/* MHD's now: MHD_stop_daemon closes it */
+		cm->listen_fd = -1; /* MHD's now: MHD_stop_daemon closes it */
 	info = cm->mhd ? MHD_get_daemon_info(cm->mhd, MHD_DAEMON_INFO_EPOLL_FD)
 		       : NULL;
 	if (!info ||
@@ -438,7 +435,7 @@ static int http_serve(struct ctl *c)
 	return 0;
 }
 
-/* --- start and end --------------------------------------------------------- */
+/* --- start and end -------------------------------------------------------- */
 
 static struct ctl_metrics *cm_get(struct ctl *c)
 {
@@ -468,7 +465,7 @@ int ctl_metrics_start(struct ctl *c)
 
 	herd_err_clear(&err);
 	if (c->opt->plan_only)
-		return 0;	/* herd plan: nothing runs */
+		return 0; /* herd plan: nothing runs */
 	if (!(cm = cm_get(c)))
 		goto oom;
 	names = calloc(c->n_nodes ? (size_t)c->n_nodes : 1, sizeof(*names));
@@ -500,9 +497,9 @@ int ctl_metrics_start(struct ctl *c)
 			strcmp(term, "dumb") != 0;
 	if (cm->status_on)
 		cm->status_timer =
-			loop_timer_add(c->loop, STATUS_EVERY_MS, on_status, c);
-	cm->tick_timer = loop_timer_add(c->loop, c->spec->metrics.interval_ms,
-					on_tick, c);
+		    loop_timer_add(c->loop, STATUS_EVERY_MS, on_status, c);
+	cm->tick_timer =
+	    loop_timer_add(c->loop, c->spec->metrics.interval_ms, on_tick, c);
 	return 0;
 oom:
 	fprintf(stderr, "herd: out of memory\n");

@@ -22,7 +22,7 @@
 struct mnode {
 	char *name;
 	enum metrics_state state;
-	json_t *prev, *cur;	/* bodies; prev NULL before the second */
+	json_t *prev, *cur; /* bodies; prev NULL before the second */
 	int64_t cur_t;
 	int cur_attempt;
 
@@ -31,9 +31,9 @@ struct mnode {
 	double rx_rate, tx_rate, cpu_pct;
 	bool has_tokens_rate;
 	double tokens_rate;
-	uint64_t rx_bytes, tx_bytes, drops, errors;	/* current sums */
-	uint64_t drops_acc;	/* since the job started */
-	uint64_t tokens_acc;	/* since the job started */
+	uint64_t rx_bytes, tx_bytes, drops, errors; /* current sums */
+	uint64_t drops_acc;			    /* since the job started */
+	uint64_t tokens_acc;			    /* since the job started */
 	uint64_t rss_kib;
 
 	/* Training values of the current attempt. */
@@ -54,8 +54,8 @@ struct metrics {
 	int n;
 	int attempt;
 	struct metrics_downsample ds;
-	int64_t last_detail_ms;	/* elapsed_ms of the last line with nodes */
-	int64_t next_detail_ms;	/* not before (the bytes_per_s budget) */
+	int64_t last_detail_ms; /* elapsed_ms of the last line with nodes */
+	int64_t next_detail_ms; /* not before (the bytes_per_s budget) */
 	bool any_detail;
 	const char *slowest;
 };
@@ -113,15 +113,15 @@ void metrics_set_state(struct metrics *m, int i, enum metrics_state state)
 		m->nodes[i].state = state;
 }
 
-/* --- reading bodies -------------------------------------------------------- */
+/* --- reading bodies ------------------------------------------------------- */
 
 static uint64_t u64(json_t *o, const char *key)
 {
 	json_t *v = json_object_get(o, key);
 
 	return json_is_integer(v) && json_integer_value(v) > 0
-		       ? (uint64_t)json_integer_value(v)
-		       : 0;
+		   ? (uint64_t)json_integer_value(v)
+		   : 0;
 }
 
 static bool num(json_t *o, const char *key, double *out)
@@ -152,12 +152,12 @@ static json_t *match(json_t *array, json_t *like, const char *key,
 	size_t i;
 	json_t *e;
 
-	json_array_foreach(array, i, e)
-		if (json_equal(json_object_get(e, key),
-			       json_object_get(like, key)) &&
-		    (!key2 || json_equal(json_object_get(e, key2),
-					 json_object_get(like, key2))))
-			return e;
+	json_array_foreach(
+	    array, i,
+	    e) if (json_equal(json_object_get(e, key),
+			      json_object_get(like, key)) &&
+		   (!key2 || json_equal(json_object_get(e, key2),
+					json_object_get(like, key2)))) return e;
 	return NULL;
 }
 
@@ -189,11 +189,11 @@ static void derive_net(struct mnode *nd, double dt_s)
 			uint64_t v = u64(d, net_drop_keys[k]);
 
 			nd->drops += v;
-			nd->drops_acc += grew(u64(p, net_drop_keys[k]), v,
-					      &reset);
+			nd->drops_acc +=
+			    grew(u64(p, net_drop_keys[k]), v, &reset);
 		}
 		if (!p)
-			continue;	/* a new device: its rate next time */
+			continue; /* a new device: its rate next time */
 		reset = false;
 		drx += grew(u64(p, "rx_bytes"), u64(d, "rx_bytes"), &reset);
 		dtx += grew(u64(p, "tx_bytes"), u64(d, "tx_bytes"), &reset);
@@ -209,8 +209,8 @@ static void derive_net(struct mnode *nd, double dt_s)
 			uint64_t v = u64(d, rdma_err_keys[k]);
 
 			nd->drops += v;
-			nd->drops_acc += grew(u64(p, rdma_err_keys[k]), v,
-					      &reset);
+			nd->drops_acc +=
+			    grew(u64(p, rdma_err_keys[k]), v, &reset);
 		}
 	}
 	nd->has_rates = nd->prev && rate_ok;
@@ -244,7 +244,7 @@ static void derive_ranks(struct mnode *nd, double dt_s)
 			ok = false;
 	}
 	if (ok)
-		nd->cpu_pct = (double)dcpu / 10.0 / dt_s;	/* ms/s -> % */
+		nd->cpu_pct = (double)dcpu / 10.0 / dt_s; /* ms/s -> % */
 	else
 		nd->cpu_pct = -1;
 }
@@ -255,8 +255,8 @@ static void derive_train(struct mnode *nd, double dt_s, bool same_attempt)
 {
 	json_t *train = json_object_get(nd->cur, "train");
 	json_t *ptrain = nd->prev && same_attempt
-				 ? json_object_get(nd->prev, "train")
-				 : NULL;
+			     ? json_object_get(nd->prev, "train")
+			     : NULL;
 	uint64_t dtok = 0;
 	bool any_tokens = false, ok = ptrain && dt_s > 0;
 	size_t i;
@@ -288,7 +288,8 @@ static void derive_train(struct mnode *nd, double dt_s, bool same_attempt)
 
 			any_tokens = true;
 			if (p)
-				num(json_object_get(p, "values"), "tokens", &pv);
+				num(json_object_get(p, "values"), "tokens",
+				    &pv);
 			dtok += grew(pv > 0 ? (uint64_t)pv : 0, (uint64_t)v,
 				     &reset);
 			if (reset || !p)
@@ -301,10 +302,9 @@ static void derive_train(struct mnode *nd, double dt_s, bool same_attempt)
 		nd->tokens_rate = (double)dtok / dt_s;
 
 	/* The step rate over about STEP_WINDOW_MS. */
-	if (!same_attempt ||
-	    (nd->has_step && nd->n_win &&
-	     nd->step < nd->win[nd->n_win - 1].step))
-		nd->n_win = 0;	/* a new attempt, or resumed further back */
+	if (!same_attempt || (nd->has_step && nd->n_win &&
+			      nd->step < nd->win[nd->n_win - 1].step))
+		nd->n_win = 0; /* a new attempt, or resumed further back */
 	if (nd->has_step) {
 		if (nd->n_win == STEP_WIN) {
 			memmove(nd->win, nd->win + 1,
@@ -325,10 +325,9 @@ static void derive_train(struct mnode *nd, double dt_s, bool same_attempt)
 		if (nd->win[last].t > nd->win[first].t) {
 			nd->has_step_rate = true;
 			nd->step_rate =
-				(double)(nd->win[last].step -
-					 nd->win[first].step) *
-				1000.0 / (double)(nd->win[last].t -
-						  nd->win[first].t);
+			    (double)(nd->win[last].step - nd->win[first].step) *
+			    1000.0 /
+			    (double)(nd->win[last].t - nd->win[first].t);
 		}
 	}
 }
@@ -362,7 +361,7 @@ int metrics_feed(struct metrics *m, int i, json_t *body)
 	return 0;
 }
 
-/* --- job-wide ------------------------------------------------------------ */
+/* --- job-wide ------------------------------------------------------------- */
 
 /* Whether node nd's training values count for the job now. */
 static bool trains(const struct metrics *m, const struct mnode *nd)
@@ -455,7 +454,7 @@ void metrics_job(struct metrics *m, struct metrics_job *job)
 	m->slowest = job->slowest;
 }
 
-/* --- metrics.jsonl ------------------------------------------------------- */
+/* --- metrics.jsonl -------------------------------------------------------- */
 
 static const char *state_name(enum metrics_state s)
 {
@@ -510,8 +509,8 @@ static json_t *job_json(const struct metrics_job *j)
 static json_t *gpu_json(json_t *g)
 {
 	static const char *const keys[] = {
-		"util_pct", "mem_used", "mem_total", "temp_c", "sm_mhz",
-		"ecc_corrected", "ecc_uncorrected", "throttle", "xid"};
+	    "util_pct",	     "mem_used",	"mem_total", "temp_c", "sm_mhz",
+	    "ecc_corrected", "ecc_uncorrected", "throttle",  "xid"};
 	json_t *o = json_object();
 	json_t *v;
 
@@ -532,8 +531,8 @@ static json_t *rdma_json(const struct mnode *nd, json_t *d)
 	json_t *p = nd->prev ? match(json_object_get(nd->prev, "rdma"), d,
 				     "dev", "port")
 			     : NULL;
-	int64_t dt = nd->cur_t -
-		     json_integer_value(json_object_get(nd->prev, "t"));
+	int64_t dt =
+	    nd->cur_t - json_integer_value(json_object_get(nd->prev, "t"));
 
 	if (!o)
 		return NULL;
@@ -543,10 +542,10 @@ static json_t *rdma_json(const struct mnode *nd, json_t *d)
 	    u64(d, "tx_bytes") >= u64(p, "tx_bytes")) {
 		set_real(o, "rx_bytes_per_s",
 			 (double)(u64(d, "rx_bytes") - u64(p, "rx_bytes")) *
-				 1000.0 / (double)dt);
+			     1000.0 / (double)dt);
 		set_real(o, "tx_bytes_per_s",
 			 (double)(u64(d, "tx_bytes") - u64(p, "tx_bytes")) *
-				 1000.0 / (double)dt);
+			     1000.0 / (double)dt);
 	}
 	set_int(o, "link_downed", (json_int_t)u64(d, "link_downed"));
 	set_int(o, "symbol_error", (json_int_t)u64(d, "symbol_error"));
@@ -593,7 +592,7 @@ static json_t *node_json(const struct metrics *m, const struct mnode *nd)
 		json_t *gs = json_array();
 
 		json_array_foreach(a, i, v)
-			json_array_append_new(gs, gpu_json(v));
+		    json_array_append_new(gs, gpu_json(v));
 		json_object_set_new(o, "gpus", gs);
 	}
 	if (json_is_string(v = json_object_get(nd->cur, "gpu_error")))
@@ -603,7 +602,7 @@ static json_t *node_json(const struct metrics *m, const struct mnode *nd)
 		json_t *rs = json_array();
 
 		json_array_foreach(a, i, v)
-			json_array_append_new(rs, rdma_json(nd, v));
+		    json_array_append_new(rs, rdma_json(nd, v));
 		json_object_set_new(o, "rdma", rs);
 	}
 	return o;
@@ -654,13 +653,13 @@ json_t *metrics_line(struct metrics *m, int64_t t_ms, int64_t elapsed_ms,
 		size_t bytes = json_dumpb(o, NULL, 0, JSON_COMPACT);
 
 		m->next_detail_ms =
-			elapsed_ms +
-			(int64_t)(bytes * 1000 / (size_t)m->ds.bytes_per_s);
+		    elapsed_ms +
+		    (int64_t)(bytes * 1000 / (size_t)m->ds.bytes_per_s);
 	}
 	return o;
 }
 
-/* --- Prometheus ---------------------------------------------------------- */
+/* --- Prometheus ----------------------------------------------------------- */
 
 /* A label value in the exposition format: \, " and newline escaped. */
 static void put_label(FILE *f, const char *name, const char *value)
@@ -725,8 +724,8 @@ static void dev_families(FILE *f, struct metrics *m,
 			json_array_foreach(json_object_get(nd->cur, df->array),
 					   j, d)
 			{
-				if (!json_is_integer(v = json_object_get(
-							     d, df->key)))
+				if (!json_is_integer(
+					v = json_object_get(d, df->key)))
 					continue;
 				if (!any)
 					family(f, df->name, df->type, df->help);
@@ -736,84 +735,81 @@ static void dev_families(FILE *f, struct metrics *m,
 				put_label(f, "node", nd->name);
 				fputc(',', f);
 				if (!strcmp(df->array, "gpus")) {
-					fprintf(f, "gpu=\"%" JSON_INTEGER_FORMAT
-						   "\"",
-						json_integer_value(
-							json_object_get(
-								d, "index")));
+					fprintf(
+					    f,
+					    "gpu=\"%" JSON_INTEGER_FORMAT "\"",
+					    json_integer_value(
+						json_object_get(d, "index")));
 				} else {
-					put_label(f, "device",
-						  json_string_value(
-							  json_object_get(
-								  d, "dev")));
+					put_label(
+					    f, "device",
+					    json_string_value(
+						json_object_get(d, "dev")));
 				}
 				if (rdma)
-					fprintf(f,
-						",port=\"%" JSON_INTEGER_FORMAT
-						"\"",
-						json_integer_value(
-							json_object_get(
-								d, "port")));
+					fprintf(
+					    f,
+					    ",port=\"%" JSON_INTEGER_FORMAT
+					    "\"",
+					    json_integer_value(
+						json_object_get(d, "port")));
 				fputc('}', f);
 				value(f, (double)json_integer_value(v) *
-						 df->scale);
+					     df->scale);
 			}
 		}
 	}
 }
 
 static const struct dev_family gpu_fams[] = {
-	{"herd_gpu_utilization_ratio", "gauge",
-	 "GPU utilisation (NVML), 0 to 1.", "gpus", "util_pct", 0.01},
-	{"herd_gpu_memory_used_bytes", "gauge", "GPU memory used.", "gpus",
-	 "mem_used", 1},
-	{"herd_gpu_memory_total_bytes", "gauge", "GPU memory in all.", "gpus",
-	 "mem_total", 1},
-	{"herd_gpu_temperature_celsius", "gauge", "GPU temperature.", "gpus",
-	 "temp_c", 1},
-	{"herd_gpu_power_watts", "gauge", "GPU power draw.", "gpus",
-	 "power_mw", 0.001},
-	{"herd_gpu_sm_clock_hertz", "gauge", "GPU SM clock.", "gpus", "sm_mhz",
-	 1e6},
-	{"herd_gpu_throttle_reasons", "gauge",
-	 "NVML clocks throttle reasons (bitmask; 0: none).", "gpus",
-	 "throttle", 1},
+    {"herd_gpu_utilization_ratio", "gauge", "GPU utilisation (NVML), 0 to 1.",
+     "gpus", "util_pct", 0.01},
+    {"herd_gpu_memory_used_bytes", "gauge", "GPU memory used.", "gpus",
+     "mem_used", 1},
+    {"herd_gpu_memory_total_bytes", "gauge", "GPU memory in all.", "gpus",
+     "mem_total", 1},
+    {"herd_gpu_temperature_celsius", "gauge", "GPU temperature.", "gpus",
+     "temp_c", 1},
+    {"herd_gpu_power_watts", "gauge", "GPU power draw.", "gpus", "power_mw",
+     0.001},
+    {"herd_gpu_sm_clock_hertz", "gauge", "GPU SM clock.", "gpus", "sm_mhz",
+     1e6},
+    {"herd_gpu_throttle_reasons", "gauge",
+     "NVML clocks throttle reasons (bitmask; 0: none).", "gpus", "throttle", 1},
 };
 
 static const struct dev_family net_fams[] = {
-	{"herd_network_receive_bytes_total", "counter",
-	 "Bytes received by the node's interface since its agent started.",
-	 "net", "rx_bytes", 1},
-	{"herd_network_transmit_bytes_total", "counter",
-	 "Bytes sent by the node's interface since its agent started.", "net",
-	 "tx_bytes", 1},
-	{"herd_network_receive_drops_total", "counter",
-	 "Received packets dropped since the node's agent started.", "net",
-	 "rx_drops", 1},
-	{"herd_network_transmit_drops_total", "counter",
-	 "Packets to send dropped since the node's agent started.", "net",
-	 "tx_drops", 1},
-	{"herd_network_receive_errors_total", "counter",
-	 "Receive errors since the node's agent started.", "net", "rx_errors",
-	 1},
-	{"herd_network_transmit_errors_total", "counter",
-	 "Transmit errors since the node's agent started.", "net", "tx_errors",
-	 1},
+    {"herd_network_receive_bytes_total", "counter",
+     "Bytes received by the node's interface since its agent started.", "net",
+     "rx_bytes", 1},
+    {"herd_network_transmit_bytes_total", "counter",
+     "Bytes sent by the node's interface since its agent started.", "net",
+     "tx_bytes", 1},
+    {"herd_network_receive_drops_total", "counter",
+     "Received packets dropped since the node's agent started.", "net",
+     "rx_drops", 1},
+    {"herd_network_transmit_drops_total", "counter",
+     "Packets to send dropped since the node's agent started.", "net",
+     "tx_drops", 1},
+    {"herd_network_receive_errors_total", "counter",
+     "Receive errors since the node's agent started.", "net", "rx_errors", 1},
+    {"herd_network_transmit_errors_total", "counter",
+     "Transmit errors since the node's agent started.", "net", "tx_errors", 1},
 };
 
 static const struct dev_family rdma_fams[] = {
-	{"herd_rdma_receive_bytes_total", "counter",
-	 "Bytes received by the RDMA port (port_rcv_data x 4).", "rdma",
-	 "rx_bytes", 1},
-	{"herd_rdma_transmit_bytes_total", "counter",
-	 "Bytes sent by the RDMA port (port_xmit_data x 4).", "rdma",
-	 "tx_bytes", 1},
-	{"herd_rdma_link_downed_total", "counter",
-	 "Times the RDMA port's link went down.", "rdma", "link_downed", 1},
-	{"herd_rdma_symbol_errors_total", "counter",
-	 "RDMA port symbol errors.", "rdma", "symbol_error", 1},
-	{"herd_rdma_receive_errors_total", "counter",
-	 "RDMA port receive errors.", "rdma", "rcv_errors", 1},
+    {"herd_rdma_receive_bytes_total", "counter",
+     "Bytes received by the RDMA port (port_rcv_data x 4).", "rdma", "rx_bytes",
+     1},
+    {"herd_rdma_transmit_bytes_total", "counter",
+     "Bytes sent by the RDMA port (port_xmit_data x 4).", "rdma", "tx_bytes",
+     1},
+    {"herd_rdma_link_downed_total", "counter",
+     "Times the RDMA port's link went down.", "rdma", "link_downed", 1},
+    {"herd_rdma_symbol_errors_total", "counter", "RDMA port symbol errors.",
+     "rdma", "symbol_error", 1},
+    {"herd_rdma_receive_errors_total", "counter", "RDMA port receive errors.",
+     "rdma", "rcv_errors", 1},
 };
 
 static void ecc_family(FILE *f, struct metrics *m)
@@ -828,26 +824,24 @@ static void ecc_family(FILE *f, struct metrics *m)
 
 		if (!exposed(nd))
 			continue;
-		json_array_foreach(json_object_get(nd->cur, "gpus"), j, g)
-			for (size_t k = 0; k < 2; k++) {
-				if (!json_is_integer(
-					    v = json_object_get(g, keys[k])))
-					continue;
-				if (!any)
-					family(f, "herd_gpu_ecc_errors_total",
-					       "counter",
-					       "GPU ECC errors (NVML, volatile).");
-				any = true;
-				fputs("herd_gpu_ecc_errors_total{", f);
-				put_label(f, "node", nd->name);
-				fprintf(f,
-					",gpu=\"%" JSON_INTEGER_FORMAT
-					"\",type=\"%s\"}",
-					json_integer_value(
-						json_object_get(g, "index")),
-					k ? "uncorrected" : "corrected");
-				value(f, (double)json_integer_value(v));
-			}
+		json_array_foreach(json_object_get(nd->cur, "gpus"), j,
+				   g) for (size_t k = 0; k < 2; k++)
+		{
+			if (!json_is_integer(v = json_object_get(g, keys[k])))
+				continue;
+			if (!any)
+				family(f, "herd_gpu_ecc_errors_total",
+				       "counter",
+				       "GPU ECC errors (NVML, volatile).");
+			any = true;
+			fputs("herd_gpu_ecc_errors_total{", f);
+			put_label(f, "node", nd->name);
+			fprintf(
+			    f, ",gpu=\"%" JSON_INTEGER_FORMAT "\",type=\"%s\"}",
+			    json_integer_value(json_object_get(g, "index")),
+			    k ? "uncorrected" : "corrected");
+			value(f, (double)json_integer_value(v));
+		}
 	}
 }
 
@@ -900,8 +894,8 @@ static void node_families(FILE *f, struct metrics *m)
 
 			if (!exposed(nd))
 				continue;
-			json_array_foreach(json_object_get(nd->cur, "ranks"),
-					   j, r)
+			json_array_foreach(json_object_get(nd->cur, "ranks"), j,
+					   r)
 			{
 				if (!any)
 					family(f, name,
@@ -913,12 +907,13 @@ static void node_families(FILE *f, struct metrics *m)
 				any = true;
 				fprintf(f, "%s{", name);
 				put_label(f, "node", nd->name);
-				fprintf(f, ",rank=\"%" JSON_INTEGER_FORMAT "\"}",
+				fprintf(f,
+					",rank=\"%" JSON_INTEGER_FORMAT "\"}",
 					json_integer_value(
-						json_object_get(r, "rank")));
-				value(f, pass ? (double)u64(r, "rss_kb") * 1024
-					      : (double)u64(r, "cpu_ms") /
-							1000.0);
+					    json_object_get(r, "rank")));
+				value(f,
+				      pass ? (double)u64(r, "rss_kb") * 1024
+					   : (double)u64(r, "cpu_ms") / 1000.0);
 			}
 		}
 	}
@@ -990,8 +985,11 @@ static void human(char *buf, size_t size, double v)
 	if (u == 0)
 		snprintf(buf, size, "%.0f", v);
 	else
-		snprintf(buf, size, "%.*f%c", v < 10 ? 2 : v < 100 ? 1 : 0, v,
-			 units[u]);
+		snprintf(buf, size, "%.*f%c",
+			 v < 10	   ? 2
+			 : v < 100 ? 1
+				   : 0,
+			 v, units[u]);
 }
 
 char *metrics_status(struct metrics *m, char *buf, size_t size, int width)
@@ -1001,11 +999,11 @@ char *metrics_status(struct metrics *m, char *buf, size_t size, int width)
 	size_t len = 0, max;
 
 	metrics_job(m, &j);
-#define PUT(...)                                                          \
-	do {                                                              \
-		if (len < size)                                           \
-			len += (size_t)snprintf(buf + len, size - len,     \
-						__VA_ARGS__);             \
+#define PUT(...)                                                               \
+	do {                                                                   \
+		if (len < size)                                                \
+			len += (size_t)snprintf(buf + len, size - len,         \
+						__VA_ARGS__);                  \
 	} while (0)
 	PUT("attempt %d | nodes %d up", j.attempt, j.nodes_up);
 	if (j.spares)
@@ -1054,7 +1052,8 @@ char *metrics_status(struct metrics *m, char *buf, size_t size, int width)
 	/* Node names are the user's: nothing but printable ASCII on the
 	 * terminal. */
 	for (size_t i = 0; i < len; i++)
-		if ((unsigned char)buf[i] < 0x20 || (unsigned char)buf[i] > 0x7e)
+		if ((unsigned char)buf[i] < 0x20 ||
+		    (unsigned char)buf[i] > 0x7e)
 			buf[i] = '?';
 	return buf;
 }

@@ -24,11 +24,11 @@
 #include <jansson.h>
 
 enum metrics_state {
-	METRICS_CONNECTING,	/* agent starting */
-	METRICS_UP,		/* a member of the job, agent up */
-	METRICS_FAILED,		/* evicted */
-	METRICS_SPARE,		/* a spare: idle, or warm and not a member */
-	METRICS_GONE,		/* agent exited at the end of the job */
+	METRICS_CONNECTING, /* agent starting */
+	METRICS_UP,	    /* a member of the job, agent up */
+	METRICS_FAILED,	    /* evicted */
+	METRICS_SPARE,	    /* a spare: idle, or warm and not a member */
+	METRICS_GONE,	    /* agent exited at the end of the job */
 };
 
 /* How metrics.jsonl thins out per-node detail on long runs (the job line
@@ -39,11 +39,11 @@ enum metrics_state {
  * the next one waits 1.6 MB / bytes_per_s).  metrics_new() sets the
  * defaults below; tests shrink them. */
 struct metrics_downsample {
-	int64_t full_ms;	/* 10 min */
-	int64_t mid_every_ms;	/* 10 s */
-	int64_t late_ms;	/* 1 h */
-	int64_t late_every_ms;	/* 60 s */
-	int64_t bytes_per_s;	/* 64 KiB/s */
+	int64_t full_ms;       /* 10 min */
+	int64_t mid_every_ms;  /* 10 s */
+	int64_t late_ms;       /* 1 h */
+	int64_t late_every_ms; /* 60 s */
+	int64_t bytes_per_s;   /* 64 KiB/s */
 };
 
 /* The job-wide values; has_* false: unknown (left out of every output). */
@@ -52,16 +52,16 @@ struct metrics_job {
 	int nodes_up, nodes_failed, spares;
 	bool has_step, has_loss, has_tokens, has_tokens_rate, has_steps_rate;
 	bool has_gpu, has_net;
-	int64_t step;		/* min over ranks reporting one */
-	double loss;		/* of the lowest rank reporting one */
-	uint64_t tokens_total;	/* counted since the job started */
-	double tokens_per_s;	/* sum over nodes */
-	double steps_per_s;	/* of the slowest node */
+	int64_t step;	       /* min over ranks reporting one */
+	double loss;	       /* of the lowest rank reporting one */
+	uint64_t tokens_total; /* counted since the job started */
+	double tokens_per_s;   /* sum over nodes */
+	double steps_per_s;    /* of the slowest node */
 	int gpu_util_min;
 	double gpu_util_avg;
-	double rx_bytes_per_s, tx_bytes_per_s;	/* sum over nodes */
-	uint64_t drops;		/* net drops + RDMA errors since the start */
-	const char *slowest;	/* node name, or NULL; owned by the table */
+	double rx_bytes_per_s, tx_bytes_per_s; /* sum over nodes */
+	uint64_t drops;	     /* net drops + RDMA errors since the start */
+	const char *slowest; /* node name, or NULL; owned by the table */
 };
 
 struct metrics;

@@ -94,19 +94,25 @@ static void test_rates(void **state)
 
 	(void)state;
 	for (int i = 0; i < 3; i++) {
-		struct sample a = {.t = 10000, .attempt = 1, .rx = 1000,
-				   .tx = 500, .r0 = 2 * i, .step = 10,
-				   .loss = 2.0 + i, .tokens = 1000,
-				   .util = 50 + 10 * i, .cpu_ms = 1000};
+		struct sample a = {.t = 10000,
+				   .attempt = 1,
+				   .rx = 1000,
+				   .tx = 500,
+				   .r0 = 2 * i,
+				   .step = 10,
+				   .loss = 2.0 + i,
+				   .tokens = 1000,
+				   .util = 50 + 10 * i,
+				   .cpu_ms = 1000};
 		struct sample b = a;
 
 		feed(m, i, &a);
 		b.t = 12000;
-		b.rx = 5000;	/* 2000 B/s */
-		b.tx = 1500;	/* 500 B/s */
-		b.step = 14;	/* 2 steps/s */
-		b.tokens = 5000;	/* 2 ranks x 2000 tokens/s */
-		b.cpu_ms = 3000;	/* 2 ranks x 100 % */
+		b.rx = 5000;	 /* 2000 B/s */
+		b.tx = 1500;	 /* 500 B/s */
+		b.step = 14;	 /* 2 steps/s */
+		b.tokens = 5000; /* 2 ranks x 2000 tokens/s */
+		b.cpu_ms = 3000; /* 2 ranks x 100 % */
 		feed(m, i, &b);
 	}
 	metrics_job(m, &j);
@@ -115,12 +121,12 @@ static void test_rates(void **state)
 	assert_true(fabs(j.rx_bytes_per_s - 6000) < 1e-6);
 	assert_true(fabs(j.tx_bytes_per_s - 1500) < 1e-6);
 	assert_true(j.has_step && j.step == 14);
-	assert_true(j.has_loss && j.loss == 2.0);	/* rank 0's */
+	assert_true(j.has_loss && j.loss == 2.0); /* rank 0's */
 	assert_true(j.has_tokens_rate && fabs(j.tokens_per_s - 12000) < 1e-6);
 	/* tokens since the start: 3 nodes x 2 ranks x 5000 */
 	assert_int_equal(j.tokens_total, 30000);
 	assert_true(j.has_steps_rate && fabs(j.steps_per_s - 2.0) < 1e-6);
-	assert_null(j.slowest);	/* a tie: none named */
+	assert_null(j.slowest); /* a tie: none named */
 	assert_true(j.has_gpu && j.gpu_util_min == 50 &&
 		    fabs(j.gpu_util_avg - 60) < 1e-6);
 	metrics_free(m);
@@ -132,8 +138,13 @@ static void test_counter_reset(void **state)
 {
 	struct metrics *m = metrics_new(1, names3);
 	struct metrics_job j;
-	struct sample s = {.t = 1000, .attempt = 1, .rx = 10000, .tx = 10000,
-			   .rx_drops = 5, .step = 1, .tokens = 100};
+	struct sample s = {.t = 1000,
+			   .attempt = 1,
+			   .rx = 10000,
+			   .tx = 10000,
+			   .rx_drops = 5,
+			   .step = 1,
+			   .tokens = 100};
 	json_t *line;
 
 	(void)state;
@@ -156,12 +167,12 @@ static void test_counter_reset(void **state)
 	s.rx_drops = 2;
 	feed(m, 0, &s);
 	metrics_job(m, &j);
-	assert_false(j.has_net);	/* no rate this time, never < 0 */
-	assert_int_equal(j.drops, 9);	/* 7 before, 2 since */
+	assert_false(j.has_net);      /* no rate this time, never < 0 */
+	assert_int_equal(j.drops, 9); /* 7 before, 2 since */
 	line = metrics_line(m, 1, 3000, true);
-	assert_null(json_object_get(
-		json_array_get(json_object_get(line, "nodes"), 0),
-		"rx_bytes_per_s"));
+	assert_null(
+	    json_object_get(json_array_get(json_object_get(line, "nodes"), 0),
+			    "rx_bytes_per_s"));
 	json_decref(line);
 
 	/* And rates again from the new baseline. */
@@ -192,10 +203,12 @@ static void test_slowest(void **state)
 	(void)state;
 	for (int k = 0; k <= 10; k++)
 		for (int i = 0; i < 3; i++) {
-			struct sample s = {.t = 1000 * k, .attempt = 1,
+			struct sample s = {.t = 1000 * k,
+					   .attempt = 1,
 					   .r0 = 2 * i,
 					   .step = i == 1 ? k / 2 : k,
-					   .loss = 1.0, .util = 90};
+					   .loss = 1.0,
+					   .util = 90};
 
 			feed(m, i, &s);
 		}
@@ -229,7 +242,7 @@ static void test_slowest(void **state)
 static void test_downsample_bound(void **state)
 {
 	static const char *const names4[] = {"node1", "node2", "node3",
-					      "node4"};
+					     "node4"};
 	struct metrics *m = metrics_new(4, names4);
 	size_t detail[3] = {0}, bytes[3] = {0}, job_only_max = 0;
 	size_t lines = 0;
@@ -245,13 +258,16 @@ static void test_downsample_bound(void **state)
 		char *text;
 
 		for (int i = 0; i < 4; i++) {
-			struct sample s = {.t = t + 1, .attempt = 1,
+			struct sample s = {.t = t + 1,
+					   .attempt = 1,
 					   .rx = (uint64_t)t * 1000,
 					   .tx = (uint64_t)t * 900,
-					   .r0 = 2 * i, .step = t / 1000,
-					   .loss = 1.23456, .tokens =
-					   (uint64_t)t * 65,
-					   .util = 91, .cpu_ms = (uint64_t)t};
+					   .r0 = 2 * i,
+					   .step = t / 1000,
+					   .loss = 1.23456,
+					   .tokens = (uint64_t)t * 65,
+					   .util = 91,
+					   .cpu_ms = (uint64_t)t};
 
 			feed(m, i, &s);
 		}
@@ -271,7 +287,7 @@ static void test_downsample_bound(void **state)
 	assert_int_equal(lines, 7201);
 	assert_int_equal(detail[0], 600);
 	assert_int_equal(detail[1], 300);
-	assert_int_equal(detail[2], 61);	/* 3600 s..7200 s, both ends */
+	assert_int_equal(detail[2], 61); /* 3600 s..7200 s, both ends */
 	/* The numbers README states: a node's detail (2 ranks, 1 net
 	 * device, 1 GPU) is under 600 bytes a line, so after the first hour
 	 * under 36 KB per node per hour; the job line alone under 400 bytes
@@ -290,7 +306,7 @@ static void test_downsample_bound(void **state)
 static void test_downsample_budget(void **state)
 {
 	static const char *const names4[] = {"node1", "node2", "node3",
-					      "node4"};
+					     "node4"};
 	struct metrics *m = metrics_new(4, names4);
 	int detail = 0;
 
@@ -304,9 +320,12 @@ static void test_downsample_budget(void **state)
 		json_t *line;
 
 		for (int i = 0; i < 4; i++) {
-			struct sample s = {.t = t + 1, .attempt = 1,
-					   .r0 = 2 * i, .step = t / 1000,
-					   .loss = 1.23456, .util = 91};
+			struct sample s = {.t = t + 1,
+					   .attempt = 1,
+					   .r0 = 2 * i,
+					   .step = t / 1000,
+					   .loss = 1.23456,
+					   .util = 91};
 
 			feed(m, i, &s);
 		}
@@ -327,41 +346,57 @@ static void test_prometheus(void **state)
 	char *text;
 	size_t len;
 	FILE *p;
-	struct sample s = {.t = 1000, .attempt = 1, .rx = 100, .tx = 50,
-			   .step = 3, .loss = 0.5, .tokens = 10, .util = 77,
+	struct sample s = {.t = 1000,
+			   .attempt = 1,
+			   .rx = 100,
+			   .tx = 50,
+			   .step = 3,
+			   .loss = 0.5,
+			   .tokens = 10,
+			   .util = 77,
 			   .cpu_ms = 1500};
 	static const char *const names[] = {
-		"herd_attempt 1\n",
-		"herd_nodes{state=\"up\"} 2\n",
-		"herd_nodes{state=\"failed\"} 0\n",
-		"herd_nodes{state=\"spare\"} 0\n",
-		"herd_train_step 4\n",
-		"herd_train_loss 0.5\n",
-		"herd_train_tokens_total 80\n",
-		"herd_train_tokens_per_second 40\n",
-		"herd_node_steps_per_second{node=\"node2\"} 1\n",
-		"herd_gpu_utilization_ratio{node=\"node2\",gpu=\"0\"} 0.77\n",
-		"herd_gpu_memory_used_bytes{node=\"node2\",gpu=\"0\"} 1073741824\n",
-		"herd_gpu_memory_total_bytes{node=\"node2\",gpu=\"0\"} 17179869184\n",
-		"herd_gpu_temperature_celsius{node=\"node2\",gpu=\"0\"} 60\n",
-		"herd_gpu_power_watts{node=\"node2\",gpu=\"0\"} 300.5\n",
-		"herd_gpu_sm_clock_hertz{node=\"node2\",gpu=\"0\"} 1980000000\n",
-		"herd_gpu_ecc_errors_total{node=\"node2\",gpu=\"0\",type=\"corrected\"} 0\n",
-		"herd_gpu_ecc_errors_total{node=\"node2\",gpu=\"0\",type=\"uncorrected\"} 0\n",
-		"herd_gpu_throttle_reasons{node=\"node2\",gpu=\"0\"} 0\n",
-		"herd_network_receive_bytes_total{node=\"node2\",device=\"eth0\"} 200\n",
-		"herd_network_transmit_bytes_total{node=\"node2\",device=\"eth0\"} 100\n",
-		"herd_network_receive_drops_total{node=\"node2\",device=\"eth0\"} 0\n",
-		"herd_network_transmit_drops_total{node=\"node2\",device=\"eth0\"} 0\n",
-		"herd_network_receive_errors_total{node=\"node2\",device=\"eth0\"} 0\n",
-		"herd_network_transmit_errors_total{node=\"node2\",device=\"eth0\"} 0\n",
-		"herd_rank_cpu_seconds_total{node=\"node2\",rank=\"0\"} 2\n",
-		"herd_rank_resident_memory_bytes{node=\"node2\",rank=\"1\"} 2048000\n",
-		"herd_node_load1{node=\"node2\"} 1.5\n",
-		"{node=\"we\\\"ird\\\\node\\n1\"}",
-		"# HELP herd_train_loss ",
-		"# TYPE herd_train_tokens_total counter\n",
-		"# TYPE herd_gpu_utilization_ratio gauge\n",
+	    "herd_attempt 1\n",
+	    "herd_nodes{state=\"up\"} 2\n",
+	    "herd_nodes{state=\"failed\"} 0\n",
+	    "herd_nodes{state=\"spare\"} 0\n",
+	    "herd_train_step 4\n",
+	    "herd_train_loss 0.5\n",
+	    "herd_train_tokens_total 80\n",
+	    "herd_train_tokens_per_second 40\n",
+	    "herd_node_steps_per_second{node=\"node2\"} 1\n",
+	    "herd_gpu_utilization_ratio{node=\"node2\",gpu=\"0\"} 0.77\n",
+	    "herd_gpu_memory_used_bytes{node=\"node2\",gpu=\"0\"} 1073741824\n",
+	    "herd_gpu_memory_total_bytes{node=\"node2\",gpu=\"0\"} "
+	    "17179869184\n",
+	    "herd_gpu_temperature_celsius{node=\"node2\",gpu=\"0\"} 60\n",
+	    "herd_gpu_power_watts{node=\"node2\",gpu=\"0\"} 300.5\n",
+	    "herd_gpu_sm_clock_hertz{node=\"node2\",gpu=\"0\"} 1980000000\n",
+	    "herd_gpu_ecc_errors_total{node=\"node2\",gpu=\"0\",type="
+	    "\"corrected\"} 0\n",
+	    "herd_gpu_ecc_errors_total{node=\"node2\",gpu=\"0\",type="
+	    "\"uncorrected\"} 0\n",
+	    "herd_gpu_throttle_reasons{node=\"node2\",gpu=\"0\"} 0\n",
+	    "herd_network_receive_bytes_total{node=\"node2\",device=\"eth0\"} "
+	    "200\n",
+	    "herd_network_transmit_bytes_total{node=\"node2\",device=\"eth0\"} "
+	    "100\n",
+	    "herd_network_receive_drops_total{node=\"node2\",device=\"eth0\"} "
+	    "0\n",
+	    "herd_network_transmit_drops_total{node=\"node2\",device=\"eth0\"} "
+	    "0\n",
+	    "herd_network_receive_errors_total{node=\"node2\",device=\"eth0\"} "
+	    "0\n",
+	    "herd_network_transmit_errors_total{node=\"node2\",device=\"eth0\"}"
+	    " 0\n",
+	    "herd_rank_cpu_seconds_total{node=\"node2\",rank=\"0\"} 2\n",
+	    "herd_rank_resident_memory_bytes{node=\"node2\",rank=\"1\"} "
+	    "2048000\n",
+	    "herd_node_load1{node=\"node2\"} 1.5\n",
+	    "{node=\"we\\\"ird\\\\node\\n1\"}",
+	    "# HELP herd_train_loss ",
+	    "# TYPE herd_train_tokens_total counter\n",
+	    "# TYPE herd_gpu_utilization_ratio gauge\n",
 	};
 
 	(void)state;
@@ -402,9 +437,14 @@ static void test_status(void **state)
 
 	(void)state;
 	for (int i = 0; i < 3; i++) {
-		struct sample s = {.t = 1000, .attempt = 1, .rx = 0,
-				   .r0 = 2 * i, .step = 7, .loss = 1.93,
-				   .tokens = 0, .util = 80 + i};
+		struct sample s = {.t = 1000,
+				   .attempt = 1,
+				   .rx = 0,
+				   .r0 = 2 * i,
+				   .step = 7,
+				   .loss = 1.93,
+				   .tokens = 0,
+				   .util = 80 + i};
 
 		feed(m, i, &s);
 		s.t = 2000;
@@ -428,13 +468,13 @@ static void test_status(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rates),
-		cmocka_unit_test(test_counter_reset),
-		cmocka_unit_test(test_slowest),
-		cmocka_unit_test(test_downsample_bound),
-		cmocka_unit_test(test_downsample_budget),
-		cmocka_unit_test(test_prometheus),
-		cmocka_unit_test(test_status),
+	    cmocka_unit_test(test_rates),
+	    cmocka_unit_test(test_counter_reset),
+	    cmocka_unit_test(test_slowest),
+	    cmocka_unit_test(test_downsample_bound),
+	    cmocka_unit_test(test_downsample_budget),
+	    cmocka_unit_test(test_prometheus),
+	    cmocka_unit_test(test_status),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
