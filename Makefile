@@ -6,7 +6,7 @@
 CC       ?= cc
 FUZZ_CC  ?= clang
 SANITIZE ?=
-PKGS     := yaml-0.1 libssh libcurl jansson hwloc pmix
+PKGS     := yaml-0.1 libssh libcurl jansson hwloc pmix libmicrohttpd
 BUILD    := build
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wformat=2 \
@@ -91,6 +91,12 @@ $(LAUNCHER_A): $(filter-out $(BUILD)/launcher/main.o,$(LAUNCHER_OBJ))
 	@rm -f $@
 	ar rcs $@ $^
 $(BUILD)/unit/test_ctl: tests/unit/test_ctl.c $(LAUNCHER_A) lib/libherd.a $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Ilauncher $(ALL_LDFLAGS) -o $@ $< $(LAUNCHER_A) lib/libherd.a $(PKG_LIBS) -lcmocka
+
+# The controller's metrics table (launcher/metrics.c) is tested from the
+# launcher's objects too.
+$(BUILD)/unit/test_ctl_metrics: tests/unit/test_ctl_metrics.c $(LAUNCHER_A) lib/libherd.a $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Ilauncher $(ALL_LDFLAGS) -o $@ $< $(LAUNCHER_A) lib/libherd.a $(PKG_LIBS) -lcmocka
 

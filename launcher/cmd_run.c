@@ -15,15 +15,20 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: herd run JOB.yaml [--dry-run] [-v]\n\n"
+		"usage: herd run JOB.yaml [--dry-run] [-v] [--no-status]\n\n"
 		"Starts the job on every node and runs it like one program:\n"
 		"output prefixed [rank] (-v: [host:rank]), Ctrl-C forwarded\n"
 		"to every rank (twice: kill at once), exit status of the\n"
 		"first failing rank.  Each run's logs and events.jsonl go to\n"
 		"a new directory in log.dir (printed at the start);\n"
-		"log.dir/latest points at the newest.\n\n"
+		"log.dir/latest points at the newest; metrics.jsonl there\n"
+		"holds the job's training, GPU and network metrics.  On a\n"
+		"terminal the last line shows the job's status, redrawn\n"
+		"each second.\n\n"
 		"  --dry-run   print the nodes, command and ranks; start nothing\n"
-		"  -v          prefix output with host and rank\n");
+		"  -v          prefix output with host and rank\n"
+		"  --no-status no status line on the terminal (it is off\n"
+		"              anyway when stdout is not a terminal)\n");
 }
 
 int cmd_run(int argc, char **argv)
@@ -31,6 +36,7 @@ int cmd_run(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"dry-run", no_argument, NULL, 'n'},
 		{"verbose", no_argument, NULL, 'v'},
+		{"no-status", no_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -47,6 +53,9 @@ int cmd_run(int argc, char **argv)
 			break;
 		case 'v':
 			opt.verbose = true;
+			break;
+		case 'S':
+			opt.no_status = true;
 			break;
 		case 'h':
 			usage(stdout);

@@ -1453,16 +1453,6 @@ static void on_error(struct ctl *c, struct node *n, struct proto_frame *f)
 	frame_failed(c, n, msg ? msg : "agent reported an error");
 }
 
-/* METRICS: checked by proto_frame_check, not used yet (issue 12's
- * controller side, launcher/metrics.c, replaces this). */
-static void on_metrics_ignored(struct ctl *c, struct node *n,
-			       struct proto_frame *f)
-{
-	(void)c;
-	(void)n;
-	(void)f;
-}
-
 /* What herd takes from an agent, by frame type; anything else is a
  * protocol error that fails the node (OpenSSH dispatch.c). */
 typedef void (*frame_fn)(struct ctl *c, struct node *n, struct proto_frame *f);
@@ -1471,7 +1461,7 @@ static const frame_fn frame_handlers[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_EXIT] = on_rank_exit,	  [PROTO_HEARTBEAT] = on_heartbeat,
 	[PROTO_ERROR] = on_error,	  [PROTO_STOPPED] = on_stopped,
 	[PROTO_FENCE] = on_fence,	  [PROTO_ABORT] = on_abort,
-	[PROTO_METRICS] = on_metrics_ignored,
+	[PROTO_METRICS] = ctl_metrics_frame,
 };
 
 /* A conn's arg is its node: found in O(1).  A conn the node has dropped
@@ -1733,12 +1723,14 @@ static void stop_self(struct ctl *c)
 {
 	int64_t t0 = loop_now_ms();
 
+	ctl_status_pause(c, true);
 	signal(SIGTSTP, SIG_DFL);
 	raise(SIGTSTP);
 	/* Continued (or never stopped). */
 	if (loop_on_signal(c->loop, SIGTSTP, on_suspend, c) < 0)
 		fprintf(stderr, "herd: SIGTSTP: %s\n", strerror(errno));
 	resume(c, loop_now_ms() - t0);
+	ctl_status_pause(c, false);
 }
 
 /* Polls until every agent answered the pause (a frame after the SIGNAL,
@@ -1884,6 +1876,7 @@ void ctl_free(struct ctl *c)
 	free_graveyard(c->loop, c);
 	free(c->graveyard);
 	ctl_term_close(c);
+	ctl_metrics_free(c);
 	if (c->loop) {
 		/* The signals' arg is c: back to their defaults. */
 		loop_signals_reset(c->loop);
@@ -1945,6 +1938,8 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 	c->loop = loop;
 	c->transport = t;
 	c->tty = isatty(2);
+	if (ctl_metrics_listen(c) < 0)
+		return 1;
 	/* herd plan leaves no trace: no log tree. */
 	if (!c->opt->plan_only &&
 	    (!(c->lt = logtree_open(c->log_dir, spec->log.mode, &err)) ||
@@ -1988,6 +1983,8 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	if (ctl_metrics_start(c) < 0)
+		return 1;
 
 	events_emit(c->ev, "job_start",
 		    json_pack("{s:s, s:s?, s:i, s:i, s:s, s:s}", "job",
@@ -2033,6 +2030,7 @@ int ctl_end(struct ctl *c)
 			(json_int_t)(c->log_lost + events_lost(c->ev)));
 	if (end)
 		usage_add_json(end); /* herd's own CPU and peak RSS */
+	ctl_metrics_end(c);
 	events_emit(c->ev, "job_end", end);
 	report_lost(c);
 	return status;

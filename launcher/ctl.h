@@ -15,6 +15,7 @@ struct ctl_options {
 	const char *agent_path;	/* herd-agent next to bin/herd */
 	bool plan_only;		/* herd plan: connect, plan, print, stop */
 	bool plan_json;		/* herd plan --json */
+	bool no_status;		/* herd run --no-status: no status area */
 };
 
 /* Runs the job to its end.  Returns the exit status DESIGN.md defines:

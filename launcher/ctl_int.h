@@ -202,6 +202,7 @@ struct ctl {
 	int log_failed_files;	/* rank logs with a failed write */
 	bool events_reported;	/* events.jsonl's failure is on stderr */
 	struct outbuf *term[3];	/* [1] stdout, [2] stderr: rank output */
+	struct ctl_metrics *metrics;	/* ctl_metrics.c */
 	uint64_t term_missed;	/* bytes of rank output the terminal missed */
 	bool local;
 	bool tty;
@@ -256,6 +257,26 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 	      struct transport *t);
 int ctl_end(struct ctl *c);
 void ctl_free(struct ctl *c);
+
+/* ctl_metrics.c (issue 12) */
+/* Binds metrics.listen, first of all: an address that cannot be bound
+ * refuses the job before it has a run directory.  Returns 0, or -1 said
+ * on stderr. */
+int ctl_metrics_listen(struct ctl *c);
+/* Starts the metrics table, RUN-ID/metrics.jsonl, the status area (stdout
+ * a terminal, no --no-status) and the endpoint on the bound socket; none
+ * for herd plan.  Returns 0, or -1 said on stderr. */
+int ctl_metrics_start(struct ctl *c);
+/* METRICS from node n: feeds the table; no lifecycle change. */
+void ctl_metrics_frame(struct ctl *c, struct node *n, struct proto_frame *f);
+/* The last metrics.jsonl line (with every node). */
+void ctl_metrics_end(struct ctl *c);
+void ctl_metrics_free(struct ctl *c);
+/* Gives the terminal back (scroll region off, status erased), waiting
+ * for a slow terminal; the status stays off. */
+void ctl_status_close(struct ctl *c);
+/* Before herd stops itself (paused) and after it is continued. */
+void ctl_status_pause(struct ctl *c, bool paused);
 
 /* ctl_launch.c */
 /* Places ranks on the member nodes that are up, binds them, picks

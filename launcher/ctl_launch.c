@@ -80,6 +80,7 @@ void ctl_term_close(struct ctl *c)
 {
 	uint64_t missed = c->term_missed;
 
+	ctl_status_close(c);	/* the terminal back to plain scrolling */
 	if (!c->term[1] && !c->term[2])
 		return;
 	outbuf_flush(c->term[1]);

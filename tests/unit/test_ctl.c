@@ -1050,6 +1050,100 @@ static void test_finish_twice(void **state)
 	assert_int_equal(w->n_events[CTL_EV_NODE_FAILED], 2);
 }
 
+/* --- metrics (issue 12) ------------------------------------------------- */
+
+/* Each agent sends two METRICS at launch (n2's ranks step half as fast),
+ * then its ranks exit after run_ms. */
+static void send_metrics(struct world *w, struct agent *a)
+{
+	bool slow = !strcmp(a->cfg->host, "n2");
+
+	(void)w;
+	for (int k = 0; k < 2; k++)
+		agent_send(
+		    a, PROTO_METRICS,
+		    json_pack("{s:I, s:i, s:f, s:i, s:[{s:i, s:I, s:I}],"
+			      " s:[{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+			      " s:I}], s:[], s:[{s:i, s:i}],"
+			      " s:[{s:i, s:i, s:{s:I, s:f, s:I}}]}",
+			      "t", (json_int_t)(1000 + 2000 * k), "attempt",
+			      a->attempt, "load1", 0.5, "cpus", 2, "ranks",
+			      "rank", a->ranks[0], "cpu_ms",
+			      (json_int_t)(100 + 2000 * k), "rss_kb",
+			      (json_int_t)4096, "net", "dev", "eth0",
+			      "rx_bytes", (json_int_t)(1000000 * k),
+			      "tx_bytes", (json_int_t)(500000 * k),
+			      "rx_packets", (json_int_t)k, "tx_packets",
+			      (json_int_t)k, "rx_drops", (json_int_t)k,
+			      "tx_drops", (json_int_t)0, "rx_errors",
+			      (json_int_t)0, "tx_errors", (json_int_t)0,
+			      "rdma", "gpus", "index", 0, "util_pct", 90 - k,
+			      "train", "rank", a->ranks[0], "records", 1 + k,
+			      "values", "step", (json_int_t)(slow ? 10 + 2 * k
+							     : 10 + 4 * k),
+			      "loss", 1.5 + a->ranks[0], "tokens",
+			      (json_int_t)(4096 * (k + 1))));
+}
+
+/* METRICS feed the table and metrics.jsonl only: the job's states are
+ * those of a plain run, and the last line has every node's values, the
+ * job-wide ones and the slowest node. */
+static void test_metrics_frames(void **state)
+{
+	struct world *w = *state;
+	char path[512], *text, *last;
+	json_t *line, *job, *nodes;
+
+	w->on_launch = send_metrics;
+	w->spec->metrics.interval_ms = 100;
+	host(w, "n1")->run_ms = 400;
+	host(w, "n2")->run_ms = 400;
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRSE");
+	snprintf(path, sizeof(path), "%s/metrics.jsonl",
+		 logtree_run_dir(w->c->lt));
+	text = read_file(path);
+	/* A tick every 100 ms over a 400 ms run, and the last line. */
+	last = text + strlen(text) - 1;
+	assert_true(*last == '\n');
+	*last = '\0';
+	last = strrchr(text, '\n');
+	assert_non_null(last);
+	line = json_loads(last + 1, 0, NULL);
+	assert_non_null(line);
+	job = json_object_get(line, "job");
+	nodes = json_object_get(line, "nodes");
+	assert_int_equal(json_integer_value(json_object_get(line, "attempt")),
+			 1);
+	assert_int_equal(json_integer_value(json_object_get(line, "nodes_up")),
+			 2);
+	assert_int_equal(json_integer_value(json_object_get(job, "step")), 12);
+	assert_true(json_real_value(json_object_get(job, "loss")) == 1.5);
+	assert_int_equal(
+		json_integer_value(json_object_get(job, "tokens_total")),
+		2 * 8192);
+	assert_true(json_real_value(json_object_get(job, "tokens_per_s")) ==
+		    4096.0);
+	assert_true(json_real_value(json_object_get(job, "steps_per_s")) ==
+		    1.0);
+	assert_string_equal(
+		json_string_value(json_object_get(job, "slowest")), "n2");
+	assert_int_equal(json_integer_value(json_object_get(job, "drops")), 2);
+	assert_int_equal(json_integer_value(json_object_get(job,
+							    "gpu_util_min")),
+			 89);
+	assert_true(json_real_value(json_object_get(job, "rx_bytes_per_s")) ==
+		    1000000.0);
+	assert_int_equal(json_array_size(nodes), 2);
+	assert_string_equal(json_string_value(json_object_get(
+				    json_array_get(nodes, 0), "node")),
+			    "n1");
+	assert_true(json_real_value(json_object_get(json_array_get(nodes, 0),
+						    "cpu_pct")) == 100.0);
+	json_decref(line);
+	free(text);
+}
+
 /* --- heartbeats --------------------------------------------------------- */
 
 /* herd beats every SPEC_HERD_BEATS heartbeats (the agents beat every
@@ -1167,6 +1261,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_interrupt_backoff, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_finish_twice, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_metrics_frames, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_heartbeat_cadence, setup,
 						teardown),
