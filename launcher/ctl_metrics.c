@@ -510,6 +510,7 @@ void ctl_metrics_end(struct ctl *c)
 {
 	if (!c->metrics)
 		return;
+	metrics_set_final(c->metrics->m);
 	write_line(c, true);
 }
 

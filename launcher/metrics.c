@@ -58,6 +58,12 @@ struct metrics {
 	int64_t next_detail_ms; /* not before (the bytes_per_s budget) */
 	bool any_detail;
 	const char *slowest;
+	/* The job's last rates while it trained, and whether the line to
+	 * write is the last (metrics_set_final): the ranks have ended by
+	 * then, so its own rates would be 0, not what the job ran at. */
+	bool final;
+	bool has_tok, has_steps;
+	double tok, steps;
 };
 
 struct metrics *metrics_new(int n, const char *const *names)
@@ -626,6 +632,11 @@ static bool detail_due(struct metrics *m, int64_t elapsed_ms)
 	return elapsed_ms / every != m->last_detail_ms / every;
 }
 
+void metrics_set_final(struct metrics *m)
+{
+	m->final = true;
+}
+
 json_t *metrics_line(struct metrics *m, int64_t t_ms, int64_t elapsed_ms,
 		     bool force_nodes)
 {
@@ -633,6 +644,25 @@ json_t *metrics_line(struct metrics *m, int64_t t_ms, int64_t elapsed_ms,
 	json_t *o, *nodes;
 
 	metrics_job(m, &j);
+	if (!m->final) {
+		if (j.has_tokens_rate && j.tokens_per_s > 0) {
+			m->has_tok = true;
+			m->tok = j.tokens_per_s;
+		}
+		if (j.has_steps_rate && j.steps_per_s > 0) {
+			m->has_steps = true;
+			m->steps = j.steps_per_s;
+		}
+	} else {
+		if (m->has_tok && (!j.has_tokens_rate || j.tokens_per_s <= 0)) {
+			j.has_tokens_rate = true;
+			j.tokens_per_s = m->tok;
+		}
+		if (m->has_steps && (!j.has_steps_rate || j.steps_per_s <= 0)) {
+			j.has_steps_rate = true;
+			j.steps_per_s = m->steps;
+		}
+	}
 	o = json_pack("{s:I, s:i, s:I, s:i, s:i, s:o}", "t", (json_int_t)t_ms,
 		      "attempt", j.attempt, "elapsed_ms",
 		      (json_int_t)elapsed_ms, "nodes_up", j.nodes_up, "spares",

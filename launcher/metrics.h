@@ -90,6 +90,10 @@ void metrics_job(struct metrics *m, struct metrics_job *job);
  * attempt, elapsed_ms, nodes_up, spares, job; and nodes when the
  * downsampling rule says so for elapsed_ms, or when force_nodes (the last
  * line of the job).  Returns a new object, or NULL when out of memory. */
+/* The next line is the job's last: its job-wide tokens/s and steps/s are
+ * the last ones seen while the job trained (the ranks have ended by
+ * then, and their own rates would read 0). */
+void metrics_set_final(struct metrics *m);
 json_t *metrics_line(struct metrics *m, int64_t t_ms, int64_t elapsed_ms,
 		     bool force_nodes);
 /* The downsampling rule (tests shrink it). */

@@ -10,7 +10,8 @@ COMPLETE marker inside, then renamed into place, so a checkpoint is either
 whole or absent), and resumes from --resume PATH, else from
 $HERD_RESUME_FROM when herd sets it.  Rank 0 prints loss and steps/s
 ("step N/M loss X R steps/s", which examples/spec/metrics-torch-ddp.yaml
-matches); every rank reports step, loss and samples to herd through
+matches); every rank reports step, loss, samples and tokens (a sample's 16
+inputs stand in for a sequence's tokens) to herd through
 examples/herd_metrics.py ($HERD_METRICS).
 """
 import argparse
@@ -91,7 +92,8 @@ def main():
             print(f"rank {rank}: parameters diverged at step {step + 1}",
                   file=sys.stderr, flush=True)
             return 1
-        log(step=step + 1, loss=loss.item(), samples=x.shape[0])
+        log(step=step + 1, loss=loss.item(), samples=x.shape[0],
+            tokens=x.numel())
         if rank == 0:
             now = time.monotonic()
             rate = 1.0 / max(now - t_last, 1e-9)

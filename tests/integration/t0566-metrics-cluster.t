@@ -95,7 +95,7 @@ test_expect_success 'a rate-limited link (tc tbf on one node): that node is the 
 	grep -x "slowest node: $N2" status
 '
 
-test_expect_success 'examples/torch-ddp on 4 nodes: live step and loss on the terminal, on the endpoint and in metrics.jsonl' '
+test_expect_success 'examples/torch-ddp on 4 nodes: live step, loss and tokens/s on the terminal, on the endpoint and in metrics.jsonl' '
 	port=$(free_port) &&
 	cat >torch.yaml <<-EOF &&
 	name: torch
@@ -121,7 +121,10 @@ test_expect_success 'examples/torch-ddp on 4 nodes: live step and loss on the te
 	wait_exit $PTY_PID 60 &&
 	test "$WAIT_RC" = 0 &&
 	grep -a -o "attempt 1 | nodes 4 up | step [0-9]* | loss [0-9.e+-]* | tok/s [^|]* | GPU [^|]* | net [^|]* | drops [0-9]* | slowest [^ ]*" rawt | tail -n 1 &&
-	tail -n 1 runs/torch/latest/metrics.jsonl | jq -e ".job.step == 60 and (.job.loss | type) == \"number\" and (.nodes | length) == 4"
+	grep -a -o "tok/s [0-9][0-9.]*[kM]* |" rawt &&
+	grep "^herd_train_tokens_total [1-9]" scrape &&
+	# the last line (the ranks have ended) keeps the rates the job ran at
+	tail -n 1 runs/torch/latest/metrics.jsonl | jq -e ".job.step == 60 and (.job.loss | type) == \"number\" and (.nodes | length) == 4 and .job.tokens_per_s > 0 and .job.steps_per_s > 0"
 '
 
 test_done
