@@ -14,9 +14,9 @@
 
 #include "cli.h"
 #include "ctl_int.h"
-#include "plan.h"
 #include "herd/render.h"
 #include "herd/topo.h"
+#include "plan.h"
 
 extern char **environ;
 
@@ -53,7 +53,7 @@ static void say_missed(struct ctl *c, uint64_t missed)
 	iov.iov_base = line;
 	iov.iov_len = strlen(line);
 	if (!c->term[2] || outbuf_put(c->term[2], &iov, 1) != 0)
-		c->term_missed += missed;	/* said again at the end */
+		c->term_missed += missed; /* said again at the end */
 }
 
 static void on_term_drained(struct outbuf *b, uint64_t missed, void *arg)
@@ -80,13 +80,13 @@ void ctl_term_close(struct ctl *c)
 {
 	uint64_t missed = c->term_missed;
 
-	ctl_status_close(c);	/* the terminal back to plain scrolling */
+	ctl_status_close(c); /* the terminal back to plain scrolling */
 	if (!c->term[1] && !c->term[2])
 		return;
 	outbuf_flush(c->term[1]);
 	outbuf_flush(c->term[2]);
-	missed += outbuf_take_missed(c->term[1]) +
-		  outbuf_take_missed(c->term[2]);
+	missed +=
+	    outbuf_take_missed(c->term[1]) + outbuf_take_missed(c->term[2]);
 	outbuf_free(c->term[1]);
 	outbuf_free(c->term[2]);
 	c->term[1] = c->term[2] = NULL;
@@ -116,7 +116,7 @@ static void put_line(struct ctl *c, int fd, const char *prefix, const char *a,
 	iov[1].iov_len = alen;
 	iov[2].iov_base = (void *)(uintptr_t)b;
 	iov[2].iov_len = blen;
-	iov[3].iov_base = (void *)(uintptr_t)"\n";
+	iov[3].iov_base = (void *)(uintptr_t) "\n";
 	iov[3].iov_len = nl;
 	outbuf_put(c->term[fd], iov, 4);
 }
@@ -156,7 +156,8 @@ void ctl_print(struct ctl *c, int rank, int fd, const char *data, size_t len,
 		if (rest >= room) {
 			/* The line reached the cap: out it goes, cut. */
 			put_line(c, fd, prefix, r->partial[fd],
-				 r->partial_len[fd], data + start, room, cut_nl);
+				 r->partial_len[fd], data + start, room,
+				 cut_nl);
 			r->partial_len[fd] = 0;
 			start += room;
 			continue;
@@ -166,7 +167,8 @@ void ctl_print(struct ctl *c, int rank, int fd, const char *data, size_t len,
 			/* No memory to hold it: print it now, cut, rather
 			 * than lose it. */
 			put_line(c, fd, prefix, r->partial[fd],
-				 r->partial_len[fd], data + start, rest, cut_nl);
+				 r->partial_len[fd], data + start, rest,
+				 cut_nl);
 			r->partial_len[fd] = 0;
 			break;
 		}
@@ -188,7 +190,8 @@ static bool same_net(const char *a, const char *b, const char *mask)
 {
 	struct in_addr ia, ib, im;
 
-	if (inet_pton(AF_INET, a, &ia) != 1 || inet_pton(AF_INET, b, &ib) != 1 ||
+	if (inet_pton(AF_INET, a, &ia) != 1 ||
+	    inet_pton(AF_INET, b, &ib) != 1 ||
 	    inet_pton(AF_INET, mask, &im) != 1)
 		return false;
 	return (ia.s_addr & im.s_addr) == (ib.s_addr & im.s_addr);
@@ -203,7 +206,8 @@ static const char *iface_for(struct node *n, const char *addr)
 	json_array_foreach(n->addrs, i, a)
 	{
 		const char *ad = json_string_value(json_object_get(a, "addr"));
-		const char *mk = json_string_value(json_object_get(a, "netmask"));
+		const char *mk =
+		    json_string_value(json_object_get(a, "netmask"));
 
 		if (ad && mk && same_net(ad, addr, mk))
 			return json_string_value(json_object_get(a, "ifname"));
@@ -251,9 +255,9 @@ static int pick_master(struct ctl *c, struct herd_err *err)
 			for (int k = 0; k < c->n_nodes; k++)
 				if (in_job(&c->nodes[k]))
 					c->nodes[k].ifname =
-						iface_for(&c->nodes[k], ad);
-			first->ifname = json_string_value(
-				json_object_get(a, "ifname"));
+					    iface_for(&c->nodes[k], ad);
+			first->ifname =
+			    json_string_value(json_object_get(a, "ifname"));
 			return 0;
 		}
 	}
@@ -312,7 +316,8 @@ static json_t *job_env(struct ctl *c)
 	set_str(env, "HERD_RESUME_FROM", c->checkpoint ? c->checkpoint : "");
 	/* launch.env always wins over what herd computes. */
 	for (size_t i = 0; i < spec->launch.n_env; i++)
-		set_str(env, spec->launch.env[i].key, spec->launch.env[i].value);
+		set_str(env, spec->launch.env[i].key,
+			spec->launch.env[i].value);
 	return env;
 }
 
@@ -327,10 +332,10 @@ char *ctl_render_command(struct ctl *c, struct herd_err *err)
 	const char *ckpt = c->checkpoint ? c->checkpoint : "";
 	char attempt[16];
 	struct render_var vars[] = {
-		{"name", c->spec->name},
-		{"checkpoint", ckpt},
-		{"resume_args", ""},
-		{"attempt", attempt},
+	    {"name", c->spec->name},
+	    {"checkpoint", ckpt},
+	    {"resume_args", ""},
+	    {"attempt", attempt},
 	};
 	struct herd_err e;
 	char *resume = NULL, *cmd;
@@ -400,9 +405,9 @@ static json_t *launch_patterns(const struct spec *spec)
 
 	for (size_t i = 0; i < spec->metrics.n_patterns; i++)
 		json_array_append_new(
-			arr, json_pack("{s:s, s:s}", "name",
-				       spec->metrics.patterns[i].name, "regex",
-				       spec->metrics.patterns[i].regex));
+		    arr, json_pack("{s:s, s:s}", "name",
+				   spec->metrics.patterns[i].name, "regex",
+				   spec->metrics.patterns[i].regex));
 	return arr;
 }
 
@@ -457,8 +462,8 @@ json_t *ctl_launch_body(struct ctl *c, struct node *n, const char *command)
 	}
 	body = json_pack("{s:i, s:s, s:I, s:o, s:o}", "attempt", c->attempt,
 			 "command", command, "grace_ms",
-			 (json_int_t)c->spec->health.grace_ms, "env", job_env(c),
-			 "ranks", ranks);
+			 (json_int_t)c->spec->health.grace_ms, "env",
+			 job_env(c), "ranks", ranks);
 	if (c->spec->launch.workdir)
 		json_object_set_new(body, "workdir",
 				    json_string(c->spec->launch.workdir));
@@ -466,10 +471,11 @@ json_t *ctl_launch_body(struct ctl *c, struct node *n, const char *command)
 		json_object_set_new(body, "pmix", pmix_job(c, n));
 	if (c->spec->health.progress_timeout_ms > 0)
 		json_object_set_new(
-			body, "progress_timeout_ms",
-			json_integer(c->spec->health.progress_timeout_ms));
-	json_object_set_new(body, "metrics_interval_ms",
-			    json_integer(c->spec->metrics.interval_ms));
+		    body, "progress_timeout_ms",
+		    json_integer(c->spec->health.progress_timeout_ms));
+	json_object_set_new(
+	    body, "metrics_interval_ms",
+	    json_integer(spec_metrics_interval_ms(c->spec, c->n_nodes)));
 	if (c->spec->metrics.n_patterns > 0)
 		json_object_set_new(body, "patterns", launch_patterns(c->spec));
 	return body;
@@ -480,7 +486,7 @@ int ctl_open_rank_logs(struct ctl *c, struct herd_err *err)
 	char dir[32];
 
 	if (!c->lt)
-		return 0;	/* herd plan leaves no trace */
+		return 0; /* herd plan leaves no trace */
 	snprintf(dir, sizeof(dir), "attempt-%d", c->attempt);
 	if (logtree_mkdir(c->lt, dir, err) < 0)
 		return -1;
@@ -637,7 +643,7 @@ static void print_env(const char *indent, json_t *env)
 	json_t *val;
 
 	json_object_foreach(env, key, val)
-		printf("%s%s=%s\n", indent, key, json_string_value(val));
+	    printf("%s%s=%s\n", indent, key, json_string_value(val));
 }
 
 /* Prints what `herd run` would send every node, touching no node: the
@@ -661,8 +667,8 @@ int ctl_dry_run(struct ctl *c, struct resolved *res)
 	for (int i = 0; i < c->n_nodes; i++) {
 		c->nodes[i].host = strdup(res->nodes->entries[i].host);
 		c->nodes[i].slots = c->spec->nodes.slots > 0
-					    ? (int)c->spec->nodes.slots
-					    : res->nodes->entries[i].slots;
+					? (int)c->spec->nodes.slots
+					: res->nodes->entries[i].slots;
 		c->nodes[i].state = NODE_UP;
 		c->nodes[i].member = true;
 		c->nodes[i].ifname = c->local ? "lo" : "(decided at launch)";
@@ -676,17 +682,17 @@ int ctl_dry_run(struct ctl *c, struct resolved *res)
 		}
 	}
 	for (int i = 0; i < c->n_nodes; i++)
-		c->nodes[i].ifname = c->local || c->n_nodes == 1
-					     ? "lo"
-					     : "(decided at launch)";
+		c->nodes[i].ifname =
+		    c->local || c->n_nodes == 1 ? "lo" : "(decided at launch)";
 	if (!c->local && c->n_nodes > 1) {
 		char addr[INET_ADDRSTRLEN] = "";
 
 		free(c->master_addr);
 		if (getaddrinfo(c->nodes[0].host, NULL, &hints, &ai) == 0 && ai)
-			inet_ntop(AF_INET,
-				  &((struct sockaddr_in *)ai->ai_addr)->sin_addr,
-				  addr, sizeof(addr));
+			inet_ntop(
+			    AF_INET,
+			    &((struct sockaddr_in *)ai->ai_addr)->sin_addr,
+			    addr, sizeof(addr));
 		c->master_addr = strdup(addr[0] ? addr : c->nodes[0].host);
 	}
 	printf("job %s: %d node%s, %d rank%s, transport %s, log %s\n",
@@ -699,7 +705,8 @@ int ctl_dry_run(struct ctl *c, struct resolved *res)
 		size_t k;
 
 		printf("\nnode %d: %s (%d rank%s)\n", i, c->nodes[i].host,
-		       c->nodes[i].n_ranks, c->nodes[i].n_ranks == 1 ? "" : "s");
+		       c->nodes[i].n_ranks,
+		       c->nodes[i].n_ranks == 1 ? "" : "s");
 		printf("  command: %s\n", command);
 		if (c->spec->launch.workdir)
 			printf("  workdir: %s\n", c->spec->launch.workdir);
@@ -707,8 +714,8 @@ int ctl_dry_run(struct ctl *c, struct resolved *res)
 		print_env("    ", json_object_get(body, "env"));
 		json_array_foreach(ranks, k, r)
 		{
-			printf("  rank %d:\n",
-			       (int)json_integer_value(json_object_get(r, "rank")));
+			printf("  rank %d:\n", (int)json_integer_value(
+						   json_object_get(r, "rank")));
 			print_env("    ", json_object_get(r, "env"));
 		}
 		json_decref(body);
@@ -730,4 +737,3 @@ out:
 	free(command);
 	return status;
 }
-

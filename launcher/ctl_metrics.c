@@ -147,8 +147,8 @@ static void on_tick(struct loop *loop, void *arg)
 
 	c->metrics->tick_timer = 0;
 	write_line(c, false);
-	c->metrics->tick_timer =
-	    loop_timer_add(loop, c->spec->metrics.interval_ms, on_tick, c);
+	c->metrics->tick_timer = loop_timer_add(
+	    loop, spec_metrics_interval_ms(c->spec, c->n_nodes), on_tick, c);
 }
 
 /* --- the status area ------------------------------------------------------ */
@@ -498,8 +498,8 @@ int ctl_metrics_start(struct ctl *c)
 	if (cm->status_on)
 		cm->status_timer =
 		    loop_timer_add(c->loop, STATUS_EVERY_MS, on_status, c);
-	cm->tick_timer =
-	    loop_timer_add(c->loop, c->spec->metrics.interval_ms, on_tick, c);
+	cm->tick_timer = loop_timer_add(
+	    c->loop, spec_metrics_interval_ms(c->spec, c->n_nodes), on_tick, c);
 	return 0;
 oom:
 	fprintf(stderr, "herd: out of memory\n");

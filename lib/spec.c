@@ -1217,7 +1217,8 @@ static const struct field metrics_keys[] = {
     {.name = "metrics.interval",
      .set = set_duration,
      .off = OFF(metrics.interval_ms),
-     .lo = 100},
+     .lo = 100,
+     .word = "auto"},
     {.name = "metrics.patterns", .set = set_patterns},
     {0},
 };
@@ -1726,7 +1727,7 @@ struct spec *spec_parse(const char *buf, size_t len, const char *path,
 	spec->restart.max = 3;
 	spec->restart.backoff_ms = 2000;
 	spec->log.mode = SPEC_LOG_MODE_DEFAULT;
-	spec->metrics.interval_ms = 1000;
+	spec->metrics.interval_ms = -1; /* auto */
 	c.spec = spec;
 
 	if (prescan(&c, buf, len) < 0)

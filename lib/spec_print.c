@@ -253,7 +253,7 @@ static void body(struct out *o, const struct spec *s)
 
 	map_start(o, "metrics", 0);
 	str(o, "listen", s->metrics.listen);
-	dur(o, "interval", s->metrics.interval_ms, NULL);
+	dur(o, "interval", s->metrics.interval_ms, "auto");
 	map_start(o, "patterns", s->metrics.n_patterns == 0);
 	for (size_t i = 0; i < s->metrics.n_patterns; i++)
 		str(o, s->metrics.patterns[i].name,

@@ -168,7 +168,8 @@ struct spec {
 		 * Prometheus endpoint (default).  HOST is an IPv4 or
 		 * bracketed IPv6 literal or "localhost". */
 		char *listen;
-		long interval_ms;	/* sample period, default 1s */
+		long interval_ms;	/* sample period; -1: auto (default),
+					 * see spec_metrics_interval_ms */
 		struct spec_pattern *patterns;	/* in the order written */
 		size_t n_patterns;
 	} metrics;
@@ -183,6 +184,21 @@ struct spec {
 		struct spec_strv extra;
 	} slurm;
 };
+
+/* metrics.interval: auto takes 1 s up to SPEC_METRICS_PER_S nodes, then
+ * one sample per node every nodes / SPEC_METRICS_PER_S seconds, so that
+ * herd reads at most SPEC_METRICS_PER_S samples a second (each costs
+ * its controller about 0.1 ms of CPU: 1,000 nodes at 1 s would take 10 %
+ * of a core, at the auto 20 s 0.5 %). */
+#define SPEC_METRICS_PER_S 50
+static inline long spec_metrics_interval_ms(const struct spec *s, int nodes)
+{
+	if (s->metrics.interval_ms > 0)
+		return s->metrics.interval_ms;
+	if (nodes <= SPEC_METRICS_PER_S)
+		return 1000;
+	return (long)nodes * 1000 / SPEC_METRICS_PER_S;
+}
 
 /* Splits a metrics.listen value into a numeric host (IPv4 dotted or IPv6
  * without brackets; "localhost" and a bare port give "127.0.0.1") and a

@@ -186,7 +186,7 @@ test_expect_success 'metrics: listen, interval and patterns are checked at file:
 	mcheck "patterns: {1x: \"(a)\"}" 4:14 "expected a metric name" &&
 	printf "name: m\nlaunch: {command: \"true\"}\nmetrics:\n  listen: \"[::1]:9464\"\n  patterns:\n    loss: \"loss=([0-9.]+)\"\n" >m.yaml &&
 	herd validate --print m.yaml >p.yaml &&
-	grep "^  interval: 1s$" p.yaml &&
+	grep "^  interval: auto$" p.yaml &&
 	grep -F "loss: loss=([0-9.]+)" p.yaml &&
 	herd validate --print p.yaml | test_cmp p.yaml -
 '
