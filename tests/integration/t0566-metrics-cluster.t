@@ -124,7 +124,15 @@ test_expect_success 'examples/torch-ddp on 4 nodes: live step, loss and tokens/s
 	grep -a -o "tok/s [0-9][0-9.]*[kM]* |" rawt &&
 	grep "^herd_train_tokens_total [1-9]" scrape &&
 	# the last line (the ranks have ended) keeps the rates the job ran at
-	tail -n 1 runs/torch/latest/metrics.jsonl | jq -e ".job.step == 60 and (.job.loss | type) == \"number\" and (.nodes | length) == 4 and .job.tokens_per_s > 0 and .job.steps_per_s > 0"
+	tail -n 1 runs/torch/latest/metrics.jsonl | jq -e ".job.step == 60 and (.job.loss | type) == \"number\" and (.nodes | length) == 4 and .job.tokens_per_s > 0 and .job.steps_per_s > 0" &&
+	# the same run in herd top and in the report
+	herd top torch.yaml --once >top &&
+	test "$(grep -c "^ *$HERD_CLUSTER_PREFIX[0-9]* *up " top)" = 4 &&
+	grep "^job: step 60, loss [0-9.]*, [0-9.]*k\? tokens/s" top &&
+	herd report torch.yaml -o torch.html &&
+	grep "<h2>Training</h2>" torch.html &&
+	grep -i "tokens/s" torch.html &&
+	test "$(grep -o "<polyline" torch.html | wc -l)" -ge 3
 '
 
 test_done
