@@ -40,27 +40,12 @@
 
 /* ---- training values ------------------------------------------------------ */
 
-/* proto.h's rule for a metric name (spec.c's for metrics.patterns). */
-static bool metric_name_ok(const char *name)
-{
-	size_t len = strlen(name);
-	bool ok = len >= 1 && len <= 64 &&
-		  (name[0] == '_' || (name[0] >= 'a' && name[0] <= 'z') ||
-		   (name[0] >= 'A' && name[0] <= 'Z'));
-
-	for (size_t i = 1; ok && i < len; i++)
-		ok = name[i] == '_' || (name[i] >= 'a' && name[i] <= 'z') ||
-		     (name[i] >= 'A' && name[i] <= 'Z') ||
-		     (name[i] >= '0' && name[i] <= '9');
-	return ok;
-}
-
 bool train_set(struct train *t, const char *name, double value)
 {
 	bool sum = !strcmp(name, "tokens") || !strcmp(name, "samples");
 	int i;
 
-	if (!isfinite(value) || !metric_name_ok(name))
+	if (!isfinite(value) || !proto_metric_name_ok(name))
 		return false;
 	for (i = 0; i < t->n_vals; i++)
 		if (!strcmp(t->vals[i].name, name))

@@ -285,10 +285,10 @@ static const struct proto_body proto_pmix_body = {
 
 /* A metric name: letters, digits and '_', at most 64, not a digit first
  * (spec.c's rule for metrics.patterns names). */
-static int proto_metric_name_ok(const char *name)
+bool proto_metric_name_ok(const char *name)
 {
 	size_t len = strlen(name);
-	int ok = len >= 1 && len <= 64 &&
+	bool ok = len >= 1 && len <= 64 &&
 		 (name[0] == '_' || (name[0] >= 'a' && name[0] <= 'z') ||
 		  (name[0] >= 'A' && name[0] <= 'Z'));
 

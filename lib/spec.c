@@ -22,6 +22,7 @@
 #include "herd/hostfile.h"
 #include "herd/hostlist.h"
 #include "herd/inventory.h"
+#include "herd/proto.h"
 #include "herd/render.h"
 #include "herd/spec.h"
 
@@ -565,30 +566,57 @@ static int env_name_ok(const char *s)
 	return 1;
 }
 
+/* A mapping of at most max entries for f (what: "variables", ...):
+ * returns its size, or -1 with the error. */
+static long map_size(struct ctx *c, const struct field *f, yaml_node_t *val,
+		     const char *what, long max)
+{
+	long n;
+
+	if (val->type != YAML_MAPPING_NODE)
+		return perr(c, val->start_mark,
+			    "expected a mapping of %s for %s, got %s", what,
+			    f->name, kind_name(val));
+	n = (long)(val->data.mapping.pairs.top - val->data.mapping.pairs.start);
+	if (n > max)
+		return perr(c, val->start_mark,
+			    "%s has %ld entries; at most %ld are allowed",
+			    f->name, n, max);
+	return n;
+}
+
+/* Whether the key name of pair p was given before it in val (the error
+ * names the first place). */
+static int dup_key(struct ctx *c, const struct field *f, yaml_node_t *val,
+		   yaml_node_pair_t *p, const char *what, const char *name)
+{
+	yaml_node_t *k = node(c, p->key);
+
+	for (yaml_node_pair_t *q = val->data.mapping.pairs.start; q < p; q++) {
+		yaml_node_t *qk = node(c, q->key);
+
+		if (!strcmp((const char *)qk->data.scalar.value, name))
+			return perr(
+			    c, k->start_mark,
+			    "duplicate %s '%s' in %s (first at %zu:%zu)", what,
+			    name, f->name, qk->start_mark.line + 1,
+			    qk->start_mark.column + 1);
+	}
+	return 0;
+}
+
 static int set_env(struct ctx *c, const struct field *f, yaml_node_t *key,
 		   yaml_node_t *val)
 {
 	struct spec *s = c->spec;
 	char buf[SHOW_MAX + 4];
-	yaml_node_pair_t *p, *q;
-	size_t n;
+	yaml_node_pair_t *p;
+	long n;
 
 	(void)key;
-	if (val->type != YAML_MAPPING_NODE)
-		return perr(c, val->start_mark,
-			    "expected a mapping of "
-			    "variables for %s, got %s",
-			    f->name, kind_name(val));
-	n = (size_t)(val->data.mapping.pairs.top -
-		     val->data.mapping.pairs.start);
-	if (n > SPEC_LIST_MAX)
-		return perr(c, val->start_mark,
-			    "%s has %zu entries; at most "
-			    "%d are allowed",
-			    f->name, n, SPEC_LIST_MAX);
-	if (!n)
-		return 0;
-	if (!(s->launch.env = calloc(n, sizeof(*s->launch.env))))
+	if ((n = map_size(c, f, val, "variables", SPEC_LIST_MAX)) <= 0)
+		return (int)n;
+	if (!(s->launch.env = calloc((size_t)n, sizeof(*s->launch.env))))
 		return perr(c, val->start_mark, "out of memory");
 	for (p = val->data.mapping.pairs.start; p < val->data.mapping.pairs.top;
 	     p++) {
@@ -604,18 +632,8 @@ static int set_env(struct ctx *c, const struct field *f, yaml_node_t *key,
 				    "name (letters, digits, '_') in %s, got "
 				    "'%s'",
 				    f->name, show(name, buf));
-		for (q = val->data.mapping.pairs.start; q < p; q++) {
-			yaml_node_t *qk = node(c, q->key);
-
-			if (!strcmp((const char *)qk->data.scalar.value, name))
-				return perr(c, k->start_mark,
-					    "duplicate "
-					    "variable '%s' in %s (first at "
-					    "%zu:%zu)",
-					    name, f->name,
-					    qk->start_mark.line + 1,
-					    qk->start_mark.column + 1);
-		}
+		if (dup_key(c, f, val, p, "variable", name) < 0)
+			return -1;
 		if (is_null(v))
 			text = "";
 		else if (!(text = scalar(c, v, name,
@@ -629,7 +647,8 @@ static int set_env(struct ctx *c, const struct field *f, yaml_node_t *key,
 				    "and every rank would fail to start: put "
 				    "the value in a file",
 				    f->name, name, strlen(text),
-				    SPEC_ARG_STRLEN_MAX - 2 - (int)strlen(name));
+				    SPEC_ARG_STRLEN_MAX - 2 -
+					(int)strlen(name));
 		if (!(e->key = strdup(name)) || !(e->value = strdup(text))) {
 			free(e->key);
 			e->key = NULL;
@@ -1122,39 +1141,31 @@ static int set_listen(struct ctx *c, const struct field *f, yaml_node_t *key,
 
 static int pattern_name_ok(const char *s)
 {
-	return env_name_ok(s) && strlen(s) <= SPEC_PATTERN_NAME_MAX;
+	return proto_metric_name_ok(s);
 }
 
 /* metrics.patterns: a mapping NAME: ERE, each with exactly one group. */
-static int set_patterns(struct ctx *c, const struct field *f,
-			yaml_node_t *key, yaml_node_t *val)
+static int set_patterns(struct ctx *c, const struct field *f, yaml_node_t *key,
+			yaml_node_t *val)
 {
 	struct spec *s = c->spec;
 	char buf[SHOW_MAX + 4];
-	yaml_node_pair_t *p, *q;
-	size_t n;
+	yaml_node_pair_t *p;
+	long n;
+	size_t groups;
 
 	(void)key;
-	if (val->type != YAML_MAPPING_NODE)
-		return perr(c, val->start_mark,
-			    "expected a mapping of metric names to "
-			    "regular expressions for %s, got %s",
-			    f->name, kind_name(val));
-	n = (size_t)(val->data.mapping.pairs.top -
-		     val->data.mapping.pairs.start);
-	if (n > SPEC_PATTERNS_MAX)
-		return perr(c, val->start_mark,
-			    "%s has %zu entries; at most %d are allowed",
-			    f->name, n, SPEC_PATTERNS_MAX);
-	if (!n)
-		return 0;
-	if (!(s->metrics.patterns = calloc(n, sizeof(*s->metrics.patterns))))
+	if ((n = map_size(c, f, val, "metric names to regular expressions",
+			  SPEC_PATTERNS_MAX)) <= 0)
+		return (int)n;
+	if (!(s->metrics.patterns =
+		  calloc((size_t)n, sizeof(*s->metrics.patterns))))
 		return perr(c, val->start_mark, "out of memory");
 	for (p = val->data.mapping.pairs.start; p < val->data.mapping.pairs.top;
 	     p++) {
 		yaml_node_t *k = node(c, p->key), *v = node(c, p->value);
 		struct spec_pattern *e =
-			&s->metrics.patterns[s->metrics.n_patterns];
+		    &s->metrics.patterns[s->metrics.n_patterns];
 		const char *name, *text;
 		char why[256];
 		regex_t re;
@@ -1168,17 +1179,8 @@ static int set_patterns(struct ctx *c, const struct field *f,
 				    "'_', at most %d) in %s, got '%s'",
 				    SPEC_PATTERN_NAME_MAX, f->name,
 				    show(name, buf));
-		for (q = val->data.mapping.pairs.start; q < p; q++) {
-			yaml_node_t *qk = node(c, q->key);
-
-			if (!strcmp((const char *)qk->data.scalar.value, name))
-				return perr(c, k->start_mark,
-					    "duplicate metric '%s' in %s "
-					    "(first at %zu:%zu)",
-					    name, f->name,
-					    qk->start_mark.line + 1,
-					    qk->start_mark.column + 1);
-		}
+		if (dup_key(c, f, val, p, "metric", name) < 0)
+			return -1;
 		if (!(text = scalar(c, v, name, "a regular expression")))
 			return -1;
 		if (!*text || strlen(text) > SPEC_PATTERN_MAX)
@@ -1193,15 +1195,15 @@ static int set_patterns(struct ctx *c, const struct field *f,
 				    "bad regular expression for %s.%s: %s",
 				    f->name, name, why);
 		}
-		n = re.re_nsub;
+		groups = re.re_nsub;
 		regfree(&re);
-		if (n != 1)
+		if (groups != 1)
 			return perr(c, v->start_mark,
 				    "the regular expression for %s.%s has %zu "
 				    "groups; it needs exactly one, around the "
 				    "number (use [...] or a second pattern "
 				    "instead of more groups)",
-				    f->name, name, n);
+				    f->name, name, groups);
 		if (!(e->name = strdup(name)) || !(e->regex = strdup(text))) {
 			free(e->name);
 			e->name = NULL;
@@ -1403,8 +1405,8 @@ static int check_host_names(struct ctx *c, yaml_node_t *n, const char *what)
 		return 0;
 	{
 		struct herd_err herr;
-		struct hostlist *hl = hostlist_expand(
-		    (const char *)n->data.scalar.value, &herr);
+		struct hostlist *hl =
+		    hostlist_expand((const char *)n->data.scalar.value, &herr);
 		int rc = 0;
 
 		if (!hl)
@@ -1485,9 +1487,10 @@ static int check_command(struct ctx *c)
 {
 	struct spec *s = c->spec;
 	/* Stand-ins: only the names matter to the checks. */
-	const struct render_var vars[] = {
-	    {"name", "x"}, {"checkpoint", "x"}, {"resume_args", ""},
-	    {"attempt", "1"}};
+	const struct render_var vars[] = {{"name", "x"},
+					  {"checkpoint", "x"},
+					  {"resume_args", ""},
+					  {"attempt", "1"}};
 	struct herd_err e;
 	size_t len = strlen(s->launch.command);
 
@@ -1913,8 +1916,7 @@ const char *spec_source_name(enum spec_source src)
 
 const char *spec_transport_name(enum spec_transport transport)
 {
-	return name_at(transport_names, NAMES(transport_names),
-		       (int)transport);
+	return name_at(transport_names, NAMES(transport_names), (int)transport);
 }
 
 const char *spec_host_keys_name(enum spec_host_keys host_keys)

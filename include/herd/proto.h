@@ -115,6 +115,7 @@
 #ifndef HERD_PROTO_H
 #define HERD_PROTO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -169,6 +170,10 @@ enum proto_dir {
  * SPEC_PATTERNS_MAX and SPEC_PATTERN_MAX. */
 #define PROTO_PATTERNS_MAX 64
 #define PROTO_PATTERN_REGEX_MAX 1024
+
+/* A metric name (metrics.patterns, METRICS' values, $HERD_METRICS keys):
+ * letters, digits and '_', 1 to 64 bytes, not a digit first. */
+bool proto_metric_name_ok(const char *name);
 
 /* "HELLO", "LAUNCH", ...; "?" for unknown values. */
 const char *proto_type_name(int type);
