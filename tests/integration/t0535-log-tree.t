@@ -79,7 +79,7 @@ test_expect_success 'logs are 0600 and directories 0700, whatever the umask' '
 	! grep -v "^700 " dirs &&
 	! grep -v "^600 " files &&
 	test "$(wc -l <dirs)" = 5 &&
-	test "$(wc -l <files)" = 3 &&
+	test "$(wc -l <files)" = 4 &&
 	grep -x "secret-token 1" modes/runs/modes/latest/attempt-1/rank-1.log
 '
 
