@@ -137,8 +137,8 @@ test_expect_success 'bench/scale runs on simulated nodes (short idle window, no 
 	grep -E "^\| +5 \| +[0-9]+ \| +[0-9]+ \| +[0-9]+ \| .* \| 1/1 \|\$" scale.out &&
 	grep -E "^\| +10 \| +[0-9]+ \| +[0-9]+ \| +[0-9]+ \| .* \| +2x \| .* \| 1/1 \|\$" scale.out &&
 	# the idle table: 10 nodes, a 2 s window at each heartbeat, no node failed
-	grep -E "^\| +500ms \| +10 \| +2\.[0-9] \| +[0-9]+ \| +[0-9.]+ \| +[0-9.]+ \| +- \| +0 \|\$" scale.out &&
-	grep -E "^\| +1s \| +10 \| +2\.[0-9] \| +[0-9]+ \| +[0-9.]+ \| +[0-9.]+ \| +[0-9.]+x \| +0 \|\$" scale.out &&
+	grep -E "^\| +500ms \| +10 \| +2\.[0-9] \| +[0-9]+ \| +[0-9.]+ \| +[0-9.]+ \| +(-|1\.00x) \| +0 \|\$" scale.out &&
+	grep -E "^\| +1s \| +10 \| +2\.[0-9] \| +[0-9]+ \| +[0-9.]+ \| +[0-9.]+ \| +(-|[0-9.]+x) \| +0 \|\$" scale.out &&
 	grep "^  idle 10 nodes, heartbeat 500ms: [0-9.]* % of one core <= 5 %: " scale.out
 '
 
