@@ -9,13 +9,15 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "jobrun.h"
 #include "resolve.h"
 #include "herd/spec.h"
 
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: herd run JOB.yaml [--dry-run] [-v] [--no-status]\n\n"
+		"usage: herd run JOB.yaml [--dry-run] [-v] [--no-status]\n"
+		"       herd run --resume RUNDIR [--no-status]\n\n"
 		"Starts the job on every node and runs it like one program:\n"
 		"output prefixed [rank] (-v: [host:rank]), Ctrl-C forwarded\n"
 		"to every rank (twice: kill at once), exit status of the\n"
@@ -28,7 +30,11 @@ static void usage(FILE *out)
 		"  --dry-run   print the nodes, command and ranks; start nothing\n"
 		"  -v          prefix output with host and rank\n"
 		"  --no-status no status line on the terminal (it is off\n"
-		"              anyway when stdout is not a terminal)\n");
+		"              anyway when stdout is not a terminal)\n"
+		"  --resume RUNDIR  run an earlier run's job again: its job\n"
+		"              file as it was (RUNDIR/job.yaml), from its\n"
+		"              directory, with its -v; a new run directory,\n"
+		"              from the newest complete checkpoint\n");
 }
 
 int cmd_run(int argc, char **argv)
@@ -37,12 +43,14 @@ int cmd_run(int argc, char **argv)
 		{"dry-run", no_argument, NULL, 'n'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"no-status", no_argument, NULL, 'S'},
+		{"resume", required_argument, NULL, 'R'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct ctl_options opt = {0};
 	struct spec *spec;
 	struct resolved res = {0};
+	const char *resume = NULL;
 	char agent[PATH_MAX + 16];
 	int ch, status;
 
@@ -57,6 +65,9 @@ int cmd_run(int argc, char **argv)
 		case 'S':
 			opt.no_status = true;
 			break;
+		case 'R':
+			resume = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -65,16 +76,16 @@ int cmd_run(int argc, char **argv)
 			return EXIT_SPEC;
 		}
 	}
-	if (optind != argc - 1) {
+	if (optind != argc - (resume ? 0 : 1)) {
 		usage(stderr);
 		return EXIT_SPEC;
 	}
-	status = cli_job_open("run", argv[optind], agent, sizeof(agent),
-			      &spec, &res);
-	opt.agent_path = agent;
+	status = jobrun_open(resume ? NULL : argv[optind], resume, &opt, agent,
+			     sizeof(agent), &spec, &res);
 	if (status == 0)
 		status = ctl_run(spec, &res, &opt);
 	resolve_free(&res);
 	spec_free(spec);
+	jobrun_close(&opt);
 	return status;
 }
