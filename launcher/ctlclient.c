@@ -1,0 +1,129 @@
+/* ctlclient.c — see ctlclient.h. */
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "ctlclient.h"
+#include "herd/proto.h"
+#include "sockpath_tmp.h"
+
+int ctlclient_find(const char *job, struct ctlclient_job *out,
+		   struct herd_err *err)
+{
+	struct stat st;
+	char real[PATH_MAX];
+
+	memset(out, 0, sizeof(*out));
+	if (strchr(job, '/') || (stat(job, &st) == 0 && S_ISDIR(st.st_mode))) {
+		if (!realpath(job, real))
+			return herd_errprintf(err, "%s: %s", job,
+					      strerror(errno));
+		snprintf(out->run_dir, sizeof(out->run_dir), "%s", real);
+		snprintf(out->id, sizeof(out->id), "%s", basename(real));
+	} else {
+		if (!*job || job[0] == '.' || strlen(job) >= sizeof(out->id))
+			return herd_errprintf(err,
+					      "no job %s here (herd list "
+					      "shows yours)",
+					      job);
+		snprintf(out->id, sizeof(out->id), "%s", job);
+		snprintf(out->run_dir, sizeof(out->run_dir), "%s", job);
+	}
+	return sockpath_tmp(out->id, out->sock, sizeof(out->sock), false, err);
+}
+
+static int not_running(const struct ctlclient_job *j, struct herd_err *err)
+{
+	char pid[32] = "";
+
+	if (j->pid > 0)
+		snprintf(pid, sizeof(pid), " (pid %ld)", j->pid);
+	return herd_errprintf(err,
+			      "%s: controller not running%s; `herd run "
+			      "--resume %s` starts it again",
+			      j->id, pid, j->run_dir);
+}
+
+int ctlclient_request(const struct ctlclient_job *j, const char *op,
+		      struct herd_err *err)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	json_t *body = json_pack("{s:s}", "op", op);
+	char *frame = NULL;
+	size_t len = 0, off = 0;
+	int fd = -1, rc = -1;
+
+	if (!body ||
+	    !(frame = proto_encode(PROTO_CTL_REQ, body, NULL, 0, &len, err)))
+		goto out;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", j->sock);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		herd_errprintf(err, "socket: %s", strerror(errno));
+		goto out;
+	}
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (errno == ENOENT || errno == ECONNREFUSED)
+			not_running(j, err);
+		else
+			herd_errprintf(err, "%s: %s", j->sock, strerror(errno));
+		goto out;
+	}
+	while (off < len) {
+		ssize_t n = write(fd, frame + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			not_running(j, err);
+			goto out;
+		}
+		off += (size_t)n;
+	}
+	rc = fd;
+	fd = -1;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(frame);
+	json_decref(body);
+	return rc;
+}
+
+int ctlclient_next(int fd, struct proto_reader *r, struct proto_frame **f,
+		   struct herd_err *err)
+{
+	char buf[16384];
+
+	*f = NULL;
+	for (;;) {
+		int rc = proto_reader_next(r, f, err);
+		ssize_t n;
+
+		if (rc < 0)
+			return -1;
+		if (rc == 1) {
+			if (proto_frame_check(*f, PROTO_TO_CLIENT, err) < 0) {
+				proto_frame_free(*f);
+				*f = NULL;
+				return -1;
+			}
+			return 1;
+		}
+		n = read(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return herd_errprintf(err, "read: %s", strerror(errno));
+		if (n == 0)
+			return 0;
+		if (proto_reader_feed(r, buf, (size_t)n, err) < 0)
+			return -1;
+	}
+}
