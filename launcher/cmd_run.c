@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "jobrun.h"
 #include "resolve.h"
 #include "herd/spec.h"
 
@@ -21,7 +22,9 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: herd run JOB.yaml [--dry-run] [-v] [--no-status]\n"
-		"       herd run JOB.yaml --detach [--json] [-v]\n\n"
+		"       herd run JOB.yaml --detach [--json] [-v]\n"
+		"       herd run --resume RUNDIR [--no-status] [--detach "
+		"[--json]]\n\n"
 		"Starts the job on every node and runs it like one program:\n"
 		"output prefixed [rank] (-v: [host:rank]), Ctrl-C forwarded\n"
 		"to every rank (twice: kill at once), exit status of the\n"
@@ -41,7 +44,11 @@ static void usage(FILE *out)
 		"              herd attach ID shows its output, herd stop ID\n"
 		"              ends it; its own messages go to RUN-DIR/herd.log\n"
 		"  --json      with --detach: print {\"id\", \"run_dir\",\n"
-		"              \"host\"} as one JSON line instead\n");
+		"              \"host\"} as one JSON line instead\n"
+		"  --resume RUNDIR  run an earlier run's job again: its job\n"
+		"              file as it was (RUNDIR/job.yaml), from its\n"
+		"              directory, with its -v; a new run directory,\n"
+		"              from the newest complete checkpoint\n");
 }
 
 /* 8 KiB: what the controller tells the launching herd ("ok\tID\tDIR\n"
@@ -150,12 +157,14 @@ int cmd_run(int argc, char **argv)
 		{"no-status", no_argument, NULL, 'S'},
 		{"detach", no_argument, NULL, 'D'},
 		{"json", no_argument, NULL, 'J'},
+		{"resume", required_argument, NULL, 'R'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct ctl_options opt = {0};
 	struct spec *spec;
 	struct resolved res = {0};
+	const char *resume = NULL;
 	char agent[PATH_MAX + 16];
 	int ch, status, detach_fd = -1;
 	bool json = false;
@@ -177,6 +186,9 @@ int cmd_run(int argc, char **argv)
 		case 'J':
 			json = true;
 			break;
+		case 'R':
+			resume = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -185,14 +197,13 @@ int cmd_run(int argc, char **argv)
 			return EXIT_SPEC;
 		}
 	}
-	if (optind != argc - 1 || (json && !opt.detach) ||
+	if (optind != argc - (resume ? 0 : 1) || (json && !opt.detach) ||
 	    (opt.detach && opt.dry_run)) {
 		usage(stderr);
 		return EXIT_SPEC;
 	}
-	status = cli_job_open("run", argv[optind], agent, sizeof(agent),
-			      &spec, &res);
-	opt.agent_path = agent;
+	status = jobrun_open(resume ? NULL : argv[optind], resume, &opt, agent,
+			     sizeof(agent), &spec, &res);
 	if (status == 0 && opt.detach) {
 		opt.no_status = true;
 		opt.detach_fd = &detach_fd;
@@ -215,5 +226,6 @@ int cmd_run(int argc, char **argv)
 out:
 	resolve_free(&res);
 	spec_free(spec);
+	jobrun_close(&opt);
 	return status;
 }

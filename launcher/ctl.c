@@ -30,6 +30,7 @@
 
 #include "cli.h"
 #include "ctl_int.h"
+#include "jobrun.h"
 #include "plan.h"
 #include "herd/checkpoint.h"
 #include "herd/proc.h"
@@ -1955,6 +1956,16 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 	}
 	if (c->lt)
 		fprintf(stderr, "herd: logs in %s\n", logtree_run_dir(c->lt));
+	if (c->lt && jobrun_register(c->lt, spec->name, c->opt,
+				     c->opt->detach, &err) < 0) {
+		if (c->opt->detach) { /* nobody could find it again */
+			fprintf(stderr, "herd: job not registered: %s\n",
+				err.text);
+			return 1;
+		}
+		fprintf(stderr, "herd: warning: job not registered (herd "
+				"list will not show it): %s\n", err.text);
+	}
 	if (ctl_sock_listen(c) < 0) /* issue 13: herd attach, herd stop */
 		return 1;
 	if (ctl_term_open(c) < 0) {
@@ -1995,12 +2006,13 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 		return 1;
 
 	events_emit(c->ev, "job_start",
-		    json_pack("{s:s, s:s?, s:i, s:i, s:s, s:s}", "job",
+		    json_pack("{s:s, s:s?, s:i, s:i, s:s, s:s, s:s*}", "job",
 			      spec->name, "run",
 			      c->lt ? logtree_run_id(c->lt) : NULL, "nodes",
 			      c->want_nodes, "spares", c->n_nodes - c->want_nodes,
 			      "mode", spec_mode_name(spec->launch.mode),
-			      "transport", c->transport->ops->name));
+			      "transport", c->transport->ops->name,
+			      "resumed_from", c->opt->resumed_from));
 	ctl_check_events(c);
 	for (int i = 0; i < c->want_nodes; i++) {
 		start_node(c, &c->nodes[i], true);

@@ -5,6 +5,7 @@
 #define HERD_LAUNCHER_CTL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "herd/spec.h"
 
@@ -23,6 +24,12 @@ struct ctl_options {
 	 * job is up (ctl_sock.c). */
 	bool detach;
 	int *detach_fd;
+	/* herd run only (jobrun.h): the job is registered with these;
+	 * NULL job_file (plan, bench): not registered. */
+	const char *job_file;	  /* absolute, as given */
+	const char *job_text;	  /* its exact bytes (RUNDIR/job.yaml) */
+	size_t job_len;
+	const char *resumed_from; /* --resume: the old run's id */
 };
 
 /* Runs the job to its end.  Returns the exit status DESIGN.md defines:

@@ -416,6 +416,12 @@ int logtree_mkdir(struct logtree *lt, const char *name, struct herd_err *err)
 
 int logtree_create(struct logtree *lt, const char *path, struct herd_err *err)
 {
+	return logtree_create_mode(lt, path, lt->file_mode, err);
+}
+
+int logtree_create_mode(struct logtree *lt, const char *path,
+			unsigned int mode, struct herd_err *err)
+{
 	const char *slash = strchr(path, '/'), *name = path;
 	int dfd = lt->run_fd, sub = -1, fd = -1;
 
@@ -439,8 +445,8 @@ int logtree_create(struct logtree *lt, const char *path, struct herd_err *err)
 	fd = openat(dfd, name,
 		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND |
 			O_CLOEXEC,
-		    lt->file_mode);
-	if (fd >= 0 && fchmod(fd, lt->file_mode) < 0) {
+		    mode & 0666);
+	if (fd >= 0 && fchmod(fd, mode & 0666) < 0) {
 		close(fd);
 		fd = -1;
 	}

@@ -64,6 +64,11 @@ int logtree_mkdir(struct logtree *lt, const char *name, struct herd_err *err);
  * caller owns it) or -1 with err. */
 int logtree_create(struct logtree *lt, const char *path, struct herd_err *err);
 
+/* As logtree_create() with mode instead of log.mode: for files only the
+ * user may read whatever log.mode says (job.yaml may hold secrets). */
+int logtree_create_mode(struct logtree *lt, const char *path,
+			unsigned int mode, struct herd_err *err);
+
 void logtree_free(struct logtree *lt);
 
 /* A log file that reports its first failed write, once, and counts what

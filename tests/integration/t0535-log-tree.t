@@ -79,7 +79,10 @@ test_expect_success 'logs are 0600 and directories 0700, whatever the umask' '
 	! grep -v "^700 " dirs &&
 	! grep -v "^600 " files &&
 	test "$(wc -l <dirs)" = 5 &&
-	test "$(wc -l <files)" = 4 &&
+	# events, metrics, job.yaml, run.json and a log per rank
+	test "$(wc -l <files)" = 6 &&
+	cmp modes.yaml modes/runs/modes/latest/job.yaml &&
+	jq -e ".job_file == \"$PWD/modes.yaml\" and .cwd == \"$PWD\"" modes/runs/modes/latest/run.json &&
 	grep -x "secret-token 1" modes/runs/modes/latest/attempt-1/rank-1.log
 '
 
@@ -102,6 +105,9 @@ test_expect_success 'log.mode: 0640 over ssh gives 0640 files and 0750 directori
 	test "$(mode $run/events.jsonl)" = 640 &&
 	test "$(mode $run/attempt-1/rank-0.log)" = 640 &&
 	test "$(mode $run/attempt-1/rank-1.log)" = 640 &&
+	# the job file may hold secrets: 0600 whatever log.mode says
+	test "$(mode $run/job.yaml)" = 600 &&
+	test "$(mode $run/run.json)" = 600 &&
 	grep -x "on $(cluster_node 2) rank 1" $run/attempt-1/rank-1.log &&
 	ev_all $run/events.jsonl job_start ".transport == \"ssh\""
 '

@@ -1,0 +1,96 @@
+/* jobreg.h — the user's jobs known on this machine (issue 13): one file
+ * per job in a registry directory of the user's own, and the directory of
+ * the jobs' control sockets.
+ *
+ *   $XDG_STATE_HOME/herd/jobs/ID.json    (default ~/.local/state/herd/jobs)
+ *   $XDG_RUNTIME_DIR/herd/ID.sock        (else /tmp/herd-EUID/ID.sock)
+ *
+ * The job id is the run id of lib/logtree.c (20261201-053100.123-4f2a);
+ * the job's run directory is log.dir/ID.  An entry is written once, when
+ * `herd run` has made its run directory, and never deleted by herd run.
+ *
+ * Both directories are herd's: made 0700 when missing and checked every
+ * time they are used: a directory (not a symlink), owned by the user herd
+ * runs as, writable by nobody else (the socket directory: no group or
+ * other bits at all).  A wrong one is refused with one line that names it
+ * and what to do: nobody else can plant or replace an entry or a socket.
+ * Every file is written atomically (a new 0600 file under a name of its
+ * own, O_EXCL|O_NOFOLLOW, then renamed into place), and read only when it
+ * is a regular file of the user's.
+ */
+#ifndef HERD_JOBREG_H
+#define HERD_JOBREG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "herd/err.h"
+
+/* An entry file is a few hundred bytes; a path is at most PATH_MAX. */
+#define JOBREG_ENTRY_MAX (64u << 10)
+
+/* Every string is malloc'd and owned by the entry (jobreg_entry_clear());
+ * name, host, job_file, cwd, sock, remote_herd may be NULL. */
+struct jobreg_entry {
+	char *id, *name, *run_dir, *host, *job_file, *cwd, *sock,
+	    *remote_herd;
+	long pid;	    /* the controller's pid (on host), 0: unknown */
+	int64_t started_ms; /* Unix ms */
+	bool detached;
+};
+
+/* The registry directory (see above) into buf.  create: make what is
+ * missing (0700).  Returns 0, or -1 with err (errno ENOENT when it does
+ * not exist and create is false). */
+int jobreg_dir(char *buf, size_t size, bool create, struct herd_err *err);
+
+/* Writes DIR/ID.json for e atomically (0600), making the directory when
+ * missing; an entry with the same id is replaced.  e->id and e->run_dir
+ * must be set; an id must be a plain file name (no '/', no leading '.').
+ * Returns 0 or -1 with err. */
+int jobreg_write(const struct jobreg_entry *e, struct herd_err *err);
+
+/* Every readable entry, newest first (started_ms, then id).  Files that
+ * are not entries (not *.json, not a regular file of the user's, not a
+ * JSON object with id and run_dir) are skipped.  No registry yet: 0
+ * entries.  *out is malloc'd (jobreg_entries_free()); returns 0 or -1
+ * with err. */
+int jobreg_list(struct jobreg_entry **out, size_t *n, struct herd_err *err);
+
+void jobreg_entries_free(struct jobreg_entry *v, size_t n);
+
+/* Frees the strings of e and zeroes it; NULL is fine. */
+void jobreg_entry_clear(struct jobreg_entry *e);
+
+/* JOB -> entry: a path (contains '/' or names an existing directory) = a
+ * run dir (its registry entry when there is one, else an entry made up
+ * from the directory and its run.json: pid 0, host NULL); else an exact
+ * id; else a name (the newest entry with that name).  out is filled
+ * (jobreg_entry_clear()).  Returns 0, or -1 with err "no job JOB here
+ * (herd list shows yours)" or why the registry could not be read. */
+int jobreg_find(const char *job, struct jobreg_entry *out,
+		struct herd_err *err);
+
+/* The control socket directory: $XDG_RUNTIME_DIR/herd when
+ * XDG_RUNTIME_DIR is set to an absolute directory owned by the user with
+ * mode 0700, else /tmp/herd-EUID.  create: make it (0700) when missing.
+ * Checked as above; refused in one line otherwise.  The socket of job ID
+ * is DIR/ID.sock (jobreg_sock_path()).  Returns 0 or -1 with err. */
+int jobreg_sock_dir(char *buf, size_t size, bool create, struct herd_err *err);
+
+/* DIR/ID.sock into buf (sockaddr_un holds 108 bytes: a longer path is an
+ * error).  Returns 0 or -1 with err. */
+int jobreg_sock_path(const char *id, char *buf, size_t size, bool create,
+		     struct herd_err *err);
+
+/* An entry as a JSON object text (the file's contents), malloc'd; NULL
+ * on out of memory. */
+char *jobreg_entry_json(const struct jobreg_entry *e);
+
+/* Parses an entry's JSON text into out.  Returns 0, or -1 with err when
+ * it is not an object with string id and run_dir. */
+int jobreg_entry_parse(const char *text, size_t len, struct jobreg_entry *out,
+		       struct herd_err *err);
+
+#endif
