@@ -36,7 +36,7 @@
 #include <unistd.h>
 
 #include "ctl_int.h"
-#include "sockpath_tmp.h"
+#include "herd/jobreg.h"
 
 /* 1 MiB queued per client: a few seconds of a busy job's output, enough
  * for a terminal over a slow SSH link to lose nothing in a burst; past it
@@ -294,7 +294,7 @@ int ctl_sock_listen(struct ctl *c)
 	}
 	s->c = c;
 	s->fd = -1;
-	if (sockpath_tmp(logtree_run_id(c->lt), s->path, sizeof(s->path), true,
+	if (jobreg_sock_path(logtree_run_id(c->lt), s->path, sizeof(s->path), true,
 			 &err) < 0)
 		goto fail;
 	memcpy(sa.sun_path, s->path, strlen(s->path) + 1);

@@ -1,41 +1,52 @@
 /* ctlclient.c — see ctlclient.h. */
 #include <errno.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "ctlclient.h"
 #include "herd/proto.h"
-#include "sockpath_tmp.h"
+#include "herd/jobreg.h"
 
 int ctlclient_find(const char *job, struct ctlclient_job *out,
 		   struct herd_err *err)
 {
-	struct stat st;
-	char real[PATH_MAX];
+	struct jobreg_entry e = {0};
+	int rc = -1;
 
 	memset(out, 0, sizeof(*out));
-	if (strchr(job, '/') || (stat(job, &st) == 0 && S_ISDIR(st.st_mode))) {
-		if (!realpath(job, real))
-			return herd_errprintf(err, "%s: %s", job,
-					      strerror(errno));
-		snprintf(out->run_dir, sizeof(out->run_dir), "%s", real);
-		snprintf(out->id, sizeof(out->id), "%s", basename(real));
-	} else {
-		if (!*job || job[0] == '.' || strlen(job) >= sizeof(out->id))
-			return herd_errprintf(err,
-					      "no job %s here (herd list "
-					      "shows yours)",
-					      job);
-		snprintf(out->id, sizeof(out->id), "%s", job);
-		snprintf(out->run_dir, sizeof(out->run_dir), "%s", job);
+	if (jobreg_find(job, &e, err) < 0)
+		return -1;
+	if (e.host) {
+		/* herd attach|stop on the host runs there (the remote
+		 * proxy); this herd has no socket of that job. */
+		herd_errprintf(err,
+			       "%s runs on %s: ask herd there (herd attach and "
+			       "herd stop do when the job was started with "
+			       "--on)",
+			       e.id, e.host);
+		goto out;
 	}
-	return sockpath_tmp(out->id, out->sock, sizeof(out->sock), false, err);
+	if (strlen(e.id) >= sizeof(out->id) ||
+	    strlen(e.run_dir) >= sizeof(out->run_dir)) {
+		herd_errprintf(err, "%s: name too long", e.id);
+		goto out;
+	}
+	memcpy(out->id, e.id, strlen(e.id) + 1);
+	memcpy(out->run_dir, e.run_dir, strlen(e.run_dir) + 1);
+	out->pid = e.pid;
+	if (e.sock && strlen(e.sock) < sizeof(out->sock))
+		memcpy(out->sock, e.sock, strlen(e.sock) + 1);
+	else if (jobreg_sock_path(e.id, out->sock, sizeof(out->sock), false,
+				  err) < 0)
+		goto out;
+	rc = 0;
+out:
+	jobreg_entry_clear(&e);
+	return rc;
 }
 
 static int not_running(const struct ctlclient_job *j, struct herd_err *err)
