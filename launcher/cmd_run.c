@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "ctl.h"
 #include "jobrun.h"
+#include "remote.h"
 #include "resolve.h"
 #include "herd/spec.h"
 
@@ -22,7 +23,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: herd run JOB.yaml [--dry-run] [-v] [--no-status]\n"
-		"       herd run JOB.yaml --detach [--json] [-v]\n"
+		"       herd run JOB.yaml --detach [--json] [-v] [--on HOST]\n"
 		"       herd run --resume RUNDIR [--no-status] [--detach "
 		"[--json]]\n\n"
 		"Starts the job on every node and runs it like one program:\n"
@@ -48,7 +49,10 @@ static void usage(FILE *out)
 		"  --resume RUNDIR  run an earlier run's job again: its job\n"
 		"              file as it was (RUNDIR/job.yaml), from its\n"
 		"              directory, with its -v; a new run directory,\n"
-		"              from the newest complete checkpoint\n");
+		"              from the newest complete checkpoint\n"
+		"  --on HOST   with --detach: the controller runs on HOST\n"
+		"              (over SSH; the job file and log.dir must be on\n"
+		"              a file system HOST shares at the same paths)\n");
 }
 
 /* 8 KiB: what the controller tells the launching herd ("ok\tID\tDIR\n"
@@ -158,6 +162,11 @@ int cmd_run(int argc, char **argv)
 		{"detach", no_argument, NULL, 'D'},
 		{"json", no_argument, NULL, 'J'},
 		{"resume", required_argument, NULL, 'R'},
+		/* --on HOST, and what the herd it starts there is given */
+		{"on", required_argument, NULL, 'O'},
+		{"job-stdin", no_argument, NULL, 'I'},
+		{"cwd", required_argument, NULL, 'C'},
+		{"job-file", required_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -165,6 +174,10 @@ int cmd_run(int argc, char **argv)
 	struct spec *spec;
 	struct resolved res = {0};
 	const char *resume = NULL;
+	const char *on = NULL, *cwd = NULL, *job = NULL;
+	bool job_stdin = false;
+	char *job_text = NULL;
+	size_t job_len = 0;
 	char agent[PATH_MAX + 16];
 	int ch, status, detach_fd = -1;
 	bool json = false;
@@ -189,6 +202,18 @@ int cmd_run(int argc, char **argv)
 		case 'R':
 			resume = optarg;
 			break;
+		case 'O':
+			on = optarg;
+			break;
+		case 'I':
+			job_stdin = true;
+			break;
+		case 'C':
+			cwd = optarg;
+			break;
+		case 'F':
+			job = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -197,13 +222,22 @@ int cmd_run(int argc, char **argv)
 			return EXIT_SPEC;
 		}
 	}
-	if (optind != argc - (resume ? 0 : 1) || (json && !opt.detach) ||
-	    (opt.detach && opt.dry_run)) {
+	if (!job && !resume && optind == argc - 1)
+		job = argv[optind++];
+	if (optind != argc || !(job || resume) || (json && !opt.detach) ||
+	    (opt.detach && opt.dry_run) || (on && (!opt.detach || !job))) {
 		usage(stderr);
 		return EXIT_SPEC;
 	}
-	status = jobrun_open(resume ? NULL : argv[optind], resume, &opt, agent,
-			     sizeof(agent), &spec, &res);
+	if (on)
+		return remote_run(on, job, json);
+	if ((status = remote_job_input(cwd, job_stdin, &job_text, &job_len)))
+		return status;
+	/* --job-stdin's bytes are the job (remote.c sent them); until
+	 * jobrun_open() takes them, the same file is read at --job-file. */
+	(void)job_len;
+	status = jobrun_open(job, resume, &opt, agent, sizeof(agent), &spec,
+			     &res);
 	if (status == 0 && opt.detach) {
 		opt.no_status = true;
 		opt.detach_fd = &detach_fd;
@@ -227,5 +261,6 @@ out:
 	resolve_free(&res);
 	spec_free(spec);
 	jobrun_close(&opt);
+	free(job_text);
 	return status;
 }
