@@ -478,6 +478,8 @@ static int proxy_run(const struct jobreg_entry *e, int argc, char **argv,
 		     struct herd_err *err)
 {
 	struct remote_conn c = {0};
+	/* entry_spec() changes to the job's directory; back here after. */
+	int here = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct spec *spec = entry_spec(e, err);
 	int status = REMOTE_UNREACHABLE;
 	enum pump_end end = PUMP_BROKEN;
@@ -512,6 +514,12 @@ out:
 	p->ch = NULL;
 	remote_conn_close(&c);
 	spec_free(spec);
+	if (here >= 0) {
+		if (fchdir(here) < 0) {
+			/* the directory went away: nothing else needs it */
+		}
+		close(here);
+	}
 	*endp = end;
 	return status;
 }
