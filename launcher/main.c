@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "remote.h"
 #include "transport.h"
 #include "herd/version.h"
 
@@ -80,7 +81,9 @@ int main(int argc, char **argv)
 
 		if (strcmp(argv[1], commands[i].name))
 			continue;
-		rc = commands[i].run(argc - 1, argv + 1);
+		/* A job on another host: the command runs there. */
+		if ((rc = remote_forward(argc - 1, argv + 1)) < 0)
+			rc = commands[i].run(argc - 1, argv + 1);
 		if (transport_threads_left()) {
 			/* A node thread is still inside libssh (see
 			 * transport.h): leave without exit()'s clean-up. */

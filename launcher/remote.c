@@ -547,6 +547,41 @@ int remote_proxy(const struct jobreg_entry *e, int argc, char **argv)
 	return status;
 }
 
+int remote_forward(int argc, char **argv)
+{
+	static const char *const forwarded[] = {"attach", "stop"};
+	struct jobreg_entry e = {0};
+	struct herd_err err;
+	char **args = NULL;
+	int i, status = -1;
+	bool ours = false;
+
+	for (size_t k = 0; k < sizeof(forwarded) / sizeof(forwarded[0]); k++)
+		ours = ours || !strcmp(argv[0], forwarded[k]);
+	if (!ours)
+		return -1;
+	/* Neither command has an option that takes a value. */
+	for (i = 1; i < argc && argv[i][0] == '-'; i++)
+		if (!strcmp(argv[i], "--"))
+			return -1;
+	herd_err_clear(&err);
+	if (i == argc || jobreg_find(argv[i], &e, &err) < 0 ||
+	    !remote_entry_is_remote(&e))
+		goto out;
+	if (!(args = calloc((size_t)argc + 1, sizeof(*args)))) {
+		cli_error("out of memory");
+		status = 1;
+		goto out;
+	}
+	memcpy(args, argv, (size_t)argc * sizeof(*args));
+	args[i] = e.id;
+	status = remote_proxy(&e, argc, args);
+out:
+	free(args);
+	jobreg_entry_clear(&e);
+	return status;
+}
+
 int remote_query(const struct jobreg_entry *e, int argc, char **argv,
 		 char **out, size_t max, struct herd_err *err)
 {

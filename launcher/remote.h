@@ -59,6 +59,15 @@ int remote_run(const char *host, const char *job_path, bool json);
  * from RUNDIR/job.yaml, else e->job_file, read from e->cwd. */
 int remote_proxy(const struct jobreg_entry *e, int argc, char **argv);
 
+/* For commands that reach a job through its control socket (attach,
+ * stop): argv (argv[0] the command) names a job by its first argument
+ * that is not an option; when the registry says that job runs on another
+ * host (remote_entry_is_remote()), runs the command there through
+ * remote_proxy() with the job's id in that place.  Returns the exit status
+ * then, or -1 when the command is to run here (not one of those, no
+ * such job, a job on this machine). */
+int remote_forward(int argc, char **argv);
+
 /* As remote_proxy(), without a terminal: stdin empty, stdout captured
  * into *out (malloc'd, NUL-terminated, at most max bytes: more is an
  * error), stderr's last line into err when the status is not 0.  For
