@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -27,6 +28,7 @@
 
 #include "cli.h"
 #include "herd/file.h"
+#include "herd/render.h"
 #include "herd/jobreg.h"
 #include "herd/spec.h"
 #include "herd/version.h"
@@ -60,6 +62,9 @@ struct remote_conn {
 	struct nodecache_bin herd, agent;
 	char *dir; /* ssh.agent_dir/herd-VERSION-HASH on HOST */
 	char *remote_herd; /* dir/herd */
+	/* HERD_PROXIED=TOKEN, the remote herd's environment: TOKEN (random)
+	 * finds that process again for a Ctrl-C (remote_interrupt()). */
+	char env[64];
 };
 
 /* Where each stream of the remote command goes. */
@@ -80,15 +85,18 @@ struct remote_pump {
 	char tail[REMOTE_ERR_TAIL];
 	size_t tail_len;
 	int sig_fd; /* self-pipe of SIGINT/SIGTERM/SIGHUP, or -1 */
+	const char *env; /* HERD_PROXIED=TOKEN of the remote command */
 };
 
 static int sig_pipe[2] = {-1, -1};
+
+static void remote_channel_close(ssh_channel ch);
 
 bool remote_entry_is_remote(const struct jobreg_entry *e)
 {
 	const char *here = getenv(REMOTE_PROXIED_ENV);
 
-	return e && e->host && e->host[0] && !(here && !strcmp(here, "1"));
+	return e && e->host && e->host[0] && !(here && here[0]);
 }
 
 static void remote_conn_close(struct remote_conn *c)
@@ -115,7 +123,14 @@ static int remote_connect(struct remote_conn *c, const struct spec *spec,
 	char why[512];
 	ssize_t n;
 
+	unsigned char rnd[8];
+
 	c->host = host;
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return herd_errprintf(err, "getrandom: %s", strerror(errno));
+	snprintf(c->env, sizeof(c->env),
+		 REMOTE_PROXIED_ENV "=%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0],
+		 rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
 	n = readlink("/proc/self/exe", c->self, sizeof(c->self) - 1);
 	if (n < 0)
 		return herd_errprintf(err,
@@ -232,6 +247,44 @@ static long now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+/* Sends SIGINT to the remote command: as an SSH "signal" request, which
+ * sshd refuses in some set-ups (root logins, no privilege separation),
+ * and from a second command that finds the process by its HERD_PROXIED
+ * token (its environment: readable only by the same user).  Blocks for
+ * one round trip. */
+static void remote_interrupt(struct remote_pump *p)
+{
+	static const char script[] =
+	    "for f in $(grep -lzxF -e \"$1\" /proc/[0-9]*/environ "
+	    "2>/dev/null); do f=${f#/proc/}; kill -INT \"${f%/environ}\" "
+	    "2>/dev/null; done; exit 0";
+	char *q_script = render_shell_quote(script),
+	     *q_env = p->env ? render_shell_quote(p->env) : NULL, *cmd = NULL;
+	char buf[256];
+	ssh_channel ch = NULL;
+
+	ssh_channel_request_send_signal(p->ch, "INT");
+	if (!p->env || !q_script || !q_env ||
+	    asprintf(&cmd, "exec /bin/sh -c %s herd-interrupt %s", q_script,
+		     q_env) < 0) {
+		cmd = NULL;
+		goto out;
+	}
+	ssh_set_blocking(p->s, 1);
+	ch = ssh_channel_new(p->s);
+	if (ch && ssh_channel_open_session(ch) == SSH_OK &&
+	    ssh_channel_request_exec(ch, cmd) == SSH_OK)
+		while (ssh_channel_read_timeout(ch, buf, sizeof(buf), 0,
+						REMOTE_INT_GRACE_MS) > 0)
+			;
+	remote_channel_close(ch);
+	ssh_set_blocking(p->s, 0);
+out:
+	free(q_script);
+	free(q_env);
+	free(cmd);
 }
 
 /* What remote_pump() ended with, besides an exit status. */
@@ -358,10 +411,9 @@ static enum pump_end remote_pump(struct remote_pump *p, int *status)
 					break; /* the second Ctrl-C */
 				}
 				/* The remote command decides (attach
-				 * detaches); sshd may not pass signals on:
-				 * then the session is dropped after the
-				 * grace. */
-				ssh_channel_request_send_signal(p->ch, "INT");
+				 * detaches); the session is dropped when
+				 * it has not ended after the grace. */
+				remote_interrupt(p);
 				int_at = now_ms();
 			}
 		}
@@ -381,8 +433,7 @@ out:
 static ssh_channel remote_start(struct remote_conn *c, char *const *args,
 				size_t n_args, struct herd_err *err)
 {
-	char *cmd = nodecache_start_command(c->dir, &c->herd,
-					    REMOTE_PROXIED_ENV "=1",
+	char *cmd = nodecache_start_command(c->dir, &c->herd, c->env,
 					    (const char *const *)args, n_args);
 	ssh_channel ch = NULL;
 
@@ -489,6 +540,7 @@ static int proxy_run(const struct jobreg_entry *e, int argc, char **argv,
 	if (!(p->ch = remote_start(&c, argv, (size_t)argc, err)))
 		goto out;
 	p->s = c.s;
+	p->env = c.env;
 	end = remote_pump(p, &status);
 	switch (end) {
 	case PUMP_EXITED:
