@@ -12,13 +12,15 @@
 #include "cli.h"
 #include "herd/runlog.h"
 #include "herd/svgplot.h"
+#include "jobview.h"
 #include "rundir.h"
 
 static void status_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: herd status RUNDIR|LOGDIR|JOB.yaml [--json]\n"
+		"usage: herd status RUNDIR|LOGDIR|JOB.yaml|JOB [--json]\n"
 		"\n"
+		"JOB is a job id or name as `herd list` shows them.\n"
 		"Summarises one run of a job from its run directory (events.jsonl\n"
 		"and metrics.jsonl), while it runs or after it ended: job, run id,\n"
 		"state (running, or ended with its exit status), the attempts and\n"
@@ -27,8 +29,10 @@ static void status_usage(FILE *out)
 		"network), the slowest node, the checkpoints resumed from and\n"
 		"where the logs are.  Given a job file, its log.dir/latest is read;\n"
 		"given a log.dir, its latest run.  A job counts as running until\n"
-		"its job_end event is written.  Lines that cannot be parsed are\n"
-		"skipped and counted.\n"
+		"its job_end event is written, or lost when its controller is gone\n"
+		"without writing it (`herd run --resume RUNDIR` starts it again).\n"
+		"Lines that cannot be parsed are skipped and counted.  A job that\n"
+		"runs on another host (herd run --detach --on) is asked there.\n"
 		"\n"
 		"  --json      one JSON object instead of text\n"
 		"  -h, --help  show this text\n"
@@ -76,7 +80,8 @@ static struct node_counts count_nodes(const struct runlog *rl)
 	return c;
 }
 
-static json_t *status_json(const struct runlog *rl)
+static json_t *status_json(const struct runlog *rl,
+			   const struct jobreg_entry *e)
 {
 	json_t *o = json_object(), *a = json_array(), *nl = json_array();
 	json_t *cp = json_array(), *m;
@@ -93,8 +98,10 @@ static json_t *status_json(const struct runlog *rl)
 		json_object_set_new(o, "mode", json_string(rl->mode));
 	if (rl->transport)
 		json_object_set_new(o, "transport", json_string(rl->transport));
-	json_object_set_new(o, "state",
-			    json_string(rl->ended ? "ended" : "running"));
+	json_object_set_new(
+	    o, "state", json_string(jobview_state_name(jobview_state(e, rl))));
+	if (e->pid > 0)
+		json_object_set_new(o, "pid", json_integer(e->pid));
 	if (rl->ended) {
 		json_object_set_new(o, "exit_status",
 				    json_integer(rl->end_status));
@@ -197,11 +204,13 @@ static void print_value(const char *label, const char *key,
 	*first = 0;
 }
 
-static void status_text(const struct runlog *rl)
+static void status_text(const struct runlog *rl,
+			const struct jobreg_entry *e)
 {
 	struct node_counts c = count_nodes(rl);
 	int64_t start = run_start(rl);
 	int shown = 0;
+	bool lost = false;
 
 	printf("job %s, run %s", rl->job ? rl->job : "?",
 	       rl->run_id ? rl->run_id : "?");
@@ -219,7 +228,13 @@ static void status_text(const struct runlog *rl)
 	} else {
 		int64_t last = rl->last_metrics_t;
 
-		printf("state: running (no job_end yet)");
+		lost = jobview_state(e, rl) == JOBVIEW_LOST;
+		if (lost)
+			printf("state: lost (no job_end, and its controller, "
+			       "pid %ld, is gone)",
+			       e->pid);
+		else
+			printf("state: running (no job_end yet)");
 		if (rl->n_attempts)
 			printf(", attempt %d",
 			       rl->attempts[rl->n_attempts - 1].attempt);
@@ -238,6 +253,10 @@ static void status_text(const struct runlog *rl)
 			printf(" ago");
 	}
 	printf("\n");
+	if (lost)
+		printf("resume: herd run --resume %s (from the newest complete "
+		       "checkpoint)\n",
+		       rl->dir);
 	for (size_t i = 0; i < rl->n_attempts; i++) {
 		const struct runlog_attempt *a = &rl->attempts[i];
 
@@ -342,6 +361,7 @@ int cmd_status(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	struct runlog *rl;
+	struct jobreg_entry e;
 	int json = 0, c, status;
 
 	optind = 1;
@@ -365,11 +385,22 @@ int cmd_status(int argc, char **argv)
 		status_usage(stderr);
 		return EXIT_SPEC;
 	}
-	rl = rundir_open("status", argv[optind], VIEW_TAIL, &status);
-	if (!rl)
+	if (jobview_resolve("status", argv[optind], &e, &status) < 0)
 		return status;
+	if (remote_entry_is_remote(&e)) {
+		char *rargv[] = {"status", json ? "--json" : e.id, e.id};
+
+		status = remote_proxy(&e, json ? 3 : 2, rargv);
+		jobreg_entry_clear(&e);
+		return status;
+	}
+	rl = rundir_read("status", e.run_dir, VIEW_TAIL, &status);
+	if (!rl) {
+		jobreg_entry_clear(&e);
+		return status;
+	}
 	if (json) {
-		json_t *o = status_json(rl);
+		json_t *o = status_json(rl, &e);
 		char *s = o ? json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS)
 			    : NULL;
 
@@ -377,14 +408,16 @@ int cmd_status(int argc, char **argv)
 		if (!s) {
 			cli_error("status: out of memory");
 			runlog_free(rl);
+			jobreg_entry_clear(&e);
 			return 1;
 		}
 		printf("%s\n", s);
 		free(s);
 	} else {
-		status_text(rl);
+		status_text(rl, &e);
 	}
 	runlog_free(rl);
+	jobreg_entry_clear(&e);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		cli_error("status: cannot write the output");
 		return 1;

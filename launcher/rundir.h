@@ -1,7 +1,8 @@
 /* rundir.h — what `herd status`, `herd top` and `herd report` are given:
- * a run directory (log.dir/RUN-ID), a log.dir (its `latest` is taken) or
- * a job file (its log.dir/latest, log.dir rendered and made absolute as
- * `herd run` does: relative to the current directory). */
+ * a run directory (log.dir/RUN-ID), a log.dir (its `latest` is taken), a
+ * job file (its log.dir/latest, log.dir rendered and made absolute as
+ * `herd run` does: relative to the current directory), or a job id or
+ * name of the registry (jobview.h). */
 #ifndef HERD_LAUNCHER_RUNDIR_H
 #define HERD_LAUNCHER_RUNDIR_H
 
@@ -21,6 +22,10 @@ struct runlog;
  * status (2: bad usage or job file, 1: unreadable).  metrics_tail: as
  * runlog_metrics_tail() (0: read all). */
 struct runlog *rundir_open(const char *cmd, const char *arg,
+			   uint64_t metrics_tail, int *status);
+
+/* As rundir_open() for the run directory dir itself. */
+struct runlog *rundir_read(const char *cmd, const char *dir,
 			   uint64_t metrics_tail, int *status);
 
 #endif

@@ -552,7 +552,7 @@ static int dup_entry(const struct jobreg_entry *e, struct jobreg_entry *out)
 static int entry_from_dir(const char *real, struct jobreg_entry *out,
 			  struct herd_err *err)
 {
-	char path[PATH_MAX + 16], ev[PATH_MAX + 16];
+	char path[PATH_MAX + 16], ev[PATH_MAX + 16], met[PATH_MAX + 16];
 	const char *base = strrchr(real, '/');
 	json_t *o = NULL;
 	struct stat st;
@@ -560,10 +560,12 @@ static int entry_from_dir(const char *real, struct jobreg_entry *out,
 	memset(out, 0, sizeof(*out));
 	snprintf(path, sizeof(path), "%s/run.json", real);
 	snprintf(ev, sizeof(ev), "%s/events.jsonl", real);
-	if (stat(path, &st) < 0 && stat(ev, &st) < 0)
+	snprintf(met, sizeof(met), "%s/metrics.jsonl", real);
+	/* runlog.h's words: the views said them before the registry. */
+	if (stat(path, &st) < 0 && stat(ev, &st) < 0 && stat(met, &st) < 0)
 		return herd_errprintf(err,
 				      "%s: not a run directory (no events.jsonl "
-				      "or run.json)",
+				      "or metrics.jsonl)",
 				      real);
 	if (!(out->id = strdup(base ? base + 1 : real)) ||
 	    !(out->run_dir = strdup(real)))

@@ -23,7 +23,7 @@ test_expect_success 'the commands are in herd --help and have --help' '
 test_expect_success 'errors: one line each, with the exit status' '
 	test_expect_code 2 herd status nowhere 2>err &&
 	test $(wc -l <err) = 1 &&
-	grep -x "herd: status: nowhere: No such file or directory" err &&
+	grep -x "herd: status: no job nowhere here (herd list shows yours)" err &&
 	mkdir plain &&
 	test_expect_code 2 herd top --once plain 2>err &&
 	test $(wc -l <err) = 1 &&

@@ -69,7 +69,7 @@ test_expect_success 'report errors: no -o, an unwritable place, a missing run; n
 	test $(wc -l <err) = 1 &&
 	grep -x "herd: report: cannot write nodir/r.html: No such file or directory" err &&
 	test_expect_code 2 herd report nowhere -o r.html 2>err &&
-	grep -x "herd: report: nowhere: No such file or directory" err &&
+	grep -x "herd: report: no job nowhere here (herd list shows yours)" err &&
 	test ! -e r.html &&
 	test -z "$(ls | grep "\.html\.")"
 '
