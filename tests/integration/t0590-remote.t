@@ -80,7 +80,7 @@ test_expect_success 'cluster of 2 nodes; a job of 2 ranks that ticks' '
 	log: {dir: runs/long}
 	launch:
 	  workdir: $PWD
-	  command: [sh, -c, "i=0; while :; do i=\$((i + 1)); echo tick \$i; sleep 0.2; done"]
+	  command: "i=0; while :; do i=\$((i + 1)); echo tick \$i; sleep 0.2; done"
 	EOF
 	herd validate long.yaml
 '
@@ -112,8 +112,12 @@ test_expect_success 'no secret and no byte of the job file on a command line; th
 
 test_expect_success 'no route from here to the nodes for longer than health.timeout: the job goes on (seen from node 1 and the shared file system)' '
 	route_cut &&
-	! herd status "$JOB_ID" >st.out 2>st.err &&
+	test_expect_code 255 herd status "$JOB_ID" >st.out 2>st.err &&
 	cat st.err &&
+	test "$(wc -l <st.err)" = 1 &&
+	grep -q "$N1" st.err &&
+	herd list >list.cut &&
+	grep "$JOB_ID" list.cut | grep -q "unknown ($N1 unreachable)" &&
 	before=$(ticks 0) &&
 	t0=$(date +%s) &&
 	# health.timeout is 2 s: 6 s without the launching machine
@@ -154,6 +158,13 @@ test_expect_success 'herd attach through the proxy: live output; Ctrl-C ends the
 	kill -INT $ATT &&
 	wait_exit $ATT 10 &&
 	test "$WAIT_RC" = 0 &&
+	grep -q "detached from $JOB_ID" att.err &&
+	# the remote attach ended too (not only its session)
+	_i=0 &&
+	while ps -e -o args= | grep -q "^[^ ]*/herd attach $JOB_ID"; do
+		_i=$((_i + 1)) && test $_i -lt 100 || false
+		sleep 0.05   # poll interval of a bounded wait
+	done &&
 	now=$(ticks 0) &&
 	wait_ticks_past 0 $((now + 3)) &&
 	cluster_exec "$N1" kill -0 "$CTL_PID"
