@@ -86,6 +86,7 @@ struct remote_pump {
 	size_t tail_len;
 	int sig_fd; /* self-pipe of SIGINT/SIGTERM/SIGHUP, or -1 */
 	const char *env; /* HERD_PROXIED=TOKEN of the remote command */
+	bool ch_ran;	 /* the remote command was started */
 };
 
 static int sig_pipe[2] = {-1, -1};
@@ -541,6 +542,7 @@ static int proxy_run(const struct jobreg_entry *e, int argc, char **argv,
 		goto out;
 	p->s = c.s;
 	p->env = c.env;
+	p->ch_ran = true;
 	end = remote_pump(p, &status);
 	switch (end) {
 	case PUMP_EXITED:
@@ -594,7 +596,11 @@ int remote_proxy(const struct jobreg_entry *e, int argc, char **argv)
 	}
 	p.sig_fd = remote_signals();
 	status = proxy_run(e, argc, argv, &p, &end, &err);
-	if (err.text[0] && end != PUMP_INTERRUPTED)
+	if (err.text[0] && end == PUMP_BROKEN && !p.ch_ran)
+		cli_error("%s: %s; the job there is not affected (try again "
+			  "once %s answers)",
+			  e->id, err.text, e->host);
+	else if (err.text[0] && end != PUMP_INTERRUPTED)
 		cli_error("%s: %s", e->id, err.text);
 	return status;
 }
