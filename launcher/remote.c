@@ -695,12 +695,15 @@ static int register_here(const char *host, const struct spec *spec,
 	json_t *id = json_object_get(o, "id"), *dir = json_object_get(o,
 								   "run_dir");
 	json_t *pid = json_object_get(o, "pid");
+	struct jobreg_entry old = {0};
 
 	herd_err_clear(&err);
 	if (!json_is_string(id) || !json_is_string(dir))
 		return -1;
 	*id_out = strdup(json_string_value(id));
 	*dir_out = strdup(json_string_value(dir));
+	if (!*id_out || !*dir_out)
+		return -1;
 	e.id = (char *)json_string_value(id);
 	e.run_dir = (char *)json_string_value(dir);
 	e.name = spec->name;
@@ -711,10 +714,21 @@ static int register_here(const char *host, const struct spec *spec,
 	e.pid = json_is_integer(pid) ? (long)json_integer_value(pid) : 0;
 	e.started_ms = unix_ms();
 	e.detached = true;
+	/* A home shared with HOST: the remote herd registered the job in
+	 * this very registry; its pid and socket stay (herd acts on them
+	 * there, remote_entry_is_remote()), the host is added. */
+	if (jobreg_find(e.id, &old, &err) == 0 && !old.host &&
+	    old.run_dir && !strcmp(old.run_dir, e.run_dir)) {
+		e.pid = old.pid;
+		e.sock = old.sock;
+		e.started_ms = old.started_ms;
+	}
+	herd_err_clear(&err);
 	if (jobreg_write(&e, &err) < 0)
 		cli_error("warning: job %s runs on %s but is not registered "
 			  "here (%s); reach it with `herd attach %s`",
 			  e.id, host, err.text, e.run_dir);
+	jobreg_entry_clear(&old);
 	return 0;
 }
 

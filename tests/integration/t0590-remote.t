@@ -26,11 +26,13 @@ route_back() {
 # Whatever happens, the route comes back, the controller is gone and the
 # nodes' registry loses this test's entry (the EXIT trap, before the
 # cluster is torn down).
-CTL_PID= JOB_ID=
+CTL_PID= JOB_ID= SHARED_PID= SHARED_ID=
 cleanup() {
 	route_back 2>/dev/null
 	[ -z "$CTL_PID" ] || kill -9 "$CTL_PID" 2>/dev/null
 	[ -z "$JOB_ID" ] || rm -f "$NODE_JOBS/$JOB_ID.json"
+	[ -z "$SHARED_PID" ] || kill -9 "$SHARED_PID" 2>/dev/null
+	[ -z "$SHARED_ID" ] || rm -f "$NODE_JOBS/$SHARED_ID.json"
 	return 0
 }
 
@@ -183,6 +185,36 @@ test_expect_success 'herd stop through the proxy: the job ends, nothing is left 
 	node_clean 1 && node_clean 2 &&
 	herd status "$JOB_ID" >st2.out &&
 	cat st2.out
+'
+
+test_expect_success 'a home shared with HOST (one registry): the entry keeps the controller'"'"'s pid and socket and gains the host' '
+	HOME=/root herd run --detach --json --on "$N1" long.yaml >shared.json &&
+	SHARED_ID=$(jq -r .id shared.json) &&
+	jq -e --arg h "$N1" ".host == \$h" shared.json &&
+	e=$NODE_JOBS/$SHARED_ID.json &&
+	jq -e --arg h "$N1" ".host == \$h and .pid > 0 and (.sock | type) == \"string\"" "$e" &&
+	SHARED_PID=$(jq -r .pid "$e") &&
+	test "$(ip netns identify "$SHARED_PID")" = "herd-$HERD_CLUSTER_ID-n1"
+'
+
+# Needs ctlclient_find() (launcher/ctlclient.c) to refuse only entries for
+# which remote_entry_is_remote() holds, not every entry with a host: the
+# herd that the proxy runs on HOST (HERD_PROXIED set) must act there.
+test_expect_failure 'a home shared with HOST: herd stop through the proxy acts on HOST, not through HOST again' '
+	HOME=/root herd stop "$SHARED_ID" --wait >sstop.out 2>sstop.err;
+	cat sstop.err &&
+	grep -q "ended" sstop.err
+'
+
+test_expect_success 'a home shared with HOST: the job ends (SIGTERM to its controller), nothing is left on any node' '
+	kill "$SHARED_PID" 2>/dev/null;
+	_i=0 &&
+	while kill -0 "$SHARED_PID" 2>/dev/null; do
+		_i=$((_i + 1)) && test $_i -lt 200 || false
+		sleep 0.05   # poll interval of a bounded wait
+	done &&
+	rm -f "$NODE_JOBS/$SHARED_ID.json" &&
+	node_clean 1 && node_clean 2
 '
 
 test_expect_success 'a wrong host key on HOST is refused as for nodes: nothing runs there' '
