@@ -42,18 +42,30 @@ ticks() {
 		awk '$1 == "tick" { print $2 }'
 }
 
-# wait_ticks_past R N [S]: rank R's log reaches a tick above N (S s, 10).
-wait_ticks_past() {
-	_wt_i=0
-	while [ "$(ticks "$1")" -le "$2" ] 2>/dev/null || [ -z "$(ticks "$1")" ]; do
-		_wt_i=$((_wt_i + 1))
-		[ $_wt_i -lt $((${3:-10} * 20)) ] || {
-			echo "rank $1: no tick past $2 in ${3:-10} s" >&2
+# within S CMD...: poll until CMD succeeds, at most S seconds.
+within() {
+	_w_end=$(($(date +%s%3N) + $1 * 1000))
+	shift
+	until "$@"; do
+		[ "$(date +%s%3N)" -lt $_w_end ] || {
+			echo "not within the time: $*" >&2
 			return 1
 		}
 		sleep 0.05   # poll interval of a bounded wait
 	done
 }
+
+# tick_past R N: rank R's log has a tick above N.
+tick_past() {
+	_tp=$(ticks "$1")
+	[ -n "$_tp" ] && [ "$_tp" -gt "$2" ]
+}
+
+# wait_ticks_past R N [S]: rank R's log reaches a tick above N (S s, 10).
+wait_ticks_past() { within "${3:-10}" tick_past "$1" "$2"; }
+
+gone() { ! kill -0 "$1" 2>/dev/null; }
+no_remote_attach() { ! ps -e -o args= | grep -q "^[^ ]*/herd attach $1"; }
 
 # node_clean I: nothing but sshd runs in node I's namespace.
 node_clean() {
@@ -150,23 +162,13 @@ test_expect_success 'herd logs through the proxy: every rank, tagged' '
 test_expect_success 'herd attach through the proxy: live output; Ctrl-C ends the attach (exit 0), never the job' '
 	herd attach "$JOB_ID" >att.out 2>att.err &
 	ATT=$! &&
-	wait_file att.out &&
-	_i=0 &&
-	while ! grep -q "tick" att.out; do
-		_i=$((_i + 1)) && test $_i -lt 200 || break
-		sleep 0.05   # poll interval of a bounded wait
-	done &&
-	grep -q "^\[[01]\] tick" att.out &&
+	within 10 grep -q "^\[[01]\] tick" att.out &&
 	kill -INT $ATT &&
 	wait_exit $ATT 10 &&
 	test "$WAIT_RC" = 0 &&
 	grep -q "detached from $JOB_ID" att.err &&
 	# the remote attach ended too (not only its session)
-	_i=0 &&
-	while ps -e -o args= | grep -q "^[^ ]*/herd attach $JOB_ID"; do
-		_i=$((_i + 1)) && test $_i -lt 100 || false
-		sleep 0.05   # poll interval of a bounded wait
-	done &&
+	within 5 no_remote_attach "$JOB_ID" &&
 	now=$(ticks 0) &&
 	wait_ticks_past 0 $((now + 3)) &&
 	cluster_exec "$N1" kill -0 "$CTL_PID"
@@ -175,11 +177,7 @@ test_expect_success 'herd attach through the proxy: live output; Ctrl-C ends the
 test_expect_success 'herd stop through the proxy: the job ends, nothing is left on any node' '
 	herd stop "$JOB_ID" --wait >stop.out 2>stop.err;
 	cat stop.out stop.err &&
-	_i=0 &&
-	while kill -0 "$CTL_PID" 2>/dev/null; do
-		_i=$((_i + 1)) && test $_i -lt 200 || false
-		sleep 0.05   # poll interval of a bounded wait
-	done &&
+	within 10 gone "$CTL_PID" &&
 	CTL_PID= &&
 	jq -e "select(.event == \"job_end\")" "$RUN_DIR/events.jsonl" &&
 	node_clean 1 && node_clean 2 &&
@@ -208,11 +206,7 @@ test_expect_failure 'a home shared with HOST: herd stop through the proxy acts o
 
 test_expect_success 'a home shared with HOST: the job ends (SIGTERM to its controller), nothing is left on any node' '
 	kill "$SHARED_PID" 2>/dev/null;
-	_i=0 &&
-	while kill -0 "$SHARED_PID" 2>/dev/null; do
-		_i=$((_i + 1)) && test $_i -lt 200 || false
-		sleep 0.05   # poll interval of a bounded wait
-	done &&
+	within 10 gone "$SHARED_PID" &&
 	rm -f "$NODE_JOBS/$SHARED_ID.json" &&
 	node_clean 1 && node_clean 2
 '
