@@ -189,7 +189,19 @@ int jobrun_open(const char *job_file, const char *resume,
 		status = EXIT_SPEC;
 		goto out;
 	}
-	/* Paths next to the job file: the original one, also on resume. */
+	/* Paths next to the job file (launch.workdir, checkpoint.dir, and
+	 * nodes.hostfile, which resolve.c finds next to spec->path): the
+	 * original one, also on resume. */
+	if (resume) {
+		char *p = strdup(file);
+
+		if (!p) {
+			cli_error("run: out of memory");
+			goto out;
+		}
+		free((*spec)->path);
+		(*spec)->path = p;
+	}
 	if (cli_job_paths(*spec, file) < 0) {
 		cli_error("run: cannot resolve paths next to %s", file);
 		goto out;
@@ -253,7 +265,7 @@ int jobrun_register(struct logtree *lt, const char *name,
 		    struct herd_err *err)
 {
 	struct jobreg_entry e = {0};
-	char cwd[PATH_MAX], sock[PATH_MAX];
+	char cwd[PATH_MAX], sock[PATH_MAX], machine[256];
 	struct herd_err serr;
 	struct timeval tv;
 	json_t *run = NULL;
@@ -275,6 +287,10 @@ int jobrun_register(struct logtree *lt, const char *name,
 	e.detached = detached;
 	e.job_file = (char *)opt->job_file;
 	e.cwd = cwd;
+	if (gethostname(machine, sizeof(machine)) == 0) {
+		machine[sizeof(machine) - 1] = '\0';
+		e.machine = machine;
+	}
 	/* Where this run's control socket is (ctl_sock.c listens there);
 	 * none when the socket directory is refused: list then goes by the
 	 * pid alone. */

@@ -191,6 +191,17 @@ int jobview_controller_alive(const struct jobreg_entry *e)
 
 	if (e->host)
 		return -1;
+	/* A controller on another machine sharing this home: neither its
+	 * socket nor its pid is to be seen from here. */
+	if (e->machine) {
+		char me[256];
+
+		if (gethostname(me, sizeof(me)) < 0)
+			return -1;
+		me[sizeof(me) - 1] = '\0';
+		if (strcmp(me, e->machine))
+			return -1;
+	}
 	s = socket_answers(e->sock);
 	if (s >= 0)
 		return s;

@@ -32,7 +32,8 @@ enum jobview_state {
 
 /* Whether the controller of e runs: its socket answers, or (no socket
  * there) its pid is a herd.  1 alive, 0 gone, -1 not known (no pid: an
- * unregistered run directory, or an entry with a host). */
+ * unregistered run directory; an entry with a host; a controller on
+ * another machine that shares this home). */
 int jobview_controller_alive(const struct jobreg_entry *e);
 
 /* The state of a run read into rl, with e's controller. */

@@ -248,6 +248,7 @@ void jobreg_entry_clear(struct jobreg_entry *e)
 	free(e->cwd);
 	free(e->sock);
 	free(e->remote_herd);
+	free(e->machine);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -273,6 +274,8 @@ char *jobreg_entry_json(const struct jobreg_entry *e)
 
 	if (!o)
 		return NULL;
+	if (e->machine)
+		json_object_set_new(o, "machine", json_string(e->machine));
 	s = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return s;
@@ -313,7 +316,8 @@ int jobreg_entry_parse(const char *text, size_t len, struct jobreg_entry *out,
 	    get_str(o, "job_file", &out->job_file) < 0 ||
 	    get_str(o, "cwd", &out->cwd) < 0 ||
 	    get_str(o, "sock", &out->sock) < 0 ||
-	    get_str(o, "remote_herd", &out->remote_herd) < 0) {
+	    get_str(o, "remote_herd", &out->remote_herd) < 0 ||
+	    get_str(o, "machine", &out->machine) < 0) {
 		herd_errprintf(err, "an entry needs string id and run_dir");
 		goto out;
 	}
@@ -536,7 +540,8 @@ static int dup_entry(const struct jobreg_entry *e, struct jobreg_entry *out)
 #define DUP(f) (e->f && !(out->f = strdup(e->f)))
 	memset(out, 0, sizeof(*out));
 	if (DUP(id) || DUP(name) || DUP(run_dir) || DUP(host) ||
-	    DUP(job_file) || DUP(cwd) || DUP(sock) || DUP(remote_herd)) {
+	    DUP(job_file) || DUP(cwd) || DUP(sock) || DUP(remote_herd) ||
+	    DUP(machine)) {
 		jobreg_entry_clear(out);
 		return -1;
 	}
@@ -617,7 +622,7 @@ int jobreg_find(const char *job, struct jobreg_entry *out,
 		bool same = r && !strcmp(r, real);
 
 		free(r);
-		if (same && !v[i].host)
+		if (same)
 			break;
 	}
 	if (!real) {

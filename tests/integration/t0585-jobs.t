@@ -161,10 +161,11 @@ test_expect_success 'logs: every rank prefixed, one rank as written, one node, o
 	rm go go2
 '
 
-test_expect_success 'logs over ssh: --node names the ranks of that node' '
+test_expect_success 'logs over ssh: --node names the ranks of that node; --resume finds a relative hostfile next to the original job file' '
+	printf "%s\n%s\n" $(cluster_node 1) $(cluster_node 2) >hosts.txt &&
 	{
 		echo "name: ssh2"
-		echo "nodes: {hosts: \"$TWO\", slots: 1}"
+		echo "nodes: {hostfile: hosts.txt, slots: 1}"
 		echo "ssh: {identity: $HERD_CLUSTER_KEY, known_hosts: $HERD_CLUSTER_KNOWN_HOSTS}"
 		echo "restart: {max: 0}"
 		echo "log: {dir: \"runs/{{name}}\"}"
@@ -172,7 +173,13 @@ test_expect_success 'logs over ssh: --node names the ranks of that node' '
 	} >ssh2.yaml &&
 	herd run ssh2.yaml >out 2>err &&
 	herd logs --node $(cluster_node 2) ssh2 >n2 &&
-	echo "[1] rank 1 on $(cluster_node 2)" >expect && test_cmp expect n2
+	echo "[1] rank 1 on $(cluster_node 2)" >expect && test_cmp expect n2 &&
+	first=$(readlink runs/ssh2/latest) &&
+	(cd / && herd run --resume "$OLDPWD/runs/ssh2/$first") >out 2>err &&
+	test "$(readlink runs/ssh2/latest)" != "$first" &&
+	herd logs ssh2 >all &&
+	printf "[0] rank 0 on %s\n[1] rank 1 on %s\n" $(cluster_node 1) $(cluster_node 2) >expect &&
+	test_cmp expect all
 '
 
 test_expect_success 'kill -9 of the controller: list and status say lost and how to resume; --resume from elsewhere starts again from the newest complete checkpoint' '
@@ -187,6 +194,15 @@ test_expect_success 'kill -9 of the controller: list and status say lost and how
 	grep "^state: lost (no job_end, and its controller, pid $HERD_PID, is gone)" st &&
 	grep -x "resume: herd run --resume $PWD/runs/resume/$old (from the newest complete checkpoint)" st &&
 	herd logs --rank 0 $old | grep "^step 12/" &&
+	# run on another login node sharing this home: its pid means
+	# nothing here, the job is not called lost
+	reg=.local/state/herd/jobs &&
+	jq -e ".machine == \"$(hostname)\"" $reg/$old.json &&
+	cp $reg/$old.json entry.saved &&
+	jq -c ".machine = \"another-login-node\"" entry.saved >$reg/$old.json &&
+	test "$(list_state $old)" = running &&
+	cp entry.saved $reg/$old.json &&
+	test "$(list_state $old)" = lost &&
 	# the agents stop the ranks (health.timeout 3s)
 	fo_no_train_left 15 &&
 	(cd / && herd run --resume "$OLDPWD/runs/resume/$old") >out.resumed 2>err.resumed &&

@@ -363,6 +363,7 @@ static void test_entry_json(void **s)
 
 	(void)s;
 	entry(&e, "id1", NULL, "/r", 12);
+	e.machine = "login2";
 	assert_non_null(text = jobreg_entry_json(&e));
 	/* The contract's keys, null where unset. */
 	assert_non_null(strstr(text, "\"host\":null"));
@@ -373,6 +374,7 @@ static void test_entry_json(void **s)
 	assert_int_equal(jobreg_entry_parse(text, strlen(text), &got, &err),
 			 0);
 	assert_string_equal(got.id, "id1");
+	assert_string_equal(got.machine, "login2");
 	assert_null(got.name);
 	jobreg_entry_clear(&got);
 	free(text);
