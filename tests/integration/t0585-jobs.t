@@ -1,6 +1,6 @@
 #!/bin/sh
 
-test_description='the job registry and its views: herd list shows a foreground run running then ended; herd status by id, name, run dir and job file (lost once its controller is gone); herd logs per rank, node and attempt, -f into the next attempt until job_end; herd run --resume after kill -9 of the controller starts again from the newest complete checkpoint (the PyTorch example on 2 sshd nodes); a second user sees none of it'
+test_description='the job registry and its views: herd list shows a foreground run running then ended; herd status (top, report) by id, name, run dir and job file (lost once its controller is gone); herd logs per rank, node and attempt, -f into the next attempt until job_end; herd run --resume after kill -9 of the controller starts again from the newest complete checkpoint (the PyTorch example on 2 sshd nodes); a second user sees none of it'
 
 . "$(dirname "$0")/test-lib.sh"
 . "$HERD_ROOT/tests/cluster/lib.sh"
@@ -117,6 +117,8 @@ test_expect_success 'status by id, by name, by run dir and by job file: the same
 		jq -e --arg id $ID ".run == \$id and .state == \"ended\" and .exit_status == 3" $f || return 1
 	done &&
 	herd status $ID | grep "^state: ended, exit status 3" &&
+	herd top --once fg >top && grep "ended, exit status 3" top &&
+	herd report $ID -o fg.html && grep -q "$ID" fg.html &&
 	test_expect_code 2 herd status no-such-job 2>err &&
 	test "$(wc -l <err)" = 1 &&
 	grep -x "herd: status: no job no-such-job here (herd list shows yours)" err
