@@ -129,7 +129,14 @@ static int open_own(int fd, const char *shown_parent, const char *name,
 		 strcmp(shown_parent, "/") ? shown_parent : "", name);
 	nfd = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (nfd < 0 && errno == ENOENT && create) {
-		if (mkdirat(fd, name, 0700) < 0 && errno != EEXIST) {
+		if (mkdirat(fd, name, 0700) == 0) {
+			/* Exactly 0700, whatever the umask. */
+			if (fchmodat(fd, name, 0700, AT_SYMLINK_NOFOLLOW) < 0) {
+				herd_errprintf(err, "cannot chmod %s: %s",
+					       shown, strerror(errno));
+				goto out;
+			}
+		} else if (errno != EEXIST) {
 			herd_errprintf(err, "cannot create %s: %s", shown,
 				       strerror(errno));
 			goto out;
