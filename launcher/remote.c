@@ -721,6 +721,7 @@ static int register_here(const char *host, const struct spec *spec,
 	    old.run_dir && !strcmp(old.run_dir, e.run_dir)) {
 		e.pid = old.pid;
 		e.sock = old.sock;
+		e.machine = old.machine;
 		e.started_ms = old.started_ms;
 	}
 	herd_err_clear(&err);
