@@ -225,12 +225,12 @@ int cmd_run(int argc, char **argv)
 	if (!job && !resume && optind == argc - 1)
 		job = argv[optind++];
 	if (optind != argc || !(job || resume) || (json && !opt.detach) ||
-	    (opt.detach && opt.dry_run) || (on && (!opt.detach || !job))) {
+	    (opt.detach && opt.dry_run) || (on && !opt.detach)) {
 		usage(stderr);
 		return EXIT_SPEC;
 	}
 	if (on)
-		return remote_run(on, job, json);
+		return remote_run(on, job, resume, json);
 	if ((status = remote_job_input(cwd, job_stdin, &job_text, &job_len)))
 		return status;
 	/* --job-stdin's bytes are the job (remote.c sent them); until

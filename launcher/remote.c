@@ -733,7 +733,8 @@ static int register_here(const char *host, const struct spec *spec,
 	return 0;
 }
 
-int remote_run(const char *host, const char *job_path, bool json)
+int remote_run(const char *host, const char *job_path, const char *resume,
+	       bool json)
 {
 	struct remote_conn c = {0};
 	struct remote_pump p = {.in_fd = -1, .out_fd = -1,
@@ -745,12 +746,23 @@ int remote_run(const char *host, const char *job_path, bool json)
 			    *dir = NULL;
 	char *args[] = {"run",   "--detach", "--json", "--job-stdin",
 			"--cwd", cwd,	     "--job-file", NULL};
+	char *resume_args[] = {"run", "--detach", "--json", "--resume", NULL};
+	char *rdir = NULL, *rjob = NULL;
 	size_t len;
 	json_t *o = NULL;
 	int status = 1;
 	enum pump_end end;
 
 	herd_err_clear(&err);
+	/* --resume RUNDIR: the old run's job.yaml has the settings. */
+	if (resume && (!(rdir = realpath(resume, NULL)) ||
+		       asprintf(&rjob, "%s/job.yaml", rdir) < 0)) {
+		cli_error("run --resume: %s: %s", resume, strerror(errno));
+		free(rdir);
+		return EXIT_SPEC;
+	}
+	if (resume)
+		job_path = rjob;
 	if (!(text = file_read(job_path, SPEC_FILE_MAX, &len))) {
 		cli_error("run: %s: %s", job_path,
 			  errno == EFBIG ? "larger than 1 MiB; not a job file"
@@ -768,18 +780,20 @@ int remote_run(const char *host, const char *job_path, bool json)
 		goto out;
 	}
 	args[7] = abs;
+	resume_args[4] = rdir;
 	if (!(p.cap = malloc(p.cap_max + 1))) {
 		cli_error("out of memory");
 		goto out;
 	}
 	if (remote_connect(&c, spec, host, true, &err) < 0 ||
-	    !(p.ch = remote_start(&c, args, 8, &err))) {
+	    !(p.ch = resume ? remote_start(&c, resume_args, 5, &err)
+			    : remote_start(&c, args, 8, &err))) {
 		cli_error("run: %s", err.text);
 		goto out;
 	}
 	p.cap[0] = '\0';
 	p.s = c.s;
-	p.mem = text;
+	p.mem = resume ? NULL : text; /* resume: the run dir has it */
 	p.mem_len = len;
 	end = remote_pump(&p, &status);
 	if (end != PUMP_EXITED) {
@@ -828,6 +842,8 @@ out:
 	free(abs);
 	free(id);
 	free(dir);
+	free(rdir);
+	free(rjob);
 	return status;
 }
 

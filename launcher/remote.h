@@ -45,8 +45,11 @@ bool remote_entry_is_remote(const struct jobreg_entry *e);
  * its run dir, how to attach; json: one object {id, run_dir, host}).
  * The remote herd's messages go to stderr as they come.  Returns the exit
  * status to leave with: the remote herd's, or 1 / 2 after one line on
- * stderr naming HOST and what to do. */
-int remote_run(const char *host, const char *job_path, bool json);
+ * stderr naming HOST and what to do.  With resume (a run directory, job_path
+ * NULL) it runs `herd run --detach --json --resume RUNDIR` there instead,
+ * with the settings of RUNDIR/job.yaml. */
+int remote_run(const char *host, const char *job_path, const char *resume,
+	       bool json);
 
 /* Runs `REMOTE_HERD argv[0] ... argv[argc-1]` on e->host for the job of
  * e (argv[0] is the command: attach, stop, status, logs...), relaying

@@ -185,6 +185,26 @@ test_expect_success 'herd stop through the proxy: the job ends, nothing is left 
 	cat st2.out
 '
 
+test_expect_success 'the controller on HOST dies (kill -9): the agents stop every rank after health.timeout; herd list says lost; herd run --detach --on HOST --resume RUNDIR starts the job again there' '
+	herd run --detach --on "$N1" --resume "$RUN_DIR" >res.out 2>res.err &&
+	RES_ID=$(awk "\$1 == \"job\" { print \$2 }" res.out) &&
+	RES_DIR=$(sed -n "s/^run dir //p" res.out) &&
+	test "$RES_DIR" != "$RUN_DIR" &&
+	grep -q "resuming $JOB_ID" res.err &&
+	CTL_PID=$(jq -r .pid "$NODE_JOBS/$RES_ID.json") &&
+	test "$(ip netns identify "$CTL_PID")" = "herd-$HERD_CLUSTER_ID-n1" &&
+	RUN_DIR=$RES_DIR &&
+	wait_ticks_past 0 3 &&
+	cluster_exec "$N1" kill -9 "$CTL_PID" &&
+	within 10 gone "$CTL_PID" &&
+	CTL_PID= &&
+	# health.timeout 2 s, then SIGTERM and SIGKILL after health.grace 2 s
+	within 12 node_clean 1 && within 12 node_clean 2 &&
+	herd list >list.lost &&
+	grep "$RES_ID" list.lost | grep -q lost &&
+	rm -f "$NODE_JOBS/$RES_ID.json"
+'
+
 test_expect_success 'a home shared with HOST (one registry): the entry keeps the controller'"'"'s pid and socket and gains the host' '
 	HOME=/root herd run --detach --json --on "$N1" long.yaml >shared.json &&
 	SHARED_ID=$(jq -r .id shared.json) &&
