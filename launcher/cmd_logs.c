@@ -465,35 +465,31 @@ static int follow(struct logs *l, const struct jobreg_entry *e)
 		}
 		if (find_ranks(l) < 0 || ranks_update(l, false) < 0)
 			return 1;
+		if (!l->fixed_attempt) {
+			char dir[PATH_MAX];
+
+			/* The next attempt's logs exist once its directory
+			 * does, and the current ones are then complete: one
+			 * attempt after the other, none skipped. */
+			if (attempt_dir(l, l->attempt + 1, dir, sizeof(dir)) ==
+				0 &&
+			    access(dir, F_OK) == 0) {
+				if (ranks_update(l, true) < 0)
+					return 1;
+				ranks_close(l);
+				l->attempt++;
+				fprintf(stderr, "herd: logs: attempt %d\n",
+					l->attempt);
+				continue;
+			}
+		}
+		/* After any newer attempt: a job may end in the next
+		 * attempt between two looks. */
 		if (l->ended) {
 			/* Everything was written before job_end. */
 			if (find_ranks(l) < 0 || ranks_update(l, true) < 0)
 				return 1;
 			return 0;
-		}
-		if (!l->fixed_attempt) {
-			int next = newest_attempt(l->dir);
-
-			if (l->max_attempt > next)
-				next = l->max_attempt;
-			/* The next attempt's logs exist once its
-			 * directory does; the old ones are complete. */
-			if (next > l->attempt) {
-				char dir[PATH_MAX];
-
-				if (attempt_dir(l, next, dir, sizeof(dir)) ==
-					0 &&
-				    access(dir, F_OK) == 0) {
-					if (ranks_update(l, true) < 0)
-						return 1;
-					ranks_close(l);
-					l->attempt = next;
-					fprintf(stderr,
-						"herd: logs: attempt %d\n",
-						next);
-					continue;
-				}
-			}
 		}
 		if (now_ms() - alive_at >= LOGS_ALIVE_MS) {
 			alive_at = now_ms();
