@@ -24,21 +24,23 @@
 
 static void list_usage(FILE *out)
 {
-	fprintf(out,
-		"usage: herd list [--json]\n"
-		"\n"
-		"The jobs you ran on this machine (every herd run registers its\n"
-		"job in $XDG_STATE_HOME/herd/jobs, default\n"
-		"~/.local/state/herd/jobs), newest first: id, name, state, the\n"
-		"latest attempt, its nodes, when it started and its run\n"
-		"directory.  State is running, ended (status N), lost (no job_end\n"
-		"and its controller is gone: `herd run --resume RUNDIR` starts it\n"
-		"again), gone (its run directory was removed); a job started on\n"
-		"another host (herd run --detach --on HOST) is asked there, and is\n"
-		"unknown (HOST unreachable) when HOST does not answer.\n"
-		"\n"
-		"  --json      one JSON array of objects instead of the table\n"
-		"  -h, --help  show this text\n");
+	fprintf(
+	    out,
+	    "usage: herd list [--json]\n"
+	    "\n"
+	    "The jobs you ran on this machine (every herd run registers its\n"
+	    "job in $XDG_STATE_HOME/herd/jobs, default\n"
+	    "~/.local/state/herd/jobs), newest first: id, name, state, the\n"
+	    "latest attempt, its nodes, when it started and its run\n"
+	    "directory.  State is running, ended (status N), lost (no job_end\n"
+	    "and its controller is gone: `herd run --resume RUNDIR` starts it\n"
+	    "again), gone (its run directory was removed); a job started on\n"
+	    "another host (herd run --detach --on HOST) is asked there, and "
+	    "is\n"
+	    "unknown (HOST unreachable) when HOST does not answer.\n"
+	    "\n"
+	    "  --json      one JSON array of objects instead of the table\n"
+	    "  -h, --help  show this text\n");
 }
 
 struct row {
@@ -123,13 +125,13 @@ static void remote_row(struct row *r)
 	if (!r->state_word)
 		r->state_word = "unknown";
 	/* state_word must outlive o: take a static name. */
-	r->state_word = !strcmp(r->state_word, "ended")	  ? "ended"
-			: !strcmp(r->state_word, "lost")  ? "lost"
+	r->state_word = !strcmp(r->state_word, "ended")	    ? "ended"
+			: !strcmp(r->state_word, "lost")    ? "lost"
 			: !strcmp(r->state_word, "running") ? "running"
 							    : "unknown";
 	if (!strcmp(r->state_word, "ended")) {
-		r->status = (int)json_integer_value(
-		    json_object_get(o, "exit_status"));
+		r->status =
+		    (int)json_integer_value(json_object_get(o, "exit_status"));
 		snprintf(r->state, sizeof(r->state), "ended (status %d)",
 			 r->status);
 	} else {
@@ -139,10 +141,10 @@ static void remote_row(struct row *r)
 	if (json_is_array(a) && json_array_size(a)) {
 		json_t *last = json_array_get(a, json_array_size(a) - 1);
 
-		r->attempt = (int)json_integer_value(
-		    json_object_get(last, "attempt"));
-		r->nodes = (int)json_integer_value(
-		    json_object_get(last, "nodes"));
+		r->attempt =
+		    (int)json_integer_value(json_object_get(last, "attempt"));
+		r->nodes =
+		    (int)json_integer_value(json_object_get(last, "nodes"));
 	}
 out:
 	json_decref(o);
@@ -203,9 +205,9 @@ static void print_table(const struct row *rows, size_t n)
 				 r->e->run_dir);
 		else
 			snprintf(dir, sizeof(dir), "%s", r->e->run_dir);
-		printf("%-*s  %-*s  %-*s  %7s  %5s  %-19s  %s\n", wid,
-		       r->e->id, wname, r->e->name ? r->e->name : "-", wstate,
-		       r->state, att, nodes, r->started, dir);
+		printf("%-*s  %-*s  %-*s  %7s  %5s  %-19s  %s\n", wid, r->e->id,
+		       wname, r->e->name ? r->e->name : "-", wstate, r->state,
+		       att, nodes, r->started, dir);
 	}
 }
 

@@ -50,27 +50,28 @@
 
 static void logs_usage(FILE *out)
 {
-	fprintf(out,
-		"usage: herd logs JOB [--rank R | --node HOST] [-f] [--attempt N]\n"
-		"\n"
-		"Prints a job's rank output from its run directory (the rank\n"
-		"logs herd writes, attempt-N/rank-R.log): every rank, each line\n"
-		"prefixed [R] as the live output, or one rank (as written) or the\n"
-		"ranks of one node.  The latest attempt unless --attempt.  JOB is\n"
-		"a job id or name (herd list), a run directory, a log.dir (its\n"
-		"latest run) or a job file (its log.dir/latest).\n"
-		"\n"
-		"  --rank R       only rank R, without a prefix\n"
-		"  --node HOST    only the ranks HOST ran in that attempt\n"
-		"  --attempt N    attempt N instead of the latest\n"
-		"  -f, --follow   keep printing what is written, into the next\n"
-		"                 attempt, until the job ends (job_end) or\n"
-		"                 Ctrl-C; a rank log not there yet is waited for\n"
-		"  -h, --help     show this text\n"
-		"\n"
-		"Exit status: 0 printed; 1 a file could not be read, or the\n"
-		"controller is gone (-f); 2 bad usage or no such job, rank, node\n"
-		"or attempt.\n");
+	fprintf(
+	    out,
+	    "usage: herd logs JOB [--rank R | --node HOST] [-f] [--attempt N]\n"
+	    "\n"
+	    "Prints a job's rank output from its run directory (the rank\n"
+	    "logs herd writes, attempt-N/rank-R.log): every rank, each line\n"
+	    "prefixed [R] as the live output, or one rank (as written) or the\n"
+	    "ranks of one node.  The latest attempt unless --attempt.  JOB is\n"
+	    "a job id or name (herd list), a run directory, a log.dir (its\n"
+	    "latest run) or a job file (its log.dir/latest).\n"
+	    "\n"
+	    "  --rank R       only rank R, without a prefix\n"
+	    "  --node HOST    only the ranks HOST ran in that attempt\n"
+	    "  --attempt N    attempt N instead of the latest\n"
+	    "  -f, --follow   keep printing what is written, into the next\n"
+	    "                 attempt, until the job ends (job_end) or\n"
+	    "                 Ctrl-C; a rank log not there yet is waited for\n"
+	    "  -h, --help     show this text\n"
+	    "\n"
+	    "Exit status: 0 printed; 1 a file could not be read, or the\n"
+	    "controller is gone (-f); 2 bad usage or no such job, rank, node\n"
+	    "or attempt.\n");
 }
 
 struct rank_log {
@@ -82,11 +83,11 @@ struct rank_log {
 
 struct logs {
 	const char *dir;
-	int want_rank;	     /* --rank, or -1 */
-	const char *node;    /* --node, or NULL */
-	int attempt;	     /* the attempt shown */
-	bool fixed_attempt;  /* --attempt */
-	bool prefix;	     /* "[R] " */
+	int want_rank;	    /* --rank, or -1 */
+	const char *node;   /* --node, or NULL */
+	int attempt;	    /* the attempt shown */
+	bool fixed_attempt; /* --attempt */
+	bool prefix;	    /* "[R] " */
 	struct rank_log *r;
 	size_t n;
 
@@ -94,7 +95,7 @@ struct logs {
 	int ev_fd;
 	char *ev_part;
 	size_t ev_len;
-	bool ev_skip; /* inside an over-long line */
+	bool ev_skip;	 /* inside an over-long line */
 	int max_attempt; /* newest attempt_start seen */
 	bool ended;
 	int end_status;
@@ -212,8 +213,7 @@ static int events_update(struct logs *l)
 static int attempt_dir(const struct logs *l, int attempt, char *buf,
 		       size_t size)
 {
-	return snprintf(buf, size, "%s/attempt-%d", l->dir, attempt) <
-			       (int)size
+	return snprintf(buf, size, "%s/attempt-%d", l->dir, attempt) < (int)size
 		   ? 0
 		   : -1;
 }
@@ -289,8 +289,8 @@ static int find_ranks(struct logs *l)
 		size_t i;
 
 		snprintf(key, sizeof(key), "%d", l->attempt);
-		list = json_object_get(json_object_get(l->ranks_of, key),
-				       l->node);
+		list =
+		    json_object_get(json_object_get(l->ranks_of, key), l->node);
 		json_array_foreach(list, i, v)
 		{
 			if (add_rank(l, (int)json_integer_value(v)) < 0)
@@ -432,8 +432,8 @@ static void nodes_of(const struct logs *l, char *buf, size_t size)
 	snprintf(key, sizeof(key), "%d", l->attempt);
 	json_object_foreach(json_object_get(l->ranks_of, key), host, v)
 	{
-		int k = snprintf(buf + off, size - off, "%s%s",
-				 off ? ", " : "", host);
+		int k = snprintf(buf + off, size - off, "%s%s", off ? ", " : "",
+				 host);
 
 		(void)v;
 		if (k < 0 || (size_t)k >= size - off)

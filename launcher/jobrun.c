@@ -13,12 +13,12 @@
 
 #include "cli.h"
 #include "ctl.h"
-#include "jobrun.h"
 #include "herd/file.h"
 #include "herd/jobreg.h"
 #include "herd/logtree.h"
 #include "herd/spec.h"
 #include "herd/version.h"
+#include "jobrun.h"
 #include "resolve.h"
 
 /* run.json is a few hundred bytes; a path is at most PATH_MAX. */
@@ -70,8 +70,7 @@ static char *abs_path(const char *path)
 
 	if (path[0] == '/')
 		return strdup(path);
-	if (!getcwd(cwd, sizeof(cwd)) ||
-	    asprintf(&abs, "%s/%s", cwd, path) < 0)
+	if (!getcwd(cwd, sizeof(cwd)) || asprintf(&abs, "%s/%s", cwd, path) < 0)
 		return NULL;
 	return abs;
 }
@@ -94,8 +93,8 @@ static int read_run_json(const char *dir, char **job_file, char **cwd,
 		return -1;
 	}
 	o = json_loadb(text, len, 0, NULL);
-	if (!o || json_unpack(o, "{s:s, s:s, s?b, s?s}", "job_file", &jf,
-			      "cwd", &wd, "verbose", &v, "id", &rid) < 0) {
+	if (!o || json_unpack(o, "{s:s, s:s, s?b, s?s}", "job_file", &jf, "cwd",
+			      &wd, "verbose", &v, "id", &rid) < 0) {
 		cli_error("run --resume: %s: not what herd wrote (needs "
 			  "job_file and cwd)",
 			  path);
@@ -275,8 +274,9 @@ int jobrun_register(struct logtree *lt, const char *name,
 	if (!opt->job_file)
 		return 0;
 	if (!getcwd(cwd, sizeof(cwd)))
-		return herd_errprintf(err, "cannot read the current "
-					   "directory: %s",
+		return herd_errprintf(err,
+				      "cannot read the current "
+				      "directory: %s",
 				      strerror(errno));
 	gettimeofday(&tv, NULL);
 	e.id = (char *)logtree_run_id(lt);

@@ -12,10 +12,10 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "jobview.h"
 #include "herd/render.h"
 #include "herd/runlog.h"
 #include "herd/spec.h"
+#include "jobview.h"
 
 /* log.dir of the job file at path, rendered ({{name}}) and made absolute
  * against the current directory, as herd run makes it.  NULL after saying
@@ -46,7 +46,8 @@ static char *job_log_dir(const char *cmd, const char *path, int *status)
 	}
 	if (dir[0] == '/')
 		return dir;
-	if (!getcwd(cwd, sizeof(cwd)) || asprintf(&abs, "%s/%s", cwd, dir) < 0) {
+	if (!getcwd(cwd, sizeof(cwd)) ||
+	    asprintf(&abs, "%s/%s", cwd, dir) < 0) {
 		cli_error("%s: cannot make %s absolute", cmd, dir);
 		*status = 1;
 		abs = NULL;
@@ -216,7 +217,7 @@ enum jobview_state jobview_state(const struct jobreg_entry *e,
 	if (rl->ended)
 		return JOBVIEW_ENDED;
 	return jobview_controller_alive(e) == 0 ? JOBVIEW_LOST
-						 : JOBVIEW_RUNNING;
+						: JOBVIEW_RUNNING;
 }
 
 const char *jobview_state_name(enum jobview_state s)

@@ -30,7 +30,8 @@ __attribute__((weak)) int remote_query(const struct jobreg_entry *e, int argc,
 	(void)argv;
 	(void)max;
 	*out = NULL;
-	return herd_errprintf(err, "remote jobs: not built into this herd "
-				   "(%s on %s)",
+	return herd_errprintf(err,
+			      "remote jobs: not built into this herd "
+			      "(%s on %s)",
 			      e->id, e->host);
 }

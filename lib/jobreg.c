@@ -45,8 +45,9 @@ static int check_own(int fd, const char *shown, bool strict,
 		return herd_errprintf(err, "cannot stat %s: %s", shown,
 				      strerror(errno));
 	if (!S_ISDIR(st.st_mode))
-		return herd_errprintf(err, "%s is not a directory; move it "
-					   "away",
+		return herd_errprintf(err,
+				      "%s is not a directory; move it "
+				      "away",
 				      shown);
 	if (st.st_uid != geteuid())
 		return herd_errprintf(err,
@@ -101,8 +102,7 @@ static int open_base(const char *base, bool create, struct herd_err *err)
 	if (fd < 0)
 		return herd_errprintf(err, "cannot open %s: %s", base,
 				      strerror(errno));
-	if (fstat(fd, &st) < 0 ||
-	    (st.st_uid != 0 && st.st_uid != geteuid()) ||
+	if (fstat(fd, &st) < 0 || (st.st_uid != 0 && st.st_uid != geteuid()) ||
 	    ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))) {
 		close(fd);
 		return herd_errprintf(err,
@@ -192,8 +192,8 @@ static int state_home(char *buf, size_t size, struct herd_err *err)
 			return herd_errprintf(err,
 					      "no home directory (HOME unset): "
 					      "set XDG_STATE_HOME");
-		if ((size_t)snprintf(buf, size, "%s/.local/state",
-				     pw.pw_dir) >= size)
+		if ((size_t)snprintf(buf, size, "%s/.local/state", pw.pw_dir) >=
+		    size)
 			return herd_errprintf(err, "home path too long");
 		return 0;
 	}
@@ -357,10 +357,9 @@ static int write_atomic(int dfd, const char *shown, const char *name,
 			rnd = (unsigned int)i;
 		snprintf(tmp, sizeof(tmp), ".%s.tmp-%ld-%08x", name,
 			 (long)getpid(), rnd);
-		fd = openat(dfd, tmp,
-			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-				O_CLOEXEC,
-			    0600);
+		fd = openat(
+		    dfd, tmp,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd >= 0 || errno != EEXIST)
 			break;
 	}
@@ -511,7 +510,8 @@ int jobreg_list(struct jobreg_entry **out, size_t *n, struct herd_err *err)
 		if (read_entry(dirfd(dp), d->d_name, &e) < 0)
 			continue;
 		/* The file name is the id: another name is no entry. */
-		if (strlen(e.id) != len - 5 || strncmp(e.id, d->d_name, len - 5)) {
+		if (strlen(e.id) != len - 5 ||
+		    strncmp(e.id, d->d_name, len - 5)) {
 			jobreg_entry_clear(&e);
 			continue;
 		}
@@ -575,10 +575,11 @@ static int entry_from_dir(const char *real, struct jobreg_entry *out,
 	snprintf(met, sizeof(met), "%s/metrics.jsonl", real);
 	/* runlog.h's words: the views said them before the registry. */
 	if (stat(path, &st) < 0 && stat(ev, &st) < 0 && stat(met, &st) < 0)
-		return herd_errprintf(err,
-				      "%s: not a run directory (no events.jsonl "
-				      "or metrics.jsonl)",
-				      real);
+		return herd_errprintf(
+		    err,
+		    "%s: not a run directory (no events.jsonl "
+		    "or metrics.jsonl)",
+		    real);
 	if (!(out->id = strdup(base ? base + 1 : real)) ||
 	    !(out->run_dir = strdup(real)))
 		goto oom;
@@ -601,8 +602,7 @@ oom:
 	return herd_errprintf(err, "out of memory");
 }
 
-int jobreg_find(const char *job, struct jobreg_entry *out,
-		struct herd_err *err)
+int jobreg_find(const char *job, struct jobreg_entry *out, struct herd_err *err)
 {
 	struct jobreg_entry *v = NULL;
 	struct stat st;
@@ -637,8 +637,8 @@ int jobreg_find(const char *job, struct jobreg_entry *out,
 			;
 		/* Newest first: the first with the name is the newest. */
 		if (i == n)
-			for (i = 0; i < n && !(v[i].name &&
-					       !strcmp(v[i].name, job));
+			for (i = 0;
+			     i < n && !(v[i].name && !strcmp(v[i].name, job));
 			     i++)
 				;
 	}

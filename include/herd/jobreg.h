@@ -33,8 +33,7 @@
 /* Every string is malloc'd and owned by the entry (jobreg_entry_clear());
  * name, host, job_file, cwd, sock, remote_herd, machine may be NULL. */
 struct jobreg_entry {
-	char *id, *name, *run_dir, *host, *job_file, *cwd, *sock,
-	    *remote_herd;
+	char *id, *name, *run_dir, *host, *job_file, *cwd, *sock, *remote_herd;
 	/* The machine the controller runs on (gethostname()): a home shared
 	 * by several login nodes holds one registry, and a pid means
 	 * something on its own machine only.  NULL: not known. */

@@ -280,8 +280,8 @@ static void test_find(void **s)
 		 root);
 	snprintf(run2, sizeof(run2), "%s/logs/train/20261201-060000.000-bbbb",
 		 root);
-	snprintf(other, sizeof(other),
-		 "%s/logs/train/20261201-070000.000-cccc", root);
+	snprintf(other, sizeof(other), "%s/logs/train/20261201-070000.000-cccc",
+		 root);
 	{
 		char cmd[2000];
 
@@ -371,8 +371,7 @@ static void test_entry_json(void **s)
 	assert_non_null(strstr(text, "\"remote_herd\":null"));
 	assert_non_null(strstr(text, "\"detached\":false"));
 	assert_non_null(strstr(text, "\"started\":12"));
-	assert_int_equal(jobreg_entry_parse(text, strlen(text), &got, &err),
-			 0);
+	assert_int_equal(jobreg_entry_parse(text, strlen(text), &got, &err), 0);
 	assert_string_equal(got.id, "id1");
 	assert_string_equal(got.machine, "login2");
 	assert_null(got.name);
@@ -452,13 +451,13 @@ static void test_sock_dir(void **s)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_empty_and_dir, fresh),
-		cmocka_unit_test_setup(test_write_list, fresh),
-		cmocka_unit_test_setup(test_list_skips, fresh),
-		cmocka_unit_test_setup(test_refused, fresh),
-		cmocka_unit_test_setup(test_find, fresh),
-		cmocka_unit_test_setup(test_entry_json, fresh),
-		cmocka_unit_test_setup(test_sock_dir, fresh),
+	    cmocka_unit_test_setup(test_empty_and_dir, fresh),
+	    cmocka_unit_test_setup(test_write_list, fresh),
+	    cmocka_unit_test_setup(test_list_skips, fresh),
+	    cmocka_unit_test_setup(test_refused, fresh),
+	    cmocka_unit_test_setup(test_find, fresh),
+	    cmocka_unit_test_setup(test_entry_json, fresh),
+	    cmocka_unit_test_setup(test_sock_dir, fresh),
 	};
 
 	unsetenv("XDG_RUNTIME_DIR");
