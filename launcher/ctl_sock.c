@@ -69,6 +69,15 @@ struct ctl_sock {
 	struct sock_client *clients[CTL_SOCK_CLIENTS_MAX];
 	int n_clients;
 	long status_timer, reap_timer;
+	/* Output lines of one loop turn (most often one OUTPUT chunk of
+	 * many lines), sent as one frame when the turn ends (flush_timer),
+	 * the stream changes or PROTO_CTL_DATA_MAX is reached: a busy job
+	 * costs herd one frame and one write per client per chunk, not per
+	 * line. */
+	char pend[PROTO_CTL_DATA_MAX];
+	size_t pend_len;
+	int pend_fd;
+	long flush_timer;
 };
 
 static void client_free(struct sock_client *cl)
@@ -165,6 +174,8 @@ static json_t *info_body(struct ctl *c, const char *message)
 	return b;
 }
 
+static void out_flush(struct ctl_sock *s);
+
 static void on_status(struct loop *loop, void *arg)
 {
 	struct ctl_sock *s = arg;
@@ -172,6 +183,7 @@ static void on_status(struct loop *loop, void *arg)
 	bool any = false;
 
 	s->status_timer = 0;
+	out_flush(s); /* the lines before it come first */
 	for (int i = 0; i < s->n_clients; i++) {
 		struct sock_client *cl = s->clients[i];
 
@@ -341,12 +353,53 @@ const char *ctl_sock_path(const struct ctl *c)
 	return c->sock ? c->sock->path : NULL;
 }
 
-void ctl_sock_output(struct ctl *c, int fd, const struct iovec *iov, int iovcnt)
+/* Sends data (at most PROTO_CTL_DATA_MAX bytes of fd's lines) to every
+ * attached client, counting what a full one misses. */
+static void out_send(struct ctl_sock *s, int fd, const char *data, size_t len)
+{
+	json_t *body = json_pack("{s:s}", "kind", fd == 2 ? "err" : "out");
+	char *frame = NULL;
+	size_t flen = 0;
+
+	if (body)
+		frame = proto_encode(PROTO_CTL_MSG, body, data, len, &flen,
+				     NULL);
+	json_decref(body);
+	if (!frame)
+		return;
+	for (int i = 0; i < s->n_clients; i++) {
+		struct sock_client *cl = s->clients[i];
+
+		if (!cl->attached || cl->dead)
+			continue;
+		client_tell_missed(cl);
+		if (cl->missed || client_put(cl, frame, flen) == 1)
+			cl->missed += len;
+	}
+	free(frame);
+}
+
+static void out_flush(struct ctl_sock *s)
+{
+	if (s->pend_len)
+		out_send(s, s->pend_fd, s->pend, s->pend_len);
+	s->pend_len = 0;
+}
+
+static void on_flush(struct loop *loop, void *arg)
+{
+	struct ctl_sock *s = arg;
+
+	(void)loop;
+	s->flush_timer = 0;
+	out_flush(s);
+}
+
+void ctl_sock_output(struct ctl *c, int fd, const struct iovec *iov,
+		     int iovcnt)
 {
 	struct ctl_sock *s = c->sock;
-	char *data = NULL, *frame = NULL;
-	size_t len = 0, off = 0, flen = 0;
-	json_t *body = NULL;
+	size_t len = 0;
 	int attached = 0;
 
 	if (!s)
@@ -357,56 +410,65 @@ void ctl_sock_output(struct ctl *c, int fd, const struct iovec *iov, int iovcnt)
 		return;
 	for (int i = 0; i < iovcnt; i++)
 		len += iov[i].iov_len;
-	if (!len || !(data = malloc(len)))
-		return;
+	if (s->pend_len && (s->pend_fd != fd ||
+			    s->pend_len + len > sizeof(s->pend)))
+		out_flush(s);
+	s->pend_fd = fd;
 	for (int i = 0; i < iovcnt; i++) {
-		memcpy(data + off, iov[i].iov_base, iov[i].iov_len);
-		off += iov[i].iov_len;
-	}
-	body = json_pack("{s:s}", "kind", fd == 2 ? "err" : "out");
-	/* A line longer than a frame's data (a cut line with a long tag)
-	 * travels in pieces. */
-	for (off = 0; body && off < len; off += PROTO_CTL_DATA_MAX) {
-		size_t piece = len - off < PROTO_CTL_DATA_MAX
-				   ? len - off
-				   : PROTO_CTL_DATA_MAX;
+		const char *p = iov[i].iov_base;
+		size_t left = iov[i].iov_len;
 
-		frame = proto_encode(PROTO_CTL_MSG, body, data + off, piece,
-				     &flen, NULL);
-		if (!frame)
-			break;
-		for (int i = 0; i < s->n_clients; i++) {
-			struct sock_client *cl = s->clients[i];
+		/* A cut line with a long tag may pass one frame: pieces. */
+		while (left > 0) {
+			size_t room = sizeof(s->pend) - s->pend_len;
+			size_t n = left < room ? left : room;
 
-			if (!cl->attached || cl->dead)
-				continue;
-			client_tell_missed(cl);
-			if (cl->missed || client_put(cl, frame, flen) == 1)
-				cl->missed += piece;
+			memcpy(s->pend + s->pend_len, p, n);
+			s->pend_len += n;
+			p += n;
+			left -= n;
+			if (s->pend_len == sizeof(s->pend))
+				out_flush(s);
 		}
-		free(frame);
 	}
-	json_decref(body);
-	free(data);
+	if (s->pend_len && !s->flush_timer)
+		s->flush_timer = loop_timer_add(c->loop, 0, on_flush, s);
 }
 
 void ctl_sock_end(struct ctl *c, int status)
 {
 	struct ctl_sock *s = c->sock;
+	json_t *end_body;
 	int64_t end;
 
 	if (!s)
 		return;
+	out_flush(s);
 	for (int i = 0; i < s->n_clients; i++) {
 		struct sock_client *cl = s->clients[i];
 
 		if (cl->dead || (!cl->attached && !cl->wants_end))
 			continue;
-		client_tell_missed(cl);
-		client_send(cl,
-			    json_pack("{s:s, s:i}", "kind", "end", "status",
-				      status & 255),
-			    NULL, 0);
+		/* Past the bound: the last words are small and must come. */
+		if (cl->missed) {
+			char text[160];
+			int n = snprintf(text, sizeof(text),
+					 "[herd: attach: %" PRIu64
+					 " bytes of output missed; the rank "
+					 "logs have them]\n",
+					 cl->missed);
+			json_t *b = json_pack("{s:s, s:I}", "kind", "err",
+					      "missed",
+					      (json_int_t)cl->missed);
+
+			conn_send(cl->conn, PROTO_CTL_MSG, b, text, (size_t)n,
+				  NULL);
+			json_decref(b);
+		}
+		end_body = json_pack("{s:s, s:i}", "kind", "end", "status",
+				     status & 255);
+		conn_send(cl->conn, PROTO_CTL_MSG, end_body, NULL, 0, NULL);
+		json_decref(end_body);
 	}
 	/* The loop has stopped: wait a little, with a bound, for clients
 	 * to take what is queued (a stopped client costs at most this). */
@@ -429,6 +491,7 @@ void ctl_sock_free(struct ctl *c)
 		client_free(s->clients[i]);
 	loop_timer_del(c->loop, s->status_timer);
 	loop_timer_del(c->loop, s->reap_timer);
+	loop_timer_del(c->loop, s->flush_timer);
 	loop_fd_del(c->loop, s->fd);
 	close(s->fd);
 	unlink(s->path);
