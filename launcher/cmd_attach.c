@@ -232,6 +232,8 @@ int cmd_attach(int argc, char **argv)
 	if (a.log_fd >= 0 && lseek(a.log_fd, 0, SEEK_END) >= 0)
 		a.log_timer = loop_timer_add(a.loop, ATTACH_LOG_MS, on_log, &a);
 	loop_run(a.loop);
+	if (a.log_fd >= 0) /* herd's last words (the summary) */
+		on_log(a.loop, &a);
 	if (a.detached) {
 		status_hide(&a);
 		fprintf(stderr,
