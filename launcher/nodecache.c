@@ -82,8 +82,8 @@ int nodecache_bin_init(struct nodecache_bin *b, const char *path,
 	b->sha256[2 * mdlen] = '\0';
 	b->size = total;
 	b->path = path;
-	snprintf(b->name, sizeof(b->name), "%s-%s-%.12s", prefix,
-		 HERD_VERSION, b->sha256);
+	snprintf(b->name, sizeof(b->name), "%s-%s-%.12s", prefix, HERD_VERSION,
+		 b->sha256);
 	rc = 0;
 out:
 	EVP_MD_CTX_free(ctx);
@@ -98,11 +98,11 @@ out:
  *   exec /bin/sh -c 'SCRIPT' herd-agent 'AGENT_DIR' 'NAME' 'SHA256' ['SIZE']
  *   exec /bin/sh -c 'SCRIPT' herd-agent 'AGENT_DIR' 'NAME' 'SHA256' 'ENV'
  *	['ARG'...]
- * (upload, start) where every value is one single-quoted word (render_shell_quote()),
- * never text pasted into the script.  They need sh, id, stat, sha256sum,
- * tr, mktemp, head, chmod, mv and mkdir: GNU coreutils, as on every Debian
- * node.  "~" needs an absolute $HOME there: an empty one would turn
- * ~/.cache/herd into /.cache/herd.
+ * (upload, start) where every value is one single-quoted word
+ * (render_shell_quote()), never text pasted into the script.  They need
+ * sh, id, stat, sha256sum, tr, mktemp, head, chmod, mv and mkdir: GNU
+ * coreutils, as on every Debian node.  "~" needs an absolute $HOME there:
+ * an empty one would turn ~/.cache/herd into /.cache/herd.
  *
  * CACHE_CHECK, shared by both: ssh.agent_dir ("~" is $HOME there) is
  * resolved to its physical path P (cd -P; pwd -P), and P and every
@@ -135,7 +135,7 @@ out:
 	"[ -n \"$u\" ] || u=$(id -u) || exit 1\n"                              \
 	/* One line, whatever the paths in it hold: a newline in a name must   \
 	 * not start a line that herd would take for the reason. */            \
-	"say() { printf \"" NODECACHE_REASON_TAG "%s\\n\" "                          \
+	"say() { printf \"" NODECACHE_REASON_TAG "%s\\n\" "                    \
 	"\"$(printf %s \"$*\" | tr '\\n' '?')\" >&2; }\n"                      \
 	"bad() { say \"$*\"; exit 98; }\n"                                     \
 	"case $d in \"~\" | \"~/\"*) case $HOME in /*) ;; *) "                 \
@@ -154,7 +154,8 @@ out:
 	"set -- \"$@\" \"$q\"\n"                                               \
 	"[ \"$q\" = / ] && break\n"                                            \
 	"i=$((i + 1)); [ $i -le " NODECACHE_DEPTH " ] || bad \"refusing the "  \
-	"herd-agent cache $l: $q is more than " NODECACHE_DEPTH " directories " \
+	"herd-agent cache $l: $q is more than " NODECACHE_DEPTH                \
+	" directories "                                                        \
 	"deep; set ssh.agent_dir to a shorter path\"\n"                        \
 	"q=${q%/*}; q=${q:-/}\n"                                               \
 	"done\n"                                                               \
@@ -324,9 +325,9 @@ void nodecache_reason(ssh_channel ch, char *out, size_t outlen)
 	 * buffer, its older half goes.  At most 64 buffers in all, in case
 	 * the command is still running. */
 	while (total < 64 * NODECACHE_STDERR_MAX &&
-	       (got = ssh_channel_read_timeout(ch, buf + len,
-					       (uint32_t)(NODECACHE_STDERR_MAX - len),
-					       1, 1000)) > 0) {
+	       (got = ssh_channel_read_timeout(
+		    ch, buf + len, (uint32_t)(NODECACHE_STDERR_MAX - len), 1,
+		    1000)) > 0) {
 		len += (size_t)got;
 		total += (size_t)got;
 		if (len == NODECACHE_STDERR_MAX) {
@@ -502,8 +503,7 @@ int nodecache_ensure(ssh_session s, const char *dir,
 			snprintf(had, sizeof(had), "%s", why);
 			snprintf(why, whylen,
 				 "checking %s in %s ended with status %d%s%s",
-				 b->name, dir, status, had[0] ? ": " : "",
-				 had);
+				 b->name, dir, status, had[0] ? ": " : "", had);
 		}
 		return -1;
 	}

@@ -29,7 +29,7 @@
 #define NODECACHE_MISSING 97
 /* The remote scripts exit with this after one line on stderr, tagged
  * NODECACHE_REASON_TAG, saying what is wrong (unsafe cache, full disk). */
-#define NODECACHE_REFUSED 98
+#define NODECACHE_REFUSED    98
 #define NODECACHE_REASON_TAG "herd-agent-error: "
 /* The cache when ssh.agent_dir is not set ("~" is $HOME on the node). */
 #define NODECACHE_DEFAULT_DIR "~/.cache/herd"

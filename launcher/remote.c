@@ -28,8 +28,8 @@
 
 #include "cli.h"
 #include "herd/file.h"
-#include "herd/render.h"
 #include "herd/jobreg.h"
+#include "herd/render.h"
 #include "herd/spec.h"
 #include "herd/version.h"
 #include "nodecache.h"
@@ -46,9 +46,9 @@
 #define REMOTE_INT_GRACE_MS 3000
 /* A session whose peer went away (HOST down, route gone) is found by TCP
  * keepalive: idle 10 s, then 5 probes 3 s apart, about 25 s in all. */
-#define REMOTE_KEEPIDLE_S 10
+#define REMOTE_KEEPIDLE_S  10
 #define REMOTE_KEEPINTVL_S 3
-#define REMOTE_KEEPCNT 5
+#define REMOTE_KEEPCNT	   5
 /* The last line of a queried command's stderr that err gets. */
 #define REMOTE_ERR_TAIL 512
 
@@ -57,10 +57,10 @@ struct remote_conn {
 	const char *host;
 	struct sshsess_cfg cfg;
 	ssh_session s;
-	char self[PATH_MAX];	       /* this herd */
+	char self[PATH_MAX];		/* this herd */
 	char agent_path[PATH_MAX + 16]; /* its herd-agent */
 	struct nodecache_bin herd, agent;
-	char *dir; /* ssh.agent_dir/herd-VERSION-HASH on HOST */
+	char *dir;	   /* ssh.agent_dir/herd-VERSION-HASH on HOST */
 	char *remote_herd; /* dir/herd */
 	/* HERD_PROXIED=TOKEN, the remote herd's environment: TOKEN (random)
 	 * finds that process again for a Ctrl-C (remote_interrupt()). */
@@ -84,7 +84,7 @@ struct remote_pump {
 	int err_fd;
 	char tail[REMOTE_ERR_TAIL];
 	size_t tail_len;
-	int sig_fd; /* self-pipe of SIGINT/SIGTERM/SIGHUP, or -1 */
+	int sig_fd;	 /* self-pipe of SIGINT/SIGTERM/SIGHUP, or -1 */
 	const char *env; /* HERD_PROXIED=TOKEN of the remote command */
 	bool ch_ran;	 /* the remote command was started */
 };
@@ -119,8 +119,8 @@ static void remote_conn_close(struct remote_conn *c)
 static int remote_connect(struct remote_conn *c, const struct spec *spec,
 			  const char *host, bool agent, struct herd_err *err)
 {
-	const char *cache = spec->ssh.agent_dir ? spec->ssh.agent_dir
-						: NODECACHE_DEFAULT_DIR;
+	const char *cache =
+	    spec->ssh.agent_dir ? spec->ssh.agent_dir : NODECACHE_DEFAULT_DIR;
 	char why[512];
 	ssize_t n;
 
@@ -155,8 +155,8 @@ static int remote_connect(struct remote_conn *c, const struct spec *spec,
 					      "cannot find herd-agent next to "
 					      "herd (%s)",
 					      c->agent_path);
-		if (nodecache_bin_init(&c->agent, c->agent_path, "agent",
-				       err) < 0)
+		if (nodecache_bin_init(&c->agent, c->agent_path, "agent", err) <
+		    0)
 			return -1;
 		snprintf(c->agent.name, sizeof(c->agent.name), "herd-agent");
 	}
@@ -172,7 +172,8 @@ static int remote_connect(struct remote_conn *c, const struct spec *spec,
 	if (nodecache_ensure(c->s, c->dir, &c->herd, why, sizeof(why)) < 0 ||
 	    (agent &&
 	     nodecache_ensure(c->s, c->dir, &c->agent, why, sizeof(why)) < 0))
-		return herd_errprintf(err, "%s: cannot put herd in %s there: %s",
+		return herd_errprintf(err,
+				      "%s: cannot put herd in %s there: %s",
 				      host, c->dir, why);
 	return 0;
 }
@@ -189,8 +190,7 @@ static void remote_keepalive(ssh_session s)
 	/* Best effort: without it a dead HOST is found later, by TCP. */
 	(void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl,
-			 sizeof(intvl));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
 
@@ -351,8 +351,8 @@ static enum pump_end remote_pump(struct remote_pump *p, int *status)
 		for (int is_err = 0; is_err < 2; is_err++) {
 			while ((got = ssh_channel_read_nonblocking(
 				    p->ch, buf, sizeof(buf), is_err)) > 0)
-				if (pump_deliver(p, is_err, buf,
-						 (size_t)got) < 0) {
+				if (pump_deliver(p, is_err, buf, (size_t)got) <
+				    0) {
 					end = PUMP_LOCAL;
 					goto out;
 				}
@@ -371,17 +371,17 @@ static enum pump_end remote_pump(struct remote_pump *p, int *status)
 			end = PUMP_INTERRUPTED;
 			break;
 		}
-		pfd[nfd++] = (struct pollfd){.fd = ssh_get_fd(p->s),
-					     .events = POLLIN};
+		pfd[nfd++] =
+		    (struct pollfd){.fd = ssh_get_fd(p->s), .events = POLLIN};
 		if (!in_done && !p->mem && in_off == in_len) {
 			in_i = nfd;
-			pfd[nfd++] = (struct pollfd){.fd = p->in_fd,
-						     .events = POLLIN};
+			pfd[nfd++] =
+			    (struct pollfd){.fd = p->in_fd, .events = POLLIN};
 		}
 		if (p->sig_fd >= 0) {
 			sig_i = nfd;
-			pfd[nfd++] = (struct pollfd){.fd = p->sig_fd,
-						     .events = POLLIN};
+			pfd[nfd++] =
+			    (struct pollfd){.fd = p->sig_fd, .events = POLLIN};
 		}
 		if (poll(pfd, (nfds_t)nfd, 1000) < 0 && errno != EINTR) {
 			end = PUMP_BROKEN;
@@ -559,8 +559,9 @@ static int proxy_run(const struct jobreg_entry *e, int argc, char **argv,
 		break;
 	case PUMP_LOCAL:
 		status = 1;
-		herd_errprintf(err, "%s", p->cap_over ? "too much output"
-						      : "output closed");
+		herd_errprintf(err, "%s",
+			       p->cap_over ? "too much output"
+					   : "output closed");
 		break;
 	}
 out:
@@ -643,8 +644,11 @@ out:
 int remote_query(const struct jobreg_entry *e, int argc, char **argv,
 		 char **out, size_t max, struct herd_err *err)
 {
-	struct remote_pump p = {.in_fd = -1, .out_fd = -1, .err_fd = -1,
-				.sig_fd = -1, .cap_max = max};
+	struct remote_pump p = {.in_fd = -1,
+				.out_fd = -1,
+				.err_fd = -1,
+				.sig_fd = -1,
+				.cap_max = max};
 	enum pump_end end;
 	int status;
 
@@ -692,8 +696,8 @@ static int register_here(const char *host, const struct spec *spec,
 {
 	struct jobreg_entry e = {0};
 	struct herd_err err;
-	json_t *id = json_object_get(o, "id"), *dir = json_object_get(o,
-								   "run_dir");
+	json_t *id = json_object_get(o, "id"),
+	       *dir = json_object_get(o, "run_dir");
 	json_t *pid = json_object_get(o, "pid");
 	struct jobreg_entry old = {0};
 
@@ -717,8 +721,8 @@ static int register_here(const char *host, const struct spec *spec,
 	/* A home shared with HOST: the remote herd registered the job in
 	 * this very registry; its pid and socket stay (herd acts on them
 	 * there, remote_entry_is_remote()), the host is added. */
-	if (jobreg_find(e.id, &old, &err) == 0 && !old.host &&
-	    old.run_dir && !strcmp(old.run_dir, e.run_dir)) {
+	if (jobreg_find(e.id, &old, &err) == 0 && !old.host && old.run_dir &&
+	    !strcmp(old.run_dir, e.run_dir)) {
 		e.pid = old.pid;
 		e.sock = old.sock;
 		e.machine = old.machine;
@@ -737,14 +741,15 @@ int remote_run(const char *host, const char *job_path, const char *resume,
 	       bool json)
 {
 	struct remote_conn c = {0};
-	struct remote_pump p = {.in_fd = -1, .out_fd = -1,
-				.err_fd = STDERR_FILENO, .sig_fd = -1,
+	struct remote_pump p = {.in_fd = -1,
+				.out_fd = -1,
+				.err_fd = STDERR_FILENO,
+				.sig_fd = -1,
 				.cap_max = REMOTE_RUN_OUT_MAX};
 	struct herd_err err;
 	struct spec *spec = NULL;
-	char cwd[PATH_MAX], *text = NULL, *abs = NULL, *id = NULL,
-			    *dir = NULL;
-	char *args[] = {"run",   "--detach", "--json", "--job-stdin",
+	char cwd[PATH_MAX], *text = NULL, *abs = NULL, *id = NULL, *dir = NULL;
+	char *args[] = {"run",	 "--detach", "--json",	   "--job-stdin",
 			"--cwd", cwd,	     "--job-file", NULL};
 	char *resume_args[] = {"run", "--detach", "--json", "--resume", NULL};
 	char *rdir = NULL, *rjob = NULL;
@@ -847,8 +852,7 @@ out:
 	return status;
 }
 
-int remote_job_input(const char *cwd, bool job_stdin, char **text,
-		     size_t *len)
+int remote_job_input(const char *cwd, bool job_stdin, char **text, size_t *len)
 {
 	*text = NULL;
 	*len = 0;
@@ -863,8 +867,8 @@ int remote_job_input(const char *cwd, bool job_stdin, char **text,
 		return 1;
 	}
 	while (*len < SPEC_FILE_MAX + 1) {
-		ssize_t n = read(STDIN_FILENO, *text + *len,
-				 SPEC_FILE_MAX + 1 - *len);
+		ssize_t n =
+		    read(STDIN_FILENO, *text + *len, SPEC_FILE_MAX + 1 - *len);
 
 		if (n < 0 && errno == EINTR)
 			continue;

@@ -83,7 +83,6 @@ int remote_query(const struct jobreg_entry *e, int argc, char **argv,
 /* `herd run --job-stdin`: the job file's bytes from stdin (at most
  * SPEC_FILE_MAX) into *text / *len (malloc'd); with cwd, changes to it
  * first.  Returns 0, or the exit status after one line on stderr. */
-int remote_job_input(const char *cwd, bool job_stdin, char **text,
-		     size_t *len);
+int remote_job_input(const char *cwd, bool job_stdin, char **text, size_t *len);
 
 #endif

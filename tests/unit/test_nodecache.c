@@ -26,9 +26,9 @@ static const char fake_prog[] = "#!/bin/sh\n"
 				"printf 'E=%s\\n' \"$HERD_PROXIED\"\n";
 
 struct fixture {
-	char dir[64];	     /* the cache: a new 0700 directory in /tmp */
-	char src[96];	     /* the program on "this machine" */
-	char cached[256];    /* dir/NAME */
+	char dir[64];	  /* the cache: a new 0700 directory in /tmp */
+	char src[96];	  /* the program on "this machine" */
+	char cached[256]; /* dir/NAME */
 	struct nodecache_bin b;
 };
 
@@ -107,8 +107,9 @@ static void test_name(void **state)
 static void test_literal_args(void **state)
 {
 	struct fixture *f = *state;
-	const char *args[] = {"a b", "it's", "$(touch /tmp/herd-pwned)",
-			      "two\nlines", "", "*", "--"};
+	const char *args[] = {"a b",	    "it's", "$(touch /tmp/herd-pwned)",
+			      "two\nlines", "",	    "*",
+			      "--"};
 	char out[1024], *cmd;
 
 	install(f);
@@ -172,7 +173,7 @@ static void test_unsafe_dir(void **state)
 	assert_true(asprintf(&full, "%s 2>&1", cmd) > 0);
 	assert_int_equal(run(full, out, sizeof(out)), NODECACHE_REFUSED);
 	assert_non_null(strstr(out, NODECACHE_REASON_TAG "refusing the "
-							"herd-agent cache"));
+							 "herd-agent cache"));
 	assert_non_null(strstr(out, "writable by group/other"));
 	assert_null(strstr(out, "E="));
 	free(full);
@@ -183,8 +184,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_name, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_literal_args, setup,
-					    teardown),
+	    cmocka_unit_test_setup_teardown(test_literal_args, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_check_only, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_not_this_build, setup,
 					    teardown),
