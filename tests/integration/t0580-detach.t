@@ -229,6 +229,8 @@ test_expect_success 'herd stop --wait ends the job: status 143 in job_end, nothi
 	{ wait $apid; echo $? >attend.rc; } &&
 	test "$(cat attend.rc)" = 143 &&
 	until_true 20 nothing_left &&
+	# a sanitizer build reports into herd.log of the detached controller
+	! grep -E "Sanitizer|runtime error" "$RD/herd.log" &&
 	! test -e "$RT/herd/$ID.sock" &&
 	test_must_fail herd stop "$ID" 2>gone.err &&
 	grep "controller not running (pid $(cat pid)); \`herd run --resume $PWD/$RD\` starts it again" gone.err
@@ -264,6 +266,17 @@ test_expect_success 'a stopped attach client never stalls the job and is told wh
 	test_expect_code 143 herd stop --wait "$ID" >/dev/null &&
 	{ wait $apid; echo $? >slow.rc; } &&
 	test "$(cat slow.rc)" = 143 &&
+	until_true 20 nothing_left &&
+	! grep -E "Sanitizer|runtime error" "$(cat chatty.dir)/herd.log" slow.err
+'
+
+test_expect_success '--detach refuses to start a job it cannot register; the error and exit status reach the launching shell' '
+	mkdir -m 777 badstate &&
+	test_expect_code 1 env XDG_STATE_HOME="$PWD/badstate" \
+		herd run --detach t0580-chatty.yaml >bad.out 2>bad.err &&
+	cat bad.err &&
+	test_must_be_empty bad.out &&
+	grep "^herd: job not registered: .*badstate" bad.err &&
 	until_true 20 nothing_left
 '
 
