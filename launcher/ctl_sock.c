@@ -306,8 +306,8 @@ int ctl_sock_listen(struct ctl *c)
 	}
 	s->c = c;
 	s->fd = -1;
-	if (jobreg_sock_path(logtree_run_id(c->lt), s->path, sizeof(s->path), true,
-			 &err) < 0)
+	if (jobreg_sock_path(logtree_run_id(c->lt), s->path, sizeof(s->path),
+			     true, &err) < 0)
 		goto fail;
 	memcpy(sa.sun_path, s->path, strlen(s->path) + 1);
 	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -362,8 +362,8 @@ static void out_send(struct ctl_sock *s, int fd, const char *data, size_t len)
 	size_t flen = 0;
 
 	if (body)
-		frame = proto_encode(PROTO_CTL_MSG, body, data, len, &flen,
-				     NULL);
+		frame =
+		    proto_encode(PROTO_CTL_MSG, body, data, len, &flen, NULL);
 	json_decref(body);
 	if (!frame)
 		return;
@@ -395,8 +395,7 @@ static void on_flush(struct loop *loop, void *arg)
 	out_flush(s);
 }
 
-void ctl_sock_output(struct ctl *c, int fd, const struct iovec *iov,
-		     int iovcnt)
+void ctl_sock_output(struct ctl *c, int fd, const struct iovec *iov, int iovcnt)
 {
 	struct ctl_sock *s = c->sock;
 	size_t len = 0;
@@ -410,8 +409,8 @@ void ctl_sock_output(struct ctl *c, int fd, const struct iovec *iov,
 		return;
 	for (int i = 0; i < iovcnt; i++)
 		len += iov[i].iov_len;
-	if (s->pend_len && (s->pend_fd != fd ||
-			    s->pend_len + len > sizeof(s->pend)))
+	if (s->pend_len &&
+	    (s->pend_fd != fd || s->pend_len + len > sizeof(s->pend)))
 		out_flush(s);
 	s->pend_fd = fd;
 	for (int i = 0; i < iovcnt; i++) {
@@ -458,8 +457,7 @@ void ctl_sock_end(struct ctl *c, int status)
 					 "logs have them]\n",
 					 cl->missed);
 			json_t *b = json_pack("{s:s, s:I}", "kind", "err",
-					      "missed",
-					      (json_int_t)cl->missed);
+					      "missed", (json_int_t)cl->missed);
 
 			conn_send(cl->conn, PROTO_CTL_MSG, b, text, (size_t)n,
 				  NULL);

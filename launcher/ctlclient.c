@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "ctlclient.h"
-#include "herd/proto.h"
 #include "herd/jobreg.h"
+#include "herd/proto.h"
 
 int ctlclient_find(const char *job, struct ctlclient_job *out,
 		   struct herd_err *err)
