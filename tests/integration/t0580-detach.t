@@ -29,9 +29,10 @@ STEPS=58058
 # detached controllers (their command line holds the job files' names).
 mine() {
 	ps -e -o pid=,stat=,args= |
-		C="$CACHE/" S="--steps $STEPS" J="t0580-torch.yaml" K="t0580-chatty.yaml" awk '$2 !~ /^Z/ &&
+		C="$CACHE/" S="--steps $STEPS" J="t0580-torch.yaml" K="t0580-chatty.yaml" L="t0580-tick.yaml" awk '$2 !~ /^Z/ &&
 			(index($0, ENVIRON["C"]) || index($0, ENVIRON["S"]) ||
-			 index($0, ENVIRON["J"]) || index($0, ENVIRON["K"])) { print }'
+			 index($0, ENVIRON["J"]) || index($0, ENVIRON["K"]) ||
+			 index($0, ENVIRON["L"])) { print }'
 }
 
 # until_true S CMD...: polls CMD every 0.1 s for at most S seconds.
@@ -169,8 +170,10 @@ test_expect_success 'herd attach shows the live tagged output; Ctrl-C detaches w
 	test "$(cat att.rc)" = 0 &&
 	grep "attached to $(cat id) (dtorch, run, attempt 1)" att.err &&
 	grep "detached from $(cat id); the job goes on" att.err &&
-	# every line is tagged, none is cut or mixed
+	# every line is tagged, none is cut or mixed; not a terminal: no
+	# status line, no escape sequence
 	! grep -v "^\[[0-3]\] " att.out &&
+	! grep -q "$(printf "\033")" att.out &&
 	kill -0 "$(cat pid)"
 '
 
@@ -268,6 +271,42 @@ test_expect_success 'a stopped attach client never stalls the job and is told wh
 	test "$(cat slow.rc)" = 143 &&
 	until_true 20 nothing_left &&
 	! grep -E "Sanitizer|runtime error" "$(cat chatty.dir)/herd.log" slow.err
+'
+
+M=$HERD_TEST_DIR/data/metrics
+
+test_expect_success 'herd attach on a terminal: the status line at the bottom, the terminal given back at the end' '
+	cat >t0580-tick.yaml <<-EOF &&
+	name: tick
+	nodes: {hosts: localhost, slots: 2}
+	health: {grace: 1s}
+	restart: {max: 0}
+	log:
+	  dir: "$PWD/runs/{{name}}"
+	launch:
+	  command: sh -c "while :; do echo tick; sleep 0.2; done"
+	EOF
+	herd run --detach --json t0580-tick.yaml >tick.json &&
+	ID=$(jq -r .id tick.json) &&
+	TL=$(jq -r .run_dir tick.json)/attempt-1/rank-0.log &&
+	until_true 30 test -s "$TL" &&
+	{ python3 "$M/pty-run.py" 12 140 raw herd attach "$ID" & } &&
+	ppid=$! &&
+	# pty-run.py writes raw at the end: wait for 5 s of the job (25
+	# ticks, 0.2 s apart), several status redraws (one a second)
+	n=$(wc -l <"$TL") &&
+	until_true 60 eval "test \$(wc -l <\"\$TL\") -ge $((n + 25))" &&
+	test_expect_code 143 herd stop --wait "$ID" >/dev/null &&
+	{ wait $ppid; echo $? >pty.rc; } &&
+	test "$(cat pty.rc)" = 143 &&
+	python3 "$M/vt.py" 12 140 raw >screen.json &&
+	jq -r .status screen.json >status &&
+	cat status &&
+	grep "^attempt 1 | nodes 1 up | step - | loss - " status &&
+	jq -e ".draws >= 1 and .region == null and .bottom == \"\"" screen.json &&
+	jq -r ".lines[]" screen.json | grep -x "\[[01]\] tick" &&
+	! jq -r ".lines[]" screen.json | grep "attempt 1 |" &&
+	until_true 20 nothing_left
 '
 
 test_expect_success '--detach refuses to start a job it cannot register; the error and exit status reach the launching shell' '
