@@ -87,7 +87,7 @@ int ctlclient_request(const struct ctlclient_job *j, const char *op,
 		goto out;
 	}
 	while (off < len) {
-		ssize_t n = write(fd, frame + off, len - off);
+		ssize_t n = send(fd, frame + off, len - off, MSG_NOSIGNAL);
 
 		if (n < 0 && errno == EINTR)
 			continue;
