@@ -19,6 +19,8 @@ int cmd_bench(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_attach(int argc, char **argv);
+int cmd_stop(int argc, char **argv);
 int cmd_list_jobs(int argc, char **argv); /* herd list */
 int cmd_logs(int argc, char **argv);
 

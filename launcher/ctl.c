@@ -1787,10 +1787,15 @@ static void on_suspend(struct loop *loop, int sig, void *arg)
  * dropped (the agents continue paused ranks when they stop them). */
 static void on_interrupt(struct loop *loop, int sig, void *arg)
 {
-	struct ctl *c = arg;
+	(void)loop;
+	ctl_interrupt(arg, sig);
+}
+
+void ctl_interrupt(struct ctl *c, int sig)
+{
+	struct loop *loop = c->loop;
 	char why[64];
 
-	(void)loop;
 	if (c->pause_timer) {
 		loop_timer_del(loop, c->pause_timer);
 		c->pause_timer = 0;
@@ -1878,6 +1883,7 @@ void ctl_free(struct ctl *c)
 	free(c->graveyard);
 	ctl_term_close(c);
 	ctl_metrics_free(c);
+	ctl_sock_free(c);
 	if (c->loop) {
 		/* The signals' arg is c: back to their defaults. */
 		loop_signals_reset(c->loop);
@@ -1938,7 +1944,7 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 	herd_err_clear(&err);
 	c->loop = loop;
 	c->transport = t;
-	c->tty = isatty(2);
+	c->tty = !c->opt->detach && isatty(2);
 	if (ctl_metrics_listen(c) < 0)
 		return 1;
 	/* herd plan leaves no trace: no log tree. */
@@ -1950,9 +1956,18 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 	}
 	if (c->lt)
 		fprintf(stderr, "herd: logs in %s\n", logtree_run_dir(c->lt));
-	if (c->lt && jobrun_register(c->lt, spec->name, c->opt, false, &err) < 0)
+	if (c->lt && jobrun_register(c->lt, spec->name, c->opt,
+				     c->opt->detach, &err) < 0) {
+		if (c->opt->detach) { /* nobody could find it again */
+			fprintf(stderr, "herd: job not registered: %s\n",
+				err.text);
+			return 1;
+		}
 		fprintf(stderr, "herd: warning: job not registered (herd "
 				"list will not show it): %s\n", err.text);
+	}
+	if (ctl_sock_listen(c) < 0) /* issue 13: herd attach, herd stop */
+		return 1;
 	if (ctl_term_open(c) < 0) {
 		fprintf(stderr, "herd: %s\n", strerror(errno));
 		return 1;
@@ -2016,7 +2031,7 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 	c->hb_timer = loop_timer_add(c->loop, check_interval(c),
 				     on_heartbeat_tick, c);
 	ctl_post(c, CTL_EV_START, NULL, 0, NULL);
-	return 0;
+	return ctl_detach_ready(c) < 0 ? 1 : 0;
 }
 
 int ctl_end(struct ctl *c)
@@ -2037,6 +2052,7 @@ int ctl_end(struct ctl *c)
 		usage_add_json(end); /* herd's own CPU and peak RSS */
 	ctl_metrics_end(c);
 	events_emit(c->ev, "job_end", end);
+	ctl_sock_end(c, status); /* after job_end: stop --wait reads it */
 	report_lost(c);
 	return status;
 }

@@ -17,6 +17,13 @@ struct ctl_options {
 	bool plan_only;		/* herd plan: connect, plan, print, stop */
 	bool plan_json;		/* herd plan --json */
 	bool no_status;		/* herd run --no-status: no status area */
+	/* herd run --detach: herd's messages go to RUN-ID/herd.log once the
+	 * run dir exists, no rank output on stdout, a control socket that
+	 * cannot be made is fatal.  *detach_fd: the pipe to the launching
+	 * herd, told "ok\tID\tRUNDIR\n" and closed (set to -1) when the
+	 * job is up (ctl_sock.c). */
+	bool detach;
+	int *detach_fd;
 	/* herd run only (jobrun.h): the job is registered with these;
 	 * NULL job_file (plan, bench): not registered. */
 	const char *job_file;	  /* absolute, as given */

@@ -203,6 +203,7 @@ struct ctl {
 	bool events_reported;	/* events.jsonl's failure is on stderr */
 	struct outbuf *term[3];	/* [1] stdout, [2] stderr: rank output */
 	struct ctl_metrics *metrics;	/* ctl_metrics.c */
+	struct ctl_sock *sock;		/* ctl_sock.c: the control socket */
 	uint64_t term_missed;	/* bytes of rank output the terminal missed */
 	bool local;
 	bool tty;
@@ -258,6 +259,32 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 int ctl_end(struct ctl *c);
 void ctl_free(struct ctl *c);
 
+/* As Ctrl-C (sig SIGINT), SIGTERM or SIGHUP to herd, and herd stop
+ * (SIGTERM): the ranks get sig, then SIGKILL after health.grace; a second
+ * one kills at once. */
+void ctl_interrupt(struct ctl *c, int sig);
+
+/* ctl_sock.c (issue 13): the job's control socket. */
+/* Listens on SOCKDIR/RUN-ID.sock once the run dir exists.  A socket that
+ * cannot be made is a warning (the job goes on), under --detach an
+ * error.  Returns 0, or -1 said on stderr. */
+int ctl_sock_listen(struct ctl *c);
+/* The socket's path, or NULL when there is none. */
+const char *ctl_sock_path(const struct ctl *c);
+/* One tagged output line for the terminal's fd (1 or 2), as put_line
+ * gives it: sent to every attached client (bounded per client). */
+struct iovec;
+void ctl_sock_output(struct ctl *c, int fd, const struct iovec *iov,
+		     int iovcnt);
+/* After job_end: {kind:"end", status} to attached and stopping clients,
+ * waiting a bounded time for them to take it. */
+void ctl_sock_end(struct ctl *c, int status);
+/* Closes the clients and removes the socket. */
+void ctl_sock_free(struct ctl *c);
+/* --detach: stdout and stderr to RUN-ID/herd.log, then tells the
+ * launching herd the job is up.  Returns 0, or -1 said on stderr. */
+int ctl_detach_ready(struct ctl *c);
+
 /* ctl_metrics.c (issue 12) */
 /* Binds metrics.listen, first of all: an address that cannot be bound
  * refuses the job before it has a run directory.  Returns 0, or -1 said
@@ -275,6 +302,9 @@ void ctl_metrics_free(struct ctl *c);
 /* Gives the terminal back (scroll region off, status erased), waiting
  * for a slow terminal; the status stays off. */
 void ctl_status_close(struct ctl *c);
+/* The status line's text (no escape codes) at most width columns, into
+ * buf.  Returns 0, or -1 when there is none yet (no attempt, herd plan). */
+int ctl_status_text(struct ctl *c, char *buf, size_t size, int width);
 /* Before herd stops itself (paused) and after it is continued. */
 void ctl_status_pause(struct ctl *c, bool paused);
 

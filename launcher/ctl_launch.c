@@ -67,6 +67,8 @@ int ctl_term_open(struct ctl *c)
 	/* Anything stdio holds goes first: rank output bypasses stdio. */
 	fflush(stdout);
 	fflush(stderr);
+	if (c->opt->detach)
+		return 0; /* rank output: rank logs and attach only */
 	for (int fd = 1; fd <= 2; fd++) {
 		c->term[fd] = outbuf_new(c->loop, fd, CTL_TERM_BUFFER_MAX);
 		if (!c->term[fd])
@@ -108,8 +110,6 @@ static void put_line(struct ctl *c, int fd, const char *prefix, const char *a,
 {
 	struct iovec iov[4];
 
-	if (!c->term[fd])
-		return;
 	iov[0].iov_base = (void *)(uintptr_t)prefix;
 	iov[0].iov_len = strlen(prefix);
 	iov[1].iov_base = (void *)(uintptr_t)a;
@@ -118,7 +118,9 @@ static void put_line(struct ctl *c, int fd, const char *prefix, const char *a,
 	iov[2].iov_len = blen;
 	iov[3].iov_base = (void *)(uintptr_t) "\n";
 	iov[3].iov_len = nl;
-	outbuf_put(c->term[fd], iov, 4);
+	ctl_sock_output(c, fd, iov, 4); /* attached clients (issue 13) */
+	if (c->term[fd])
+		outbuf_put(c->term[fd], iov, 4);
 }
 
 void ctl_print(struct ctl *c, int rank, int fd, const char *data, size_t len,

@@ -210,8 +210,7 @@ static void status_draw(struct ctl *c)
 		if (rows < 0 || cm->status_shown)
 			return;
 	}
-	sync_states(c);
-	metrics_status(cm->m, line, sizeof(line), cols);
+	ctl_status_text(c, line, sizeof(line), cols);
 	if (!cm->status_shown)
 		/* A blank line below the cursor (scrolling if it is at the
 		 * bottom), then the region: every line but the last. */
@@ -223,6 +222,15 @@ static void status_draw(struct ctl *c)
 		cm->status_shown = true;
 		cm->rows = rows;
 	}
+}
+
+int ctl_status_text(struct ctl *c, char *buf, size_t size, int width)
+{
+	if (!c->metrics || !c->metrics->m || c->attempt < 1)
+		return -1;
+	sync_states(c);
+	metrics_status(c->metrics->m, buf, size, width);
+	return 0;
 }
 
 static void on_status(struct loop *loop, void *arg)

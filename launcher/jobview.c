@@ -190,7 +190,7 @@ int jobview_controller_alive(const struct jobreg_entry *e)
 {
 	int s;
 
-	if (e->host)
+	if (remote_entry_is_remote(e))
 		return -1;
 	/* A controller on another machine sharing this home: neither its
 	 * socket nor its pid is to be seen from here. */

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "remote.h"
 #include "transport.h"
 #include "herd/version.h"
 
@@ -24,8 +25,12 @@ static const struct command commands[] = {
 	 cmd_keys},
 	{"plan", "JOB.yaml [--topology FILE.xml] [--json]",
 	 "print each rank's node, GPU, NIC and CPUs", cmd_plan},
-	{"run", "JOB.yaml [--dry-run] [-v]",
+	{"run", "JOB.yaml [--dry-run] [-v] [--detach]",
 	 "start the job on every node and watch it", cmd_run},
+	{"attach", "JOB",
+	 "show a running job's live output (Ctrl-C detaches)", cmd_attach},
+	{"stop", "JOB [--wait]",
+	 "stop a running job as Ctrl-C would", cmd_stop},
 	{"run", "--resume RUNDIR",
 	 "start a run's job again (same file, directory, checkpoint)",
 	 cmd_run},
@@ -85,7 +90,9 @@ int main(int argc, char **argv)
 
 		if (strcmp(argv[1], commands[i].name))
 			continue;
-		rc = commands[i].run(argc - 1, argv + 1);
+		/* A job on another host: the command runs there. */
+		if ((rc = remote_forward(argc - 1, argv + 1)) < 0)
+			rc = commands[i].run(argc - 1, argv + 1);
 		if (transport_threads_left()) {
 			/* A node thread is still inside libssh (see
 			 * transport.h): leave without exit()'s clean-up. */

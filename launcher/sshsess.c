@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "herd/file.h"
+#include "keys.h"
 #include "sshsess.h"
 
 /* A known_hosts file over 1 MiB is refused when herd reads it to name the
@@ -49,6 +50,23 @@ int sshsess_cfg_init(struct sshsess_cfg *cfg, const struct spec *spec,
 		return herd_errprintf(err, "out of memory");
 	}
 	return 0;
+}
+
+int sshsess_cfg_init_job(struct sshsess_cfg *cfg, const struct spec *spec,
+			 struct herd_err *err)
+{
+	const char *identity = spec->ssh.identity;
+	char *dflt = NULL;
+	int rc;
+
+	if (!identity) {
+		dflt = sshsess_expand_home(KEYS_DEFAULT_IDENTITY);
+		if (dflt && access(dflt, R_OK) == 0)
+			identity = dflt;
+	}
+	rc = sshsess_cfg_init(cfg, spec, identity, err);
+	free(dflt);
+	return rc;
 }
 
 void sshsess_cfg_free(struct sshsess_cfg *cfg)

@@ -55,6 +55,11 @@ char *sshsess_expand_home(const char *path);
  * none), accept_new from ssh.host_keys.  Returns 0, or -1 with err. */
 int sshsess_cfg_init(struct sshsess_cfg *cfg, const struct spec *spec,
 		     const char *identity, struct herd_err *err);
+/* sshsess_cfg_init() for a job's sessions: identity from ssh.identity,
+ * else the key `herd keys` makes by default when it is there.  Returns 0,
+ * or -1 with err. */
+int sshsess_cfg_init_job(struct sshsess_cfg *cfg, const struct spec *spec,
+			 struct herd_err *err);
 /* Frees what sshsess_cfg_init() made; cfg may be all zeros. */
 void sshsess_cfg_free(struct sshsess_cfg *cfg);
 

@@ -19,7 +19,7 @@
  * then the I/O thread (handed over under priv->lock).
  *
  * The agent cache is checked on the node, by the same shell that execs
- * the agent, right before the exec (see CACHE_CHECK below): whoever else
+ * the agent, right before the exec (nodecache.c: CACHE_CHECK): whoever else
  * can write the cache could make herd run their program as the job user.
  */
 #include <errno.h>
@@ -37,41 +37,14 @@
 #include <unistd.h>
 
 #include <libssh/libssh.h>
-#include <openssl/evp.h>
 
-#include "herd/render.h"
-#include "herd/version.h"
-#include "keys.h"
+#include "nodecache.h"
 #include "sshsess.h"
 #include "transport.h"
 
 
 /* 32 KiB: one SSH channel packet is at most 32 KiB of payload. */
 #define SSH_PUMP_CHUNK (32 * 1024)
-/* The remote start command exits with this when no cached agent of
- * this build exists, or one that fails its check in a safe directory
- * (an unusual value, so a failing agent is not taken for a missing one). */
-#define SSH_AGENT_MISSING 97
-/* The remote scripts exit with this after one line on stderr, tagged
- * SSH_REASON_TAG, saying what is wrong (unsafe cache, full disk...). */
-#define SSH_AGENT_REFUSED 98
-#define SSH_REASON_TAG "herd-agent-error: "
-/* What herd reads of a failed remote command's stderr: the reason line,
- * plus whatever a login shell printed before it. */
-#define SSH_STDERR_MAX 8192
-/* How long an upload may take once the data is sent (the node hashes
- * and renames the file). */
-#define SSH_UPLOAD_END_MS 60000
-/* How long to wait for the agent's first bytes before handing the
- * channel to the pump anyway (the controller has its own timeouts). */
-#define SSH_FIRST_BYTES_MS 30000
-/* How many directories deep the agent cache may be on a node, as a
- * string for the scripts: its chain of directories is listed in one
- * argument list, which costs the node's shell O(depth^2) copying (1,500
- * levels took 39 s of CPU before this bound).  Real caches are under 20. */
-#define SSH_CACHE_DEPTH "64"
-/* An agent binary over 256 MiB is not ours. */
-#define SSH_AGENT_MAX (256L * 1024 * 1024)
 
 /* After herd hangs up (or the agent's output ends), how long the I/O
  * thread goes on flushing what herd sent last before it drops the
@@ -136,10 +109,9 @@ struct ssh_priv {
 	pthread_t io_tid;
 	pthread_t *tids;	/* workers not joined yet */
 	int n_tids, cap_tids;
-	char agent_name[96];	/* agent-VERSION-HASH in ssh.agent_dir */
-	char agent_sha256[65];	/* of the whole file, hex: checked on
-				 * the node before every exec */
-	long agent_size;	/* bytes, <= SSH_AGENT_MAX */
+	/* agent-VERSION-HASH in ssh.agent_dir, checked on the node before
+	 * every exec (nodecache.h) */
+	struct nodecache_bin agent;
 	const char *agent_dir;	/* the spec's ssh.agent_dir (borrowed) */
 };
 
@@ -192,393 +164,6 @@ static void node_free(struct ssh_node *n)
 	free(n);
 }
 
-/* The agent in the cache is named by version and content (the first 48
- * bits of its SHA-256), so that a rebuilt agent of the same version is
- * never confused with an old one; the whole digest is checked on the node
- * before every exec. */
-static int agent_digest(const char *path, struct ssh_priv *priv,
-			struct herd_err *err)
-{
-	static const char hex[] = "0123456789abcdef";
-	unsigned char buf[65536], md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-	EVP_MD_CTX *ctx = NULL;
-	FILE *f = NULL;
-	long total = 0;
-	size_t n;
-	int rc = -1;
-
-	if (!(f = fopen(path, "rb"))) {
-		herd_errprintf(err, "%s: %s", path, strerror(errno));
-		goto out;
-	}
-	if (!(ctx = EVP_MD_CTX_new()) ||
-	    !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
-		herd_errprintf(err, "%s: cannot hash it (out of memory)", path);
-		goto out;
-	}
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
-		total += (long)n;
-		if (total > SSH_AGENT_MAX) {
-			herd_errprintf(err,
-				       "%s: larger than %ld MiB; not a "
-				       "herd-agent",
-				       path, SSH_AGENT_MAX >> 20);
-			goto out;
-		}
-		if (!EVP_DigestUpdate(ctx, buf, n)) {
-			herd_errprintf(err, "%s: cannot hash it", path);
-			goto out;
-		}
-	}
-	if (ferror(f)) {
-		herd_errprintf(err, "%s: %s", path, strerror(errno));
-		goto out;
-	}
-	if (!EVP_DigestFinal_ex(ctx, md, &mdlen) || mdlen != 32) {
-		herd_errprintf(err, "%s: cannot hash it", path);
-		goto out;
-	}
-	for (unsigned int i = 0; i < mdlen; i++) {
-		priv->agent_sha256[2 * i] = hex[md[i] >> 4];
-		priv->agent_sha256[2 * i + 1] = hex[md[i] & 15];
-	}
-	priv->agent_sha256[2 * mdlen] = '\0';
-	priv->agent_size = total;
-	snprintf(priv->agent_name, sizeof(priv->agent_name), "agent-%s-%.12s",
-		 HERD_VERSION, priv->agent_sha256);
-	rc = 0;
-out:
-	EVP_MD_CTX_free(ctx);
-	if (f)
-		fclose(f);
-	return rc;
-}
-
-
-/* ---- the agent cache on the node ----------------------------------------
- *
- * Two small POSIX sh scripts run through the job user's login shell as
- *   exec /bin/sh -c 'SCRIPT' herd-agent 'AGENT_DIR' 'NAME' 'SHA256' ['SIZE']
- * where every value is one single-quoted word (render_shell_quote()),
- * never text pasted into the script.  They need sh, id, stat, sha256sum,
- * tr, mktemp, head, chmod, mv and mkdir: GNU coreutils, as on every Debian
- * node.  "~" needs an absolute $HOME there: an empty one would turn
- * ~/.cache/herd into /.cache/herd.
- *
- * CACHE_CHECK, shared by both: ssh.agent_dir ("~" is $HOME there) is
- * resolved to its physical path P (cd -P; pwd -P), and P and every
- * directory above it up to / must be a directory owned by root or by the
- * job user and not writable by group or other.  The one exception is a
- * directory above P that root owns and that has the sticky bit (/tmp):
- * there nobody else can rename or remove what the user owns, and the next
- * directory down is checked in turn.  This is OpenSSH's safe_path() rule
- * (auth.c), taken up to / and with the sticky exception.  The path as
- * written (~ expanded) is checked the same way when it is not P, its
- * symlinks too (by owner): a symlink that another user planted in a sticky
- * directory (fs.protected_symlinks off) must not steer the cache, and herd
- * with it, into a directory of its choice.  Once P passes,
- * only the user and root can change anything under it, so what is checked
- * next is what gets executed: the agent P/NAME must be a regular file (not
- * a symlink) of the user's with mode 0700 whose SHA-256 is this herd's, and
- * the script then execs that very path.
- *
- * An unsafe directory is refused (exit SSH_AGENT_REFUSED with one line
- * naming it and the fix): replacing the agent there would not help, the
- * next one could be swapped as well.  A missing agent, or one that fails
- * the file check in a safe directory, is uploaded again (exit
- * SSH_AGENT_MISSING). */
-#define CACHE_CHECK                                                            \
-	"d=$1 n=$2 h=$3\n"                                                     \
-	"unset CDPATH\n"                                                       \
-	"u=\n"                                                                 \
-	"while read -r k v _; do [ \"$k\" = Uid: ] && u=$v && break; done "    \
-	"</proc/self/status\n"                                                 \
-	"[ -n \"$u\" ] || u=$(id -u) || exit 1\n"                              \
-	/* One line, whatever the paths in it hold: a newline in a name must   \
-	 * not start a line that herd would take for the reason. */            \
-	"say() { printf \"" SSH_REASON_TAG "%s\\n\" "                          \
-	"\"$(printf %s \"$*\" | tr '\\n' '?')\" >&2; }\n"                      \
-	"bad() { say \"$*\"; exit 98; }\n"                                     \
-	"case $d in \"~\" | \"~/\"*) case $HOME in /*) ;; *) "                 \
-	"bad \"ssh.agent_dir $d needs HOME, which is not an absolute path "    \
-	"there; set ssh.agent_dir to an absolute path\" ;; esac ;; esac\n"     \
-	"case $d in \"~\") d=$HOME ;; \"~/\"*) d=$HOME/${d#\"~/\"} ;; esac\n"  \
-	"case $d in /*) ;; *) bad \"ssh.agent_dir $1 is not an absolute path " \
-	"there (is HOME set?)\" ;; esac\n"                                     \
-	"safe() {\n"                                                           \
-	"l=$1 z=$2 g=${3:-$2}\n"                                               \
-	"set --\n"                                                             \
-	"for q in \"$z\" \"$g\"; do\n"                                         \
-	"[ $# -gt 0 ] && [ \"$q\" = \"$z\" ] && break\n"                       \
-	"i=0\n"                                                                \
-	"while :; do\n"                                                        \
-	"set -- \"$@\" \"$q\"\n"                                               \
-	"[ \"$q\" = / ] && break\n"                                            \
-	"i=$((i + 1)); [ $i -le " SSH_CACHE_DEPTH " ] || bad \"refusing the "  \
-	"herd-agent cache $l: $q is more than " SSH_CACHE_DEPTH " directories " \
-	"deep; set ssh.agent_dir to a shorter path\"\n"                        \
-	"q=${q%/*}; q=${q:-/}\n"                                               \
-	"done\n"                                                               \
-	"done\n"                                                               \
-	"r=$(LC_ALL=C stat -c \"%u %f\" -- \"$@\" 2>&1) || "                   \
-	"bad \"cannot check the herd-agent cache $l: ${r##*: }\"\n"            \
-	"while read -r o f; do\n"                                              \
-	"q=$1; shift; f=$((0x$f)); y=$((f & 61440))\n"                         \
-	"[ $y -eq 16384 ] || [ $y -eq 40960 ] || "                             \
-	"bad \"refusing the herd-agent cache $l: $q is not a directory\"\n"    \
-	"[ \"$o\" = 0 ] || [ \"$o\" = \"$u\" ] || "                            \
-	"bad \"refusing the herd-agent cache $l: $q belongs to uid $o, "       \
-	"not to the job user (uid $u) or root; set ssh.agent_dir to a "        \
-	"directory of the job user\"\n"                                        \
-	"[ $y -eq 40960 ] || [ $((f & 18)) -eq 0 ] || "                        \
-	"{ [ \"$q\" != \"$l\" ] && [ \"$o\" = 0 ] && [ $((f & 512)) -ne 0 ]; " \
-	"} || "                                                                \
-	"bad \"refusing the herd-agent cache $l: $q is writable by "           \
-	"group/other (mode $(printf %04o $((f & 4095)))); "                    \
-	"fix with chmod go-w $q or set ssh.agent_dir\"\n"                      \
-	"done <<EOF\n"                                                         \
-	"$r\n"                                                                 \
-	"EOF\n"                                                                \
-	"}\n"
-
-/* Starts the cached agent, or exits SSH_AGENT_MISSING / _REFUSED. */
-static const char start_script[] = CACHE_CHECK
-    "[ -d \"$d\" ] || exit 97\n"
-    "o=$PWD\n"
-    "cd -P -- \"$d\" || bad \"cannot enter the herd-agent cache $d\"\n"
-    "p=$PWD\n"
-    "cd -- \"$o\" || exit 1\n"
-    "safe \"$p\" \"$p\" \"$d\"\n"
-    "a=$p/$n\n"
-    "s=$(LC_ALL=C stat -c \"%u %f\" -- \"$a\" 2>/dev/null) || exit 97\n"
-    "f=$((0x${s#* }))\n"
-    "[ \"${s% *}\" = \"$u\" ] && [ $((f & 61440)) -eq 32768 ] && "
-    "[ $((f & 4095)) -eq 448 ] || "
-    "{ say \"$a is not a regular file of uid $u with mode 0700\"; exit 97; }\n"
-    "c=$(sha256sum <\"$a\") || exit 97\n"
-    "[ \"${c%% *}\" = \"$h\" ] || "
-    "{ say \"$a is not this herd-agent (sha256 ${c%% *})\"; exit 97; }\n"
-    "exec \"$a\" --stdio\n";
-
-/* Reads exactly SIZE bytes of stdin into a new file (mktemp: O_EXCL, 0600)
- * in the checked directory, checks their SHA-256, makes the file 0700 and
- * renames it over NAME; any failure removes the file (EXIT trap) and says
- * why in one line.  "ready" on stdout: the checks passed, send the bytes. */
-static const char upload_script[] = CACHE_CHECK
-    "for c in stat sha256sum tr mktemp head chmod mv mkdir; do "
-    "command -v $c >/dev/null || bad \"cannot upload herd-agent: $c is "
-    "missing there (GNU coreutils)\"; done\n"
-    "umask 077\n"
-    "t=\n"
-    "trap 'rm -f -- \"$t\"' EXIT\n"
-    "trap 'exit 1' HUP INT TERM PIPE\n"
-    "if [ -d \"$d\" ]; then\n"
-    "cd -P -- \"$d\" || bad \"cannot enter the herd-agent cache $d\"\n"
-    "else\n"
-    /* The deepest directory that exists is checked, then entered, and
-     * the rest is made from there: no path another user could re-point
-     * is followed after the check. */
-    "e=$d\n"
-    "while [ ! -d \"$e\" ]; do e=${e%/*}; e=${e:-/}; done\n"
-    "cd -P -- \"$e\" || bad \"cannot enter $e\"\n"
-    "safe \"$d\" \"$PWD\" \"$e\"\n"
-    /* One directory at a time, without -p: mkdir(2) never follows a
-     * symlink, and a name that another user turned into one (in a
-     * sticky directory) shows as a $PWD that is not the expected one. */
-    "r=${d#\"$e\"}\n"
-    "while [ -n \"$r\" ]; do\n"
-    "r=${r#/}; c=${r%%/*}; r=${r#\"$c\"}\n"
-    "case $c in \"\" | .) continue ;; ..) bad \"cannot upload herd-agent: "
-    "ssh.agent_dir $d has .. below a missing directory\" ;; esac\n"
-    "m=$(mkdir -- \"$c\" 2>&1) || [ -d \"$c\" ] || bad \"cannot upload "
-    "herd-agent: cannot create $d: ${m##*: }; set ssh.agent_dir to a "
-    "directory the job user can write\"\n"
-    "o=${PWD%/}/$c\n"
-    "cd -P -- \"./$c\" || bad \"cannot enter the herd-agent cache $d\"\n"
-    "[ \"$PWD\" = \"$o\" ] || bad \"refusing the herd-agent cache $d: $o "
-    "became a symlink while herd made it\"\n"
-    "done\n"
-    "fi\n"
-    "p=$PWD\n"
-    "safe \"$p\" \"$p\" \"$d\"\n"
-    "r=$(mktemp -- \"$p/.$n.XXXXXX\" 2>&1) || bad \"cannot upload "
-    "herd-agent to $p: ${r##*: }; set ssh.agent_dir to a directory "
-    "the job user can write\"\n"
-    "t=$r\n"
-    "echo ready\n"
-    "r=$(head -c \"$4\" 2>&1 >\"$t\") || bad \"cannot upload herd-agent to "
-    "$p: ${r##*: }; make room there or set ssh.agent_dir\"\n"
-    "c=$(sha256sum <\"$t\") || bad \"cannot read back $t\"\n"
-    "[ \"${c%% *}\" = \"$h\" ] || bad \"the herd-agent upload to $p arrived "
-    "cut short or damaged (sha256 ${c%% *}); try again\"\n"
-    "r=$(chmod 700 -- \"$t\" 2>&1) || bad \"cannot chmod $t: ${r##*: }\"\n"
-    "r=$(mv -f -T -- \"$t\" \"$p/$n\" 2>&1) || "
-    "bad \"cannot install $p/$n: ${r##*: }\"\n"
-    "t=\n";
-
-/* The remote command that runs script with the cache's arguments and,
- * with size >= 0, the agent's size.  Returns a malloc'd string or NULL. */
-static char *remote_command(const struct ssh_priv *priv, const char *script,
-			    long size)
-{
-	char num[32];
-	const char *words[] = {script,		    "herd-agent",
-			       priv->agent_dir,	    priv->agent_name,
-			       priv->agent_sha256, num};
-	size_t n_words = sizeof(words) / sizeof(words[0]) - (size < 0);
-	char *cmd = NULL, *q;
-	size_t len = 0;
-	FILE *f = open_memstream(&cmd, &len);
-	int rc = -1;
-
-	if (!f)
-		return NULL;
-	snprintf(num, sizeof(num), "%ld", size);
-	fputs("exec /bin/sh -c", f);
-	/* Each value one single-quoted word: the shell sees exactly these
-	 * bytes as one argument, whatever they hold. */
-	for (size_t i = 0; i < n_words; i++) {
-		if (!(q = render_shell_quote(words[i])))
-			goto out;
-		fprintf(f, " %s", q);
-		free(q);
-	}
-	rc = 0;
-out:
-	if (fclose(f) != 0 || rc < 0) {
-		free(cmd);
-		return NULL;
-	}
-	return cmd;
-}
-
-/* After a remote command ended: the line its script tagged with
- * SSH_REASON_TAG, else the last non-empty line of its stderr, into out
- * (control characters shown as '?'); "" when it printed nothing. */
-static void remote_reason(ssh_channel ch, char *out, size_t outlen)
-{
-	char buf[SSH_STDERR_MAX + 1];
-	const char *line = NULL, *p, *end;
-	size_t len = 0, total = 0, i;
-	int got;
-
-	out[0] = '\0';
-	/* The reason comes last: when a chatty login shell fills the
-	 * buffer, its older half goes.  At most 64 buffers in all, in case
-	 * the command is still running. */
-	while (total < 64 * SSH_STDERR_MAX &&
-	       (got = ssh_channel_read_timeout(ch, buf + len,
-					       (uint32_t)(SSH_STDERR_MAX - len),
-					       1, 1000)) > 0) {
-		len += (size_t)got;
-		total += (size_t)got;
-		if (len == SSH_STDERR_MAX) {
-			memmove(buf, buf + SSH_STDERR_MAX / 2,
-				SSH_STDERR_MAX / 2);
-			len = SSH_STDERR_MAX / 2;
-		}
-	}
-	buf[len] = '\0';
-	for (p = buf; (p = strstr(p, SSH_REASON_TAG)); p++)
-		if (p == buf || p[-1] == '\n')
-			line = p + strlen(SSH_REASON_TAG);
-	if (!line) {
-		/* The last non-empty line. */
-		end = buf + len;
-		while (end > buf && (end[-1] == '\n' || end[-1] == '\r'))
-			end--;
-		for (line = end; line > buf && line[-1] != '\n'; line--)
-			;
-	}
-	end = strchr(line, '\n');
-	if (!end)
-		end = buf + len;
-	for (i = 0; line + i < end && i + 1 < outlen; i++)
-		out[i] = ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
-			     ? '?'
-			     : line[i];
-	out[i] = '\0';
-}
-
-/* Uploads this herd's agent into ssh.agent_dir over an exec channel
- * (upload_script): no SFTP server is needed. */
-static int upload_agent(struct ssh_node *n, ssh_session s)
-{
-	struct ssh_priv *priv = n->t->priv;
-	char buf[SSH_PUMP_CHUNK], why[512];
-	ssh_channel ch = NULL;
-	char *cmd = NULL;
-	FILE *src = NULL;
-	size_t len = 0, got;
-	int status, rc = -1;
-	bool ready = false;
-
-	if (!(cmd = remote_command(priv, upload_script, priv->agent_size))) {
-		transport_report(n->fd, "agent", "%s: out of memory", n->host);
-		goto out;
-	}
-	if (!(src = fopen(n->t->agent_path, "rb"))) {
-		transport_report(n->fd, "agent", "%s: cannot read %s: %s",
-				 n->host, n->t->agent_path, strerror(errno));
-		goto out;
-	}
-	ch = ssh_channel_new(s);
-	if (!ch || ssh_channel_open_session(ch) != SSH_OK ||
-	    ssh_channel_request_exec(ch, cmd) != SSH_OK) {
-		transport_report(n->fd, "agent",
-				 "%s: cannot start the herd-agent upload: %s",
-				 n->host, ssh_get_error(s));
-		goto out;
-	}
-	/* "ready" once the directory is checked and the temporary file
-	 * made; anything a login shell prints before it is skipped. */
-	while (!ready && len < sizeof(buf) - 1) {
-		int r = ssh_channel_read_timeout(
-		    ch, buf + len, (uint32_t)(sizeof(buf) - 1 - len), 0,
-		    SSH_FIRST_BYTES_MS);
-
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-		buf[len] = '\0';
-		ready = !strncmp(buf, "ready\n", 6) || strstr(buf, "\nready\n");
-	}
-	if (ready) {
-		while ((got = fread(buf, 1, sizeof(buf), src)) > 0) {
-			/* A write fails when the node gave up (disk full):
-			 * its status and reason say why. */
-			if (ssh_channel_write(ch, buf, (uint32_t)got) !=
-			    (int)got)
-				break;
-		}
-	}
-	/* Without "ready", EOF ends a script still waiting for bytes. */
-	ssh_channel_send_eof(ch);
-	while (ssh_channel_read_timeout(ch, buf, sizeof(buf), 0,
-					SSH_UPLOAD_END_MS) > 0)
-		;
-	status = ssh_channel_get_exit_status(ch);
-	if (status == 0 && ready) {
-		rc = 0;
-		goto out;
-	}
-	remote_reason(ch, why, sizeof(why));
-	if (!why[0])
-		snprintf(why, sizeof(why),
-			 "the upload ended with status %d and no message",
-			 status);
-	transport_report(n->fd, "agent", "%s: %s", n->host, why);
-out:
-	if (ch) {
-		ssh_channel_close(ch);
-		ssh_channel_free(ch);
-	}
-	if (src)
-		fclose(src);
-	free(cmd);
-	return rc;
-}
 
 
 /* ---- connect workers ----------------------------------------------------- */
@@ -588,6 +173,7 @@ out:
  * failure on n->fd. */
 static int node_connect(struct ssh_node *n)
 {
+	static const char *const agent_args[] = {"--stdio"};
 	struct ssh_priv *priv = n->t->priv;
 	struct herd_err err;
 	char *cmd = NULL;
@@ -626,7 +212,8 @@ static int node_connect(struct ssh_node *n)
 	 * login shell on the node): check the cache and start the agent, or
 	 * exit 97 when it must be uploaded, then upload it and try once
 	 * more. */
-	if (!(cmd = remote_command(priv, start_script, -1))) {
+	if (!(cmd = nodecache_start_command(priv->agent_dir, &priv->agent, NULL,
+					    agent_args, 1))) {
 		transport_report(n->fd, "agent", "%s: out of memory", n->host);
 		goto out;
 	}
@@ -645,7 +232,7 @@ static int node_connect(struct ssh_node *n)
 		/* The agent speaks first (HELLO); silence until the
 		 * timeout is left to the controller to judge. */
 		got = ssh_channel_read_timeout(n->ch, n->out, SSH_PUMP_CHUNK, 0,
-					       SSH_FIRST_BYTES_MS);
+					       NODECACHE_FIRST_BYTES_MS);
 		if (got > 0) {
 			n->out_len = (size_t)got;
 			break;
@@ -655,25 +242,25 @@ static int node_connect(struct ssh_node *n)
 		if (got < 0 || ssh_channel_poll(n->ch, 0) != SSH_EOF)
 			break;
 		status = ssh_channel_get_exit_status(n->ch);
-		remote_reason(n->ch, why, sizeof(why));
+		nodecache_reason(n->ch, why, sizeof(why));
 		ssh_channel_close(n->ch);
 		ssh_channel_free(n->ch);
 		n->ch = NULL;
-		if (status == SSH_AGENT_REFUSED) {
+		if (status == NODECACHE_REFUSED) {
 			transport_report(n->fd, "agent", "%s: %s", n->host,
 					 why[0] ? why
 						: "refused to start "
 						  "herd-agent");
 			goto out;
 		}
-		if (status == SSH_AGENT_MISSING && tries > 0) {
+		if (status == NODECACHE_MISSING && tries > 0) {
 			transport_report(n->fd, "agent",
 					 "%s: the uploaded herd-agent does not "
 					 "pass its check: %s",
 					 n->host, why[0] ? why : "(no reason)");
 			goto out;
 		}
-		if (status != SSH_AGENT_MISSING) {
+		if (status != NODECACHE_MISSING) {
 			/* 126: the shell could not exec a checked file. */
 			transport_report(
 			    n->fd, "agent",
@@ -685,8 +272,12 @@ static int node_connect(struct ssh_node *n)
 					  : "");
 			goto out;
 		}
-		if (upload_agent(n, n->s) < 0)
+		if (nodecache_upload(n->s, priv->agent_dir, &priv->agent, why,
+				     sizeof(why)) < 0) {
+			transport_report(n->fd, "agent", "%s: %s", n->host,
+					 why);
 			goto out;
+		}
 	}
 	rc = 0;
 out:
@@ -1185,25 +776,17 @@ static void ssh_free_priv(struct transport *t)
 static int ssh_init_priv(struct transport *t, struct herd_err *err)
 {
 	struct ssh_priv *priv = calloc(1, sizeof(*priv));
-	const char *identity = t->spec->ssh.identity;
-	char *dflt = NULL;
 	int rc = -1;
 
 	if (!priv)
 		return herd_errprintf(err, "out of memory");
 	priv->wake = -1;
-	if (agent_digest(t->agent_path, priv, err) < 0)
+	if (nodecache_bin_init(&priv->agent, t->agent_path, "agent", err) < 0)
 		goto out;
 	priv->agent_dir = t->spec->ssh.agent_dir ? t->spec->ssh.agent_dir
-						 : "~/.cache/herd";
+						 : NODECACHE_DEFAULT_DIR;
 	priv->fanout = t->spec->ssh.fanout > 0 ? t->spec->ssh.fanout : 64;
-	/* Without ssh.identity, the key `herd keys` makes by default. */
-	if (!identity) {
-		dflt = sshsess_expand_home(KEYS_DEFAULT_IDENTITY);
-		if (dflt && access(dflt, R_OK) == 0)
-			identity = dflt;
-	}
-	if (sshsess_cfg_init(&priv->cfg, t->spec, identity, err) < 0)
+	if (sshsess_cfg_init_job(&priv->cfg, t->spec, err) < 0)
 		goto out;
 	priv->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (priv->wake < 0) {
@@ -1230,7 +813,6 @@ out:
 		sshsess_cfg_free(&priv->cfg);
 		free(priv);
 	}
-	free(dflt);
 	return rc;
 }
 

@@ -288,6 +288,24 @@ size_t conn_pending(const struct conn *c)
 	return c->out_len - c->out_off;
 }
 
+int conn_flush(struct conn *c, int timeout_ms)
+{
+	int64_t end = loop_now_ms() + timeout_ms;
+
+	while (!c->dead && c->out_off < c->out_len) {
+		struct pollfd p = {.fd = c->wfd, .events = POLLOUT};
+		int64_t left = end - loop_now_ms();
+
+		if (left <= 0)
+			return -1;
+		if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
+			return -1;
+		if (do_write(c, true) < 0)
+			return -1;
+	}
+	return c->dead ? -1 : 0;
+}
+
 void conn_pause_reading(struct conn *c)
 {
 	c->reading = false;

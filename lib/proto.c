@@ -112,10 +112,16 @@ struct proto_body {
 
 struct proto_rule {
 	const char *name;
-	struct proto_body to_agent; /* the body herd sends */
-	struct proto_body to_herd;  /* the body an agent sends */
+	struct proto_body to_agent;   /* the body herd sends */
+	struct proto_body to_herd;    /* the body an agent sends */
+	struct proto_body to_control; /* the body a control client sends */
+	struct proto_body to_client;  /* the body herd's control socket sends */
 	/* data bytes after the JSON header */
 	size_t data_min, data_max;
+	/* when the body decides whether data belongs (CTL_MSG): fills err
+	 * (no prefix) and returns -1.  NULL: data_min..data_max is all. */
+	int (*data_more)(const json_t *body, size_t data_len,
+			 struct herd_err *err);
 };
 
 static int proto_body_check(const struct proto_body *b, const json_t *body,
@@ -281,7 +287,8 @@ static const struct proto_body proto_pmix_body = {
     .more = proto_pmix_more,
 };
 
-/* --- LAUNCH's metrics.patterns and METRICS' names -------------------------- */
+/* --- LAUNCH's metrics.patterns and METRICS' names --------------------------
+ */
 
 /* A metric name: letters, digits and '_', at most 64, not a digit first
  * (spec.c's rule for metrics.patterns names). */
@@ -289,8 +296,8 @@ bool proto_metric_name_ok(const char *name)
 {
 	size_t len = strlen(name);
 	bool ok = len >= 1 && len <= 64 &&
-		 (name[0] == '_' || (name[0] >= 'a' && name[0] <= 'z') ||
-		  (name[0] >= 'A' && name[0] <= 'Z'));
+		  (name[0] == '_' || (name[0] >= 'a' && name[0] <= 'z') ||
+		   (name[0] >= 'A' && name[0] <= 'Z'));
 
 	for (size_t i = 1; ok && i < len; i++)
 		ok = name[i] == '_' || (name[i] >= 'a' && name[i] <= 'z') ||
@@ -408,10 +415,10 @@ static int proto_nonneg(const json_t *body, const char *skip,
 	{
 		if (json_is_integer(v) && json_integer_value(v) < 0 &&
 		    (!skip || strcmp(key, skip)))
-			return herd_errprintf(err,
-					      "key \"%s\": %" JSON_INTEGER_FORMAT
-					      " is below 0",
-					      key, json_integer_value(v));
+			return herd_errprintf(
+			    err,
+			    "key \"%s\": %" JSON_INTEGER_FORMAT " is below 0",
+			    key, json_integer_value(v));
 	}
 	return 0;
 }
@@ -451,9 +458,8 @@ static const struct proto_body proto_m_rdma_body = {
 
 static const struct proto_body proto_m_gpu_body = {
     .format = "{s:I, s?I, s?I, s?I, s?I, s?I, s?I, s?I, s?I, s?I, s?I}",
-    .keys = {"index", "util_pct", "mem_used", "mem_total", "temp_c",
-	     "power_mw", "sm_mhz", "ecc_corrected", "ecc_uncorrected",
-	     "throttle", "xid"},
+    .keys = {"index", "util_pct", "mem_used", "mem_total", "temp_c", "power_mw",
+	     "sm_mhz", "ecc_corrected", "ecc_uncorrected", "throttle", "xid"},
     .ranges = {{"index", 0, INT_MAX},
 	       {"util_pct", 0, 100},
 	       {"temp_c", -300, 10000}},
@@ -466,8 +472,9 @@ static int proto_m_train_more(const json_t *body, struct herd_err *err)
 	const char *name;
 
 	if (!json_is_object(values))
-		return herd_errprintf(err, "key \"values\": expected an "
-					   "object, got %s",
+		return herd_errprintf(err,
+				      "key \"values\": expected an "
+				      "object, got %s",
 				      proto_json_kind(values));
 	if (json_object_size(values) > PROTO_TRAIN_VALUES_MAX)
 		return herd_errprintf(err,
@@ -514,6 +521,65 @@ static int proto_metrics_more(const json_t *body, struct herd_err *err)
 	    proto_check_array(body, "train", &proto_m_train_body,
 			      PROTO_LAUNCH_RANKS_MAX, err) < 0)
 		return -1;
+	return 0;
+}
+
+/* CTL_REQ: the operations a control socket serves. */
+static int proto_ctl_req_more(const json_t *body, struct herd_err *err)
+{
+	const char *op = json_string_value(json_object_get(body, "op"));
+
+	if (strcmp(op, "attach") && strcmp(op, "stop") && strcmp(op, "info"))
+		return herd_errprintf(err,
+				      "key \"op\": \"%s\" is not attach, "
+				      "stop or info",
+				      op);
+	return 0;
+}
+
+/* CTL_MSG: which keys go with which kind. */
+static int proto_ctl_msg_more(const json_t *body, struct herd_err *err)
+{
+	static const char *const info_keys[] = {"id",	   "name",  "state",
+						"attempt", "nodes", "pid"};
+	const char *kind = json_string_value(json_object_get(body, "kind"));
+	bool info = !strcmp(kind, "info"), end = !strcmp(kind, "end");
+	size_t i;
+
+	if (!info && !end && strcmp(kind, "out") && strcmp(kind, "err") &&
+	    strcmp(kind, "status"))
+		return herd_errprintf(err,
+				      "key \"kind\": \"%s\" is not out, err, "
+				      "status, info or end",
+				      kind);
+	if (end != (json_object_get(body, "status") != NULL))
+		return herd_errprintf(err, "key \"status\" goes with kind "
+					   "end, and only with it");
+	if (json_object_get(body, "missed") && strcmp(kind, "err"))
+		return herd_errprintf(err,
+				      "key \"missed\" goes with kind err only");
+	for (i = 0; i < sizeof(info_keys) / sizeof(info_keys[0]); i++)
+		if (info != (json_object_get(body, info_keys[i]) != NULL))
+			return herd_errprintf(err,
+					      "key \"%s\" goes with kind "
+					      "info, and only with it",
+					      info_keys[i]);
+	if (json_object_get(body, "message") && !info)
+		return herd_errprintf(err,
+				      "key \"message\" goes with kind info "
+				      "only");
+	return 0;
+}
+
+static int proto_ctl_msg_data(const json_t *body, size_t data_len,
+			      struct herd_err *err)
+{
+	const char *kind = json_string_value(json_object_get(body, "kind"));
+
+	if (data_len && (!strcmp(kind, "info") || !strcmp(kind, "end")))
+		return herd_errprintf(err,
+				      "%zu data bytes, kind %s carries none",
+				      data_len, kind);
 	return 0;
 }
 
@@ -689,6 +755,35 @@ static const struct proto_rule proto_rules[] = {
 		    .more = proto_metrics_more,
 		},
 	},
+    [PROTO_CTL_REQ] =
+	{
+	    .name = "CTL_REQ",
+	    .to_control =
+		{
+		    .format = "{s:s}",
+		    .keys = {"op"},
+		    .more = proto_ctl_req_more,
+		},
+	},
+    [PROTO_CTL_MSG] =
+	{
+	    .name = "CTL_MSG",
+	    .to_client =
+		{
+		    .format = "{s:s, s?I, s?s, s?s, s?s, s?I, s?I, s?I, s?s, "
+			      "s?I}",
+		    .keys = {"kind", "missed", "id", "name", "state", "attempt",
+			     "nodes", "pid", "message", "status"},
+		    .ranges = {{"missed", 0, PROTO_INT_ANY},
+			       {"attempt", 0, INT_MAX},
+			       {"nodes", 0, INT_MAX},
+			       {"pid", 1, INT_MAX},
+			       {"status", 0, 255}},
+		    .more = proto_ctl_msg_more,
+		},
+	    .data_max = PROTO_CTL_DATA_MAX,
+	    .data_more = proto_ctl_msg_data,
+	},
 };
 
 const char *proto_type_name(int type)
@@ -760,8 +855,8 @@ static int proto_body_check(const struct proto_body *b, const json_t *body,
 	 * exactly as many as it names. */
 	if (json_unpack_ex((json_t *)body, &jerr,
 			   JSON_STRICT | JSON_VALIDATE_ONLY, b->format, k[0],
-			   k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8],
-			   k[9], k[10], k[11]) < 0)
+			   k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9],
+			   k[10], k[11]) < 0)
 		return proto_shape_error(b, where, &jerr, err);
 	for (i = 0; i < PROTO_BODY_RANGES && b->ranges[i].key; i++) {
 		const struct proto_range *r = &b->ranges[i];
@@ -782,10 +877,51 @@ static int proto_body_check(const struct proto_body *b, const json_t *body,
 	return b->more ? b->more(body, err) : 0;
 }
 
+/* Who sends frames that travel to `to`, as a message names them. */
+static const char *proto_sender(enum proto_dir to)
+{
+	switch (to) {
+	case PROTO_TO_HERD:
+		return "agent";
+	case PROTO_TO_CONTROL:
+		return "client";
+	case PROTO_TO_AGENT:
+	case PROTO_TO_CLIENT:
+	default:
+		return "herd";
+	}
+}
+
+static const struct proto_body *proto_rule_body(const struct proto_rule *rule,
+						enum proto_dir to)
+{
+	switch (to) {
+	case PROTO_TO_HERD:
+		return &rule->to_herd;
+	case PROTO_TO_AGENT:
+		return &rule->to_agent;
+	case PROTO_TO_CONTROL:
+		return &rule->to_control;
+	case PROTO_TO_CLIENT:
+	default:
+		return &rule->to_client;
+	}
+}
+
+/* Who does send a frame of this rule (for "only X sends"). */
+static const char *proto_rule_sender(const struct proto_rule *rule)
+{
+	if (rule->to_herd.format)
+		return "an agent";
+	if (rule->to_control.format)
+		return "a control client";
+	return "herd";
+}
+
 int proto_frame_check(const struct proto_frame *f, enum proto_dir to,
 		      struct herd_err *err)
 {
-	const char *from = to == PROTO_TO_HERD ? "agent" : "herd";
+	const char *from = proto_sender(to);
 	const struct proto_rule *rule;
 	const struct proto_body *b;
 	const char *version;
@@ -798,13 +934,12 @@ int proto_frame_check(const struct proto_frame *f, enum proto_dir to,
 				      "type %d from %s",
 				      (int)f->type, from);
 	rule = &proto_rules[f->type];
-	b = to == PROTO_TO_HERD ? &rule->to_herd : &rule->to_agent;
+	b = proto_rule_body(rule, to);
 	if (!b->format)
 		return herd_errprintf(err,
 				      "protocol error: %s frame from %s: "
 				      "only %s sends %s",
-				      rule->name, from,
-				      to == PROTO_TO_HERD ? "herd" : "an agent",
+				      rule->name, from, proto_rule_sender(rule),
 				      rule->name);
 	/* An agent of another version may say HELLO differently; its
 	 * version alone lets herd name both versions (launcher/ctl.c). */
@@ -830,6 +965,11 @@ int proto_frame_check(const struct proto_frame *f, enum proto_dir to,
 				      rule->name, from, f->data_len,
 				      rule->data_min, rule->data_max);
 	}
+	if (!other && rule->data_more &&
+	    rule->data_more(f->body, f->data_len, &why) < 0)
+		return herd_errprintf(err,
+				      "protocol error: %s frame from %s: %s",
+				      rule->name, from, why.text);
 	return 0;
 }
 

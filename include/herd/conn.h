@@ -57,6 +57,12 @@ int conn_send_encoded(struct conn *c, const char *frame, size_t len,
 /* Bytes queued but not yet written (for flushing before exit). */
 size_t conn_pending(const struct conn *c);
 
+/* Writes what is queued, waiting up to timeout_ms for a slow peer (a
+ * blocking wait, for the end of a program after its loop stopped).
+ * Returns 0 when everything was written, -1 when the conn is dead or the
+ * time ran out. */
+int conn_flush(struct conn *c, int timeout_ms);
+
 /* Stops reading (writes continue); used while shutting down. */
 void conn_pause_reading(struct conn *c);
 

@@ -107,6 +107,19 @@
  *              entries; values at most PROTO_TRAIN_VALUES_MAX, NAME as
  *              in metrics.patterns.  values are each rank's latest, but
  *              "tokens" and "samples" are sums over its records.
+ *  CTL_REQ     client -> herd (control socket), no data:
+ *              {op: "attach" | "stop" | "info"}
+ *  CTL_MSG     herd -> client (control socket), data: 0..PROTO_CTL_DATA_MAX
+ *              bytes.  {kind: "out" | "err" | "status" | "info" | "end",
+ *               missed?: I 0.. (err: a notice of this many bytes of output
+ *                      the client missed),
+ *               id?, name?, state?: string, attempt?: I 0..,
+ *               nodes?: I 0.., pid?: I 1.., message?: string (info: all of
+ *                      id, name, state, attempt, nodes and pid),
+ *               status?: I 0..255 (end: the job's exit status, only then)}
+ *              out and err carry one tagged output line (the bytes the
+ *              terminal would get), status the status line's text (no
+ *              escape codes); info and end carry no data.
  *
  * Integers named "I 0.." without an upper bound fit in an int when they
  * count ranks, attempts or fences (rank, attempt, seq, ...); durations,
@@ -133,7 +146,7 @@
 #define PROTO_JSON_MAX (1024u * 1024)
 /* 64 KiB: rank output is forwarded in chunks of whole lines up to this. */
 #define PROTO_OUTPUT_CHUNK (64u * 1024)
-#define PROTO_HEADER_SIZE 12
+#define PROTO_HEADER_SIZE  12
 
 enum proto_type {
 	PROTO_HELLO = 1,
@@ -149,14 +162,25 @@ enum proto_type {
 	PROTO_FENCE_DONE,
 	PROTO_ABORT,
 	PROTO_METRICS,
-	PROTO_TYPE_MAX_ = PROTO_METRICS,
+	PROTO_CTL_REQ,
+	PROTO_CTL_MSG,
+	PROTO_TYPE_MAX_ = PROTO_CTL_MSG,
 };
 
-/* Which way a frame travels, named by its receiver. */
+/* Which way a frame travels, named by its receiver.  The control socket
+ * of a job (launcher/ctl_sock.c) carries CTL_REQ and CTL_MSG only; the
+ * agent's stream never does. */
 enum proto_dir {
-	PROTO_TO_AGENT = 1, /* herd -> agent */
-	PROTO_TO_HERD = 2,  /* agent -> herd */
+	PROTO_TO_AGENT = 1,   /* herd -> agent */
+	PROTO_TO_HERD = 2,    /* agent -> herd */
+	PROTO_TO_CONTROL = 3, /* attach/stop client -> herd's control socket */
+	PROTO_TO_CLIENT = 4,  /* herd's control socket -> client */
 };
+
+/* 128 KiB: a CTL_MSG's data is one tagged output line as the terminal
+ * gets it (a tag of at most a few hundred bytes and a line cut at
+ * PROTO_OUTPUT_CHUNK), a status line or a notice. */
+#define PROTO_CTL_DATA_MAX (2 * PROTO_OUTPUT_CHUNK)
 
 /* 4,096: ranks of one node in a LAUNCH (and in an agent's METRICS);
  * far more than any node has cores. */
@@ -168,7 +192,7 @@ enum proto_dir {
 #define PROTO_TRAIN_VALUES_MAX 64
 /* 64 patterns of at most 1,024 bytes in a LAUNCH: spec.h's
  * SPEC_PATTERNS_MAX and SPEC_PATTERN_MAX. */
-#define PROTO_PATTERNS_MAX 64
+#define PROTO_PATTERNS_MAX	64
 #define PROTO_PATTERN_REGEX_MAX 1024
 
 /* A metric name (metrics.patterns, METRICS' values, $HERD_METRICS keys):
@@ -190,8 +214,8 @@ char *proto_encode(enum proto_type type, const json_t *body, const void *data,
 /* One decoded frame.  The caller owns it; proto_frame_free() releases it. */
 struct proto_frame {
 	enum proto_type type;
-	json_t *body;	/* always an object */
-	unsigned char *data;	/* NULL when data_len is 0 */
+	json_t *body;	     /* always an object */
+	unsigned char *data; /* NULL when data_len is 0 */
 	size_t data_len;
 };
 

@@ -6,12 +6,12 @@
  * draining every complete frame after each feed.  Each decoded frame is
  * encoded again and decoded by a fresh reader: it must come back equal,
  * and encoding that copy must give the same bytes (the encoding is
- * canonical after one pass).  Each frame is then checked as herd and as
- * an agent would (proto_frame_check): no frame passes both ways, a
- * refusal says "protocol error: ", and the re-decoded copy gets the same
- * verdict.  Any mismatch aborts.  The seed corpus holds a valid frame of
- * every type and direction (written by tests/unit/test_proto.c), so the
- * fuzzer starts inside the accepted bodies and mutates out of them.
+ * canonical after one pass).  Each frame is then checked by every receiver
+ * (herd, an agent, the control socket and its client: proto_frame_check): no
+ * frame passes two ways, a refusal says "protocol error: ", and the re-decoded
+ * copy gets the same verdict.  Any mismatch aborts.  The seed corpus holds a
+ * valid frame of every type and direction (written by tests/unit/test_proto.c),
+ * so the fuzzer starts inside the accepted bodies and mutates out of them.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -56,17 +56,21 @@ static int fuzz_gate(const struct proto_frame *f, enum proto_dir to)
 	return rc;
 }
 
-/* Both sides' gate; returns which directions accept the frame. */
+/* Every receiver's gate (agent, herd, control socket, control client);
+ * returns which directions accept the frame. */
 static int fuzz_dispatch(const struct proto_frame *f)
 {
 	int to_herd = fuzz_gate(f, PROTO_TO_HERD) == 0;
 	int to_agent = fuzz_gate(f, PROTO_TO_AGENT) == 0;
+	int to_control = fuzz_gate(f, PROTO_TO_CONTROL) == 0;
+	int to_client = fuzz_gate(f, PROTO_TO_CLIENT) == 0;
 
-	/* No frame is both an agent's and herd's: HEARTBEAT, the one type
-	 * that travels both ways, has a different body each way. */
-	if (to_herd && to_agent)
+	/* No frame passes two ways: HEARTBEAT, the one type that travels
+	 * both ways, has a different body each way, and the control
+	 * socket's frames are its own. */
+	if (to_herd + to_agent + to_control + to_client > 1)
 		abort();
-	return to_herd | to_agent << 1;
+	return to_herd | to_agent << 1 | to_control << 2 | to_client << 3;
 }
 
 static void fuzz_round_trip(const struct proto_frame *f)

@@ -360,7 +360,7 @@ static void test_reject_header(void **state)
 	put_header(buf, 10, PROTO_VERSION, 0, 0, 2);
 	expect_reject(1024, buf, 6, "unknown type 0");
 	put_header(buf, 10, PROTO_VERSION, PROTO_TYPE_MAX_ + 1, 0, 2);
-	expect_reject(1024, buf, 6, "unknown type 14");
+	expect_reject(1024, buf, 6, "unknown type 16");
 	put_header(buf, 10, PROTO_VERSION, 255, 0, 2);
 	expect_reject(1024, buf, 6, "unknown type 255");
 	put_header(buf, 10, PROTO_VERSION, PROTO_EXIT, 0x0100, 2);
@@ -685,6 +685,21 @@ static const struct valid_frame valid_frames[] = {
      "\"net\":[],\"rdma\":[],\"gpus\":[],\"gpu_error\":\"no NVML\","
      "\"train\":[]}",
      0},
+    {"ctl-attach", PROTO_CTL_REQ, PROTO_TO_CONTROL, "{\"op\":\"attach\"}", 0},
+    {"ctl-stop", PROTO_CTL_REQ, PROTO_TO_CONTROL, "{\"op\":\"stop\"}", 0},
+    {"ctl-info", PROTO_CTL_REQ, PROTO_TO_CONTROL, "{\"op\":\"info\"}", 0},
+    {"ctl-out", PROTO_CTL_MSG, PROTO_TO_CLIENT, "{\"kind\":\"out\"}", 20},
+    {"ctl-err-missed", PROTO_CTL_MSG, PROTO_TO_CLIENT,
+     "{\"kind\":\"err\",\"missed\":1048576}", 70},
+    {"ctl-status", PROTO_CTL_MSG, PROTO_TO_CLIENT, "{\"kind\":\"status\"}",
+     60},
+    {"ctl-info-reply", PROTO_CTL_MSG, PROTO_TO_CLIENT,
+     "{\"kind\":\"info\",\"id\":\"20261201-053100.123-4f2a\","
+     "\"name\":\"ddp\",\"state\":\"run\",\"attempt\":1,\"nodes\":4,"
+     "\"pid\":4242,\"message\":\"stopping all ranks\"}",
+     0},
+    {"ctl-end", PROTO_CTL_MSG, PROTO_TO_CLIENT,
+     "{\"kind\":\"end\",\"status\":143}", 0},
 };
 
 #define N_VALID (sizeof(valid_frames) / sizeof(valid_frames[0]))
@@ -719,7 +734,17 @@ static json_t *valid_body(const struct valid_frame *v)
 
 static enum proto_dir other_way(enum proto_dir to)
 {
-	return to == PROTO_TO_HERD ? PROTO_TO_AGENT : PROTO_TO_HERD;
+	switch (to) {
+	case PROTO_TO_HERD:
+		return PROTO_TO_AGENT;
+	case PROTO_TO_AGENT:
+		return PROTO_TO_HERD;
+	case PROTO_TO_CONTROL:
+		return PROTO_TO_CLIENT;
+	case PROTO_TO_CLIENT:
+	default:
+		return PROTO_TO_CONTROL;
+	}
 }
 
 /* Checks a frame of this type, body (taken) and data, and expects it
@@ -748,7 +773,7 @@ static void expect_frame(int type, enum proto_dir to, json_t *body,
 
 static void test_check_valid(void **state)
 {
-	int seen[PROTO_TYPE_MAX_ + 1][3] = {{0}};
+	int seen[PROTO_TYPE_MAX_ + 1][PROTO_TO_CLIENT + 1] = {{0}};
 
 	(void)state;
 	for (size_t i = 0; i < N_VALID; i++) {
@@ -759,7 +784,8 @@ static void test_check_valid(void **state)
 	}
 	/* Every type is covered, HEARTBEAT both ways. */
 	for (int t = PROTO_HELLO; t <= PROTO_TYPE_MAX_; t++)
-		if (!seen[t][PROTO_TO_HERD] && !seen[t][PROTO_TO_AGENT])
+		if (!seen[t][PROTO_TO_HERD] && !seen[t][PROTO_TO_AGENT] &&
+		    !seen[t][PROTO_TO_CONTROL] && !seen[t][PROTO_TO_CLIENT])
 			fail_msg("no valid %s frame", proto_type_name(t));
 	assert_true(seen[PROTO_HEARTBEAT][PROTO_TO_HERD]);
 	assert_true(seen[PROTO_HEARTBEAT][PROTO_TO_AGENT]);
@@ -772,9 +798,14 @@ static void test_check_direction(void **state)
 	(void)state;
 	for (size_t i = 0; i < N_VALID; i++) {
 		const struct valid_frame *v = &valid_frames[i];
-		const char *want = v->to == PROTO_TO_HERD
-				       ? " frame from herd: only an agent sends "
-				       : " frame from agent: only herd sends ";
+		const char *want =
+		    v->to == PROTO_TO_HERD
+			? " frame from herd: only an agent sends "
+		    : v->to == PROTO_TO_AGENT
+			? " frame from agent: only herd sends "
+		    : v->to == PROTO_TO_CONTROL
+			? " frame from herd: only a control client sends "
+			: " frame from client: only herd sends ";
 
 		expect_frame(v->type, other_way(v->to), valid_body(v),
 			     v->data_len,
@@ -799,6 +830,65 @@ static void test_check_direction(void **state)
 }
 
 /* Each key taken away: an optional one may go; a required one is named. */
+/* The control socket's frames (issue 13): never on an agent's stream,
+ * each kind with its own keys, data only where a line travels. */
+static void test_check_control(void **state)
+{
+	(void)state;
+	expect_frame(PROTO_CTL_REQ, PROTO_TO_HERD,
+		     json_pack("{s:s}", "op", "stop"), 0,
+		     "CTL_REQ frame from agent: only a control client sends");
+	expect_frame(PROTO_CTL_MSG, PROTO_TO_AGENT,
+		     json_pack("{s:s}", "kind", "out"), 1,
+		     "CTL_MSG frame from herd: only herd sends");
+	expect_frame(PROTO_OUTPUT, PROTO_TO_CLIENT,
+		     json_pack("{s:i, s:i, s:i}", "rank", 0, "fd", 1,
+			       "attempt", 1),
+		     1, "OUTPUT frame from herd: only an agent sends");
+	expect_frame(PROTO_STOP, PROTO_TO_CONTROL,
+		     json_pack("{s:i, s:b, s:i}", "grace_ms", 0, "exit", 1,
+			       "signal", 15),
+		     0, "STOP frame from client: only herd sends");
+	expect_frame(PROTO_CTL_REQ, PROTO_TO_CONTROL,
+		     json_pack("{s:s}", "op", "kill"), 0,
+		     "CTL_REQ frame from client: key \"op\": \"kill\" is not "
+		     "attach, stop or info");
+	expect_frame(PROTO_CTL_REQ, PROTO_TO_CONTROL, json_object(), 0,
+		     "missing key \"op\"");
+	expect_frame(PROTO_CTL_REQ, PROTO_TO_CONTROL,
+		     json_pack("{s:s}", "op", "info"), 3, "carries none");
+	expect_frame(PROTO_CTL_MSG, PROTO_TO_CLIENT,
+		     json_pack("{s:s}", "kind", "shout"), 0,
+		     "\"shout\" is not out, err, status, info or end");
+	expect_frame(PROTO_CTL_MSG, PROTO_TO_CLIENT,
+		     json_pack("{s:s}", "kind", "end"), 0,
+		     "key \"status\" goes with kind end");
+	expect_frame(PROTO_CTL_MSG, PROTO_TO_CLIENT,
+		     json_pack("{s:s, s:i}", "kind", "out", "status", 0), 1,
+		     "key \"status\" goes with kind end");
+	expect_frame(PROTO_CTL_MSG, PROTO_TO_CLIENT,
+		     json_pack("{s:s, s:i}", "kind", "end", "status", 256), 0,
+		     "256 is out of range 0..255");
+	expect_frame(PROTO_CTL_MSG, PROTO_TO_CLIENT,
+		     json_pack("{s:s, s:i}", "kind", "end", "status", 0), 5,
+		     "5 data bytes, kind end carries none");
+	expect_frame(PROTO_CTL_MSG, PROTO_TO_CLIENT,
+		     json_pack("{s:s, s:s}", "kind", "info", "id", "x"), 0,
+		     "key \"name\" goes with kind info");
+	expect_frame(PROTO_CTL_MSG, PROTO_TO_CLIENT,
+		     json_pack("{s:s, s:i}", "kind", "out", "missed", 3), 1,
+		     "key \"missed\" goes with kind err only");
+	expect_frame(PROTO_CTL_MSG, PROTO_TO_CLIENT,
+		     json_pack("{s:s, s:s}", "kind", "status", "message", "x"),
+		     1, "key \"message\" goes with kind info only");
+	expect_frame(PROTO_CTL_MSG, PROTO_TO_CLIENT,
+		     json_pack("{s:s}", "kind", "out"), PROTO_CTL_DATA_MAX + 1,
+		     "expected 0 to");
+	expect_frame(PROTO_CTL_MSG, PROTO_TO_CLIENT,
+		     json_pack("{s:s}", "kind", "out"), PROTO_CTL_DATA_MAX,
+		     NULL);
+}
+
 static void test_check_missing_key(void **state)
 {
 	(void)state;
@@ -1317,6 +1407,7 @@ int main(void)
 	    cmocka_unit_test(test_encode_refuses),
 	    cmocka_unit_test(test_check_valid),
 	    cmocka_unit_test(test_check_direction),
+	    cmocka_unit_test(test_check_control),
 	    cmocka_unit_test(test_check_missing_key),
 	    cmocka_unit_test(test_check_unknown_key),
 	    cmocka_unit_test(test_check_wrong_type),
