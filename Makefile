@@ -81,6 +81,20 @@ ifeq ($(SANITIZE),)
 	objcopy --strip-debug --add-gnu-debuglink=$@.debug $@
 endif
 
+# The rank keeper (agent/keeper.c): a program of its own, linked with libc
+# alone (an exec of it costs a node about a quarter of an exec of the
+# agent, which loads libcrypto, libpmix, hwloc...), embedded in the agent
+# (agent/keeper_image.c) and run from a memfd for every rank.
+KEEPER_BIN := $(BUILD)/herd-keeper
+$(KEEPER_BIN): $(BUILD)/keeper/main.o $(BUILD)/agent/keeper_main.o lib/libherd.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $(BUILD)/keeper/main.o $(BUILD)/agent/keeper_main.o lib/libherd.a
+ifeq ($(SANITIZE),)
+	objcopy --strip-debug $@
+endif
+$(BUILD)/agent/keeper_image.o: agent/keeper_image.c $(KEEPER_BIN) $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -DKEEPER_IMAGE='"$(KEEPER_BIN)"' -c $< -o $@
+
 $(BUILD)/unit/%: tests/unit/%.c lib/libherd.a $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< lib/libherd.a $(PKG_LIBS) -lcmocka
