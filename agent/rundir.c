@@ -99,6 +99,8 @@ static void sweep(int parent)
 	DIR *d;
 	struct dirent *e;
 	time_t now = time(NULL);
+	pid_t self = getpid();
+	uid_t uid = getuid();
 
 	if (dfd < 0)
 		return;
@@ -106,6 +108,9 @@ static void sweep(int parent)
 		close(dfd);
 		return;
 	}
+	/* One system call for most entries (the directories of agents that
+	 * run: a node's own few, but every node's in a test cluster whose
+	 * nodes share /tmp). */
 	while ((e = readdir(d))) {
 		pid_t pid = rundir_pid(e->d_name);
 		struct stat st;
@@ -117,13 +122,15 @@ static void sweep(int parent)
 			unlinkat(dirfd(d), e->d_name, 0);
 			continue;
 		}
-		if (pid < 0 || pid == getpid() ||
-		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISDIR(st.st_mode) || st.st_uid != getuid())
+		if (pid < 0 || pid == self ||
+		    (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN))
 			continue;
 		/* A PID that runs (or that we may not signal: another
 		 * user's, which cannot own this directory) is left alone. */
 		if (kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode) || st.st_uid != uid)
 			continue;
 		remove_dir_at(dirfd(d), e->d_name);
 	}
@@ -201,11 +208,14 @@ static void digest_dir(EVP_MD_CTX *md, const char *path, bool devices_only)
 		return;
 	/* readdir's order is the directory's, stable while it is
 	 * unchanged; a change of order only costs one discovery. */
+	/* NAME/device is looked up from the open directory, not from /
+	 * (a test cluster's nodes see the host's sysfs: hundreds of
+	 * interfaces). */
 	while ((e = readdir(d))) {
 		if (devices_only &&
-		    ((size_t)snprintf(link, sizeof(link), "%s/%s/device", path,
+		    ((size_t)snprintf(link, sizeof(link), "%s/device",
 				      e->d_name) >= sizeof(link) ||
-		     access(link, F_OK) < 0))
+		     faccessat(dirfd(d), link, F_OK, 0) < 0))
 			continue;
 		EVP_DigestUpdate(md, e->d_name, strlen(e->d_name) + 1);
 	}
