@@ -39,9 +39,9 @@
 
 #include <hwloc.h>
 #include <jansson.h>
-#include <openssl/evp.h>
 
 #include "agent.h"
+#include "herd/sha256.h"
 #include "herd/version.h"
 
 #define RUNDIR_PREFIX "herd-agent-"
@@ -197,13 +197,13 @@ void rundir_make(struct agent *a)
 /* The names in path; with devices_only, only those that have a
  * "device" link (hardware: hwloc sees no virtual interface, and veths
  * and bridges come and go with containers). */
-static void digest_dir(EVP_MD_CTX *md, const char *path, bool devices_only)
+static void digest_dir(struct sha256 *md, const char *path, bool devices_only)
 {
 	DIR *d = opendir(path);
 	struct dirent *e;
 	char link[512];
 
-	EVP_DigestUpdate(md, path, strlen(path) + 1);
+	sha256_update(md, path, strlen(path) + 1);
 	if (!d)
 		return;
 	/* readdir's order is the directory's, stable while it is
@@ -217,22 +217,22 @@ static void digest_dir(EVP_MD_CTX *md, const char *path, bool devices_only)
 				      e->d_name) >= sizeof(link) ||
 		     faccessat(dirfd(d), link, F_OK, 0) < 0))
 			continue;
-		EVP_DigestUpdate(md, e->d_name, strlen(e->d_name) + 1);
+		sha256_update(md, e->d_name, strlen(e->d_name) + 1);
 	}
 	closedir(d);
 }
 
-static void digest_file(EVP_MD_CTX *md, const char *path)
+static void digest_file(struct sha256 *md, const char *path)
 {
 	char buf[512];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t got;
 
-	EVP_DigestUpdate(md, path, strlen(path) + 1);
+	sha256_update(md, path, strlen(path) + 1);
 	if (fd < 0)
 		return;
 	while ((got = read(fd, buf, sizeof(buf))) > 0)
-		EVP_DigestUpdate(md, buf, (size_t)got);
+		sha256_update(md, buf, (size_t)got);
 	close(fd);
 }
 
@@ -240,37 +240,27 @@ static void digest_file(EVP_MD_CTX *md, const char *path)
 static int topo_cache_name(char *prefix, size_t plen, char *name,
 			   size_t nlen)
 {
-	unsigned char mac[EVP_MAX_MD_SIZE];
-	unsigned int mac_len = 0;
+	unsigned char mac[SHA256_LEN];
 	char host[256] = "", key[2 * 16 + 1];
 	unsigned int v = hwloc_get_api_version();
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	int ok;
+	struct sha256 c, *md = &c;
 
-	if (!md)
-		return -1;
 	gethostname(host, sizeof(host) - 1);
 	for (char *h = host; *h; h++)
 		if (!((*h >= 'a' && *h <= 'z') || (*h >= 'A' && *h <= 'Z') ||
 		      (*h >= '0' && *h <= '9') || *h == '.' || *h == '-' ||
 		      *h == '_'))
 			*h = '_';
-	ok = EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1;
-	if (ok) {
-		EVP_DigestUpdate(md, host, strlen(host) + 1);
-		EVP_DigestUpdate(md, &v, sizeof(v));
-		EVP_DigestUpdate(md, HERD_VERSION, sizeof(HERD_VERSION));
-		digest_file(md, "/proc/sys/kernel/random/boot_id");
-		digest_file(md, "/sys/devices/system/cpu/online");
-		digest_dir(md, "/sys/bus/pci/devices", false);
-		digest_dir(md, "/sys/class/net", true);
-		digest_dir(md, "/sys/class/infiniband", false);
-		ok = EVP_DigestFinal_ex(md, mac, &mac_len) == 1 &&
-		     mac_len >= 16;
-	}
-	EVP_MD_CTX_free(md);
-	if (!ok)
-		return -1;
+	sha256_init(md);
+	sha256_update(md, host, strlen(host) + 1);
+	sha256_update(md, &v, sizeof(v));
+	sha256_update(md, HERD_VERSION, sizeof(HERD_VERSION));
+	digest_file(md, "/proc/sys/kernel/random/boot_id");
+	digest_file(md, "/sys/devices/system/cpu/online");
+	digest_dir(md, "/sys/bus/pci/devices", false);
+	digest_dir(md, "/sys/class/net", true);
+	digest_dir(md, "/sys/class/infiniband", false);
+	sha256_final(md, mac);
 	for (int i = 0; i < 16; i++)
 		snprintf(key + 2 * i, 3, "%02x", mac[i]);
 	if ((size_t)snprintf(prefix, plen, "topo-%.64s-", host) >= plen ||
