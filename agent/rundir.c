@@ -23,7 +23,8 @@
  * /sys/bus/pci/devices, /sys/class/infiniband and of the interfaces in
  * /sys/class/net that are devices (not veths or bridges).  A
  * summary whose key matches is used as is; any other is discovered again
- * and replaces the older ones of the host.
+ * and replaces the older ones of the host (and those of hosts not seen
+ * for a week: a test cluster leaves one per node name in a shared /tmp).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -98,7 +99,6 @@ static void sweep(int parent)
 	int dfd = dup(parent);
 	DIR *d;
 	struct dirent *e;
-	time_t now = time(NULL);
 	pid_t self = getpid();
 	uid_t uid = getuid();
 
@@ -115,13 +115,6 @@ static void sweep(int parent)
 		pid_t pid = rundir_pid(e->d_name);
 		struct stat st;
 
-		if (!strncmp(e->d_name, "topo-", 5) &&
-		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
-			    0 &&
-		    now - st.st_mtime > TOPO_CACHE_AGE_S) {
-			unlinkat(dirfd(d), e->d_name, 0);
-			continue;
-		}
 		if (pid < 0 || pid == self ||
 		    (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN))
 			continue;
@@ -208,14 +201,19 @@ static void digest_dir(struct sha256 *md, const char *path, bool devices_only)
 		return;
 	/* readdir's order is the directory's, stable while it is
 	 * unchanged; a change of order only costs one discovery. */
-	/* NAME/device is looked up from the open directory, not from /
-	 * (a test cluster's nodes see the host's sysfs: hundreds of
-	 * interfaces). */
+	/* A class entry is a link into /sys/devices; one without a parent
+	 * device (no NAME/device: a veth, a bridge) links into
+	 * /sys/devices/virtual.  Reading the link is one lookup, where
+	 * NAME/device was a walk through sysfs (a test cluster's nodes see
+	 * the host's: hundreds of interfaces). */
 	while ((e = readdir(d))) {
+		ssize_t n;
+
 		if (devices_only &&
-		    ((size_t)snprintf(link, sizeof(link), "%s/device",
-				      e->d_name) >= sizeof(link) ||
-		     faccessat(dirfd(d), link, F_OK, 0) < 0))
+		    (e->d_name[0] == '.' ||
+		     (n = readlinkat(dirfd(d), e->d_name, link,
+				     sizeof(link) - 1)) < 0 ||
+		     (link[n] = '\0', strstr(link, "/devices/virtual/"))))
 			continue;
 		sha256_update(md, e->d_name, strlen(e->d_name) + 1);
 	}
@@ -307,6 +305,7 @@ void rundir_topo_put(struct agent *a, const json_t *summary)
 	int fd, dfd;
 	size_t len;
 	bool ok;
+	time_t now = time(NULL);
 
 	if (!a->user_ok ||
 	    topo_cache_name(prefix, sizeof(prefix), name, sizeof(name)) < 0 ||
@@ -327,17 +326,27 @@ void rundir_topo_put(struct agent *a, const json_t *summary)
 		unlinkat(a->user_fd, tmp, 0);
 		return;
 	}
-	/* The host's older summaries are of hardware it no longer has. */
+	/* The host's older summaries are of hardware it no longer has;
+	 * those of other hosts not seen for TOPO_CACHE_AGE_S go too.  (Here,
+	 * where a summary is written, not at every start: a test cluster's
+	 * nodes share /tmp, each start would stat every node's.) */
 	if ((dfd = dup(a->user_fd)) < 0)
 		return;
 	if (!(d = fdopendir(dfd))) {
 		close(dfd);
 		return;
 	}
-	while ((e = readdir(d)))
-		if (!strncmp(e->d_name, prefix, strlen(prefix)) &&
-		    strcmp(e->d_name, name))
+	while ((e = readdir(d))) {
+		struct stat st;
+
+		if (strncmp(e->d_name, "topo-", 5) || !strcmp(e->d_name, name))
+			continue;
+		if (!strncmp(e->d_name, prefix, strlen(prefix)) ||
+		    (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
+			     0 &&
+		     now - st.st_mtime > TOPO_CACHE_AGE_S))
 			unlinkat(dirfd(d), e->d_name, 0);
+	}
 	closedir(d);
 }
 
