@@ -1,6 +1,6 @@
 #!/bin/sh
 
-test_description='the rank keeper is its own program (no work after fork but exec, issue 11): the small libc-only program the agent carries, run from a sealed memfd (a quarter of the cost of an exec of the agent), still the agent'"'"'s own version after the cached binary is replaced, and kill -9 of the agent still leaves no rank'
+test_description='the rank keeper is its own program (no work after fork but exec, issue 11): the small libc-only program the agent carries, run from a sealed memfd (a quarter of the cost of an exec of the agent, and the agent itself loads no libpmix or libcrypto outside launch.mode pmix), still the agent'"'"'s own version after the cached binary is replaced, and kill -9 of the agent still leaves no rank'
 
 . "$(dirname "$0")/test-lib.sh"
 . "$HERD_TEST_DIR/data/run/lib.sh"
@@ -51,6 +51,9 @@ test_expect_success 'each keeper is the embedded program run from a memfd: /proc
 		! grep -v -e "/libc\.so" -e "/ld-linux" -e "/libasan" -e "/libubsan" \
 			-e "/libstdc++" -e "/libgcc_s" -e "/libm\.so" libs &&
 		test "$(cat /proc/$keeper/comm)" = "$(cat /proc/$agent/comm)" &&
+		# the agent of a job that is not launch.mode pmix loads
+		# neither libpmix nor libcrypto (opened only when needed)
+		! grep -e libpmix -e libcrypto /proc/$agent/maps &&
 		tr "\0" " " <"/proc/$agent/cmdline" | grep -q "herd-agent --stdio" || return 1
 	done &&
 	touch go &&
