@@ -187,37 +187,82 @@ void rundir_make(struct agent *a)
 
 /* --- the topology kept between starts ----------------------------------- */
 
-/* The names in path; with devices_only, only those that have a
- * "device" link (hardware: hwloc sees no virtual interface, and veths
- * and bridges come and go with containers). */
-static void digest_dir(struct sha256 *md, const char *path, bool devices_only)
+static int names_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in dir, sorted (strcmp), into *out; how many, or -1. */
+static int names_of(const char *path, char ***out)
 {
 	DIR *d = opendir(path);
 	struct dirent *e;
-	char link[512];
+	char **v = NULL;
+	size_t n = 0, cap = 0;
 
-	sha256_update(md, path, strlen(path) + 1);
+	*out = NULL;
 	if (!d)
-		return;
-	/* readdir's order is the directory's, stable while it is
-	 * unchanged; a change of order only costs one discovery. */
-	/* A class entry is a link into /sys/devices; one without a parent
-	 * device (no NAME/device: a veth, a bridge) links into
-	 * /sys/devices/virtual.  Reading the link is one lookup, where
-	 * NAME/device was a walk through sysfs (a test cluster's nodes see
-	 * the host's: hundreds of interfaces). */
+		return 0;
 	while ((e = readdir(d))) {
-		ssize_t n;
+		if (n == cap) {
+			char **nv = realloc(v, (cap = cap ? 2 * cap : 64) *
+						   sizeof(*v));
 
-		if (devices_only &&
-		    (e->d_name[0] == '.' ||
-		     (n = readlinkat(dirfd(d), e->d_name, link,
-				     sizeof(link) - 1)) < 0 ||
-		     (link[n] = '\0', strstr(link, "/devices/virtual/"))))
-			continue;
-		sha256_update(md, e->d_name, strlen(e->d_name) + 1);
+			if (!nv)
+				break;
+			v = nv;
+		}
+		if (!(v[n] = strdup(e->d_name)))
+			break;
+		n++;
 	}
 	closedir(d);
+	if (e) {
+		while (n > 0)
+			free(v[--n]);
+		free(v);
+		return -1;
+	}
+	qsort(v, n, sizeof(*v), names_cmp);
+	*out = v;
+	return (int)n;
+}
+
+/* The names in path; with devices_only (/sys/class/net), only those that
+ * are hardware, not in /sys/devices/virtual/net (those have no "device"
+ * link: veths and bridges, which come and go with containers and which
+ * hwloc does not see).  Two directory reads, not a look-up per interface
+ * (a test cluster's nodes see the host's sysfs: hundreds of them). */
+static void digest_dir(struct sha256 *md, const char *path, bool devices_only)
+{
+	DIR *d;
+	struct dirent *e;
+	char **virt = NULL;
+	int n_virt = 0;
+
+	sha256_update(md, path, strlen(path) + 1);
+	if (devices_only &&
+	    (n_virt = names_of("/sys/devices/virtual/net", &virt)) < 0)
+		n_virt = 0;
+	if (!(d = opendir(path)))
+		goto out;
+	/* readdir's order is the directory's, stable while it is
+	 * unchanged; a change of order only costs one discovery. */
+	while ((e = readdir(d))) {
+		const char *name = e->d_name;
+
+		if (devices_only &&
+		    (name[0] == '.' ||
+		     bsearch(&name, virt, (size_t)n_virt, sizeof(*virt),
+			     names_cmp)))
+			continue;
+		sha256_update(md, name, strlen(name) + 1);
+	}
+	closedir(d);
+out:
+	for (int i = 0; i < n_virt; i++)
+		free(virt[i]);
+	free(virt);
 }
 
 static void digest_file(struct sha256 *md, const char *path)
