@@ -70,15 +70,15 @@ bin/herd: $(LAUNCHER_OBJ) lib/libherd.a
 
 # The agent is uploaded to every node and hashed there before every start
 # (sha256sum of 650 KB: 6.8 ms of the node's CPU; 200 KB: 3.4 ms), so a
-# plain build keeps its debug information beside it, in
+# plain build keeps its debug information and symbol table beside it, in
 # bin/herd-agent.debug (gdb finds it through the debuglink).  Sanitizer
-# builds keep it inside, for their reports.
+# builds keep them inside, for their reports.
 bin/herd-agent: $(AGENT_OBJ) lib/libherd.a
 	@mkdir -p bin
 	$(CC) $(ALL_LDFLAGS) -o $@ $(AGENT_OBJ) lib/libherd.a $(PKG_LIBS)
 ifeq ($(SANITIZE),)
 	objcopy --only-keep-debug $@ $@.debug
-	objcopy --strip-debug --add-gnu-debuglink=$@.debug $@
+	objcopy --strip-all --add-gnu-debuglink=$@.debug $@
 endif
 
 # The rank keeper (agent/keeper.c): a program of its own, linked with libc
@@ -89,7 +89,7 @@ KEEPER_BIN := $(BUILD)/herd-keeper
 $(KEEPER_BIN): $(BUILD)/keeper/main.o $(BUILD)/agent/keeper_main.o lib/libherd.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $(BUILD)/keeper/main.o $(BUILD)/agent/keeper_main.o lib/libherd.a
 ifeq ($(SANITIZE),)
-	objcopy --strip-debug $@
+	objcopy --strip-all $@
 endif
 $(BUILD)/agent/keeper_image.o: agent/keeper_image.c $(KEEPER_BIN) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
