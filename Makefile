@@ -73,9 +73,12 @@ bin/herd: $(LAUNCHER_OBJ) lib/libherd.a
 # plain build keeps its debug information and symbol table beside it, in
 # bin/herd-agent.debug (gdb finds it through the debuglink).  Sanitizer
 # builds keep them inside, for their reports.
+# --as-needed (gcc's default, but not with -fsanitize): the agent loads
+# only what it calls (libpmix is dlopen()ed, agent/pmix.c), in sanitizer
+# builds too.
 bin/herd-agent: $(AGENT_OBJ) lib/libherd.a
 	@mkdir -p bin
-	$(CC) $(ALL_LDFLAGS) -o $@ $(AGENT_OBJ) lib/libherd.a $(PKG_LIBS)
+	$(CC) $(ALL_LDFLAGS) -Wl,--as-needed -o $@ $(AGENT_OBJ) lib/libherd.a $(PKG_LIBS)
 ifeq ($(SANITIZE),)
 	objcopy --only-keep-debug $@ $@.debug
 	objcopy --strip-all --add-gnu-debuglink=$@.debug $@
