@@ -108,6 +108,7 @@ static void sweep(int parent)
 		close(dfd);
 		return;
 	}
+	rewinddir(d); /* a dup shares the offset */
 	/* One system call for most entries (the directories of agents that
 	 * run: a node's own few, but every node's in a test cluster whose
 	 * nodes share /tmp). */
@@ -381,6 +382,8 @@ void rundir_topo_put(struct agent *a, const json_t *summary)
 		close(dfd);
 		return;
 	}
+	/* A dup shares the offset, which the sweep left at the end. */
+	rewinddir(d);
 	while ((e = readdir(d))) {
 		struct stat st;
 
