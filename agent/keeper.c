@@ -182,7 +182,7 @@ int keeper_image_open(void)
 	if (write_all(fd, herd_keeper_image, len) < 0 ||
 	    fcntl(fd, F_ADD_SEALS,
 		  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) <
-		    0) {
+		0) {
 		close(fd);
 		return -1;
 	}
@@ -222,4 +222,3 @@ pid_t keeper_spawn(struct loop *loop, const struct keeper_rank *k,
 	out[1] = opts.io[2].fd;
 	return pid;
 }
-

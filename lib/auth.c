@@ -2,9 +2,9 @@
  *
  * HMAC-SHA256 and the constant-time compare come from sha256.h (herd-agent
  * links no libcrypto: loading it cost every agent start more than all of
- * its hashing); randomness from getrandom().  Reads and writes share one deadline per
- * exchange and use MSG_NOSIGNAL, so a vanished peer is an error, not a
- * SIGPIPE.
+ * its hashing); randomness from getrandom().  Reads and writes share one
+ * deadline per exchange and use MSG_NOSIGNAL, so a vanished peer is an error,
+ * not a SIGPIPE.
  */
 #include <errno.h>
 #include <poll.h>
@@ -164,7 +164,7 @@ int auth_response_check(const struct auth_secret *s,
 	if (mac_of(s, label_agent, nonce_c, nonce_a, want, err) < 0)
 		goto out;
 	if (sha256_ct_differ(want, msg + AUTH_TAG_LEN + AUTH_NONCE_LEN,
-			  AUTH_MAC_LEN)) {
+			     AUTH_MAC_LEN)) {
 		herd_errprintf(err, "wrong secret (the agent's proof does "
 				    "not match this job)");
 		goto out;

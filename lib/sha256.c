@@ -29,10 +29,10 @@ static void block(struct sha256 *c, const unsigned char *p)
 		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
 		       (uint32_t)p[4 * i + 2] << 8 | (uint32_t)p[4 * i + 3];
 	for (int i = 16; i < 64; i++) {
-		uint32_t s0 = ror(w[i - 15], 7) ^ ror(w[i - 15], 18) ^
-			      w[i - 15] >> 3;
-		uint32_t s1 = ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^
-			      w[i - 2] >> 10;
+		uint32_t s0 =
+		    ror(w[i - 15], 7) ^ ror(w[i - 15], 18) ^ w[i - 15] >> 3;
+		uint32_t s1 =
+		    ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^ w[i - 2] >> 10;
 
 		w[i] = w[i - 16] + s0 + w[i - 7] + s1;
 	}
@@ -69,8 +69,8 @@ void sha256_update(struct sha256 *c, const void *data, size_t len)
 
 	c->bytes += len;
 	if (c->n) {
-		size_t take = SHA256_BLOCK - c->n < len ? SHA256_BLOCK - c->n
-							 : len;
+		size_t take =
+		    SHA256_BLOCK - c->n < len ? SHA256_BLOCK - c->n : len;
 
 		memcpy(c->buf + c->n, p, take);
 		c->n += take;
@@ -110,8 +110,8 @@ void sha256_final(struct sha256 *c, unsigned char out[SHA256_LEN])
 	explicit_bzero(c, sizeof(*c));
 }
 
-void hmac_sha256(const void *key, size_t key_len, const void *data,
-		 size_t len, unsigned char out[SHA256_LEN])
+void hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
+		 unsigned char out[SHA256_LEN])
 {
 	unsigned char k0[SHA256_BLOCK] = {0}, pad[SHA256_BLOCK];
 	unsigned char inner[SHA256_LEN];

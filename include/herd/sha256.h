@@ -13,14 +13,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SHA256_LEN 32
+#define SHA256_LEN   32
 #define SHA256_BLOCK 64
 
 struct sha256 {
 	uint32_t h[8];
-	uint64_t bytes;		/* hashed so far */
+	uint64_t bytes; /* hashed so far */
 	unsigned char buf[SHA256_BLOCK];
-	size_t n;		/* bytes in buf */
+	size_t n; /* bytes in buf */
 };
 
 void sha256_init(struct sha256 *c);
@@ -29,8 +29,8 @@ void sha256_update(struct sha256 *c, const void *data, size_t len);
 void sha256_final(struct sha256 *c, unsigned char out[SHA256_LEN]);
 
 /* HMAC-SHA256(key, data) into out; every copy of the key is wiped. */
-void hmac_sha256(const void *key, size_t key_len, const void *data,
-		 size_t len, unsigned char out[SHA256_LEN]);
+void hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
+		 unsigned char out[SHA256_LEN]);
 
 /* 0 when a and b are equal, in a time that does not depend on where they
  * differ (for MACs). */

@@ -42,21 +42,25 @@ static void test_fips_vectors(void **state)
 	struct sha256 c;
 
 	(void)state;
-	check_digest("", 0, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934c"
-			    "a495991b7852b855");
-	check_digest("abc", 3, "ba7816bf8f01cfea414140de5dae2223b00361a39617"
-			       "7a9cb410ff61f20015ad");
+	check_digest("", 0,
+		     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934c"
+		     "a495991b7852b855");
+	check_digest("abc", 3,
+		     "ba7816bf8f01cfea414140de5dae2223b00361a39617"
+		     "7a9cb410ff61f20015ad");
 	check_digest("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
-		     56, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ec"
-			 "edd419db06c1");
+		     56,
+		     "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ec"
+		     "edd419db06c1");
 	assert_non_null(a);
 	memset(a, 'a', 1000000);
-	check_digest(a, 1000000, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497"
-				 "200e046d39ccc7112cd0");
+	check_digest(a, 1000000,
+		     "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497"
+		     "200e046d39ccc7112cd0");
 	/* The same million in pieces of 1 to 127 bytes. */
 	sha256_init(&c);
-	for (size_t off = 0, step = 1; off < 1000000; off += step,
-		    step = step % 127 + 1)
+	for (size_t off = 0, step = 1; off < 1000000;
+	     off += step, step = step % 127 + 1)
 		sha256_update(&c, a + off,
 			      off + step > 1000000 ? 1000000 - off : step);
 	sha256_final(&c, md);
@@ -85,9 +89,9 @@ static void test_against_openssl(void **state)
 		sha256_update(&c, data, half);
 		sha256_update(&c, data + half, len - half);
 		sha256_final(&c, ours);
-		assert_int_equal(EVP_Digest(data, len, theirs, &tlen,
-					    EVP_sha256(), NULL),
-				 1);
+		assert_int_equal(
+		    EVP_Digest(data, len, theirs, &tlen, EVP_sha256(), NULL),
+		    1);
 		assert_int_equal(tlen, SHA256_LEN);
 		assert_memory_equal(ours, theirs, SHA256_LEN);
 		/* HMAC with keys shorter and longer than a block. */
