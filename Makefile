@@ -70,16 +70,33 @@ bin/herd: $(LAUNCHER_OBJ) lib/libherd.a
 
 # The agent is uploaded to every node and hashed there before every start
 # (sha256sum of 650 KB: 6.8 ms of the node's CPU; 200 KB: 3.4 ms), so a
-# plain build keeps its debug information beside it, in
+# plain build keeps its debug information and symbol table beside it, in
 # bin/herd-agent.debug (gdb finds it through the debuglink).  Sanitizer
-# builds keep it inside, for their reports.
+# builds keep them inside, for their reports.
+# --as-needed (gcc's default, but not with -fsanitize): the agent loads
+# only what it calls (libpmix is dlopen()ed, agent/pmix.c), in sanitizer
+# builds too.
 bin/herd-agent: $(AGENT_OBJ) lib/libherd.a
 	@mkdir -p bin
-	$(CC) $(ALL_LDFLAGS) -o $@ $(AGENT_OBJ) lib/libherd.a $(PKG_LIBS)
+	$(CC) $(ALL_LDFLAGS) -Wl,--as-needed -o $@ $(AGENT_OBJ) lib/libherd.a $(PKG_LIBS)
 ifeq ($(SANITIZE),)
 	objcopy --only-keep-debug $@ $@.debug
-	objcopy --strip-debug --add-gnu-debuglink=$@.debug $@
+	objcopy --strip-all --add-gnu-debuglink=$@.debug $@
 endif
+
+# The rank keeper (agent/keeper.c): a program of its own, linked with libc
+# alone (an exec of it costs a node about a quarter of an exec of the
+# agent, which loads libcrypto, libpmix, hwloc...), embedded in the agent
+# (agent/keeper_image.c) and run from a memfd for every rank.
+KEEPER_BIN := $(BUILD)/herd-keeper
+$(KEEPER_BIN): $(BUILD)/keeper/main.o $(BUILD)/agent/keeper_main.o lib/libherd.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $(BUILD)/keeper/main.o $(BUILD)/agent/keeper_main.o lib/libherd.a
+ifeq ($(SANITIZE),)
+	objcopy --strip-all $@
+endif
+$(BUILD)/agent/keeper_image.o: agent/keeper_image.c $(KEEPER_BIN) $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -DKEEPER_IMAGE='"$(KEEPER_BIN)"' -c $< -o $@
 
 $(BUILD)/unit/%: tests/unit/%.c lib/libherd.a $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

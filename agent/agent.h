@@ -124,13 +124,18 @@ struct agent {
 	int user_fd;
 	bool user_ok;
 	char self_path[4096];	/* this program, for ranks as $HERD_AGENT */
+	/* The keeper program in a sealed memfd (keeper_image_open), made
+	 * at the first launch; -1: none, keepers are /proc/self/exe. */
+	int keeper_fd;
+	bool keeper_tried;
 
 	struct pmix_state *pmix;	/* pmix.c; NULL until a pmix launch */
 	struct metrics_state *metrics;	/* metrics.c; NULL: no sampling */
 	bool pmix_mode;		/* the current attempt runs under PMIx */
 };
 
-/* keeper.c: the rank keeper, its own program (herd-agent --keeper). */
+/* keeper.c: the rank keeper, its own program (keeper_main.c; embedded,
+ * or herd-agent --keeper). */
 #define KEEPER_ARG "--keeper"
 /* NUMA nodes a rank may be told to prefer: below this only. */
 #define KEEPER_MEM_NODES 1024
@@ -143,12 +148,18 @@ struct keeper_rank {
 	char *const *argv;
 	char *const *envp;	/* the rank's whole environment */
 	const char *workdir;	/* NULL: the agent's */
-	const char *cpus;	/* cpu list (bind.h), checked; NULL: unbound */
+	const cpu_set_t *cpus;	/* NULL: unbound */
 	int mem_node;		/* NUMA node to prefer, -1: none */
+	int image_fd;		/* keeper_image_open()'s, -1: /proc/self/exe */
 };
 
-/* Starts the keeper of rank k: an exec of the agent's own image in keeper
- * mode, through proc_spawn (its own group, PDEATHSIG, the report pipe).
+/* The embedded keeper program in a new sealed, close-on-exec memfd, or
+ * -1 where none can be made (the caller then runs /proc/self/exe in
+ * keeper mode). */
+int keeper_image_open(void);
+
+/* Starts the keeper of rank k: an exec of k->image_fd (or of the agent's
+ * own image in keeper mode), through proc_spawn (its own group, PDEATHSIG, the report pipe).
  * on_exit gets its status, which is the rank's, and the step that failed
  * (the keeper's exec: PROC_STEP_KEEPER; the rank's workdir, cpus or exec).
  * out gets the read ends of the rank's stdout and stderr (the caller's,

@@ -25,11 +25,84 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <dlfcn.h>
 #include <hwloc.h>
 #include <pmix.h>
 #include <pmix_server.h>
 
 #include "agent.h"
+
+/* libpmix is opened at the first pmix launch, not linked: loading it
+ * (with libevent and libmunge) cost every agent start about 1.3 ms of the
+ * node's CPU, pmix job or not.  Every PMIx_ function this file calls,
+ * directly or through pmix.h's macros (PMIX_INFO_LOAD...), is a pointer of
+ * this table, filled by pmix_lib_open(); the names below make the calls
+ * read as they would against the linked library. */
+#define PMIX_SONAME "libpmix.so.2"
+#define PMIX_LIB_FNS(X)                                                    \
+	X(PMIx_Error_string)                                               \
+	X(PMIx_Info_load)                                                  \
+	X(PMIx_Value_destruct)                                             \
+	X(PMIx_generate_ppn)                                               \
+	X(PMIx_generate_regex)                                             \
+	X(PMIx_server_deregister_nspace)                                   \
+	X(PMIx_server_finalize)                                            \
+	X(PMIx_server_generate_cpuset_string)                              \
+	X(PMIx_server_generate_locality_string)                            \
+	X(PMIx_server_init)                                                \
+	X(PMIx_server_register_client)                                     \
+	X(PMIx_server_register_nspace)                                     \
+	X(PMIx_server_setup_fork)
+
+static struct {
+	void *handle;
+#define PMIX_LIB_FIELD(name) __typeof__(name) *fn_##name;
+	PMIX_LIB_FNS(PMIX_LIB_FIELD)
+#undef PMIX_LIB_FIELD
+} pmix_lib;
+
+#define PMIx_Error_string (*pmix_lib.fn_PMIx_Error_string)
+#define PMIx_Info_load (*pmix_lib.fn_PMIx_Info_load)
+#define PMIx_Value_destruct (*pmix_lib.fn_PMIx_Value_destruct)
+#define PMIx_generate_ppn (*pmix_lib.fn_PMIx_generate_ppn)
+#define PMIx_generate_regex (*pmix_lib.fn_PMIx_generate_regex)
+#define PMIx_server_deregister_nspace                                      \
+	(*pmix_lib.fn_PMIx_server_deregister_nspace)
+#define PMIx_server_finalize (*pmix_lib.fn_PMIx_server_finalize)
+#define PMIx_server_generate_cpuset_string                                 \
+	(*pmix_lib.fn_PMIx_server_generate_cpuset_string)
+#define PMIx_server_generate_locality_string                               \
+	(*pmix_lib.fn_PMIx_server_generate_locality_string)
+#define PMIx_server_init (*pmix_lib.fn_PMIx_server_init)
+#define PMIx_server_register_client (*pmix_lib.fn_PMIx_server_register_client)
+#define PMIx_server_register_nspace (*pmix_lib.fn_PMIx_server_register_nspace)
+#define PMIx_server_setup_fork (*pmix_lib.fn_PMIx_server_setup_fork)
+
+/* Opens libpmix once (it stays loaded); 0, or -1 with err. */
+static int pmix_lib_open(struct herd_err *err)
+{
+	const char *e;
+	void *h;
+
+	if (pmix_lib.handle)
+		return 0;
+	h = dlopen(PMIX_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return herd_errprintf(err,
+				      "launch.mode pmix: cannot load %s (%s); "
+				      "install PMIx 4 on the node",
+				      PMIX_SONAME, (e = dlerror()) ? e : "?");
+#define PMIX_LIB_SYM(name)                                                 \
+	if (!(*(void **)&pmix_lib.fn_##name = dlsym(h, #name)))            \
+		return herd_errprintf(err,                                 \
+				      "launch.mode pmix: %s has no %s; "   \
+				      "install PMIx 4 on the node",        \
+				      PMIX_SONAME, #name);
+	PMIX_LIB_FNS(PMIX_LIB_SYM)
+#undef PMIX_LIB_SYM
+	pmix_lib.handle = h;
+	return 0;
+}
 
 /* A namespace name: "herd.<job>.<attempt>", cut to what PMIx allows. */
 #define PMIX_NSPACE_FMT "herd.%.*s.%d"
@@ -354,6 +427,8 @@ static int server_up(struct agent *a, struct herd_err *err)
 
 	if (p->server_up)
 		return 0;
+	if (pmix_lib_open(err) < 0)
+		return -1;
 	/* Its own directory for the rendezvous files (DESIGN.md). */
 	snprintf(p->tmpdir, sizeof(p->tmpdir), "%s/pmix",
 		 a->run_dir[0] ? a->run_dir : "/tmp");

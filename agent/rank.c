@@ -334,7 +334,7 @@ void rank_free_all(struct agent *a)
 }
 
 static int spawn_one(struct agent *a, struct rank *r, const char *command,
-		     const char *workdir, const char *cpus, int mem_node,
+		     const char *workdir, const cpu_set_t *cpus, int mem_node,
 		     struct envv *env, struct herd_err *err)
 {
 	char *argv[] = {"sh", "-c", (char *)command, NULL};
@@ -347,10 +347,16 @@ static int spawn_one(struct agent *a, struct rank *r, const char *command,
 		.workdir = workdir,
 		.cpus = cpus,
 		.mem_node = mem_node,
+		.image_fd = -1,
 	};
 	int out[2];
 	pid_t pid;
 
+	if (!a->keeper_tried) {
+		a->keeper_fd = keeper_image_open();
+		a->keeper_tried = true;
+	}
+	k.image_fd = a->keeper_fd;
 	pid = keeper_spawn(a->loop, &k, rank_on_exit, a, out, err);
 	if (pid < 0)
 		return -1;
@@ -478,8 +484,8 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 		if (json_is_integer(mem) && json_integer_value(mem) >= 0 &&
 		    json_integer_value(mem) < KEEPER_MEM_NODES)
 			mem_node = (int)json_integer_value(mem);
-		rc = spawn_one(a, r, command, workdir, cpus, mem_node, &env,
-			       err);
+		rc = spawn_one(a, r, command, workdir, cpus ? &set : NULL,
+			       mem_node, &env, err);
 		envv_free(&env);
 		if (rc < 0) {
 			r->exit_sent = true;

@@ -23,7 +23,8 @@
  * /sys/bus/pci/devices, /sys/class/infiniband and of the interfaces in
  * /sys/class/net that are devices (not veths or bridges).  A
  * summary whose key matches is used as is; any other is discovered again
- * and replaces the older ones of the host.
+ * and replaces the older ones of the host (and those of hosts not seen
+ * for a week: a test cluster leaves one per node name in a shared /tmp).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -39,9 +40,9 @@
 
 #include <hwloc.h>
 #include <jansson.h>
-#include <openssl/evp.h>
 
 #include "agent.h"
+#include "herd/sha256.h"
 #include "herd/version.h"
 
 #define RUNDIR_PREFIX "herd-agent-"
@@ -98,7 +99,8 @@ static void sweep(int parent)
 	int dfd = dup(parent);
 	DIR *d;
 	struct dirent *e;
-	time_t now = time(NULL);
+	pid_t self = getpid();
+	uid_t uid = getuid();
 
 	if (dfd < 0)
 		return;
@@ -106,24 +108,23 @@ static void sweep(int parent)
 		close(dfd);
 		return;
 	}
+	rewinddir(d); /* a dup shares the offset */
+	/* One system call for most entries (the directories of agents that
+	 * run: a node's own few, but every node's in a test cluster whose
+	 * nodes share /tmp). */
 	while ((e = readdir(d))) {
 		pid_t pid = rundir_pid(e->d_name);
 		struct stat st;
 
-		if (!strncmp(e->d_name, "topo-", 5) &&
-		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
-			    0 &&
-		    now - st.st_mtime > TOPO_CACHE_AGE_S) {
-			unlinkat(dirfd(d), e->d_name, 0);
-			continue;
-		}
-		if (pid < 0 || pid == getpid() ||
-		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISDIR(st.st_mode) || st.st_uid != getuid())
+		if (pid < 0 || pid == self ||
+		    (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN))
 			continue;
 		/* A PID that runs (or that we may not signal: another
 		 * user's, which cannot own this directory) is left alone. */
 		if (kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode) || st.st_uid != uid)
 			continue;
 		remove_dir_at(dirfd(d), e->d_name);
 	}
@@ -187,42 +188,95 @@ void rundir_make(struct agent *a)
 
 /* --- the topology kept between starts ----------------------------------- */
 
-/* The names in path; with devices_only, only those that have a
- * "device" link (hardware: hwloc sees no virtual interface, and veths
- * and bridges come and go with containers). */
-static void digest_dir(EVP_MD_CTX *md, const char *path, bool devices_only)
+static int names_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in dir, sorted (strcmp), into *out; how many, or -1. */
+static int names_of(const char *path, char ***out)
 {
 	DIR *d = opendir(path);
 	struct dirent *e;
-	char link[512];
+	char **v = NULL;
+	size_t n = 0, cap = 0;
 
-	EVP_DigestUpdate(md, path, strlen(path) + 1);
+	*out = NULL;
 	if (!d)
-		return;
+		return 0;
+	while ((e = readdir(d))) {
+		if (n == cap) {
+			char **nv = realloc(v, (cap = cap ? 2 * cap : 64) *
+						   sizeof(*v));
+
+			if (!nv)
+				break;
+			v = nv;
+		}
+		if (!(v[n] = strdup(e->d_name)))
+			break;
+		n++;
+	}
+	closedir(d);
+	if (e) {
+		while (n > 0)
+			free(v[--n]);
+		free(v);
+		return -1;
+	}
+	qsort(v, n, sizeof(*v), names_cmp);
+	*out = v;
+	return (int)n;
+}
+
+/* The names in path; with devices_only (/sys/class/net), only those that
+ * are hardware, not in /sys/devices/virtual/net (those have no "device"
+ * link: veths and bridges, which come and go with containers and which
+ * hwloc does not see).  Two directory reads, not a look-up per interface
+ * (a test cluster's nodes see the host's sysfs: hundreds of them). */
+static void digest_dir(struct sha256 *md, const char *path, bool devices_only)
+{
+	DIR *d;
+	struct dirent *e;
+	char **virt = NULL;
+	int n_virt = 0;
+
+	sha256_update(md, path, strlen(path) + 1);
+	if (devices_only &&
+	    (n_virt = names_of("/sys/devices/virtual/net", &virt)) < 0)
+		n_virt = 0;
+	if (!(d = opendir(path)))
+		goto out;
 	/* readdir's order is the directory's, stable while it is
 	 * unchanged; a change of order only costs one discovery. */
 	while ((e = readdir(d))) {
+		const char *name = e->d_name;
+
 		if (devices_only &&
-		    ((size_t)snprintf(link, sizeof(link), "%s/%s/device", path,
-				      e->d_name) >= sizeof(link) ||
-		     access(link, F_OK) < 0))
+		    (name[0] == '.' ||
+		     bsearch(&name, virt, (size_t)n_virt, sizeof(*virt),
+			     names_cmp)))
 			continue;
-		EVP_DigestUpdate(md, e->d_name, strlen(e->d_name) + 1);
+		sha256_update(md, name, strlen(name) + 1);
 	}
 	closedir(d);
+out:
+	for (int i = 0; i < n_virt; i++)
+		free(virt[i]);
+	free(virt);
 }
 
-static void digest_file(EVP_MD_CTX *md, const char *path)
+static void digest_file(struct sha256 *md, const char *path)
 {
 	char buf[512];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t got;
 
-	EVP_DigestUpdate(md, path, strlen(path) + 1);
+	sha256_update(md, path, strlen(path) + 1);
 	if (fd < 0)
 		return;
 	while ((got = read(fd, buf, sizeof(buf))) > 0)
-		EVP_DigestUpdate(md, buf, (size_t)got);
+		sha256_update(md, buf, (size_t)got);
 	close(fd);
 }
 
@@ -230,37 +284,27 @@ static void digest_file(EVP_MD_CTX *md, const char *path)
 static int topo_cache_name(char *prefix, size_t plen, char *name,
 			   size_t nlen)
 {
-	unsigned char mac[EVP_MAX_MD_SIZE];
-	unsigned int mac_len = 0;
+	unsigned char mac[SHA256_LEN];
 	char host[256] = "", key[2 * 16 + 1];
 	unsigned int v = hwloc_get_api_version();
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	int ok;
+	struct sha256 c, *md = &c;
 
-	if (!md)
-		return -1;
 	gethostname(host, sizeof(host) - 1);
 	for (char *h = host; *h; h++)
 		if (!((*h >= 'a' && *h <= 'z') || (*h >= 'A' && *h <= 'Z') ||
 		      (*h >= '0' && *h <= '9') || *h == '.' || *h == '-' ||
 		      *h == '_'))
 			*h = '_';
-	ok = EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1;
-	if (ok) {
-		EVP_DigestUpdate(md, host, strlen(host) + 1);
-		EVP_DigestUpdate(md, &v, sizeof(v));
-		EVP_DigestUpdate(md, HERD_VERSION, sizeof(HERD_VERSION));
-		digest_file(md, "/proc/sys/kernel/random/boot_id");
-		digest_file(md, "/sys/devices/system/cpu/online");
-		digest_dir(md, "/sys/bus/pci/devices", false);
-		digest_dir(md, "/sys/class/net", true);
-		digest_dir(md, "/sys/class/infiniband", false);
-		ok = EVP_DigestFinal_ex(md, mac, &mac_len) == 1 &&
-		     mac_len >= 16;
-	}
-	EVP_MD_CTX_free(md);
-	if (!ok)
-		return -1;
+	sha256_init(md);
+	sha256_update(md, host, strlen(host) + 1);
+	sha256_update(md, &v, sizeof(v));
+	sha256_update(md, HERD_VERSION, sizeof(HERD_VERSION));
+	digest_file(md, "/proc/sys/kernel/random/boot_id");
+	digest_file(md, "/sys/devices/system/cpu/online");
+	digest_dir(md, "/sys/bus/pci/devices", false);
+	digest_dir(md, "/sys/class/net", true);
+	digest_dir(md, "/sys/class/infiniband", false);
+	sha256_final(md, mac);
 	for (int i = 0; i < 16; i++)
 		snprintf(key + 2 * i, 3, "%02x", mac[i]);
 	if ((size_t)snprintf(prefix, plen, "topo-%.64s-", host) >= plen ||
@@ -307,6 +351,7 @@ void rundir_topo_put(struct agent *a, const json_t *summary)
 	int fd, dfd;
 	size_t len;
 	bool ok;
+	time_t now = time(NULL);
 
 	if (!a->user_ok ||
 	    topo_cache_name(prefix, sizeof(prefix), name, sizeof(name)) < 0 ||
@@ -327,17 +372,29 @@ void rundir_topo_put(struct agent *a, const json_t *summary)
 		unlinkat(a->user_fd, tmp, 0);
 		return;
 	}
-	/* The host's older summaries are of hardware it no longer has. */
+	/* The host's older summaries are of hardware it no longer has;
+	 * those of other hosts not seen for TOPO_CACHE_AGE_S go too.  (Here,
+	 * where a summary is written, not at every start: a test cluster's
+	 * nodes share /tmp, each start would stat every node's.) */
 	if ((dfd = dup(a->user_fd)) < 0)
 		return;
 	if (!(d = fdopendir(dfd))) {
 		close(dfd);
 		return;
 	}
-	while ((e = readdir(d)))
-		if (!strncmp(e->d_name, prefix, strlen(prefix)) &&
-		    strcmp(e->d_name, name))
+	/* A dup shares the offset, which the sweep left at the end. */
+	rewinddir(d);
+	while ((e = readdir(d))) {
+		struct stat st;
+
+		if (strncmp(e->d_name, "topo-", 5) || !strcmp(e->d_name, name))
+			continue;
+		if (!strncmp(e->d_name, prefix, strlen(prefix)) ||
+		    (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
+			     0 &&
+		     now - st.st_mtime > TOPO_CACHE_AGE_S))
 			unlinkat(dirfd(d), e->d_name, 0);
+	}
 	closedir(d);
 }
 

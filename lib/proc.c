@@ -57,24 +57,29 @@ child_fail(int report_fd, enum proc_step step, int err)
 	_exit(127);
 }
 
-/* chdir, cpu set, exec; a failed exec is reported as exec_step. */
+/* chdir, cpu set, exec (of exec_fd when > 0, else of o->path or
+ * argv[0]); a failed exec is reported as exec_step. */
 static void __attribute__((noreturn))
 exec_steps(const struct proc_opts *o, char *const argv[], int report_fd,
-	   enum proc_step exec_step)
+	   enum proc_step exec_step, int exec_fd)
 {
 	if (o->workdir && chdir(o->workdir) < 0)
 		child_fail(report_fd, PROC_STEP_WORKDIR, errno);
 	/* Before exec: every thread the program starts inherits it. */
 	if (o->cpus && sched_setaffinity(0, sizeof(*o->cpus), o->cpus) < 0)
 		child_fail(report_fd, PROC_STEP_CPUS, errno);
-	execve(o->path ? o->path : argv[0], argv, o->envp ? o->envp : environ);
+	if (exec_fd > 0)
+		fexecve(exec_fd, argv, o->envp ? o->envp : environ);
+	else
+		execve(o->path ? o->path : argv[0], argv,
+		       o->envp ? o->envp : environ);
 	child_fail(report_fd, exec_step, errno);
 }
 
 void proc_child_exec(const struct proc_opts *o, char *const argv[],
 		     int report_fd)
 {
-	exec_steps(o, argv, report_fd, PROC_STEP_EXEC);
+	exec_steps(o, argv, report_fd, PROC_STEP_EXEC, o->exec_fd);
 }
 
 /* Everything between fork and exec.  Signals arrive blocked (proc_spawn
@@ -119,7 +124,13 @@ child_main(const struct proc_opts *o, char *const argv[], const int src[3],
 	 * the exec closes it: EOF is the news that it worked. */
 	if (dup3(rep, 3, o->keep_report ? 0 : O_CLOEXEC) < 0)
 		child_fail(rep, PROC_STEP_SETUP, errno);
-	close_range(4, ~0U, 0);
+	/* The program to exec, when it is an open file: fd 4, closed by
+	 * the exec. */
+	if (o->exec_fd > 0 &&
+	    (o->exec_fd == 4 ? fcntl(4, F_SETFD, FD_CLOEXEC)
+			     : dup3(o->exec_fd, 4, O_CLOEXEC)) < 0)
+		child_fail(3, PROC_STEP_SETUP, errno);
+	close_range(o->exec_fd > 0 ? 5 : 4, ~0U, 0);
 	if (o->sigmask) {
 		sigprocmask(SIG_SETMASK, o->sigmask, NULL);
 	} else {
@@ -127,7 +138,8 @@ child_main(const struct proc_opts *o, char *const argv[], const int src[3],
 		sigprocmask(SIG_SETMASK, &none, NULL);
 	}
 	exec_steps(o, argv, 3,
-		   o->keep_report ? PROC_STEP_KEEPER : PROC_STEP_EXEC);
+		   o->keep_report ? PROC_STEP_KEEPER : PROC_STEP_EXEC,
+		   o->exec_fd > 0 ? 4 : 0);
 }
 
 /* ---- in the parent -------------------------------------------------------- */

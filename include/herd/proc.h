@@ -65,6 +65,10 @@ enum proc_step {
 
 struct proc_opts {
 	const char *path;	  /* what to exec; NULL: argv[0] */
+	/* Set (above 3: fds 0-3 are the child's own): exec the program in
+	 * this open file instead (fexecve; it may be close-on-exec; path
+	 * is not used).  0: none. */
+	int exec_fd;
 	struct proc_fd io[3];	  /* stdin, stdout, stderr */
 	enum proc_group group;
 	/* Sent to the child when the thread that forked it dies: 0 means

@@ -318,6 +318,25 @@ test_expect_success 'the kept topology: 0600, used by the next start (the rank i
 	test_cmp saved.json "$t"
 '
 
+test_expect_success 'kept topologies: those of other hosts are left alone while the own one is used; when a topology is written, the own host'"'"'s older ones and other hosts'"'"' unused for a week go' '
+	u=tmpd/herd-agent-$(id -u) &&
+	echo "{}" >$u/topo-gone-00000000000000000000000000000000.json &&
+	echo "{}" >$u/topo-near-00000000000000000000000000000000.json &&
+	touch -d "8 days ago" $u/topo-gone-00000000000000000000000000000000.json &&
+	touch -d "6 days ago" $u/topo-near-00000000000000000000000000000000.json &&
+	TMPDIR=$PWD/tmpd herd run cpus.yaml >out 2>err &&
+	test -e $u/topo-gone-00000000000000000000000000000000.json &&
+	own=$(ls $u/topo-*.json | grep -v -e topo-gone- -e topo-near-) &&
+	# the own host under an older key: hardware it no longer has
+	old=${own%-*}-00000000000000000000000000000000.json &&
+	mv "$own" "$old" &&
+	TMPDIR=$PWD/tmpd herd run cpus.yaml >out 2>err &&
+	test -e "$own" &&
+	test ! -e "$old" &&
+	test ! -e $u/topo-gone-00000000000000000000000000000000.json &&
+	test -e $u/topo-near-00000000000000000000000000000000.json
+'
+
 test_expect_success 'TMPDIR/herd-agent-UID planted by another user or open to others: not used, the job runs' '
 	mkdir -p tmpo tmpw &&
 	mkdir -m 700 tmpo/herd-agent-$(id -u) &&

@@ -172,9 +172,10 @@ test_expect_success 'kill -9 of one agent: its ranks die, herd names the node an
 	keeper=$(cut -d" " -f2 pids/pid.2) &&
 	agent=$(ps -o ppid= -p $keeper | tr -d " ") &&
 	ps -o args= -p $agent | grep -q "/.cache/herd/agent-.* --stdio" &&
-	# The keeper is an exec of the agent image itself, in keeper mode.
+	# The keeper is the program the agent carries, run from a memfd,
+	# in keeper mode under the agent'"'"'s name.
 	tr "\0" " " <"/proc/$keeper/cmdline" | grep -q "/.cache/herd/agent-.* --keeper --rank 2 $" &&
-	test "$(readlink /proc/$keeper/exe)" = "$(readlink /proc/$agent/exe)" &&
+	test "$(readlink /proc/$keeper/exe)" = "/memfd:herd-keeper (deleted)" &&
 	test "$(cut -d" " -f2 pids/pid.3 | xargs ps -o ppid= -p | tr -d " ")" = $agent &&
 	test "$(cut -d" " -f2 pids/pid.0 | xargs ps -o ppid= -p | tr -d " ")" != $agent &&
 	ip netns pids "herd-$HERD_CLUSTER_ID-n2" | grep -qx $agent &&

@@ -2,6 +2,7 @@
  * with the agent's own objects (all but main.o, whose agent_send this
  * file replaces with a recorder): every (state, event) row, and real
  * ranks through LAUNCH, STOP and their exits. */
+#include <fcntl.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -73,6 +74,8 @@ static int teardown(void **state)
 	if (a->kill_timer)
 		loop_timer_del(a->loop, a->kill_timer);
 	loop_free(a->loop);
+	if (a->keeper_tried && a->keeper_fd >= 0)
+		close(a->keeper_fd);
 	free(a);
 	return 0;
 }
@@ -249,14 +252,13 @@ static void test_herd_gone_exits_after_ranks(void **state)
 	json_decref(body);
 }
 
-/* The keeper is an exec'd image, not a fork of the agent: its cmdline is
- * the keeper mode and its exe the agent's (here: this test program, whose
- * main hands --keeper to keeper_main as herd-agent's does). */
-static void test_keeper_is_exec(void **state)
+/* Launches one rank and returns its keeper's /proc/PID/exe into exe,
+ * after checking that the keeper is an exec, not a fork of the agent: its
+ * cmdline is the keeper mode, argv[0] the agent's path. */
+static void keeper_exe(struct agent *a, char *exe, size_t len)
 {
-	struct agent *a = *state;
 	json_t *body = launch_body("exec sleep 30", 1);
-	char path[64], want[4096] = "", got[4096] = "", cmd[256];
+	char path[64], cmd[256];
 	const char expect[] = "--keeper\0--rank\0" "0";
 	ssize_t n = 0;
 	FILE *f;
@@ -279,10 +281,40 @@ static void test_keeper_is_exec(void **state)
 	assert_memory_equal(cmd, "test_agent", 11);
 	assert_memory_equal(cmd + 11, expect, sizeof(expect));
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)a->ranks[0].pid);
-	assert_true(readlink("/proc/self/exe", want, sizeof(want) - 1) > 0);
-	assert_true(readlink(path, got, sizeof(got) - 1) > 0);
-	assert_string_equal(got, want);
+	memset(exe, 0, len);
+	assert_true(readlink(path, exe, len - 1) > 0);
 	json_decref(body);
+}
+
+/* The keeper is the small program embedded in the agent, exec'd from a
+ * sealed memfd (agent/keeper.c). */
+static void test_keeper_is_embedded_exec(void **state)
+{
+	struct agent *a = *state;
+	char got[4096];
+
+	keeper_exe(a, got, sizeof(got));
+	assert_true(a->keeper_tried);
+	assert_true(a->keeper_fd > 2);
+	assert_int_equal(fcntl(a->keeper_fd, F_GET_SEALS),
+			 F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE |
+			     F_SEAL_SEAL);
+	assert_string_equal(got, "/memfd:herd-keeper (deleted)");
+}
+
+/* Where no memfd could be made, the keeper is the agent's own image in
+ * keeper mode (here: this test program, whose main hands --keeper to
+ * keeper_main as herd-agent's does). */
+static void test_keeper_fallback_is_self(void **state)
+{
+	struct agent *a = *state;
+	char want[4096] = "", got[4096];
+
+	a->keeper_tried = true;
+	a->keeper_fd = -1;
+	keeper_exe(a, got, sizeof(got));
+	assert_true(readlink("/proc/self/exe", want, sizeof(want) - 1) > 0);
+	assert_string_equal(got, want);
 }
 
 static void test_dispatch_default_is_error(void **state)
@@ -421,7 +453,9 @@ int main(int argc, char **argv)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_herd_gone_exits_after_ranks,
 						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_keeper_is_exec, setup,
+		cmocka_unit_test_setup_teardown(test_keeper_is_embedded_exec, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_keeper_fallback_is_self, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_dispatch_default_is_error,
 						setup, teardown),
