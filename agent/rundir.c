@@ -28,6 +28,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,7 +43,6 @@
 #include <jansson.h>
 
 #include "agent.h"
-#include "herd/sha256.h"
 #include "herd/version.h"
 
 #define RUNDIR_PREFIX "herd-agent-"
@@ -229,19 +229,39 @@ static int names_of(const char *path, char ***out)
 	return (int)n;
 }
 
+/* The kept topology's key: a checksum of what would change the topology
+ * (not a secret and not an integrity check: the directory it names is the
+ * user's own, checked 0700).  Two 64-bit FNV-1a lanes with different
+ * offset bases, 128 bits in all, so that an unchanged node finds its file
+ * and a changed one, in practice, never finds an old one.  No libcrypto:
+ * loading it cost every agent start more than everything it would hash. */
+struct keyhash {
+	uint64_t a, b;
+};
+
+static void keyhash_update(struct keyhash *k, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+
+	for (size_t i = 0; i < len; i++) {
+		k->a = (k->a ^ p[i]) * 0x100000001b3ull;
+		k->b = (k->b ^ p[i]) * 0x100000001b3ull;
+	}
+}
+
 /* The names in path; with devices_only (/sys/class/net), only those that
  * are hardware, not in /sys/devices/virtual/net (those have no "device"
  * link: veths and bridges, which come and go with containers and which
  * hwloc does not see).  Two directory reads, not a look-up per interface
  * (a test cluster's nodes see the host's sysfs: hundreds of them). */
-static void digest_dir(struct sha256 *md, const char *path, bool devices_only)
+static void digest_dir(struct keyhash *md, const char *path, bool devices_only)
 {
 	DIR *d;
 	struct dirent *e;
 	char **virt = NULL;
 	int n_virt = 0;
 
-	sha256_update(md, path, strlen(path) + 1);
+	keyhash_update(md, path, strlen(path) + 1);
 	if (devices_only &&
 	    (n_virt = names_of("/sys/devices/virtual/net", &virt)) < 0)
 		n_virt = 0;
@@ -257,7 +277,7 @@ static void digest_dir(struct sha256 *md, const char *path, bool devices_only)
 		     bsearch(&name, virt, (size_t)n_virt, sizeof(*virt),
 			     names_cmp)))
 			continue;
-		sha256_update(md, name, strlen(name) + 1);
+		keyhash_update(md, name, strlen(name) + 1);
 	}
 	closedir(d);
 out:
@@ -266,17 +286,17 @@ out:
 	free(virt);
 }
 
-static void digest_file(struct sha256 *md, const char *path)
+static void digest_file(struct keyhash *md, const char *path)
 {
 	char buf[512];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t got;
 
-	sha256_update(md, path, strlen(path) + 1);
+	keyhash_update(md, path, strlen(path) + 1);
 	if (fd < 0)
 		return;
 	while ((got = read(fd, buf, sizeof(buf))) > 0)
-		sha256_update(md, buf, (size_t)got);
+		keyhash_update(md, buf, (size_t)got);
 	close(fd);
 }
 
@@ -284,10 +304,10 @@ static void digest_file(struct sha256 *md, const char *path)
 static int topo_cache_name(char *prefix, size_t plen, char *name,
 			   size_t nlen)
 {
-	unsigned char mac[SHA256_LEN];
 	char host[256] = "", key[2 * 16 + 1];
 	unsigned int v = hwloc_get_api_version();
-	struct sha256 c, *md = &c;
+	struct keyhash c = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull};
+	struct keyhash *md = &c;
 
 	gethostname(host, sizeof(host) - 1);
 	for (char *h = host; *h; h++)
@@ -295,18 +315,15 @@ static int topo_cache_name(char *prefix, size_t plen, char *name,
 		      (*h >= '0' && *h <= '9') || *h == '.' || *h == '-' ||
 		      *h == '_'))
 			*h = '_';
-	sha256_init(md);
-	sha256_update(md, host, strlen(host) + 1);
-	sha256_update(md, &v, sizeof(v));
-	sha256_update(md, HERD_VERSION, sizeof(HERD_VERSION));
+	keyhash_update(md, host, strlen(host) + 1);
+	keyhash_update(md, &v, sizeof(v));
+	keyhash_update(md, HERD_VERSION, sizeof(HERD_VERSION));
 	digest_file(md, "/proc/sys/kernel/random/boot_id");
 	digest_file(md, "/sys/devices/system/cpu/online");
 	digest_dir(md, "/sys/bus/pci/devices", false);
 	digest_dir(md, "/sys/class/net", true);
 	digest_dir(md, "/sys/class/infiniband", false);
-	sha256_final(md, mac);
-	for (int i = 0; i < 16; i++)
-		snprintf(key + 2 * i, 3, "%02x", mac[i]);
+	snprintf(key, sizeof(key), "%016" PRIx64 "%016" PRIx64, c.a, c.b);
 	if ((size_t)snprintf(prefix, plen, "topo-%.64s-", host) >= plen ||
 	    (size_t)snprintf(name, nlen, "%s%s.json", prefix, key) >= nlen)
 		return -1;

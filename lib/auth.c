@@ -1,11 +1,14 @@
 /* auth.c — the per-job secret and the challenge-response of auth.h.
  *
- * HMAC-SHA256 and the constant-time compare come from sha256.h (herd-agent
- * links no libcrypto: loading it cost every agent start more than all of
- * its hashing); randomness from getrandom().  Reads and writes share one
+ * HMAC-SHA256 and the constant-time compare come from OpenSSL's libcrypto,
+ * loaded with dlopen() at the first handshake: herd-agent needs it only
+ * under the slurm transport, and loading it at every agent start cost the
+ * node more CPU than the rest of the start (bench/README.md); randomness
+ * from getrandom().  Reads and writes share one
  * deadline per exchange and use MSG_NOSIGNAL, so a vanished peer is an error,
  * not a SIGPIPE.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -16,7 +19,6 @@
 #include <time.h>
 
 #include "herd/auth.h"
-#include "herd/sha256.h"
 
 static const unsigned char tag_challenge[AUTH_TAG_LEN] = {'H', 'R', 'D', 'c'};
 static const unsigned char tag_response[AUTH_TAG_LEN] = {'H', 'R', 'D', 'a'};
@@ -30,6 +32,51 @@ void auth_wipe(void *p, size_t len)
 {
 	if (p)
 		explicit_bzero(p, len);
+}
+
+/* libcrypto's HMAC(), EVP_sha256() and CRYPTO_memcmp(), loaded once. */
+struct crypto_fns {
+	unsigned char *(*hmac)(const void *md, const void *key, int key_len,
+			       const unsigned char *d, size_t n,
+			       unsigned char *out, unsigned int *out_len);
+	const void *(*sha256)(void);
+	int (*memcmp)(const void *a, const void *b, size_t len);
+};
+
+static const struct crypto_fns *crypto(struct herd_err *err)
+{
+	static struct crypto_fns fns;
+	static bool loaded;
+	void *h;
+
+	if (loaded)
+		return &fns;
+	h = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		herd_errprintf(err, "cannot load libcrypto.so.3 (%s); install "
+				    "OpenSSL 3 (Debian: libssl3)",
+			       dlerror());
+		return NULL;
+	}
+	*(void **)&fns.hmac = dlsym(h, "HMAC");
+	*(void **)&fns.sha256 = dlsym(h, "EVP_sha256");
+	*(void **)&fns.memcmp = dlsym(h, "CRYPTO_memcmp");
+	if (!fns.hmac || !fns.sha256 || !fns.memcmp) {
+		herd_errprintf(err, "libcrypto.so.3 lacks HMAC, EVP_sha256 or "
+				    "CRYPTO_memcmp");
+		return NULL;
+	}
+	loaded = true;
+	return &fns;
+}
+
+/* 0 when a and b are equal, in a time that does not depend on where they
+ * differ; the MACs were made through crypto(), so it is loaded. */
+static int mac_differ(const void *a, const void *b, size_t len)
+{
+	const struct crypto_fns *c = crypto(NULL);
+
+	return c ? c->memcmp(a, b, len) != 0 : 1;
 }
 
 static int random_bytes(unsigned char *buf, size_t len, struct herd_err *err)
@@ -106,6 +153,8 @@ static int mac_of(const struct auth_secret *s, const char *label,
 	/* The longest label plus two nonces. */
 	unsigned char data[sizeof(label_agent) + 2 * AUTH_NONCE_LEN];
 	size_t llen = strlen(label), off = 0;
+	const struct crypto_fns *c = crypto(err);
+	unsigned int len = 0;
 
 	memcpy(data, label, llen);
 	off += llen;
@@ -113,8 +162,13 @@ static int mac_of(const struct auth_secret *s, const char *label,
 	off += AUTH_NONCE_LEN;
 	memcpy(data + off, b, AUTH_NONCE_LEN);
 	off += AUTH_NONCE_LEN;
-	(void)err;
-	hmac_sha256(s->key, sizeof(s->key), data, off, mac);
+	if (!c || !c->hmac(c->sha256(), s->key, (int)sizeof(s->key), data, off,
+			   mac, &len) ||
+	    len != AUTH_MAC_LEN) {
+		if (c)
+			herd_errprintf(err, "HMAC-SHA256 failed");
+		return -1;
+	}
 	return 0;
 }
 
@@ -163,7 +217,7 @@ int auth_response_check(const struct auth_secret *s,
 	}
 	if (mac_of(s, label_agent, nonce_c, nonce_a, want, err) < 0)
 		goto out;
-	if (sha256_ct_differ(want, msg + AUTH_TAG_LEN + AUTH_NONCE_LEN,
+	if (mac_differ(want, msg + AUTH_TAG_LEN + AUTH_NONCE_LEN,
 			     AUTH_MAC_LEN)) {
 		herd_errprintf(err, "wrong secret (the agent's proof does "
 				    "not match this job)");
@@ -192,7 +246,7 @@ int auth_confirm_check(const struct auth_secret *s,
 	}
 	if (mac_of(s, label_ctl, nonce_a, nonce_c, want, err) < 0)
 		goto out;
-	if (sha256_ct_differ(want, msg + AUTH_TAG_LEN, AUTH_MAC_LEN)) {
+	if (mac_differ(want, msg + AUTH_TAG_LEN, AUTH_MAC_LEN)) {
 		herd_errprintf(err, "wrong secret (the controller's proof "
 				    "does not match this job)");
 		goto out;
