@@ -149,11 +149,73 @@ static void event_line(struct logs *l, const char *line, size_t len)
 	json_decref(ev);
 }
 
-/* Reads what events.jsonl gained; whole lines only.  Returns 0 or -1. */
-static int events_update(struct logs *l)
+/* What fd gained, as whole lines: fn(arg, line, n, cut) for each, with
+ * the unfinished last one held in *part (*len bytes) for the next call.
+ * A line over max: skipped whole when skip is given (*skip: inside one),
+ * else handed over as it is (cut) and the rest of it follows as a line of
+ * its own.  Returns 0 at the end of what is there, -1 with errno. */
+static int tail_lines(int fd, char **part, size_t *len, bool *skip,
+		      size_t max,
+		      void (*fn)(void *arg, const char *line, size_t n,
+				 bool cut),
+		      void *arg)
 {
 	char buf[65536];
 
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		char *p = buf, *end, *nl;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -1 : 0;
+		end = buf + n;
+		while (p < end) {
+			size_t k;
+			char *np;
+			bool whole;
+
+			nl = memchr(p, '\n', (size_t)(end - p));
+			k = (size_t)((nl ? nl : end) - p);
+			whole = nl != NULL;
+			if (skip && *skip) {
+				*skip = !whole;
+			} else if (*len + k > max) {
+				if (skip) {
+					*skip = !whole;
+				} else {
+					if (*len)
+						fn(arg, *part, *len, true);
+					fn(arg, p, k, !whole);
+				}
+				*len = 0;
+			} else {
+				if (!(np = realloc(*part, *len + k + 1)))
+					return -1;
+				*part = np;
+				memcpy(*part + *len, p, k);
+				*len += k;
+				if (whole) {
+					fn(arg, *part, *len, false);
+					*len = 0;
+				}
+			}
+			p = nl ? nl + 1 : end;
+		}
+	}
+}
+
+static void event_fn(void *arg, const char *line, size_t n, bool cut)
+{
+	(void)cut;
+	if (n)
+		event_line(arg, line, n);
+}
+
+/* Reads what events.jsonl gained; whole lines only.  Returns 0 or -1. */
+static int events_update(struct logs *l)
+{
 	if (l->ev_fd < 0) {
 		char path[PATH_MAX];
 
@@ -162,50 +224,8 @@ static int events_update(struct logs *l)
 		if (l->ev_fd < 0)
 			return errno == ENOENT ? 0 : -1;
 	}
-	for (;;) {
-		ssize_t n = read(l->ev_fd, buf, sizeof(buf));
-		char *p = buf, *nl;
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		if (n == 0)
-			return 0;
-		while ((nl = memchr(p, '\n', (size_t)(buf + n - p)))) {
-			size_t k = (size_t)(nl - p);
-
-			if (!l->ev_skip && l->ev_len + k > 0 &&
-			    l->ev_len + k <= LOGS_EVENT_MAX) {
-				char *np = realloc(l->ev_part, l->ev_len + k);
-
-				if (!np)
-					return -1;
-				l->ev_part = np;
-				memcpy(l->ev_part + l->ev_len, p, k);
-				event_line(l, l->ev_part, l->ev_len + k);
-			}
-			l->ev_len = 0;
-			l->ev_skip = false;
-			p = nl + 1;
-		}
-		if (p < buf + n && !l->ev_skip) {
-			size_t k = (size_t)(buf + n - p);
-
-			if (l->ev_len + k > LOGS_EVENT_MAX) {
-				l->ev_skip = true;
-				l->ev_len = 0;
-			} else {
-				char *np = realloc(l->ev_part, l->ev_len + k);
-
-				if (!np)
-					return -1;
-				l->ev_part = np;
-				memcpy(l->ev_part + l->ev_len, p, k);
-				l->ev_len += k;
-			}
-		}
-	}
+	return tail_lines(l->ev_fd, &l->ev_part, &l->ev_len, &l->ev_skip,
+			  LOGS_EVENT_MAX, event_fn, l);
 }
 
 /* --- rank logs -------------------------------------------------------- */
@@ -329,11 +349,24 @@ static void put_line(const struct logs *l, const struct rank_log *r,
 		putchar('\n');
 }
 
+struct rank_out {
+	const struct logs *l;
+	const struct rank_log *r;
+};
+
+static void rank_fn(void *arg, const char *line, size_t n, bool cut)
+{
+	const struct rank_out *o = arg;
+
+	(void)cut; /* a line over LOGS_LINE_MAX goes out in pieces */
+	put_line(o->l, o->r, line, n, true);
+}
+
 /* Prints what rank r's log gained: whole lines; at the end (last) its
  * unfinished line too.  Returns 0, or -1 with errno (not ENOENT). */
 static int rank_update(struct logs *l, struct rank_log *r, bool last)
 {
-	char buf[65536];
+	struct rank_out o = {l, r};
 
 	if (r->fd < 0) {
 		char path[PATH_MAX];
@@ -345,47 +378,9 @@ static int rank_update(struct logs *l, struct rank_log *r, bool last)
 		if (r->fd < 0)
 			return errno == ENOENT ? 0 : -1;
 	}
-	for (;;) {
-		ssize_t n = read(r->fd, buf, sizeof(buf));
-		char *p = buf, *nl;
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		if (n == 0)
-			break;
-		while ((nl = memchr(p, '\n', (size_t)(buf + n - p)))) {
-			if (r->len) {
-				put_line(l, r, r->part, r->len, false);
-				fwrite(p, 1, (size_t)(nl - p), stdout);
-				putchar('\n');
-				r->len = 0;
-			} else {
-				put_line(l, r, p, (size_t)(nl - p), true);
-			}
-			p = nl + 1;
-		}
-		if (p < buf + n) {
-			size_t k = (size_t)(buf + n - p);
-
-			if (r->len + k > LOGS_LINE_MAX) {
-				/* No newline in sight: out as it is. */
-				put_line(l, r, r->part, r->len, false);
-				fwrite(p, 1, k, stdout);
-				putchar('\n');
-				r->len = 0;
-			} else {
-				char *np = realloc(r->part, r->len + k);
-
-				if (!np)
-					return -1;
-				r->part = np;
-				memcpy(r->part + r->len, p, k);
-				r->len += k;
-			}
-		}
-	}
+	if (tail_lines(r->fd, &r->part, &r->len, NULL, LOGS_LINE_MAX, rank_fn,
+		       &o) < 0)
+		return -1;
 	if (last && r->len) {
 		put_line(l, r, r->part, r->len, true);
 		r->len = 0;

@@ -9,6 +9,7 @@
 
 #include "herd/err.h"
 #include "herd/jobreg.h"
+#include "remote.h"
 
 struct runlog;
 
@@ -42,13 +43,5 @@ enum jobview_state jobview_state(const struct jobreg_entry *e,
 
 /* "running", "ended", "lost". */
 const char *jobview_state_name(enum jobview_state s);
-
-/* Hooks into remote.h (the `remote` helper's module): weak stubs in
- * remote_stub.c keep a build without it whole; remote.c's definitions
- * replace them. */
-bool remote_entry_is_remote(const struct jobreg_entry *e);
-int remote_proxy(const struct jobreg_entry *e, int argc, char **argv);
-int remote_query(const struct jobreg_entry *e, int argc, char **argv,
-		 char **out, size_t max, struct herd_err *err);
 
 #endif
