@@ -10,7 +10,7 @@ require_cmd make cc pkg-config tar
 # to keep this quick.
 test_expect_success 'a copy of the sources, without build outputs' '
 	mkdir src &&
-	(cd "$HERD_ROOT" && tar cf - Makefile include lib launcher agent scripts examples templates) |
+	(cd "$HERD_ROOT" && tar cf - Makefile include lib launcher agent keeper scripts examples templates) |
 		(cd src && tar xf -) &&
 	rm -f src/lib/libherd.a src/lib/*.o
 '
