@@ -47,6 +47,10 @@
 #define CTL_SOCK_CLIENTS_MAX 64
 /* 4 KiB: the largest request a client sends is a few dozen bytes. */
 #define CTL_SOCK_FRAME_MAX 4096
+/* 5 s: a client says what it wants within this of connecting, or is
+ * closed: a peer that connects and never speaks must not hold one of the
+ * CTL_SOCK_CLIENTS_MAX places for good. */
+#define CTL_SOCK_REQUEST_MS 5000
 /* 1 s: how often attached clients get the status text. */
 #define CTL_SOCK_STATUS_MS 1000
 /* 2 s: the longest the end waits for slow clients to take the last
@@ -59,6 +63,7 @@ struct sock_client {
 	bool attached;	/* gets output, status and end */
 	bool wants_end; /* stop: gets end */
 	bool dead;
+	long request_timer; /* until the first request; 0 after */
 	uint64_t missed; /* output bytes dropped, not yet told */
 };
 
@@ -84,6 +89,7 @@ static void client_free(struct sock_client *cl)
 {
 	if (!cl)
 		return;
+	loop_timer_del(cl->s->c->loop, cl->request_timer);
 	conn_free(cl->conn);
 	free(cl);
 }
@@ -215,6 +221,8 @@ static void on_client_frame(struct conn *conn, struct proto_frame *f, void *arg)
 	char msg[160];
 
 	(void)conn;
+	loop_timer_del(c->loop, cl->request_timer);
+	cl->request_timer = 0;
 	herd_err_clear(&err);
 	if (proto_frame_check(f, PROTO_TO_CONTROL, &err) < 0) {
 		/* A client of another herd, or not herd at all. */
@@ -259,6 +267,17 @@ static void on_client_close(struct conn *conn, const char *reason, int clean,
 	client_drop(arg);
 }
 
+/* A client that said nothing within CTL_SOCK_REQUEST_MS. */
+static void on_request_timeout(struct loop *loop, void *arg)
+{
+	struct sock_client *cl = arg;
+
+	(void)loop;
+	cl->request_timer = 0;
+	conn_pause_reading(cl->conn);
+	client_drop(cl);
+}
+
 static void on_accept(struct loop *loop, int fd, short revents, void *arg)
 {
 	struct ctl_sock *s = arg;
@@ -286,6 +305,8 @@ static void on_accept(struct loop *loop, int fd, short revents, void *arg)
 		free(cl);
 		return;
 	}
+	cl->request_timer = loop_timer_add(s->c->loop, CTL_SOCK_REQUEST_MS,
+					   on_request_timeout, cl);
 	s->clients[s->n_clients++] = cl;
 }
 
