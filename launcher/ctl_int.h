@@ -308,6 +308,14 @@ int ctl_status_text(struct ctl *c, char *buf, size_t size, int width);
 /* Before herd stops itself (paused) and after it is continued. */
 void ctl_status_pause(struct ctl *c, bool paused);
 
+/* ctl_nodes.c (issue 14): what the job remembers of its nodes. */
+/* Node n failed in a way that counts against it: kind is "failed"
+ * (crash, partition, silent), "unhealthy" (the health gate) or
+ * "straggler"; reason says why in words.  Recorded in the job's node
+ * record (health.quarantine_after).  Never fails the job. */
+void ctl_node_note(struct ctl *c, struct node *n, const char *kind,
+		   const char *reason);
+
 /* ctl_launch.c */
 /* Places ranks on the member nodes that are up, binds them, picks
  * MASTER_ADDR.  Returns 0 or -1 with err. */

@@ -784,6 +784,10 @@ static const struct proto_rule proto_rules[] = {
 	    .data_max = PROTO_CTL_DATA_MAX,
 	    .data_more = proto_ctl_msg_data,
 	},
+    /* Issue 14: named here; each direction's rule comes with its code. */
+    [PROTO_STACKS] = {.name = "STACKS"},
+    [PROTO_CHECK] = {.name = "CHECK"},
+    [PROTO_NETPROBE] = {.name = "NETPROBE"},
 };
 
 const char *proto_type_name(int type)

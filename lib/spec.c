@@ -416,6 +416,47 @@ static int set_bool(struct ctx *c, const struct field *f, yaml_node_t *key,
 	return 0;
 }
 
+static int set_bytes(struct ctx *c, const struct field *f, yaml_node_t *key,
+		     yaml_node_t *val)
+{
+	struct herd_err derr;
+	char buf[SHOW_MAX + 4];
+	const char *v;
+	long long n;
+
+	(void)key;
+	if (!(v = scalar(c, val, f->name, "a size such as 10G")))
+		return -1;
+	if (spec_bytes_parse(v, &n, &derr) < 0)
+		return perr(c, val->start_mark, "bad size '%s' for %s: %s",
+			    show(v, buf), f->name, derr.text);
+	*(long long *)member(c, f) = n;
+	return 0;
+}
+
+/* A ratio above 1 (health.straggler_ratio): "1.3", at most 100. */
+static int set_ratio(struct ctx *c, const struct field *f, yaml_node_t *key,
+		     yaml_node_t *val)
+{
+	char buf[SHOW_MAX + 4], *end;
+	const char *v;
+	double d;
+
+	(void)key;
+	if (!(v = scalar(c, val, f->name, "a number such as 1.3")))
+		return -1;
+	errno = 0;
+	d = strtod(v, &end);
+	if (end == v || *end || errno || !(d > 1.0 && d <= 100.0))
+		return perr(c, val->start_mark,
+			    "expected a number above 1 and at most 100 for "
+			    "%s (how many times slower than the median), got "
+			    "'%s'",
+			    f->name, show(v, buf));
+	*(double *)member(c, f) = d;
+	return 0;
+}
+
 /* Index of v in names, or -1 with an error listing the allowed words. */
 static int enum_index(struct ctx *c, const struct field *f, yaml_node_t *val,
 		      const char *extra)
@@ -867,6 +908,7 @@ static int set_nic(struct ctx *c, const struct field *f, yaml_node_t *key,
 static const char *const mode_names[] = {"torch", "pmix", "plain", NULL};
 static const char *const host_keys_names[] = {"strict", "accept-new", NULL};
 static const char *const gpu_names[] = {"auto", "none", NULL};
+static const char *const straggler_names[] = {"warn", "off", "evict", NULL};
 static const char *const cpu_names[] = {"numa", "cores", "none", NULL};
 static const char *const transport_names[] = {"auto", "local", NULL};
 static const char *const source_names[] = {
@@ -1029,6 +1071,31 @@ static const struct field health_keys[] = {
     {.name = "health.fence_timeout",
      .set = set_duration,
      .off = OFF(health.fence_timeout_ms),
+     .lo = 1},
+    {.name = "health.check_command",
+     .set = set_str,
+     .off = OFF(health.check_command)},
+    {.name = "health.preflight", .set = set_bool, .off = OFF(health.preflight)},
+    {.name = "health.min_free", .set = set_bytes, .off = OFF(health.min_free)},
+    {.name = "health.straggler",
+     .set = set_enum,
+     .off = OFF(health.straggler),
+     .names = straggler_names},
+    {.name = "health.straggler_ratio",
+     .set = set_ratio,
+     .off = OFF(health.straggler_ratio)},
+    {.name = "health.straggler_window",
+     .set = set_duration,
+     .off = OFF(health.straggler_window_ms),
+     .lo = 1},
+    {.name = "health.quarantine_after",
+     .set = set_int,
+     .off = OFF(health.quarantine_after),
+     .lo = 0,
+     .hi = 1000000},
+    {.name = "health.quarantine_for",
+     .set = set_duration,
+     .off = OFF(health.quarantine_for_ms),
      .lo = 1},
     {0},
 };
@@ -1727,6 +1794,12 @@ struct spec *spec_parse(const char *buf, size_t len, const char *path,
 	spec->health.grace_ms = 10 * 1000;
 	spec->health.progress_timeout_ms = -1;
 	spec->health.fence_timeout_ms = 5 * 60 * 1000;
+	spec->health.min_free = 1LL << 30;
+	spec->health.straggler = SPEC_STRAGGLER_WARN;
+	spec->health.straggler_ratio = 1.3;
+	spec->health.straggler_window_ms = 2 * 60 * 1000;
+	spec->health.quarantine_after = 3;
+	spec->health.quarantine_for_ms = 24L * 3600 * 1000;
 	spec->restart.max = 3;
 	spec->restart.backoff_ms = 2000;
 	spec->log.mode = SPEC_LOG_MODE_DEFAULT;
@@ -1867,6 +1940,7 @@ void spec_free(struct spec *spec)
 	free(spec->ssh.agent_dir);
 	free(spec->launch.command);
 	free(spec->launch.workdir);
+	free(spec->health.check_command);
 	for (size_t i = 0; i < spec->launch.n_env; i++) {
 		free(spec->launch.env[i].key);
 		free(spec->launch.env[i].value);
@@ -1932,4 +2006,10 @@ const char *spec_bind_gpu_name(enum spec_bind_gpu gpu)
 const char *spec_bind_cpu_name(enum spec_bind_cpu cpu)
 {
 	return name_at(cpu_names, NAMES(cpu_names), (int)cpu);
+}
+
+const char *spec_straggler_name(enum spec_straggler straggler)
+{
+	return name_at(straggler_names, NAMES(straggler_names),
+		       (int)straggler);
 }

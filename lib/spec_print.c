@@ -185,7 +185,7 @@ static void nodes(struct out *o, const struct spec *s)
 
 static void body(struct out *o, const struct spec *s)
 {
-	char mode[WORD_MAX];
+	char mode[WORD_MAX], bytes[WORD_MAX];
 
 	str(o, "name", s->name);
 	nodes(o, s);
@@ -230,6 +230,18 @@ static void body(struct out *o, const struct spec *s)
 	dur(o, "grace", s->health.grace_ms, NULL);
 	dur(o, "progress_timeout", s->health.progress_timeout_ms, "off");
 	dur(o, "fence_timeout", s->health.fence_timeout_ms, NULL);
+	str(o, "check_command", s->health.check_command);
+	word(o, "preflight", s->health.preflight ? "true" : "false");
+	if (spec_bytes_format(s->health.min_free, bytes, sizeof(bytes)) < 0)
+		o->failed = 1;
+	else
+		word(o, "min_free", bytes);
+	word(o, "straggler", spec_straggler_name(s->health.straggler));
+	snprintf(bytes, sizeof(bytes), "%g", s->health.straggler_ratio);
+	word(o, "straggler_ratio", bytes);
+	dur(o, "straggler_window", s->health.straggler_window_ms, NULL);
+	num(o, "quarantine_after", s->health.quarantine_after, NULL);
+	dur(o, "quarantine_for", s->health.quarantine_for_ms, NULL);
 	map_end(o);
 
 	map_start(o, "restart", 0);

@@ -8,7 +8,7 @@ PACKAGES="
 make gcc pkg-config clang libclang-rt-14-dev
 libyaml-dev libssh-dev libcurl4-openssl-dev libjansson-dev libhwloc-dev
 libpmix-dev libcmocka-dev libslurm-dev libssl-dev
-hwloc-nox perl sharness iproute2 util-linux procps psmisc jq passwd
+hwloc-nox perl sharness iproute2 util-linux procps psmisc jq passwd gdb
 openssh-client openssh-server
 slurm-wlm slurmctld slurmd slurm-client munge
 openmpi-bin libopenmpi-dev pdsh

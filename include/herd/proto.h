@@ -164,7 +164,10 @@ enum proto_type {
 	PROTO_METRICS,
 	PROTO_CTL_REQ,
 	PROTO_CTL_MSG,
-	PROTO_TYPE_MAX_ = PROTO_CTL_MSG,
+	PROTO_STACKS,	/* issue 14: stacks of hung ranks */
+	PROTO_CHECK,	/* issue 14: the health gate's checks */
+	PROTO_NETPROBE,	/* issue 14: the gate's pairwise network probe */
+	PROTO_TYPE_MAX_ = PROTO_NETPROBE,
 };
 
 /* Which way a frame travels, named by its receiver.  The control socket

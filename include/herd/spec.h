@@ -40,6 +40,11 @@ enum spec_transport { SPEC_TRANSPORT_AUTO = 0, SPEC_TRANSPORT_LOCAL };
 enum spec_mode { SPEC_MODE_TORCH = 0, SPEC_MODE_PMIX, SPEC_MODE_PLAIN };
 enum spec_host_keys { SPEC_HOST_KEYS_STRICT = 0, SPEC_HOST_KEYS_ACCEPT_NEW };
 enum spec_bind_gpu { SPEC_BIND_GPU_AUTO = 0, SPEC_BIND_GPU_NONE };
+enum spec_straggler {
+	SPEC_STRAGGLER_WARN = 0,
+	SPEC_STRAGGLER_OFF,
+	SPEC_STRAGGLER_EVICT,
+};
 enum spec_bind_nic {
 	SPEC_BIND_NIC_AUTO = 0,
 	SPEC_BIND_NIC_NONE,
@@ -142,6 +147,20 @@ struct spec {
 		long progress_timeout_ms;	/* -1: off (default) */
 		long fence_timeout_ms;	/* pmix: a fence some node never
 					 * joins fails the attempt (5m) */
+		char *check_command;	/* NULL: none; a site's own check,
+					 * run by sh -c on every node:
+					 * non-zero is unhealthy, its last
+					 * line of output the reason */
+		bool preflight;		/* the gate before every attempt
+					 * (default false) */
+		long long min_free;	/* bytes free in workdir and
+					 * checkpoint.dir (default 1 GiB) */
+		enum spec_straggler straggler;	/* default warn */
+		double straggler_ratio;	/* default 1.3 */
+		long straggler_window_ms;	/* default 2m */
+		int quarantine_after;	/* failures before a node is kept
+					 * out of later runs (3; 0: never) */
+		long quarantine_for_ms;	/* how long the record holds (24h) */
 	} health;
 
 	struct {
@@ -285,6 +304,7 @@ const char *spec_transport_name(enum spec_transport transport);
 const char *spec_host_keys_name(enum spec_host_keys host_keys);
 const char *spec_bind_gpu_name(enum spec_bind_gpu gpu);
 const char *spec_bind_cpu_name(enum spec_bind_cpu cpu);
+const char *spec_straggler_name(enum spec_straggler straggler);
 
 /* Lists (env, env_pass, bind.nic, slurm.extra) hold at most this many
  * entries: far beyond any real job, and it bounds the duplicate check. */
@@ -321,5 +341,14 @@ int spec_duration_parse(const char *text, long *ms, struct herd_err *err);
  * "2m", "1500ms") into buf of size bytes.  Returns 0, or -1 when buf is too
  * small or ms is negative. */
 int spec_duration_format(long ms, char *buf, size_t size);
+
+/* Parses a byte count: decimal digits with an optional binary unit, one
+ * of K, M, G, T (or KiB, MiB, GiB, TiB), e.g. "512M", "10G", "0".
+ * Returns 0, or -1 with err saying what was expected. */
+int spec_bytes_parse(const char *text, long long *bytes, struct herd_err *err);
+
+/* Writes bytes with the largest binary unit that divides it ("10G",
+ * "1536M", "7") into buf.  Returns 0, or -1 when buf is too small. */
+int spec_bytes_format(long long bytes, char *buf, size_t size);
 
 #endif

@@ -401,6 +401,71 @@ static void test_durations_in_spec(void **state)
 			 "nodes: {readmit_after: never}\n"));
 }
 
+/* The health gate's keys (issue 14): defaults, values and errors. */
+static void test_health_gate_keys(void **state)
+{
+	struct herd_err err;
+	char buf[32];
+	long long b;
+	struct spec *s;
+
+	(void)state;
+	s = ok(MIN);
+	assert_null(s->health.check_command);
+	assert_false(s->health.preflight);
+	assert_true(s->health.min_free == 1LL << 30);
+	assert_int_equal(s->health.straggler, SPEC_STRAGGLER_WARN);
+	assert_true(s->health.straggler_ratio == 1.3);
+	assert_int_equal(s->health.straggler_window_ms, 120000);
+	assert_int_equal(s->health.quarantine_after, 3);
+	assert_int_equal(s->health.quarantine_for_ms, 24L * 3600 * 1000);
+	spec_free(s);
+	s = ok(MIN "health:\n  check_command: /opt/site/ok --fast\n"
+		   "  preflight: true\n  min_free: 512M\n"
+		   "  straggler: evict\n  straggler_ratio: 1.5\n"
+		   "  straggler_window: 30s\n  quarantine_after: 0\n"
+		   "  quarantine_for: 2h\n");
+	assert_string_equal(s->health.check_command, "/opt/site/ok --fast");
+	assert_true(s->health.preflight);
+	assert_true(s->health.min_free == 512LL << 20);
+	assert_int_equal(s->health.straggler, SPEC_STRAGGLER_EVICT);
+	assert_true(s->health.straggler_ratio == 1.5);
+	assert_int_equal(s->health.straggler_window_ms, 30000);
+	assert_int_equal(s->health.quarantine_after, 0);
+	assert_int_equal(s->health.quarantine_for_ms, 7200000);
+	spec_free(s);
+	fails(MIN "health: {straggler_ratio: 1}\n",
+	      "job.yaml:2:27: expected a number above 1 and at most 100 for "
+	      "health.straggler_ratio (how many times slower than the "
+	      "median), got '1'");
+	fails(MIN "health: {straggler_ratio: nan}\n",
+	      "job.yaml:2:27: expected a number above 1 and at most 100 for "
+	      "health.straggler_ratio (how many times slower than the "
+	      "median), got 'nan'");
+	fails(MIN "health: {min_free: 10GB}\n",
+	      "job.yaml:2:20: bad size '10GB' for health.min_free: expected "
+	      "a size unit K, M, G or T after the number");
+	fails(MIN "health: {straggler: kill}\n",
+	      "job.yaml:2:21: unknown value 'kill' for health.straggler "
+	      "(expected one of: warn, off, evict)");
+	assert_int_equal(spec_bytes_parse("10G", &b, &err), 0);
+	assert_true(b == 10LL << 30);
+	assert_int_equal(spec_bytes_parse("7", &b, &err), 0);
+	assert_true(b == 7);
+	assert_int_equal(spec_bytes_parse("3KiB", &b, &err), 0);
+	assert_true(b == 3072);
+	assert_int_equal(spec_bytes_parse("-1G", &b, &err), -1);
+	assert_int_equal(spec_bytes_parse("99999999999999999999", &b, &err),
+			 -1);
+	assert_int_equal(spec_bytes_parse("2000T", &b, &err), -1);
+	assert_int_equal(spec_bytes_format(1536LL << 20, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "1536M");
+	assert_int_equal(spec_bytes_format(1LL << 30, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "1G");
+	assert_int_equal(spec_bytes_format(0, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "0");
+}
+
 static void test_host_sources(void **state)
 {
 	(void)state;
@@ -806,6 +871,7 @@ int main(void)
 	    cmocka_unit_test(test_command_quoting),
 	    cmocka_unit_test(test_log_mode),
 	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_health_gate_keys),
 	    cmocka_unit_test(test_agent_dir),
 	    cmocka_unit_test(test_round_trip_full_example),
 	};
