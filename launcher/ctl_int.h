@@ -222,6 +222,8 @@ struct ctl {
 	long pause_timer;
 	int64_t pause_sent_ms;
 	int64_t failed_at_ms;	/* when the last attempt failed */
+	bool noderec_warned;	/* the node record's failure is said */
+	json_t *quarantined;	/* node_quarantined bodies, or NULL */
 	struct conn **graveyard;	/* dropped conns, freed soon */
 	size_t n_graveyard;
 
@@ -315,6 +317,13 @@ void ctl_status_pause(struct ctl *c, bool paused);
  * record (health.quarantine_after).  Never fails the job. */
 void ctl_node_note(struct ctl *c, struct node *n, const char *kind,
 		   const char *reason);
+/* At the start of a run: which of res's hosts (the nodes, then the
+ * spares) the job's node record quarantines, into skip[] (one per host);
+ * each is said on stderr and kept in c->quarantined for the
+ * node_quarantined events that follow job_start.  A record that
+ * cannot be read is a warning (nothing skipped).  Returns how many. */
+int ctl_nodes_quarantine(struct ctl *c, const struct resolved *res,
+			 bool *skip);
 
 /* ctl_launch.c */
 /* Places ranks on the member nodes that are up, binds them, picks

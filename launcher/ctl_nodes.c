@@ -1,14 +1,138 @@
 /* ctl_nodes.c — what a job remembers of its nodes between runs (issue 14):
- * failures with reason and time, and the quarantine that follows
- * health.quarantine_after of them.  (A stub until the node record lands.)
+ * failures with reason and time in the job's node record (herd/noderec.h,
+ * one file per job name), and the quarantine that follows
+ * health.quarantine_after of them within health.quarantine_for.
+ *
+ * What counts against a node: a member that fails while the job runs or
+ * connects (crash, partition, heartbeats silent, agent error: node_out in
+ * ctl.c), and what other parts note (the health gate: "unhealthy";
+ * straggler eviction: "straggler").  What does not: a node herd itself
+ * stops at the end, a readmit probe or a warm spare that fails while not
+ * a member (nothing ran there), a rank that exits non-zero (the program's
+ * failure, not the node's), and a transport that could not even start
+ * (herd's own failure).
+ *
+ * The record is read once, at the start of a run; a record that cannot
+ * be read or written (corrupt, wrong owner or mode) is a warning and the
+ * job goes on without it: the job never fails because of its record.
  */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
 #include "ctl_int.h"
+#include "herd/noderec.h"
+#include "herd/spec.h"
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 void ctl_node_note(struct ctl *c, struct node *n, const char *kind,
 		   const char *reason)
 {
-	(void)c;
-	(void)n;
-	(void)kind;
-	(void)reason;
+	struct herd_err err;
+
+	/* herd plan leaves no trace; a probe's failure says nothing. */
+	if (!c || !n || !c->lt || c->opt->plan_only)
+		return;
+	herd_err_clear(&err);
+	if (noderec_note(c->spec->name, n->host, wall_ms(), kind,
+			 reason ? reason : "-", logtree_run_id(c->lt),
+			 c->spec->health.quarantine_after,
+			 c->spec->health.quarantine_for_ms, &err) < 0) {
+		/* Said once a run: a record that cannot be written stays so. */
+		if (!c->noderec_warned)
+			fprintf(stderr,
+				"herd: warning: node record not written "
+				"(%s failure of %s not remembered): %s\n",
+				kind, n->host, err.text);
+		c->noderec_warned = true;
+	}
+}
+
+/* Says that host is left out, on the terminal and as an event. */
+static void say_quarantined(struct ctl *c, const char *host, bool spare,
+			    const struct noderec_host *h, int64_t now,
+			    int64_t until)
+{
+	const struct spec *spec = c->spec;
+	const struct noderec_failure *last = NULL;
+	size_t count = noderec_recent(h, now, spec->health.quarantine_for_ms,
+				      &last);
+	char window[32];
+
+	if (spec_duration_format(spec->health.quarantine_for_ms, window,
+				 sizeof(window)) < 0)
+		snprintf(window, sizeof(window), "%ld ms",
+			 spec->health.quarantine_for_ms);
+	/* The events follow job_start (ctl_start emits them). */
+	if (!c->quarantined)
+		c->quarantined = json_array();
+	if (c->quarantined)
+		json_array_append_new(
+		    c->quarantined,
+		    json_pack("{s:s, s:b, s:I, s:s, s:s, s:I}", "host", host,
+			      "spare", spare, "failures", (json_int_t)count,
+			      "last_kind", last ? last->kind : "-",
+			      "last_reason", last ? last->reason : "-",
+			      "until", (json_int_t)until));
+	fprintf(stderr,
+		"herd: %s%s is quarantined (%zu failure%s in %s, last: %s); "
+		"%s (herd nodes %s --clear %s to use it again)\n",
+		spare ? "spare " : "", host, count, count == 1 ? "" : "s",
+		window, last ? last->reason : "-",
+		spare ? "not used" : "skipped", spec->name, host);
+}
+
+int ctl_nodes_quarantine(struct ctl *c, const struct resolved *res, bool *skip)
+{
+	const struct spec *spec = c->spec;
+	size_t total = res->nodes->count + res->spares->count;
+	struct noderec *r = NULL;
+	struct herd_err err;
+	int64_t now = wall_ms();
+	int left_out = 0;
+
+	memset(skip, 0, total * sizeof(*skip));
+	if (spec->health.quarantine_after <= 0 || c->opt->plan_only)
+		return 0;
+	herd_err_clear(&err);
+	if (noderec_load(spec->name, &r, &err) < 0) {
+		fprintf(stderr,
+			"herd: warning: node record not read, no node is "
+			"quarantined: %s\n",
+			err.text);
+		c->noderec_warned = true;
+		return 0;
+	}
+	if (spec->health.quarantine_after > NODEREC_KEEP)
+		fprintf(stderr,
+			"herd: warning: health.quarantine_after %d: a node's "
+			"record keeps its last %d failures, so no node is "
+			"ever quarantined\n",
+			spec->health.quarantine_after, NODEREC_KEEP);
+	for (size_t i = 0; i < total; i++) {
+		bool spare = i >= res->nodes->count;
+		const char *host =
+		    spare ? res->spares->entries[i - res->nodes->count].host
+			  : res->nodes->entries[i].host;
+		const struct noderec_host *h = noderec_find(r, host);
+		int64_t until =
+		    noderec_until(h, now, spec->health.quarantine_after,
+				  spec->health.quarantine_for_ms);
+
+		if (!until)
+			continue;
+		skip[i] = true;
+		left_out++;
+		say_quarantined(c, host, spare, h, now, until);
+	}
+	noderec_free(r);
+	return left_out;
 }
