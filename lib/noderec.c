@@ -26,6 +26,10 @@
 /* How long noderec_note waits for another herd's lock: writers hold it
  * for one read and one small write. */
 #define NODEREC_LOCK_WAIT_MS 5000
+/* Times and windows stay far from int64 overflow when added: 2^50 ms is
+ * the year 37000, 2^40 ms 34 years. */
+#define NODEREC_T_MAX ((json_int_t)1 << 50)
+#define NODEREC_WINDOW_MAX ((json_int_t)1 << 40)
 /* Job names noderec_jobs() reads at most. */
 #define NODEREC_JOBS_MAX 100000
 
@@ -287,15 +291,19 @@ static int parse_failure(json_t *o, struct noderec_failure *f,
 	json_error_t jerr;
 	json_int_t t;
 	const char *kind, *reason, *run = NULL;
+	json_t *runj = NULL;
 
-	if (json_unpack_ex(o, &jerr, JSON_STRICT, "{s:I, s:s, s:s, s?s*}",
+	if (json_unpack_ex(o, &jerr, JSON_STRICT, "{s:I, s:s, s:s, s?o}",
 			   "t", &t, "kind", &kind, "reason", &reason, "run",
-			   &run) < 0)
+			   &runj) < 0)
 		return herd_errprintf(err,
 				      "a failure is {t, kind, reason, run}: "
 				      "%s",
 				      jerr.text);
-	if (t < 0 || t > INT64_MAX / 2)
+	if (runj && !json_is_null(runj) && !(run = json_string_value(runj)))
+		return herd_errprintf(err, "a failure's run is a string or "
+					   "null");
+	if (t < 0 || t > NODEREC_T_MAX)
 		return herd_errprintf(err, "failure time %lld out of range",
 				      (long long)t);
 	if (!kind_ok(kind))
@@ -392,7 +400,7 @@ int noderec_parse(const char *text, size_t len, struct noderec **out,
 			       NODEREC_VERSION);
 		goto out;
 	}
-	if (after < 0 || window < 1 || window > LONG_MAX ||
+	if (after < 0 || window < 1 || window > NODEREC_WINDOW_MAX ||
 	    !json_is_object(hosts)) {
 		herd_errprintf(err, "quarantine_after, quarantine_for_ms or "
 				    "hosts out of range");
