@@ -10,7 +10,8 @@
  * stops at the end, a readmit probe or a warm spare that fails while not
  * a member (nothing ran there), a rank that exits non-zero (the program's
  * failure, not the node's), and a transport that could not even start
- * (herd's own failure).
+ * (herd's own failure).  A local job (nodes: localhost, transport local)
+ * records nothing: its one node is this machine.
  *
  * The record is read once, at the start of a run; a record that cannot
  * be read or written (corrupt, wrong owner or mode) is a warning and the
@@ -37,11 +38,19 @@ void ctl_node_note(struct ctl *c, struct node *n, const char *kind,
 		   const char *reason)
 {
 	struct herd_err err;
+	size_t hl;
 
-	/* herd plan leaves no trace; a probe's failure says nothing. */
-	if (!c || !n || !c->lt || c->opt->plan_only)
+	/* herd plan leaves no trace; this machine (a local job) is never
+	 * left out of its own jobs. */
+	if (!c || !n || !c->lt || c->opt->plan_only || c->local)
 		return;
 	herd_err_clear(&err);
+	/* "h1n3: connection lost" is recorded under h1n3 as "connection
+	 * lost". */
+	hl = strlen(n->host);
+	if (reason && !strncmp(reason, n->host, hl) && reason[hl] == ':' &&
+	    reason[hl + 1] == ' ' && reason[hl + 2])
+		reason += hl + 2;
 	if (noderec_note(c->spec->name, n->host, wall_ms(), kind,
 			 reason ? reason : "-", logtree_run_id(c->lt),
 			 c->spec->health.quarantine_after,

@@ -76,7 +76,7 @@ test_expect_success 'node 2 killed mid-run: recorded with its reason (0700 dir, 
 	jq -e ".quarantine_after == 1 and .quarantine_for_ms == 3600000" "$REC/q.json" &&
 	reason=$(jq -r --arg h "$N2" ".hosts[\$h].failures[0].reason" "$REC/q.json") &&
 	echo "recorded: $reason" &&
-	has q node_failed ".host == \"$N2\" and .reason == \"$reason\"" &&
+	has q node_failed ".host == \"$N2\" and .reason == \"$N2: $reason\"" &&
 	cluster_start_node 2
 '
 
