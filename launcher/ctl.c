@@ -1857,6 +1857,7 @@ void ctl_free(struct ctl *c)
 	if (!c)
 		return;
 	queue_clear(c);
+	ctl_nodes_flush(c);	/* failures noted in the last loop turn */
 	json_decref(c->quarantined);
 	for (int i = 0; i < c->n_nodes; i++) {
 		struct node *n = &c->nodes[i];
@@ -2070,6 +2071,7 @@ int ctl_end(struct ctl *c)
 	/* Rank output still held for a slow reader comes before the
 	 * summary. */
 	ctl_term_close(c);
+	ctl_nodes_flush(c);
 	summary(c);
 	for (int r = 0; r < c->world_size; r++)
 		ctl_close_rank_log(c, r);

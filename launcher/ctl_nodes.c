@@ -34,34 +34,117 @@ static int64_t wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* One failure waiting for its write. */
+struct ctl_nodenote {
+	char *host, *kind, *reason;
+	int64_t t_ms;
+};
+
+static void nodenotes_free(struct ctl *c)
+{
+	for (size_t i = 0; i < c->n_nodenotes; i++) {
+		free(c->nodenotes[i].host);
+		free(c->nodenotes[i].kind);
+		free(c->nodenotes[i].reason);
+	}
+	free(c->nodenotes);
+	c->nodenotes = NULL;
+	c->n_nodenotes = 0;
+}
+
+static void warn_once(struct ctl *c, const char *what)
+{
+	/* Said once a run: a record that cannot be written stays so. */
+	if (!c->noderec_warned)
+		fprintf(stderr, "herd: warning: node record not written (%s)\n",
+			what);
+	c->noderec_warned = true;
+}
+
+void ctl_nodes_flush(struct ctl *c)
+{
+	struct noderec_note *v;
+	struct herd_err err;
+
+	if (c->nodenote_timer && c->loop)
+		loop_timer_del(c->loop, c->nodenote_timer);
+	c->nodenote_timer = 0;
+	if (!c->n_nodenotes)
+		return;
+	if (!(v = calloc(c->n_nodenotes, sizeof(*v)))) {
+		warn_once(c, "out of memory");
+		nodenotes_free(c);
+		return;
+	}
+	for (size_t i = 0; i < c->n_nodenotes; i++)
+		v[i] = (struct noderec_note){c->nodenotes[i].host,
+					     c->nodenotes[i].t_ms,
+					     c->nodenotes[i].kind,
+					     c->nodenotes[i].reason,
+					     logtree_run_id(c->lt)};
+	herd_err_clear(&err);
+	if (noderec_note_all(c->spec->name, v, c->n_nodenotes,
+			     c->spec->health.quarantine_after,
+			     c->spec->health.quarantine_for_ms, &err) < 0)
+		warn_once(c, err.text);
+	free(v);
+	nodenotes_free(c);
+}
+
+static void on_nodenote(struct loop *loop, void *arg)
+{
+	struct ctl *c = arg;
+
+	(void)loop;
+	c->nodenote_timer = 0;
+	ctl_nodes_flush(c);
+}
+
 void ctl_node_note(struct ctl *c, struct node *n, const char *kind,
 		   const char *reason)
 {
-	struct herd_err err;
+	struct ctl_nodenote *v, *e;
 	size_t hl;
 
 	/* herd plan leaves no trace; this machine (a local job) is never
 	 * left out of its own jobs. */
 	if (!c || !n || !c->lt || c->opt->plan_only || c->local)
 		return;
-	herd_err_clear(&err);
 	/* "h1n3: connection lost" is recorded under h1n3 as "connection
 	 * lost". */
 	hl = strlen(n->host);
 	if (reason && !strncmp(reason, n->host, hl) && reason[hl] == ':' &&
 	    reason[hl + 1] == ' ' && reason[hl + 2])
 		reason += hl + 2;
-	if (noderec_note(c->spec->name, n->host, wall_ms(), kind,
-			 reason ? reason : "-", logtree_run_id(c->lt),
-			 c->spec->health.quarantine_after,
-			 c->spec->health.quarantine_for_ms, &err) < 0) {
-		/* Said once a run: a record that cannot be written stays so. */
-		if (!c->noderec_warned)
-			fprintf(stderr,
-				"herd: warning: node record not written "
-				"(%s failure of %s not remembered): %s\n",
-				kind, n->host, err.text);
-		c->noderec_warned = true;
+	/* Bounded: a loop turn notes at most every node once or twice. */
+	if (c->n_nodenotes >= NODEREC_HOSTS_MAX) {
+		warn_once(c, "too many failures at once");
+		return;
+	}
+	v = realloc(c->nodenotes, (c->n_nodenotes + 1) * sizeof(*v));
+	if (!v) {
+		warn_once(c, "out of memory");
+		return;
+	}
+	c->nodenotes = v;
+	e = &v[c->n_nodenotes];
+	e->host = strdup(n->host);
+	e->kind = strdup(kind ? kind : "failed");
+	e->reason = strdup(reason ? reason : "-");
+	e->t_ms = wall_ms();
+	if (!e->host || !e->kind || !e->reason) {
+		free(e->host);
+		free(e->kind);
+		free(e->reason);
+		warn_once(c, "out of memory");
+		return;
+	}
+	c->n_nodenotes++;
+	if (!c->nodenote_timer && c->loop)
+		c->nodenote_timer = loop_timer_add(c->loop, 0, on_nodenote, c);
+	if (c->nodenote_timer <= 0) { /* no loop (yet), no timer: now */
+		c->nodenote_timer = 0;
+		ctl_nodes_flush(c);
 	}
 }
 

@@ -649,20 +649,31 @@ static int lock_record(int dfd, const char *dir, const char *job,
 	return -1;
 }
 
-int noderec_note(const char *job, const char *host, int64_t t_ms,
-		 const char *kind, const char *reason, const char *run,
-		 int quarantine_after, long window_ms, struct herd_err *err)
+int noderec_note_all(const char *job, const struct noderec_note *v, size_t n,
+		     int quarantine_after, long window_ms,
+		     struct herd_err *err)
 {
 	char dir[PATH_MAX], name[NODEREC_NAME_MAX + 8], *text = NULL;
 	struct noderec *r = NULL;
+	int64_t newest = 0;
 	int dfd = -1, lfd = -1, ret = -1;
 
 	if (check_name(job, err) < 0)
 		return -1;
-	if (!host || !text_ok(host, NODEREC_HOST_MAX) || !kind ||
-	    !kind_ok(kind) || (run && !text_ok(run, NODEREC_WORD_MAX)))
-		return herd_errprintf(err, "node record: bad host, kind or "
-					   "run id");
+	for (size_t i = 0; i < n; i++) {
+		if (!v[i].host || !text_ok(v[i].host, NODEREC_HOST_MAX) ||
+		    !v[i].kind || !kind_ok(v[i].kind) ||
+		    (v[i].run && !text_ok(v[i].run, NODEREC_WORD_MAX)) ||
+		    v[i].t_ms < 0 || v[i].t_ms > NODEREC_T_MAX)
+			return herd_errprintf(err, "node record: bad host, "
+						   "kind, time or run id");
+		if (v[i].t_ms > newest)
+			newest = v[i].t_ms;
+	}
+	if (window_ms < 1 || window_ms > NODEREC_WINDOW_MAX ||
+	    quarantine_after < 0)
+		return herd_errprintf(err, "node record: bad quarantine "
+					   "settings");
 	if ((dfd = open_dir(dir, sizeof(dir), true, err)) < 0)
 		return -1;
 	if ((lfd = lock_record(dfd, dir, job, err)) < 0)
@@ -671,9 +682,15 @@ int noderec_note(const char *job, const char *host, int64_t t_ms,
 		goto out;
 	r->quarantine_after = quarantine_after;
 	r->quarantine_for_ms = window_ms;
-	noderec_prune(r, t_ms, window_ms);
-	if (noderec_add(r, host, t_ms, kind, reason ? reason : "-", run) < 0 ||
-	    !(text = noderec_json(r))) {
+	noderec_prune(r, newest, window_ms);
+	for (size_t i = 0; i < n; i++)
+		if (noderec_add(r, v[i].host, v[i].t_ms, v[i].kind,
+				v[i].reason ? v[i].reason : "-",
+				v[i].run) < 0) {
+			herd_errprintf(err, "out of memory");
+			goto out;
+		}
+	if (!(text = noderec_json(r))) {
 		herd_errprintf(err, "out of memory");
 		goto out;
 	}
@@ -687,6 +704,16 @@ out:
 	if (dfd >= 0)
 		close(dfd);
 	return ret;
+}
+
+int noderec_note(const char *job, const char *host, int64_t t_ms,
+		 const char *kind, const char *reason, const char *run,
+		 int quarantine_after, long window_ms, struct herd_err *err)
+{
+	struct noderec_note one = {host, t_ms, kind, reason, run};
+
+	return noderec_note_all(job, &one, 1, quarantine_after, window_ms,
+				err);
 }
 
 int noderec_clear(const char *job, const char *host, struct herd_err *err)

@@ -137,6 +137,19 @@ int noderec_note(const char *job, const char *host, int64_t t_ms,
 		 const char *kind, const char *reason, const char *run,
 		 int quarantine_after, long window_ms, struct herd_err *err);
 
+/* One failure for noderec_note_all(). */
+struct noderec_note {
+	const char *host;
+	int64_t t_ms;
+	const char *kind, *reason, *run;	/* run may be NULL */
+};
+
+/* noderec_note() for n failures at once: one lock, one read, one write
+ * (a partition that fails many nodes costs one file write). */
+int noderec_note_all(const char *job, const struct noderec_note *v, size_t n,
+		     int quarantine_after, long window_ms,
+		     struct herd_err *err);
+
 /* Removes host's entry from job's record under its lock (host NULL: the
  * whole file).  Returns 0, or -1 with err; errno ENOENT when the job has
  * no record or the host none in it. */

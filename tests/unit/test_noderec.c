@@ -276,6 +276,27 @@ static void test_file(void **s)
 	assert_string_equal(names[1], "train");
 	noderec_names_free(names, n);
 
+	/* Several at once: one write. */
+	{
+		const struct noderec_note v[] = {
+		    {"n4", T0 + 5, "unhealthy", "disk full", NULL},
+		    {"n5", T0 + 6, "straggler", "1.6x the median", "run-2"},
+		    {"n4", T0 + 7, "failed", "gone", NULL},
+		};
+
+		assert_int_equal(noderec_note_all("train", v, 3, 3, DAY, &err),
+				 0);
+		assert_int_equal(noderec_load("train", &r, &err), 0);
+		assert_int_equal(r->n, 4);
+		assert_int_equal(noderec_find(r, "n4")->n, 2);
+		assert_string_equal(noderec_find(r, "n5")->f[0].kind,
+				    "straggler");
+		noderec_free(r);
+		/* A bad kind refuses the lot. */
+		assert_int_equal(noderec_note("train", "n6", T0, "bogus", "x",
+					      NULL, 3, DAY, &err),
+				 -1);
+	}
 	/* Aging out when written: a failure two days later drops the old. */
 	note("train", "n3", T0 + 2 * DAY, "late");
 	assert_int_equal(noderec_load("train", &r, &err), 0);
