@@ -168,9 +168,9 @@ static int job_rows(const struct nodes_job *job, json_t *rows, int64_t now)
 		cli_error("nodes: %s", err.text);
 		return 1;
 	}
-	after = job->after >= 0 ? job->after
-				: (r->quarantine_after >= 0 ? r->quarantine_after
-							    : 3);
+	after = job->after >= 0
+		    ? job->after
+		    : (r->quarantine_after >= 0 ? r->quarantine_after : 3);
 	window = job->window_ms > 0
 		     ? job->window_ms
 		     : (r->quarantine_for_ms > 0 ? r->quarantine_for_ms
@@ -188,10 +188,11 @@ static int job_rows(const struct nodes_job *job, json_t *rows, int64_t now)
 		}
 		for (size_t k = 0; hist && k < h->n; k++)
 			json_array_append_new(
-			    hist, json_pack("{s:I, s:s, s:s, s:s?}", "t",
-					    (json_int_t)h->f[k].t_ms, "kind",
-					    h->f[k].kind, "reason",
-					    h->f[k].reason, "run", h->f[k].run));
+			    hist,
+			    json_pack("{s:I, s:s, s:s, s:s?}", "t",
+				      (json_int_t)h->f[k].t_ms, "kind",
+				      h->f[k].kind, "reason", h->f[k].reason,
+				      "run", h->f[k].run));
 		json_array_append_new(
 		    rows,
 		    json_pack("{s:s, s:s, s:I, s:i, s:I, s:I, s:s, s:s, s:s?, "
@@ -216,8 +217,10 @@ static void print_table(json_t *rows, int64_t now)
 
 	json_array_foreach(rows, i, o)
 	{
-		size_t lj = strlen(json_string_value(json_object_get(o, "job")));
-		size_t lh = strlen(json_string_value(json_object_get(o, "host")));
+		size_t lj =
+		    strlen(json_string_value(json_object_get(o, "job")));
+		size_t lh =
+		    strlen(json_string_value(json_object_get(o, "host")));
 
 		wj = lj > wj ? lj : wj;
 		wh = lh > wh ? lh : wh;
@@ -241,12 +244,12 @@ static void print_table(json_t *rows, int64_t now)
 		printf("%-*s  %-*s  %-12s  %-9s  %-9s  %s\n", (int)wj,
 		       json_string_value(json_object_get(o, "job")), (int)wh,
 		       json_string_value(json_object_get(o, "host")), count,
-		       age,
-		       json_string_value(json_object_get(o, "last_kind")),
+		       age, json_string_value(json_object_get(o, "last_kind")),
 		       json_string_value(json_object_get(o, "last_reason")));
 		if (json_is_true(json_object_get(o, "quarantined"))) {
-			time_text(json_integer_value(json_object_get(o, "until")),
-				  until, sizeof(until));
+			time_text(
+			    json_integer_value(json_object_get(o, "until")),
+			    until, sizeof(until));
 			printf("%-*s  %-*s  QUARANTINED until %s\n", (int)wj,
 			       "", (int)wh, "", until);
 		}
@@ -441,7 +444,7 @@ int cmd_nodes(int argc, char **argv)
 					goto out_names;
 			}
 			status = 0;
-out_names:
+		out_names:
 			noderec_names_free(names, n);
 			if (status)
 				goto out;

@@ -77,11 +77,10 @@ void ctl_nodes_flush(struct ctl *c)
 		return;
 	}
 	for (size_t i = 0; i < c->n_nodenotes; i++)
-		v[i] = (struct noderec_note){c->nodenotes[i].host,
-					     c->nodenotes[i].t_ms,
-					     c->nodenotes[i].kind,
-					     c->nodenotes[i].reason,
-					     logtree_run_id(c->lt)};
+		v[i] = (struct noderec_note){
+		    c->nodenotes[i].host, c->nodenotes[i].t_ms,
+		    c->nodenotes[i].kind, c->nodenotes[i].reason,
+		    logtree_run_id(c->lt)};
 	herd_err_clear(&err);
 	if (noderec_note_all(c->spec->name, v, c->n_nodenotes,
 			     c->spec->health.quarantine_after,
@@ -155,8 +154,8 @@ static void say_quarantined(struct ctl *c, const char *host, bool spare,
 {
 	const struct spec *spec = c->spec;
 	const struct noderec_failure *last = NULL;
-	size_t count = noderec_recent(h, now, spec->health.quarantine_for_ms,
-				      &last);
+	size_t count =
+	    noderec_recent(h, now, spec->health.quarantine_for_ms, &last);
 	char window[32];
 
 	if (spec_duration_format(spec->health.quarantine_for_ms, window,
@@ -172,8 +171,8 @@ static void say_quarantined(struct ctl *c, const char *host, bool spare,
 		    json_pack("{s:s, s:b, s:I, s:s, s:s, s:I}", "host", host,
 			      "spare", spare, "failures", (json_int_t)count,
 			      "last_kind", last ? last->kind : "-",
-			      "last_reason", last ? last->reason : "-",
-			      "until", (json_int_t)until));
+			      "last_reason", last ? last->reason : "-", "until",
+			      (json_int_t)until));
 	fprintf(stderr,
 		"herd: %s%s is quarantined (%zu failure%s in %s, last: %s); "
 		"%s (herd nodes %s --clear %s to use it again)\n",

@@ -17,7 +17,7 @@
 #include "herd/jobreg.h"
 #include "herd/noderec.h"
 
-#define NODEREC_VERSION 1
+#define NODEREC_VERSION	 1
 #define NODEREC_NAME_MAX 200
 /* A host name: DNS allows 253 bytes. */
 #define NODEREC_HOST_MAX 255
@@ -28,7 +28,7 @@
 #define NODEREC_LOCK_WAIT_MS 5000
 /* Times and windows stay far from int64 overflow when added: 2^50 ms is
  * the year 37000, 2^40 ms 34 years. */
-#define NODEREC_T_MAX ((json_int_t)1 << 50)
+#define NODEREC_T_MAX	   ((json_int_t)1 << 50)
 #define NODEREC_WINDOW_MAX ((json_int_t)1 << 40)
 /* Job names noderec_jobs() reads at most. */
 #define NODEREC_JOBS_MAX 100000
@@ -233,7 +233,8 @@ void noderec_prune(struct noderec *r, int64_t now_ms, long window_ms)
 		while (k < h->n && h->f[k].t_ms <= from)
 			failure_clear(&h->f[k++]);
 		if (k) {
-			memmove(&h->f[0], &h->f[k], (h->n - k) * sizeof(h->f[0]));
+			memmove(&h->f[0], &h->f[k],
+				(h->n - k) * sizeof(h->f[0]));
 			h->n -= k;
 		}
 		if (!h->n)
@@ -293,8 +294,8 @@ static int parse_failure(json_t *o, struct noderec_failure *f,
 	const char *kind, *reason, *run = NULL;
 	json_t *runj = NULL;
 
-	if (json_unpack_ex(o, &jerr, JSON_STRICT, "{s:I, s:s, s:s, s?o}",
-			   "t", &t, "kind", &kind, "reason", &reason, "run",
+	if (json_unpack_ex(o, &jerr, JSON_STRICT, "{s:I, s:s, s:s, s?o}", "t",
+			   &t, "kind", &kind, "reason", &reason, "run",
 			   &runj) < 0)
 		return herd_errprintf(err,
 				      "a failure is {t, kind, reason, run}: "
@@ -332,19 +333,20 @@ static int parse_host(const char *host, json_t *o, struct noderec_host *h,
 	size_t i;
 
 	if (!text_ok(host, NODEREC_HOST_MAX))
-		return herd_errprintf(err, "host name '%.40s' is empty, too "
-					   "long or has control characters",
+		return herd_errprintf(err,
+				      "host name '%.40s' is empty, too "
+				      "long or has control characters",
 				      host);
 	if (json_unpack_ex(o, &jerr, JSON_STRICT, "{s:o}", "failures", &arr) <
 		0 ||
 	    !json_is_array(arr))
-		return herd_errprintf(err, "host %s: expected {\"failures\": "
-					   "[...]}",
+		return herd_errprintf(err,
+				      "host %s: expected {\"failures\": "
+				      "[...]}",
 				      host);
 	if (json_array_size(arr) > NODEREC_KEEP)
 		return herd_errprintf(err, "host %s: %zu failures, at most %d",
-				      host, json_array_size(arr),
-				      NODEREC_KEEP);
+				      host, json_array_size(arr), NODEREC_KEEP);
 	if (json_array_size(arr) &&
 	    !(h->f = calloc(json_array_size(arr), sizeof(*h->f))))
 		return herd_errprintf(err, "out of memory");
@@ -357,8 +359,9 @@ static int parse_host(const char *host, json_t *o, struct noderec_host *h,
 			return err_prefix(err, what);
 		}
 		if (i > 0 && h->f[i].t_ms < h->f[i - 1].t_ms)
-			return herd_errprintf(err, "host %s: failures out of "
-						   "order",
+			return herd_errprintf(err,
+					      "host %s: failures out of "
+					      "order",
 					      host);
 	}
 	return 0;
@@ -413,7 +416,8 @@ int noderec_parse(const char *text, size_t len, struct noderec **out,
 	}
 	if (!(r = noderec_new()) ||
 	    (json_object_size(hosts) &&
-	     !(r->hosts = calloc(json_object_size(hosts), sizeof(*r->hosts))))) {
+	     !(r->hosts =
+		   calloc(json_object_size(hosts), sizeof(*r->hosts))))) {
 		herd_errprintf(err, "out of memory");
 		goto out;
 	}
@@ -450,9 +454,9 @@ char *noderec_json(const struct noderec *r)
 		const struct noderec_host *h = &r->hosts[i];
 		json_t *arr = json_array();
 
-		if (!arr || json_object_set_new(hosts, h->host,
-						json_pack("{s:o}", "failures",
-							  arr)) < 0)
+		if (!arr || json_object_set_new(
+				hosts, h->host,
+				json_pack("{s:o}", "failures", arr)) < 0)
 			goto out;
 		for (size_t k = 0; k < h->n; k++)
 			if (json_array_append_new(
@@ -650,8 +654,7 @@ static int lock_record(int dfd, const char *dir, const char *job,
 }
 
 int noderec_note_all(const char *job, const struct noderec_note *v, size_t n,
-		     int quarantine_after, long window_ms,
-		     struct herd_err *err)
+		     int quarantine_after, long window_ms, struct herd_err *err)
 {
 	char dir[PATH_MAX], name[NODEREC_NAME_MAX + 8], *text = NULL;
 	struct noderec *r = NULL;
@@ -712,8 +715,7 @@ int noderec_note(const char *job, const char *host, int64_t t_ms,
 {
 	struct noderec_note one = {host, t_ms, kind, reason, run};
 
-	return noderec_note_all(job, &one, 1, quarantine_after, window_ms,
-				err);
+	return noderec_note_all(job, &one, 1, quarantine_after, window_ms, err);
 }
 
 int noderec_clear(const char *job, const char *host, struct herd_err *err)

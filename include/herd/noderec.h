@@ -52,23 +52,23 @@
 #define NODEREC_FILE_MAX (64u << 20)
 
 struct noderec_failure {
-	int64_t t_ms;		/* Unix ms */
-	char *kind;		/* failed, unhealthy, straggler */
+	int64_t t_ms; /* Unix ms */
+	char *kind;   /* failed, unhealthy, straggler */
 	char *reason;
-	char *run;		/* or NULL */
+	char *run; /* or NULL */
 };
 
 struct noderec_host {
 	char *host;
-	struct noderec_failure *f;	/* oldest first */
+	struct noderec_failure *f; /* oldest first */
 	size_t n;
 };
 
 /* A record in memory.  Owned by whoever made it (noderec_free()). */
 struct noderec {
-	int quarantine_after;		/* -1: not in the file */
-	long quarantine_for_ms;		/* -1: not in the file */
-	struct noderec_host *hosts;	/* in file order */
+	int quarantine_after;	    /* -1: not in the file */
+	long quarantine_for_ms;	    /* -1: not in the file */
+	struct noderec_host *hosts; /* in file order */
 	size_t n;
 };
 
@@ -141,7 +141,7 @@ int noderec_note(const char *job, const char *host, int64_t t_ms,
 struct noderec_note {
 	const char *host;
 	int64_t t_ms;
-	const char *kind, *reason, *run;	/* run may be NULL */
+	const char *kind, *reason, *run; /* run may be NULL */
 };
 
 /* noderec_note() for n failures at once: one lock, one read, one write
