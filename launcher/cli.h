@@ -23,6 +23,7 @@ int cmd_attach(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
 int cmd_list_jobs(int argc, char **argv); /* herd list */
 int cmd_logs(int argc, char **argv);
+int cmd_nodes(int argc, char **argv); /* herd nodes (issue 14) */
 
 struct spec;
 

@@ -683,6 +683,7 @@ static bool node_out(struct ctl *c, struct node *n, const char *reason,
 	} else {
 		fprintf(stderr, "herd: node %s failed: %s\n", n->host, reason);
 	}
+	ctl_node_note(c, n, "failed", reason); /* issue 14: node record */
 	evict(c, n, reason);
 	return true;
 }
@@ -1856,6 +1857,8 @@ void ctl_free(struct ctl *c)
 	if (!c)
 		return;
 	queue_clear(c);
+	ctl_nodes_flush(c);	/* failures noted in the last loop turn */
+	json_decref(c->quarantined);
 	for (int i = 0; i < c->n_nodes; i++) {
 		struct node *n = &c->nodes[i];
 
@@ -1895,24 +1898,39 @@ void ctl_free(struct ctl *c)
 	free(c);
 }
 
+/* The nodes, then the spares, less those quarantined (issue 14).
+ * Returns how many members were left out, or -1 when out of memory. */
 static int add_nodes(struct ctl *c, struct resolved *res)
 {
 	size_t total = res->nodes->count + res->spares->count;
+	bool *skip = calloc(total ? total : 1, sizeof(*skip));
+	int left_out = 0;
 
 	c->nodes = calloc(total ? total : 1, sizeof(*c->nodes));
-	if (!c->nodes)
+	if (!c->nodes || !skip) {
+		free(skip);
 		return -1;
+	}
+	ctl_nodes_quarantine(c, res, skip);
 	for (size_t i = 0; i < total; i++) {
 		bool spare = i >= res->nodes->count;
 		const struct hostfile_entry *e =
 			spare ? &res->spares->entries[i - res->nodes->count]
 			      : &res->nodes->entries[i];
-		struct node *n = &c->nodes[c->n_nodes++];
+		struct node *n;
+
+		if (skip[i]) {
+			left_out += !spare;
+			continue;
+		}
+		n = &c->nodes[c->n_nodes++];
 
 		n->ctl = c;
 		n->host = strdup(e->host);
-		if (!n->host)
+		if (!n->host) {
+			free(skip);
 			return -1;
+		}
 		n->slots = c->spec->nodes.slots > 0 ? (int)c->spec->nodes.slots
 						    : e->slots;
 		n->state = NODE_SPARE;
@@ -1921,7 +1939,8 @@ static int add_nodes(struct ctl *c, struct resolved *res)
 	c->want_nodes = (int)res->nodes->count;
 	c->min_nodes = c->spec->nodes.min > 0 ? (int)c->spec->nodes.min
 					      : c->want_nodes;
-	return 0;
+	free(skip);
+	return left_out;
 }
 
 struct ctl *ctl_new(struct spec *spec, const struct ctl_options *opt)
@@ -1940,6 +1959,7 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 {
 	const struct spec *spec = c->spec;
 	struct herd_err err;
+	int left_out = 0;
 
 	herd_err_clear(&err);
 	c->loop = loop;
@@ -1984,7 +2004,7 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 		c->transport->verbose = c->opt->verbose;
 		c->transport->loop = c->loop;
 	}
-	if (!c->transport || add_nodes(c, res) < 0) {
+	if (!c->transport || (left_out = add_nodes(c, res)) < 0) {
 		fprintf(stderr, "herd: %s\n",
 			c->transport ? "out of memory" : err.text);
 		return 1;
@@ -2009,12 +2029,19 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 		    json_pack("{s:s, s:s?, s:i, s:i, s:s, s:s, s:s*}", "job",
 			      spec->name, "run",
 			      c->lt ? logtree_run_id(c->lt) : NULL, "nodes",
-			      c->want_nodes, "spares", c->n_nodes - c->want_nodes,
+			      c->want_nodes, "spares",
+			      c->n_nodes - (c->want_nodes - left_out),
 			      "mode", spec_mode_name(spec->launch.mode),
 			      "transport", c->transport->ops->name,
 			      "resumed_from", c->opt->resumed_from));
+	for (size_t k = 0; k < json_array_size(c->quarantined); k++)
+		events_emit(c->ev, "node_quarantined",
+			    json_incref(json_array_get(c->quarantined, k)));
 	ctl_check_events(c);
-	for (int i = 0; i < c->want_nodes; i++) {
+	/* Members the node record quarantined are not in c->nodes: the
+	 * first want_nodes - left_out are the members, spares stand in for
+	 * the rest at once (take_spares). */
+	for (int i = 0; i < c->want_nodes - left_out; i++) {
 		start_node(c, &c->nodes[i], true);
 		if (c->nodes[i].state == NODE_EVICTED)
 			events_emit(c->ev, "node_failed",
@@ -2024,6 +2051,8 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 					      "attempt", 0));
 	}
 	transport_commit(c->transport);
+	if (left_out > 0)
+		take_spares(c);
 	progress(c, false);
 	c->hb_sent_ms = loop_now_ms();
 	c->hb_due_ms = c->hb_sent_ms + check_interval(c);
@@ -2042,6 +2071,7 @@ int ctl_end(struct ctl *c)
 	/* Rank output still held for a slow reader comes before the
 	 * summary. */
 	ctl_term_close(c);
+	ctl_nodes_flush(c);
 	summary(c);
 	for (int r = 0; r < c->world_size; r++)
 		ctl_close_rank_log(c, r);

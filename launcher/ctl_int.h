@@ -222,6 +222,13 @@ struct ctl {
 	long pause_timer;
 	int64_t pause_sent_ms;
 	int64_t failed_at_ms;	/* when the last attempt failed */
+	bool noderec_warned;	/* the node record's failure is said */
+	/* Failures noted and not yet written (ctl_nodes.c): one write per
+	 * loop turn, whatever the number of nodes that failed in it. */
+	struct ctl_nodenote *nodenotes;
+	size_t n_nodenotes;
+	long nodenote_timer;
+	json_t *quarantined;	/* node_quarantined bodies, or NULL */
 	struct conn **graveyard;	/* dropped conns, freed soon */
 	size_t n_graveyard;
 
@@ -315,6 +322,15 @@ void ctl_status_pause(struct ctl *c, bool paused);
  * record (health.quarantine_after).  Never fails the job. */
 void ctl_node_note(struct ctl *c, struct node *n, const char *kind,
 		   const char *reason);
+/* Writes the failures noted so far (the end of the job, ctl_free). */
+void ctl_nodes_flush(struct ctl *c);
+/* At the start of a run: which of res's hosts (the nodes, then the
+ * spares) the job's node record quarantines, into skip[] (one per host);
+ * each is said on stderr and kept in c->quarantined for the
+ * node_quarantined events that follow job_start.  A record that
+ * cannot be read is a warning (nothing skipped).  Returns how many. */
+int ctl_nodes_quarantine(struct ctl *c, const struct resolved *res,
+			 bool *skip);
 
 /* ctl_launch.c */
 /* Places ranks on the member nodes that are up, binds them, picks

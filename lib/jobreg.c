@@ -202,25 +202,24 @@ static int state_home(char *buf, size_t size, struct herd_err *err)
 	return 0;
 }
 
-/* Opens the registry directory; its path into path.  Returns an O_PATH
- * fd or -1 with err (errno ENOENT: not there and !create). */
-static int open_registry(char *path, size_t size, bool create,
-			 struct herd_err *err)
+int jobreg_state_open(const char *sub, char *path, size_t size, bool create,
+		      struct herd_err *err)
 {
 	char base[PATH_MAX], herd[PATH_MAX + 8];
 	int fd;
 
 	if (state_home(base, sizeof(base), err) < 0)
 		return -1;
-	if ((size_t)snprintf(path, size, "%s/herd/jobs",
-			     strcmp(base, "/") ? base : "") >= size)
-		return herd_errprintf(err, "%s/herd/jobs: path too long", base);
+	if ((size_t)snprintf(path, size, "%s/herd/%s",
+			     strcmp(base, "/") ? base : "", sub) >= size)
+		return herd_errprintf(err, "%s/herd/%s: path too long", base,
+				      sub);
 	if (!create) {
 		struct stat st;
 
 		/* Nothing there yet is no error to a reader. */
 		if (stat(path, &st) < 0 && errno == ENOENT) {
-			herd_errprintf(err, "%s: no jobs yet", path);
+			herd_errprintf(err, "%s: nothing there yet", path);
 			errno = ENOENT;
 			return -1;
 		}
@@ -230,7 +229,15 @@ static int open_registry(char *path, size_t size, bool create,
 	snprintf(herd, sizeof(herd), "%s/herd", strcmp(base, "/") ? base : "");
 	if ((fd = open_own(fd, base, "herd", create, false, err)) < 0)
 		return -1;
-	return open_own(fd, herd, "jobs", create, false, err);
+	return open_own(fd, herd, sub, create, false, err);
+}
+
+/* Opens the registry directory; its path into path.  Returns an O_PATH
+ * fd or -1 with err (errno ENOENT: not there and !create). */
+static int open_registry(char *path, size_t size, bool create,
+			 struct herd_err *err)
+{
+	return jobreg_state_open("jobs", path, size, create, err);
 }
 
 int jobreg_dir(char *buf, size_t size, bool create, struct herd_err *err)
@@ -341,9 +348,7 @@ out:
 	return ret;
 }
 
-/* Writes len bytes of buf under name in the directory dfd atomically:
- * a new 0600 file under a temporary name, then renamed over name. */
-static int write_atomic(int dfd, const char *shown, const char *name,
+int jobreg_write_at(int dfd, const char *shown, const char *name,
 			const char *buf, size_t len, struct herd_err *err)
 {
 	char tmp[JOBREG_ID_MAX + 64];
@@ -426,7 +431,7 @@ int jobreg_write(const struct jobreg_entry *e, struct herd_err *err)
 		goto out;
 	}
 	snprintf(name, sizeof(name), "%s.json", e->id);
-	ret = write_atomic(dfd, dir, name, text, strlen(text), err);
+	ret = jobreg_write_at(dfd, dir, name, text, strlen(text), err);
 out:
 	free(text);
 	if (dfd >= 0)

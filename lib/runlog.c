@@ -256,6 +256,10 @@ static void node_event(struct runlog *rl, const char *event, const json_t *o,
 		n->spare_used = true;
 		if (!n->state)
 			n->state = "spare";
+	} else if (!strcmp(event, "node_quarantined")) {
+		/* Left out by the job's node record (issue 14). */
+		n->state = "quarantined";
+		reason = json_string_value(json_object_get(o, "last_reason"));
 	} else if (!strcmp(event, "rank_hung")) {
 		char d[64];
 
@@ -332,7 +336,8 @@ int runlog_feed_event(struct runlog *rl, const char *line, size_t len)
 		   !strcmp(event, "node_failed") ||
 		   !strcmp(event, "node_evicted") ||
 		   !strcmp(event, "node_readmitted") ||
-		   !strcmp(event, "spare_used") || !strcmp(event, "rank_hung")) {
+		   !strcmp(event, "spare_used") || !strcmp(event, "rank_hung") ||
+		   !strcmp(event, "node_quarantined")) {
 		node_event(rl, event, o, t, attempt);
 	}
 	/* Other events (rank_exit, checkpoint_skipped, ...) are not shown. */

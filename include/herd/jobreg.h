@@ -96,4 +96,21 @@ char *jobreg_entry_json(const struct jobreg_entry *e);
 int jobreg_entry_parse(const char *text, size_t len, struct jobreg_entry *out,
 		       struct herd_err *err);
 
+/* What other state of herd's own (the node records of noderec.h) shares
+ * with the registry: */
+/* Opens $XDG_STATE_HOME/herd/SUB (default ~/.local/state/herd/SUB; sub a
+ * plain name) and checks every directory on the way as above; its path
+ * into path.  create: make what is missing (0700).  Returns an O_PATH
+ * directory fd, or -1 with err (errno ENOENT when it does not exist and
+ * create is false). */
+int jobreg_state_open(const char *sub, char *path, size_t size, bool create,
+		      struct herd_err *err);
+
+/* Writes len bytes of buf under name in the directory dfd (shown: its
+ * path, for messages) atomically: a new 0600 file under a temporary name
+ * of its own (O_EXCL|O_NOFOLLOW), fsync'd, then renamed over name.
+ * Returns 0 or -1 with err. */
+int jobreg_write_at(int dfd, const char *shown, const char *name,
+		    const char *buf, size_t len, struct herd_err *err);
+
 #endif

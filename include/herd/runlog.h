@@ -86,6 +86,7 @@ struct runlog_attempt {
 struct runlog_node {
 	char *name;
 	const char *state; /* "up", "failed", "evicted", "readmitted",
+			    * "quarantined" (node_quarantined),
 			    * or from metrics when events never named it */
 	char *reason;	   /* of the last failure or eviction, or NULL */
 	bool spare_used;   /* came in as a spare (spare_used) */

@@ -21,12 +21,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "cli.h"
 #include "ctl_int.h"
+#include "herd/noderec.h"
 #include "herd/version.h"
 
 #define MAX_HOSTS 8
@@ -416,6 +418,13 @@ static int setup(void **state)
 	herd_err_clear(&err);
 	snprintf(w->dir, sizeof(w->dir), "/tmp/herd-test-ctl-XXXXXX");
 	assert_non_null(mkdtemp(w->dir));
+	{
+		/* The node record (issue 14) of each test is its own. */
+		char st[sizeof(w->dir) + 8];
+
+		snprintf(st, sizeof(st), "%s/state", w->dir);
+		setenv("XDG_STATE_HOME", st, 1);
+	}
 	w->spec = spec_parse(yaml, sizeof(yaml) - 1, "unit.yaml", &err);
 	assert_non_null(w->spec);
 	/* Fast: a unit test waits for nothing real. */
@@ -622,6 +631,105 @@ static void test_connect_spare_taken(void **state)
 	assert_int_equal(count_ev(w, "spare_used", "\"host\":\"s1\""), 1);
 	assert_string_equal(host(w, "s1")->log, "LS");
 	assert_string_equal(host(w, "n2")->log, "");
+}
+
+/* Issue 14: a member that fails is remembered in the job's node record
+ * with its reason; a spare that stands in is not. */
+static void test_failure_recorded(void **state)
+{
+	struct world *w = *state;
+	struct noderec *r = NULL;
+	struct noderec_host *h;
+	struct herd_err err;
+
+	set_hosts(w, "n[1-2]", "s1");
+	host(w, "n2")->gone_starts = 1;
+	assert_int_equal(run(w), 0);
+	herd_err_clear(&err);
+	assert_int_equal(noderec_load("unit", &r, &err), 0);
+	assert_int_equal(r->n, 1);
+	assert_non_null(h = noderec_find(r, "n2"));
+	assert_int_equal(h->n, 1);
+	assert_string_equal(h->f[0].kind, "failed");
+	assert_non_null(h->f[0].run);
+	assert_int_equal(r->quarantine_after, 3);
+	noderec_free(r);
+}
+
+static void quarantine(const char *hostname, int times)
+{
+	struct herd_err err;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	herd_err_clear(&err);
+	for (int i = 0; i < times; i++)
+		assert_int_equal(
+		    noderec_note("unit", hostname,
+				 (int64_t)ts.tv_sec * 1000 - 1000 + i, "failed",
+				 "heartbeats silent for 3.4 s", NULL, 3,
+				 86400000L, &err),
+		    0);
+}
+
+/* A quarantined member is never started; a spare takes its place. */
+static void test_quarantined_member(void **state)
+{
+	struct world *w = *state;
+
+	set_hosts(w, "n[1-2]", "s[1-2]");
+	quarantine("n2", 3);
+	quarantine("s1", 3);
+	quarantine("n1", 2); /* below quarantine_after: used */
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRSE");
+	assert_int_equal(count_ev(w, "node_quarantined",
+				  "\"host\":\"n2\""),
+			 1);
+	assert_int_equal(count_ev(w, "node_quarantined",
+				  "\"last_reason\":\"heartbeats silent"),
+			 2);
+	assert_int_equal(count_ev(w, "node_quarantined", "\"spare\":true"), 1);
+	assert_int_equal(count_ev(w, "spare_used", "\"host\":\"s2\""), 1);
+	assert_int_equal(count_ev(w, "job_start", "\"spares\":1"), 1);
+	assert_string_equal(host(w, "n2")->log, "");
+	assert_string_equal(host(w, "s1")->log, "");
+	assert_string_equal(host(w, "s2")->log, "LS");
+	assert_int_equal(count_ev(w, "attempt_start", "\"nodes\":2"), 1);
+}
+
+/* No spare: nodes.min decides, as for a node that fails. */
+static void test_quarantined_no_spare(void **state)
+{
+	struct world *w = *state;
+
+	quarantine("n2", 3);
+	assert_int_equal(run(w), 1);
+	assert_int_equal(count_ev(w, "node_quarantined", NULL), 1);
+	assert_string_equal(host(w, "n2")->log, "");
+}
+
+static void test_quarantined_shrink(void **state)
+{
+	struct world *w = *state;
+
+	w->spec->nodes.min = 1;
+	quarantine("n2", 3);
+	assert_int_equal(run(w), 0);
+	assert_int_equal(count_ev(w, "attempt_start", "\"nodes\":1"), 1);
+	assert_string_equal(host(w, "n2")->log, "");
+}
+
+/* quarantine_after 0: nothing is quarantined. */
+static void test_quarantine_off(void **state)
+{
+	struct world *w = *state;
+
+	w->spec->health.quarantine_after = 0;
+	quarantine("n2", 5);
+	assert_int_equal(run(w), 0);
+	assert_int_equal(count_ev(w, "node_quarantined", NULL), 0);
+	assert_string_equal(host(w, "n2")->log, "LS");
 }
 
 /* nodes.min: a node that fails at HELLO, the job starts with the rest. */
@@ -1225,6 +1333,16 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_connect_spare_taken, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_connect_shrink, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_failure_recorded, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_quarantined_member, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_quarantined_no_spare,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_quarantined_shrink, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_quarantine_off, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_protocol_error, setup,
 						teardown),

@@ -1,0 +1,203 @@
+#!/bin/sh
+
+test_description='bad nodes remembered (issue 14): a node killed mid-run is recorded in the job'"'"'s node record with its reason; with health.quarantine_after 1 the next run of the job leaves it out (node_quarantined, a spare stands in) -- the quarantine survives a second run; herd nodes lists it; herd nodes --clear brings it back; a short health.quarantine_for ages the record out; a state directory open to others or owned by another user is refused'
+
+. "$(dirname "$0")/test-lib.sh"
+. "$HERD_ROOT/tests/cluster/lib.sh"
+. "$HERD_TEST_DIR/data/run/lib.sh"
+
+require_root
+require_cmd ip nsenter unshare setsid flock ssh ssh-keygen jq
+[ -x /usr/sbin/sshd ] || error "prerequisite /usr/sbin/sshd is missing (run 'make deps')"
+
+# The rank: TICKS ticks 0.3 s apart.
+{
+	echo 'i=0'
+	echo 'while [ $i -lt "${TICKS:-8}" ]; do'
+	echo '	i=$((i + 1))'
+	echo '	echo "tick $i"'
+	echo '	sleep 0.3'
+	echo 'done'
+} >nodes-rank.sh
+
+# job NAME FOR [TICKS]: nodes 1-2, spare 3, one rank each;
+# quarantine_after 1 within FOR.
+job() {
+	{
+		echo "name: $1"
+		echo "nodes: {hosts: \"${HERD_CLUSTER_PREFIX}[1-2]\", spares: \"$(cluster_node 3)\", slots: 1}"
+		echo "ssh: {identity: $HERD_CLUSTER_KEY, known_hosts: $HERD_CLUSTER_KNOWN_HOSTS}"
+		echo "health: {heartbeat: 500ms, timeout: 3s, grace: 2s, quarantine_after: 1, quarantine_for: $2}"
+		echo "restart: {max: 2, backoff: 500ms}"
+		echo "launch:"
+		echo "  workdir: $PWD"
+		echo "  env: {TICKS: \"${3:-8}\"}"
+		echo "  command: $(yaml_cmd sh "$PWD/nodes-rank.sh")"
+	} >"$1.yaml"
+}
+
+ev() { echo "runs/$1/latest/events.jsonl"; }
+has() { jq -e -n --arg e "$2" "[inputs | select(.event == \$e and ($3))] | length > 0" "$(ev $1)" >/dev/null; }
+REC=$HOME/.local/state/herd/nodes
+
+test_expect_success 'cluster of 3 nodes' '
+	own_binaries &&
+	cluster_up 3 &&
+	N1=$(cluster_node 1) && N2=$(cluster_node 2) && N3=$(cluster_node 3)
+'
+
+test_expect_success 'herd nodes --help; nothing recorded yet' '
+	herd nodes --help >help &&
+	grep "usage: herd nodes" help &&
+	grep -- "--clear HOST" help &&
+	herd nodes >none &&
+	grep "no failed nodes recorded" none &&
+	herd --help | grep "herd nodes"
+'
+
+test_expect_success 'node 2 killed mid-run: recorded with its reason (0700 dir, 0600 file); the spare finishes the job' '
+	job q 1h &&
+	run_bg q.yaml out.1 err.1 &&
+	wait_file runs/q/latest/attempt-1/rank-1.log &&
+	_i=0 &&
+	while ! grep -q "^tick 2$" runs/q/latest/attempt-1/rank-1.log; do
+		_i=$((_i + 1)) && test $_i -lt 200 || return 1
+		sleep 0.05   # poll interval of a bounded wait
+	done &&
+	cluster_kill_node 2 &&
+	wait_exit $HERD_PID 60 &&
+	cat err.1 &&
+	test "$WAIT_RC" = 0 &&
+	has q node_failed ".host == \"$N2\"" &&
+	has q spare_used ".host == \"$N3\"" &&
+	test "$(stat -c %a "$REC")" = 700 &&
+	test "$(stat -c %a "$REC/q.json")" = 600 &&
+	jq -e --arg h "$N2" ".hosts[\$h].failures | length == 1 and .[0].kind == \"failed\" and (.[0].reason | length > 0) and (.[0].run | length > 0)" "$REC/q.json" &&
+	jq -e ".quarantine_after == 1 and .quarantine_for_ms == 3600000" "$REC/q.json" &&
+	reason=$(jq -r --arg h "$N2" ".hosts[\$h].failures[0].reason" "$REC/q.json") &&
+	echo "recorded: $reason" &&
+	has q node_failed ".host == \"$N2\" and .reason == \"$N2: $reason\"" &&
+	cluster_start_node 2
+'
+
+test_expect_success 'herd nodes lists it as quarantined (table and --json, by name and by job file)' '
+	herd nodes >list &&
+	cat list &&
+	grep "^q  *$N2  *1 in 1h" list &&
+	grep "QUARANTINED until" list &&
+	herd nodes q --json >list.json &&
+	jq -e --arg h "$N2" "length == 1 and .[0].host == \$h and .[0].quarantined and .[0].failures == 1 and .[0].last_kind == \"failed\" and (.[0].until > .[0].last_t)" list.json &&
+	herd nodes q.yaml --json | jq -e "length == 1"
+'
+
+test_expect_success 'the quarantine survives a second run: node 2 is skipped (node_quarantined), the spare stands in' '
+	run_bg q.yaml out.2 err.2 &&
+	wait_exit $HERD_PID 60 &&
+	cat err.2 &&
+	test "$WAIT_RC" = 0 &&
+	grep "herd: $N2 is quarantined (1 failure in 1h, last: .*); skipped" err.2 &&
+	grep "herd nodes q --clear $N2" err.2 &&
+	has q node_quarantined ".host == \"$N2\" and .failures == 1 and (.last_reason | length > 0) and .until > .t and .spare == false" &&
+	has q spare_used ".host == \"$N3\"" &&
+	has q rank_start ".host == \"$N3\"" &&
+	! has q rank_start ".host == \"$N2\"" &&
+	! has q node_failed "true" &&
+	herd status q >status &&
+	cat status &&
+	grep "$N2" status | grep quarantined
+'
+
+test_expect_success 'clear errors: unknown host, unknown job, --clear without a host' '
+	test_expect_code 1 herd nodes q --clear nosuchhost 2>e1 &&
+	grep "no record of host nosuchhost" e1 &&
+	test_expect_code 1 herd nodes nosuchjob --clear $N2 2>e2 &&
+	grep "job nosuchjob has no node record" e2 &&
+	test_expect_code 1 herd nodes --clear nosuchhost 2>e3 &&
+	grep "no job has a record of host nosuchhost" e3 &&
+	test_expect_code 2 herd nodes --clear 2>e4 &&
+	grep "needs a host name" e4 &&
+	test_expect_code 2 herd nodes --bogus 2>e5 &&
+	grep "unknown option" e5
+'
+
+test_expect_success 'herd nodes --clear HOST: the third run uses node 2 again' '
+	herd nodes --clear $N2 >cleared &&
+	grep "cleared $N2 for job q" cleared &&
+	herd nodes q >after &&
+	grep "no failed nodes recorded for job q" after &&
+	run_bg q.yaml out.3 err.3 &&
+	wait_exit $HERD_PID 60 &&
+	test "$WAIT_RC" = 0 &&
+	! has q node_quarantined "true" &&
+	has q rank_start ".host == \"$N2\"" &&
+	! grep "quarantined" err.3
+'
+
+test_expect_success 'quarantine_for 5s: a node down at the start is recorded, quarantined by the next run, and ages out' '
+	job age 5s 1 &&
+	cluster_kill_node 2 &&
+	run_bg age.yaml out.a1 err.a1 &&
+	wait_exit $HERD_PID 60 &&
+	cat err.a1 &&
+	test "$WAIT_RC" = 0 &&
+	jq -e --arg h "$N2" ".hosts[\$h].failures | length == 1" "$REC/age.json" &&
+	run_bg age.yaml out.a2 err.a2 &&
+	wait_exit $HERD_PID 60 &&
+	cat err.a2 &&
+	test "$WAIT_RC" = 0 &&
+	grep "$N2 is quarantined (1 failure in 5s" err.a2 &&
+	has age node_quarantined ".host == \"$N2\"" &&
+	cluster_start_node 2 &&
+	_i=0 &&
+	while herd nodes age --json | jq -e "length > 0" >/dev/null; do
+		_i=$((_i + 1)) && test $_i -lt 300 || return 1
+		sleep 0.05   # poll interval of a bounded wait
+	done &&
+	herd nodes age | grep "no failed nodes recorded" &&
+	run_bg age.yaml out.a3 err.a3 &&
+	wait_exit $HERD_PID 60 &&
+	test "$WAIT_RC" = 0 &&
+	! has age node_quarantined "true" &&
+	has age rank_start ".host == \"$N2\""
+'
+
+test_expect_success 'a corrupt record: herd nodes says which file and how to fix it; herd run warns and goes on' '
+	cp "$REC/age.json" age.saved &&
+	printf "{\"version\": 1, \"hosts\": [" >"$REC/age.json" &&
+	test_expect_code 1 herd nodes age 2>c1 &&
+	grep "age.json is not a node record" c1 &&
+	grep "herd nodes age --clear-all" c1 &&
+	run_bg age.yaml out.c err.c &&
+	wait_exit $HERD_PID 60 &&
+	test "$WAIT_RC" = 0 &&
+	grep "warning: node record not read" err.c &&
+	herd nodes age --clear-all &&
+	test ! -e "$REC/age.json"
+'
+
+test_expect_success 'hostile: the record directory with mode 0777 is refused (herd nodes fails, herd run warns and writes nothing)' '
+	chmod 0777 "$REC" &&
+	test_expect_code 1 herd nodes 2>h1 &&
+	grep "has mode 0777, open to other users; run chmod 700" h1 &&
+	test_expect_code 1 herd nodes q --clear $N2 2>h2 &&
+	grep "mode 0777" h2 &&
+	job hostile 1h &&
+	run_bg hostile.yaml out.h err.h &&
+	wait_exit $HERD_PID 60 &&
+	test "$WAIT_RC" = 0 &&
+	grep "warning: node record not read" err.h &&
+	test ! -e "$REC/hostile.json" &&
+	chmod 0700 "$REC"
+'
+
+test_expect_success 'hostile: a record directory of another user is refused' '
+	chown 65534:65534 "$REC" &&
+	test_expect_code 1 herd nodes 2>o1 &&
+	grep "owned by uid 65534, not by you" o1 &&
+	test_expect_code 1 herd nodes q 2>o2 &&
+	grep "owned by uid 65534" o2 &&
+	chown 0:0 "$REC" &&
+	herd nodes
+'
+
+test_done
