@@ -683,7 +683,8 @@ static bool node_out(struct ctl *c, struct node *n, const char *reason,
 	} else {
 		fprintf(stderr, "herd: node %s failed: %s\n", n->host, reason);
 	}
-	ctl_node_note(c, n, "failed", reason); /* issue 14: node record */
+	if (!n->setup_error)	/* issue 14: node record */
+		ctl_node_note(c, n, "failed", reason);
 	evict(c, n, reason);
 	return true;
 }
@@ -1451,7 +1452,13 @@ static void on_stopped(struct ctl *c, struct node *n, struct proto_frame *f)
 static void on_error(struct ctl *c, struct node *n, struct proto_frame *f)
 {
 	const char *msg = json_string_value(json_object_get(f->body, "message"));
+	const char *stage = json_string_value(json_object_get(f->body, "stage"));
 
+	/* A key herd could not use or a host key that does not match is
+	 * how herd was set up, not the node's health: not recorded against
+	 * it (a wrong key would otherwise quarantine every node). */
+	if (stage && (!strcmp(stage, "auth") || !strcmp(stage, "host key")))
+		n->setup_error = true;
 	frame_failed(c, n, msg ? msg : "agent reported an error");
 }
 

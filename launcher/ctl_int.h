@@ -104,6 +104,8 @@ struct node {
 	enum node_state state;
 	bool member;		/* in the job; false: a spare (idle or warm) */
 	bool stopped;		/* confirmed its ranks gone (recover) */
+	bool setup_error;	/* failed on ssh auth or host key: herd's
+				 * setup, not counted against the node */
 	struct conn *conn;
 	int64_t last_rx_ms;	/* monotonic time of its last frame */
 	long readmit_timer;

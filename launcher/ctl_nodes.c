@@ -202,12 +202,6 @@ int ctl_nodes_quarantine(struct ctl *c, const struct resolved *res, bool *skip)
 		c->noderec_warned = true;
 		return 0;
 	}
-	if (spec->health.quarantine_after > NODEREC_KEEP)
-		fprintf(stderr,
-			"herd: warning: health.quarantine_after %d: a node's "
-			"record keeps its last %d failures, so no node is "
-			"ever quarantined\n",
-			spec->health.quarantine_after, NODEREC_KEEP);
 	for (size_t i = 0; i < total; i++) {
 		bool spare = i >= res->nodes->count;
 		const char *host =

@@ -41,6 +41,7 @@ struct hostcfg {
 	char host[32];
 	int fail_starts;	/* the first N start()s fail */
 	int error_starts;	/* the first N agents send ERROR, no HELLO */
+	const char *error_stage;	/* ERROR's stage (default "agent") */
 	int gone_starts;	/* the first N agents are gone before HELLO */
 	long hello_ms;		/* HELLO this late */
 	bool no_hello;		/* never says HELLO */
@@ -365,8 +366,9 @@ static int fake_start(struct transport *t, const char *name,
 		a->conn = NULL;
 	} else if (h->starts <= h->fail_starts + h->error_starts) {
 		agent_send(a, PROTO_ERROR,
-			   json_pack("{s:s, s:s}", "stage", "agent", "message",
-				     "agent failed (test)"));
+			   json_pack("{s:s, s:s}", "stage",
+				     h->error_stage ? h->error_stage : "agent",
+				     "message", "agent failed (test)"));
 		hang_up_soon(a, 0);
 	} else if (h->hello_ms) {
 		a->t_hello = loop_timer_add(w->loop, h->hello_ms, agent_hello,
@@ -654,6 +656,26 @@ static void test_failure_recorded(void **state)
 	assert_non_null(h->f[0].run);
 	assert_int_equal(r->quarantine_after, 3);
 	noderec_free(r);
+}
+
+/* A node herd could not log in to (ssh auth, host key) is herd's setup,
+ * not the node's health: nothing is recorded against it. */
+static void test_setup_error_not_recorded(void **state)
+{
+	struct world *w = *state;
+	struct noderec *r = NULL;
+	struct herd_err err;
+
+	set_hosts(w, "n[1-2]", "s1");
+	host(w, "n2")->error_starts = 1;
+	host(w, "n2")->error_stage = "auth";
+	assert_int_equal(run(w), 0);
+	assert_int_equal(count_ev(w, "node_failed", "\"host\":\"n2\""), 1);
+	herd_err_clear(&err);
+	if (noderec_load("unit", &r, &err) == 0) {
+		assert_null(noderec_find(r, "n2"));
+		noderec_free(r);
+	}
 }
 
 static void quarantine(const char *hostname, int times)
@@ -1334,7 +1356,9 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_connect_shrink, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_failure_recorded, setup,
+	    cmocka_unit_test_setup_teardown(test_setup_error_not_recorded,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_failure_recorded, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_quarantined_member, setup,
 						teardown),
