@@ -275,6 +275,16 @@ static bool gdb_frame(const char *line, struct stack_frame *f)
 	return true;
 }
 
+/* A frame of the C library (or another distribution-built library with
+ * its debug information installed): its file is relative to the
+ * library's build tree ("../sysdeps/unix/sysv/linux/pause.c"), or its
+ * function is internal ("__libc_pause", "__GI___poll"). */
+static bool libc_frame(const struct stack_frame *f)
+{
+	return !strncmp(f->file, "../", 3) || !strncmp(f->file, "./", 2) ||
+	       !strncmp(f->func, "__", 2);
+}
+
 static void gdb_line(struct stack_parse *p, const char *line)
 {
 	struct stack_frame f;
@@ -295,8 +305,9 @@ static void gdb_line(struct stack_parse *p, const char *line)
 		take_frame(p, &f);
 		p->found = true;
 	}
-	/* The innermost frame with a source line is the program's own. */
-	if (f.line > 0 && !p->have_fallback) {
+	/* The innermost frame with a source line that is not the C
+	 * library's is the program's own. */
+	if (f.line > 0 && !p->have_fallback && !libc_frame(&f)) {
 		p->fallback = f;
 		p->have_fallback = true;
 		take_frame(p, &f);
