@@ -52,7 +52,7 @@
 #define STACKS_AGENT_MS 8000
 
 /* Shells are looked through, to the program they run. */
-static const char *const shells[] = {"sh",  "dash", "bash",   "zsh",
+static const char *const shells[] = {"sh",  "dash", "bash",    "zsh",
 				     "ksh", "mksh", "busybox", NULL};
 
 /* ---- the table of collectives ----------------------------------------------
@@ -72,33 +72,33 @@ static const struct {
 	enum coll_kind kind;
 	const char *text;
 } collectives[] = {
-	{COLL_FILE, "torch/distributed/"},
-	{COLL_FILE, "deepspeed/comm/"},
-	{COLL_FILE, "mpi4py"},
-	{COLL_FILE, "libmpi"},
-	{COLL_FILE, "libnccl"},
-	{COLL_FILE, "libgloo"},
-	{COLL_FUNC_PREFIX, "MPI_"},
-	{COLL_FUNC_PREFIX, "PMPI_"},
-	{COLL_FUNC_PREFIX, "ompi_coll"},
-	{COLL_FUNC_PREFIX, "mca_coll"},
-	{COLL_FUNC_PREFIX, "nccl"},
-	{COLL_FUNC_PREFIX, "gloo::"},
-	{COLL_FUNC_PREFIX, "c10d::"},
-	{COLL_FUNC, "all_reduce"},
-	{COLL_FUNC, "allreduce"},
-	{COLL_FUNC, "barrier"},
-	{COLL_FUNC, "monitored_barrier"},
-	{COLL_FUNC, "broadcast"},
-	{COLL_FUNC, "all_gather"},
-	{COLL_FUNC, "all_gather_into_tensor"},
-	{COLL_FUNC, "all_gather_object"},
-	{COLL_FUNC, "reduce_scatter"},
-	{COLL_FUNC, "reduce_scatter_tensor"},
-	{COLL_FUNC, "all_to_all"},
-	{COLL_FUNC, "all_to_all_single"},
-	{COLL_FUNC, "wait"},
-	{COLL_FUNC, "recv"},
+    {COLL_FILE, "torch/distributed/"},
+    {COLL_FILE, "deepspeed/comm/"},
+    {COLL_FILE, "mpi4py"},
+    {COLL_FILE, "libmpi"},
+    {COLL_FILE, "libnccl"},
+    {COLL_FILE, "libgloo"},
+    {COLL_FUNC_PREFIX, "MPI_"},
+    {COLL_FUNC_PREFIX, "PMPI_"},
+    {COLL_FUNC_PREFIX, "ompi_coll"},
+    {COLL_FUNC_PREFIX, "mca_coll"},
+    {COLL_FUNC_PREFIX, "nccl"},
+    {COLL_FUNC_PREFIX, "gloo::"},
+    {COLL_FUNC_PREFIX, "c10d::"},
+    {COLL_FUNC, "all_reduce"},
+    {COLL_FUNC, "allreduce"},
+    {COLL_FUNC, "barrier"},
+    {COLL_FUNC, "monitored_barrier"},
+    {COLL_FUNC, "broadcast"},
+    {COLL_FUNC, "all_gather"},
+    {COLL_FUNC, "all_gather_into_tensor"},
+    {COLL_FUNC, "all_gather_object"},
+    {COLL_FUNC, "reduce_scatter"},
+    {COLL_FUNC, "reduce_scatter_tensor"},
+    {COLL_FUNC, "all_to_all"},
+    {COLL_FUNC, "all_to_all_single"},
+    {COLL_FUNC, "wait"},
+    {COLL_FUNC, "recv"},
 };
 
 bool stacks_in_collective(const char *func, const char *file)
@@ -125,7 +125,8 @@ bool stacks_in_collective(const char *func, const char *file)
 	return false;
 }
 
-/* ---- the parsers ------------------------------------------------------------ */
+/* ---- the parsers ------------------------------------------------------------
+ */
 
 static void copy_cut(char *dst, size_t size, const char *src, size_t len)
 {
@@ -173,7 +174,7 @@ static void py_block_end(struct stack_parse *p)
 		/* The main thread: its block ends in the script's body. */
 		take_frame(p, &p->inner);
 		p->in_collective =
-			stacks_in_collective(p->inner.func, p->inner.file);
+		    stacks_in_collective(p->inner.func, p->inner.file);
 		p->found = true;
 		p->done = true;
 	} else if (!p->have_fallback) {
@@ -335,7 +336,7 @@ void stack_parse_end(struct stack_parse *p)
 			 * thread-only program): the first thread seen. */
 			take_frame(p, &p->fallback);
 			p->in_collective = stacks_in_collective(
-				p->fallback.func, p->fallback.file);
+			    p->fallback.func, p->fallback.file);
 			p->found = true;
 		}
 	}
@@ -357,14 +358,15 @@ static void feed(struct stack_parse *p, const char *buf, size_t len)
 	}
 }
 
-/* ---- per rank ---------------------------------------------------------------- */
+/* ---- per rank
+ * ---------------------------------------------------------------- */
 
 struct rank_stacks {
-	bool asked;		/* running when herd asked */
+	bool asked; /* running when herd asked */
 	bool done;
-	pid_t pid;		/* the process looked at */
+	pid_t pid; /* the process looked at */
 	int64_t last_sign_ms;
-	const char *method;	/* "python", "gdb", "none" */
+	const char *method; /* "python", "gdb", "none" */
 	char error[160];
 	struct stack_parse parse;
 	/* gdb */
@@ -376,7 +378,7 @@ struct rank_stacks {
 struct stacks_state {
 	int attempt;
 	int n;
-	struct rank_stacks *r;	/* [index in a->ranks] */
+	struct rank_stacks *r; /* [index in a->ranks] */
 	long timer;
 };
 
@@ -501,7 +503,8 @@ static bool faulthandler_on(pid_t pid)
 		/* Entries are NUL-separated. */
 		while (getdelim(&buf, &cap, '\0', f) > 0) {
 			len = strlen(buf);
-			if (i == 0 && !strncmp(buf, "PYTHONFAULTHANDLER=", 19) &&
+			if (i == 0 &&
+			    !strncmp(buf, "PYTHONFAULTHANDLER=", 19) &&
 			    len > 19)
 				on = true;
 			if (i == 1 && !strcmp(buf, "faulthandler"))
@@ -623,8 +626,7 @@ static void on_gdb_output(struct loop *loop, int fd, short revents, void *arg)
 	}
 }
 
-static void on_gdb_exit(struct loop *loop, const struct proc_exit *e,
-			void *arg)
+static void on_gdb_exit(struct loop *loop, const struct proc_exit *e, void *arg)
 {
 	struct agent *a = arg;
 	struct stacks_state *st = a->stacks;
@@ -649,8 +651,9 @@ static void on_gdb_exit(struct loop *loop, const struct proc_exit *e,
 static void start_gdb(struct agent *a, struct rank *r, struct rank_stacks *rs)
 {
 	char gdb[4096], pid[16], head[128];
-	char *argv[] = {"gdb", "-batch", "-nx", "-p", pid, "-ex",
-			"thread apply all bt", NULL};
+	char *argv[] = {
+	    "gdb", "-batch", "-nx", "-p", pid, "-ex", "thread apply all bt",
+	    NULL};
 	struct proc_opts opts = {.path = gdb};
 	struct herd_err err;
 	int p[2];
@@ -800,31 +803,28 @@ static void send_answer(struct agent *a)
 
 		if (!rs->asked)
 			continue;
-		one = json_pack("{s:i, s:s, s:b, s:I}", "rank",
-				a->ranks[i].rank, "method", rs->method,
-				"in_collective", rs->parse.in_collective,
-				"last_sign_ms",
-				(json_int_t)(rs->last_sign_ms > 0
-						     ? rs->last_sign_ms
-						     : 0));
+		one = json_pack(
+		    "{s:i, s:s, s:b, s:I}", "rank", a->ranks[i].rank, "method",
+		    rs->method, "in_collective", rs->parse.in_collective,
+		    "last_sign_ms",
+		    (json_int_t)(rs->last_sign_ms > 0 ? rs->last_sign_ms : 0));
 		if (rs->parse.found && rs->parse.frame[0])
 			json_object_set_new(one, "frame",
 					    json_string(rs->parse.frame));
 		else if (!rs->error[0])
 			snprintf(rs->error, sizeof(rs->error),
 				 "no frame in %s's output",
-				 !strcmp(rs->method, "python")
-					 ? "faulthandler"
-					 : rs->method);
+				 !strcmp(rs->method, "python") ? "faulthandler"
+							       : rs->method);
 		if (rs->error[0] && !(rs->parse.found && rs->parse.frame[0]))
 			json_object_set_new(one, "error",
 					    json_string(rs->error));
 		json_array_append_new(ranks, one);
 	}
-	agent_send(a, PROTO_STACKS,
-		   json_pack("{s:i, s:o}", "attempt", st->attempt, "ranks",
-			     ranks),
-		   NULL, 0);
+	agent_send(
+	    a, PROTO_STACKS,
+	    json_pack("{s:i, s:o}", "attempt", st->attempt, "ranks", ranks),
+	    NULL, 0);
 	stacks_fini(a);
 }
 

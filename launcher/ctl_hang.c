@@ -25,20 +25,20 @@
 #include "ctl_int.h"
 
 struct hang_rank {
-	bool hung;		/* reported hung by its agent */
-	json_int_t silent_ms;	/* as reported */
-	bool answered;		/* its agent sent its stack */
-	const char *method;	/* "python", "gdb", "none" (static) */
-	char *frame;		/* "FUNC (file:line)", or NULL */
-	char *error;		/* why there is no frame, or NULL */
+	bool hung;	      /* reported hung by its agent */
+	json_int_t silent_ms; /* as reported */
+	bool answered;	      /* its agent sent its stack */
+	const char *method;   /* "python", "gdb", "none" (static) */
+	char *frame;	      /* "FUNC (file:line)", or NULL */
+	char *error;	      /* why there is no frame, or NULL */
 	bool in_collective;
-	int64_t last_sign_ms;	/* wall clock; 0: unknown */
+	int64_t last_sign_ms; /* wall clock; 0: unknown */
 };
 
 struct ctl_hang {
-	int n;			/* world size when it began */
-	struct hang_rank *r;	/* [rank] */
-	bool *asked;		/* [node index]: answer due */
+	int n;		     /* world size when it began */
+	struct hang_rank *r; /* [rank] */
+	bool *asked;	     /* [node index]: answer due */
 	int pending;
 	long timer;
 	int64_t began_wall_ms;
@@ -92,13 +92,14 @@ void ctl_hang_merge(struct ctl *c, struct node *n, json_t *body)
 		return;
 	json_array_foreach(json_object_get(body, "hung"), i, e)
 	{
-		json_int_t rank = json_integer_value(json_object_get(e, "rank"));
+		json_int_t rank =
+		    json_integer_value(json_object_get(e, "rank"));
 
 		if (rank < 0 || rank >= h->n || h->r[rank].hung)
 			continue;
 		h->r[rank].hung = true;
 		h->r[rank].silent_ms =
-			json_integer_value(json_object_get(e, "silent_ms"));
+		    json_integer_value(json_object_get(e, "silent_ms"));
 	}
 }
 
@@ -109,9 +110,9 @@ void ctl_hang_begin(struct ctl *c, struct node *n, json_t *body)
 
 	ctl_hang_free(c);
 	h = calloc(1, sizeof(*h));
-	if (!h || !(h->r = calloc((size_t)(c->world_size > 0 ? c->world_size
-							      : 1),
-				  sizeof(*h->r))) ||
+	if (!h ||
+	    !(h->r = calloc((size_t)(c->world_size > 0 ? c->world_size : 1),
+			    sizeof(*h->r))) ||
 	    !(h->asked = calloc((size_t)c->n_nodes, sizeof(*h->asked)))) {
 		if (h)
 			free(h->r);
@@ -135,8 +136,8 @@ void ctl_hang_begin(struct ctl *c, struct node *n, json_t *body)
 			(int)json_integer_value(json_object_get(e, "rank")),
 			n->host,
 			(double)json_integer_value(
-				json_object_get(e, "silent_ms")) /
-				1000.0);
+			    json_object_get(e, "silent_ms")) /
+			    1000.0);
 	}
 	ask = json_pack("{s:i}", "attempt", c->attempt);
 	for (int i = 0; i < c->n_nodes; i++) {
@@ -188,7 +189,8 @@ void ctl_hang_answer(struct ctl *c, struct node *n, json_t *body)
 		return;
 	json_array_foreach(json_object_get(body, "ranks"), i, e)
 	{
-		json_int_t rank = json_integer_value(json_object_get(e, "rank"));
+		json_int_t rank =
+		    json_integer_value(json_object_get(e, "rank"));
 		const char *frame, *error;
 		struct hang_rank *r;
 
@@ -202,15 +204,15 @@ void ctl_hang_answer(struct ctl *c, struct node *n, json_t *body)
 		error = json_string_value(json_object_get(e, "error"));
 		r->answered = true;
 		r->method = method_name(
-			json_string_value(json_object_get(e, "method")));
+		    json_string_value(json_object_get(e, "method")));
 		free(r->frame);
 		free(r->error);
 		r->frame = frame ? strdup(frame) : NULL;
 		r->error = error ? strdup(error) : NULL;
 		r->in_collective =
-			json_is_true(json_object_get(e, "in_collective"));
+		    json_is_true(json_object_get(e, "in_collective"));
 		r->last_sign_ms =
-			json_integer_value(json_object_get(e, "last_sign_ms"));
+		    json_integer_value(json_object_get(e, "last_sign_ms"));
 	}
 	node_in(c, n);
 }
@@ -272,7 +274,7 @@ static void frame_func(const char *frame, char *buf, size_t size)
 
 /* Appends to buf (of size, holding *len) what fmt says, cut to fit. */
 static void add(char *buf, size_t size, size_t *len, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 static void add(char *buf, size_t size, size_t *len, const char *fmt, ...)
 {
 	va_list ap;
@@ -305,8 +307,8 @@ static void add_waiters(const struct ctl_hang *h, int culprit, char *buf,
 		if (said[r] || r == culprit || !h->r[r].answered ||
 		    !h->r[r].in_collective)
 			continue;
-		frame_func(h->r[r].frame ? h->r[r].frame : "a collective",
-			   func, sizeof(func));
+		frame_func(h->r[r].frame ? h->r[r].frame : "a collective", func,
+			   sizeof(func));
 		for (int q = r; q < h->n; q++) {
 			char other[128];
 
@@ -364,32 +366,28 @@ void ctl_hang_end(struct ctl *c, char *why, size_t why_size)
 	for (int r = 0; r < h->n; r++) {
 		struct hang_rank *x = &h->r[r];
 		const char *host = c->ranks && r < c->world_size
-					   ? c->nodes[c->ranks[r].node].host
-					   : "?";
+				       ? c->nodes[c->ranks[r].node].host
+				       : "?";
 		json_t *ev;
 
 		if (!x->hung && r != culprit)
 			continue;
-		ev = json_pack("{s:i, s:i, s:s, s:I, s:s, s:b, s:b}", "attempt",
-			       c->attempt, "rank", r, "host", host,
-			       "silent_ms",
-			       (json_int_t)(x->hung ? x->silent_ms
-						    : h->began_wall_ms -
-							      last_sign(h, r)),
-			       "method", x->answered ? x->method : "none",
-			       "in_collective", x->in_collective, "culprit",
-			       r == culprit);
+		ev = json_pack(
+		    "{s:i, s:i, s:s, s:I, s:s, s:b, s:b}", "attempt",
+		    c->attempt, "rank", r, "host", host, "silent_ms",
+		    (json_int_t)(x->hung ? x->silent_ms
+					 : h->began_wall_ms - last_sign(h, r)),
+		    "method", x->answered ? x->method : "none", "in_collective",
+		    x->in_collective, "culprit", r == culprit);
 		if (ev && x->frame)
-			json_object_set_new(ev, "frame",
-					    json_string(x->frame));
+			json_object_set_new(ev, "frame", json_string(x->frame));
 		if (ev && !x->frame)
-			json_object_set_new(
-				ev, "error",
-				json_string(x->error ? x->error
-						     : x->answered
-							       ? "no stack"
-							       : "its node did "
-								 "not answer"));
+			json_object_set_new(ev, "error",
+					    json_string(x->error ? x->error
+							: x->answered
+							    ? "no stack"
+							    : "its node did "
+							      "not answer"));
 		events_emit(c->ev, "rank_hung", ev);
 	}
 	if (culprit < 0) {
@@ -399,18 +397,19 @@ void ctl_hang_end(struct ctl *c, char *why, size_t why_size)
 	} else {
 		struct hang_rank *x = &h->r[culprit];
 		const char *host = c->ranks && culprit < c->world_size
-					   ? c->nodes[c->ranks[culprit].node].host
-					   : "?";
+				       ? c->nodes[c->ranks[culprit].node].host
+				       : "?";
 
 		if (x->frame)
-			add(line, sizeof(line), &len, "rank %d on %s hung in %s",
-			    culprit, host, x->frame);
+			add(line, sizeof(line), &len,
+			    "rank %d on %s hung in %s", culprit, host,
+			    x->frame);
 		else
 			add(line, sizeof(line), &len,
 			    "rank %d on %s hung (no stack: %s)", culprit, host,
-			    x->error ? x->error
-				     : x->answered ? "none given"
-						   : "its node did not answer");
+			    x->error	  ? x->error
+			    : x->answered ? "none given"
+					  : "its node did not answer");
 		snprintf(why, why_size,
 			 "rank %d on %s hung%s%s (no output and no progress "
 			 "for %.1f s)",
