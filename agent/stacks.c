@@ -12,9 +12,10 @@
  *    faulthandler is on (every rank gets PYTHONFAULTHANDLER=1, rank.c)
  *    gets SIGABRT: Python prints every thread's traceback to stderr
  *    ("Fatal Python error: Aborted", "Thread 0x... (most recent call
- *    first):", "  File "x.py", line N in FUNC") and dies.  The lines reach
- *    the rank log like any output; they are parsed here as they come out
- *    of the rank's stderr pipe (stacks_rank_output).  A fatal signal is
+ *    first):", "  File "x.py", line N in FUNC") and dies of it (unless
+ *    the attempt's stop comes first).  The lines reach the rank log like
+ *    any output; they are parsed here as they come out of the rank's
+ *    stderr pipe (stacks_rank_output).  A fatal signal is
  *    fine: herd stops the attempt right after anyway, and a process that
  *    ignores SIGTERM or is stuck in a collective would not have printed
  *    anything for a gentler one.
@@ -22,9 +23,11 @@
  *    -batch -nx -p PID -ex 'thread apply all bt', bounded by
  *    STACKS_AGENT_MS and killed (by pid) past it; its output goes to herd
  *    as the rank's stderr, after a line "herd: stacks of rank R (pid P,
- *    gdb):", so it lands in the rank log.  The keeper made the agent the
- *    rank's ptracer (PR_SET_PTRACER, keeper_main.c), so gdb, the agent's
- *    child, may attach under Yama's ptrace_scope 1.
+ *    gdb):", so it lands in the rank log.  gdb prints no argument values
+ *    (set print frame-arguments none): a string argument may be a
+ *    secret, and the rank log is no place for it.  The keeper made the
+ *    agent the rank's ptracer (PR_SET_PTRACER, keeper_main.c), so gdb, the
+ *    agent's child, may attach under Yama's ptrace_scope 1.
  *  - a stopped process (SIGSTOP, a debugger) can do neither: it is said
  *    so, at once (method "none").
  *
@@ -651,9 +654,16 @@ static void on_gdb_exit(struct loop *loop, const struct proc_exit *e, void *arg)
 static void start_gdb(struct agent *a, struct rank *r, struct rank_stacks *rs)
 {
 	char gdb[4096], pid[16], head[128];
-	char *argv[] = {
-	    "gdb", "-batch", "-nx", "-p", pid, "-ex", "thread apply all bt",
-	    NULL};
+	char *argv[] = {"gdb",
+			"-batch",
+			"-nx",
+			"-p",
+			pid,
+			"-ex",
+			"set print frame-arguments none",
+			"-ex",
+			"thread apply all bt",
+			NULL};
 	struct proc_opts opts = {.path = gdb};
 	struct herd_err err;
 	int p[2];

@@ -90,7 +90,7 @@ test_expect_success 'a native rank stuck in a C function: gdb'"'"'s backtrace is
 	for r in 0 1; do
 		log=runs/native/latest/attempt-1/rank-$r.log &&
 		grep "^herd: stacks of rank $r (pid [0-9]*, gdb):\$" $log &&
-		grep -E "^#[0-9]+ .*stuck_in_native_loop \(\) at .*stuck.c:[0-9]+\$" $log || return 1
+		grep -E "^#[0-9]+ .*stuck_in_native_loop \(.*\) at .*stuck.c:[0-9]+\$" $log || return 1
 	done &&
 	grep -E "^herd: rank [01] on ($(cluster_node 1)|$(cluster_node 2)) hung in stuck_in_native_loop \(stuck.c:[0-9]+\)" err.native &&
 	none_left stuck &&
