@@ -76,6 +76,11 @@ static const struct {
 	const char *text;
 } collectives[] = {
     {COLL_FILE, "torch/distributed/"},
+    /* DistributedDataParallel: forward broadcasts buffers, and backward
+     * ends waiting for the gradients' all-reduce (the main thread sits
+     * in torch/autograd's backward meanwhile). */
+    {COLL_FILE, "torch/nn/parallel/distributed.py"},
+    {COLL_FILE, "torch/autograd/"},
     {COLL_FILE, "deepspeed/comm/"},
     {COLL_FILE, "mpi4py"},
     {COLL_FILE, "libmpi"},

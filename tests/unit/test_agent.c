@@ -581,6 +581,9 @@ static void test_in_collective(void **state)
 	assert_true(stacks_in_collective(
 		"wrapper", "/usr/lib/python3/dist-packages/torch/distributed/"
 			   "c10d_logger.py"));
+	assert_true(stacks_in_collective(
+		"backward", "/usr/lib/python3/dist-packages/torch/autograd/"
+			    "__init__.py"));
 	assert_true(stacks_in_collective("PMPI_Barrier", NULL));
 	assert_true(stacks_in_collective("ompi_coll_base_allreduce_intra", ""));
 	assert_true(stacks_in_collective(
