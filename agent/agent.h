@@ -53,6 +53,7 @@ int envv_set(struct envv *e, const char *key, const char *value);
 
 struct pmix_state;
 struct metrics_state;
+struct stacks_state;
 
 /* The agent's lifecycle (lifecycle.c): one transition function,
  * agent_post(), and one table of (state, event) -> (next state, action).
@@ -80,6 +81,7 @@ enum agent_event {
 	AGENT_EV_HERD_GONE,   /* the connection closed, or a stop signal */
 	AGENT_EV_HERD_SILENT, /* no word from herd in time: exit at once */
 	AGENT_EV_RANKS_GONE,  /* the last rank's EXIT is sent */
+	AGENT_EV_STACKS,      /* herd's STACKS (data: its body) */
 	AGENT_NEVENTS,
 };
 
@@ -132,6 +134,7 @@ struct agent {
 	struct pmix_state *pmix;	/* pmix.c; NULL until a pmix launch */
 	struct metrics_state *metrics;	/* metrics.c; NULL: no sampling */
 	bool pmix_mode;		/* the current attempt runs under PMIx */
+	struct stacks_state *stacks;	/* stacks.c: herd asked, answer due */
 };
 
 /* keeper.c: the rank keeper, its own program (keeper_main.c; embedded,
@@ -201,6 +204,9 @@ void health_pause(struct agent *a, bool pause);
  * and the start-up deadline: with no frame from herd within
  * a->hello_timeout_ms, the agent stops its ranks and exits. */
 void health_init(struct agent *a);
+/* Wall-clock ms of rank r's last sign of life: output or a touch of its
+ * progress file. */
+int64_t health_last_sign(const struct rank *r);
 void health_fini(struct agent *a);
 
 /* rundir.c: a->run_dir, the agent's private directory
@@ -249,6 +255,55 @@ void metrics_beat(struct agent *a, int64_t now);
 /* The METRICS body of this moment (exposed for the unit tests). */
 json_t *metrics_body(struct agent *a);
 void metrics_fini(struct agent *a);
+
+/* stacks.c: the stacks of the ranks when herd asks (STACKS). */
+/* herd's STACKS while ranks run: every running rank's stack (Python:
+ * SIGABRT and faulthandler's traceback; else gdb), answered when all are
+ * in or after the agent's bound. */
+void stacks_start(struct agent *a, json_t *body);
+/* STACKS with no ranks running: an answer with none. */
+void stacks_answer_empty(struct agent *a, json_t *body);
+/* rank.c: len bytes of whole lines rank r wrote to stderr. */
+void stacks_rank_output(struct agent *a, struct rank *r, const char *buf,
+			size_t len);
+/* rank.c: rank r's stderr reached its end. */
+void stacks_rank_closed(struct agent *a, struct rank *r);
+/* Drops a look in progress (gdb killed by pid), no answer. */
+void stacks_fini(struct agent *a);
+
+/* The parsers, exposed for the unit tests. */
+enum stack_method {
+	STACK_PYTHON = 1,	/* faulthandler's traceback */
+	STACK_GDB,		/* gdb's `thread apply all bt` */
+};
+struct stack_frame {
+	char func[128];
+	char file[256];
+	int line;		/* 0: none */
+};
+struct stack_parse {
+	enum stack_method method;
+	bool started;		/* python: "Fatal Python error:" seen */
+	bool in_block;		/* inside a thread's frames */
+	int n_frames;		/* of the block */
+	struct stack_frame inner, outer;	/* of the block */
+	struct stack_frame fallback;
+	bool have_fallback;
+	bool found;		/* frame holds the answer */
+	bool done;		/* nothing more to read */
+	char frame[400];	/* "FUNC (file:line)" */
+	bool in_collective;
+	char line[1024];	/* a line being assembled */
+	size_t line_len;
+};
+void stack_parse_init(struct stack_parse *p, enum stack_method method);
+/* One line, without its newline. */
+void stack_parse_line(struct stack_parse *p, const char *line);
+/* The output is over: the answer is what was found. */
+void stack_parse_end(struct stack_parse *p);
+/* The table of collectives (stacks.c): is a frame with this function
+ * (and file, may be NULL) communication waiting for the other ranks? */
+bool stacks_in_collective(const char *func, const char *file);
 
 /* main.c */
 void agent_send(struct agent *a, enum proto_type type, json_t *body,

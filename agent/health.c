@@ -103,7 +103,7 @@ void health_fini(struct agent *a)
 
 /* Wall-clock ms of the rank's last sign of life: output or a touch of
  * its progress file. */
-static int64_t last_sign(const struct rank *r)
+int64_t health_last_sign(const struct rank *r)
 {
 	struct stat st;
 	int64_t last = r->last_output_ms;
@@ -129,13 +129,13 @@ static void send_heartbeat(struct agent *a)
 		if (r->running && !r->hung_reported &&
 		    (a->state == AGENT_IDLE || a->state == AGENT_RUNNING) &&
 		    a->progress_timeout_ms > 0 &&
-		    now - last_sign(r) > a->progress_timeout_ms) {
+		    now - health_last_sign(r) > a->progress_timeout_ms) {
 			r->hung_reported = true;
 			json_array_append_new(
 				hung,
 				json_pack("{s:i, s:I}", "rank", r->rank,
 					  "silent_ms",
-					  (json_int_t)(now - last_sign(r))));
+					  (json_int_t)(now - health_last_sign(r))));
 		}
 	}
 	agent_send(a, PROTO_HEARTBEAT,

@@ -241,6 +241,11 @@ int keeper_main(int argc, char **argv)
 		for (int s = 1; s < NSIG; s++)
 			sigaction(s, &sa, NULL);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		/* The agent may have gdb look at the rank when it hangs
+		 * (stacks.c): under Yama's ptrace_scope 1 only an
+		 * ancestor may attach, and gdb is the agent's child, not
+		 * the rank's ancestor.  EINVAL without Yama: harmless. */
+		prctl(PR_SET_PTRACER, (unsigned long)k.agent, 0, 0, 0);
 		/* Stop signals stay blocked until the keeper has handed on
 		 * the early ones: one that reached both of us merges. */
 		close(go[1]);

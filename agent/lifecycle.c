@@ -64,6 +64,18 @@ static void act_stop_idle(struct agent *a, void *data)
 	send_stopped(a);
 }
 
+/* STACKS: the stacks of the running ranks (stacks.c); with none
+ * running, an empty answer, so that herd never waits for one. */
+static void act_stacks(struct agent *a, void *data)
+{
+	stacks_start(a, data);
+}
+
+static void act_stacks_none(struct agent *a, void *data)
+{
+	stacks_answer_empty(a, data);
+}
+
 /* herd is gone (connection closed, a stop signal): nobody may keep
  * training on its own. */
 static void act_herd_gone(struct agent *a, void *data)
@@ -117,6 +129,7 @@ static const struct agent_row agent_table[AGENT_NSTATES][AGENT_NEVENTS] = {
 		[AGENT_EV_HERD_GONE] = ROW(AGENT_EXITING, act_herd_gone),
 		[AGENT_EV_HERD_SILENT] = ROW(AGENT_EXITING, act_herd_silent),
 		[AGENT_EV_RANKS_GONE] = ROW(AGENT_IDLE, act_ranks_gone),
+		[AGENT_EV_STACKS] = ROW(AGENT_IDLE, act_stacks_none),
 	},
 	[AGENT_RUNNING] = {
 		/* rank_launch refuses while ranks of an attempt still run */
@@ -127,6 +140,7 @@ static const struct agent_row agent_table[AGENT_NSTATES][AGENT_NEVENTS] = {
 		[AGENT_EV_HERD_SILENT] = ROW(AGENT_EXITING, act_herd_silent),
 		/* a LAUNCH that failed part-way, or ranks that ended */
 		[AGENT_EV_RANKS_GONE] = ROW(AGENT_IDLE, act_ranks_gone),
+		[AGENT_EV_STACKS] = ROW(AGENT_RUNNING, act_stacks),
 	},
 	[AGENT_STOPPING] = {
 		[AGENT_EV_STOP] = ROW(AGENT_STOPPING, act_stop),
@@ -134,6 +148,7 @@ static const struct agent_row agent_table[AGENT_NSTATES][AGENT_NEVENTS] = {
 		[AGENT_EV_HERD_GONE] = ROW(AGENT_EXITING, act_herd_gone),
 		[AGENT_EV_HERD_SILENT] = ROW(AGENT_EXITING, act_herd_silent),
 		[AGENT_EV_RANKS_GONE] = ROW(AGENT_IDLE, act_ranks_gone_stopped),
+		[AGENT_EV_STACKS] = ROW(AGENT_STOPPING, act_stacks_none),
 	},
 	[AGENT_EXITING] = {
 		/* An agent that is to exit stays so: a later STOP only
@@ -143,6 +158,7 @@ static const struct agent_row agent_table[AGENT_NSTATES][AGENT_NEVENTS] = {
 		[AGENT_EV_HERD_GONE] = ROW(AGENT_EXITING, act_herd_gone),
 		[AGENT_EV_RANKS_GONE] = ROW(AGENT_EXITING,
 					    act_ranks_gone_stopped),
+		[AGENT_EV_STACKS] = ROW(AGENT_EXITING, act_stacks_none),
 	},
 };
 
@@ -237,6 +253,11 @@ static void on_heartbeat(struct agent *a, struct proto_frame *f)
 	health_on_heartbeat(a, f->body);
 }
 
+static void on_stacks(struct agent *a, struct proto_frame *f)
+{
+	agent_post(a, AGENT_EV_STACKS, f->body);
+}
+
 static void on_fence_done(struct agent *a, struct proto_frame *f)
 {
 	pmix_on_fence_done(a, f);
@@ -250,6 +271,7 @@ static const frame_handler frame_table[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_STOP] = on_stop,
 	[PROTO_HEARTBEAT] = on_heartbeat,
 	[PROTO_FENCE_DONE] = on_fence_done,
+	[PROTO_STACKS] = on_stacks,
 };
 
 void agent_dispatch(struct agent *a, struct proto_frame *f)

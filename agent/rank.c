@@ -136,6 +136,8 @@ static void stream_emit(struct agent *a, struct rank *r,
 	if (metrics_has_patterns(a))
 		metrics_output(a, r, s->buf, cut);
 	send_output(a, r, which, s->buf, cut);
+	if (which == 2 && a->stacks)
+		stacks_rank_output(a, r, s->buf, cut);
 	memmove(s->buf, s->buf + cut, s->len - cut);
 	s->len -= cut;
 }
@@ -149,6 +151,8 @@ static void stream_close(struct agent *a, struct rank *r,
 	loop_fd_del(a->loop, s->fd);
 	close(s->fd);
 	s->fd = -1;
+	if (which == 2 && a->stacks)
+		stacks_rank_closed(a, r);
 }
 
 /* Reads what the pipe holds; returns 0 at EOF, 1 otherwise. */
@@ -316,6 +320,7 @@ void rank_stop_all(struct agent *a)
 
 void rank_free_all(struct agent *a)
 {
+	stacks_fini(a);
 	for (int i = 0; i < a->n_ranks; i++) {
 		struct rank *r = &a->ranks[i];
 
@@ -458,6 +463,12 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 			     0) ||
 		    (r->metrics_file[0] &&
 		     envv_set(&env, "HERD_METRICS", r->metrics_file) < 0) ||
+		    /* Python prints every thread's traceback on SIGABRT,
+		     * the agent's way to see where a hung rank is
+		     * (stacks.c); the node's environment or launch.env may
+		     * say otherwise. */
+		    (!getenv("PYTHONFAULTHANDLER") &&
+		     envv_set(&env, "PYTHONFAULTHANDLER", "1") < 0) ||
 		    (a->pmix_mode && pmix_setup_rank(a, r, &env, err) < 0) ||
 		    envv_add_json(&env, json_object_get(launch, "env")) < 0 ||
 		    envv_add_json(&env, json_object_get(jr, "env")) < 0) {

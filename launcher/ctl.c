@@ -62,6 +62,12 @@ static void act_finish(struct ctl *c, struct ctl_ev *ev);
 static void act_kill(struct ctl *c, struct ctl_ev *ev);
 static void act_hang_up(struct ctl *c, struct ctl_ev *ev);
 static void act_readmit(struct ctl *c, struct ctl_ev *ev);
+static void act_hung_more(struct ctl *c, struct ctl_ev *ev);
+static void act_stacks(struct ctl *c, struct ctl_ev *ev);
+static void act_stacks_done(struct ctl *c, struct ctl_ev *ev);
+static void act_node_failed_stacks(struct ctl *c, struct ctl_ev *ev);
+static void act_abort_stacks(struct ctl *c, struct ctl_ev *ev);
+static void act_finish_stacks(struct ctl *c, struct ctl_ev *ev);
 
 /* Every transition of the job (flux-core broker/state_machine.c is the
  * model).  An event without a row in the current state is dropped when it
@@ -79,13 +85,26 @@ const struct ctl_row ctl_table[] = {
 	{CTL_RUN, CTL_EV_NODE_FAILED, CTL_RUN, act_node_failed_run},
 	{CTL_RUN, CTL_EV_READMIT, CTL_RUN, act_readmit},
 	{CTL_RUN, CTL_EV_RANK_FAILED, CTL_RUN, act_rank_failed},
-	{CTL_RUN, CTL_EV_HUNG, CTL_RUN, act_hung},
+	{CTL_RUN, CTL_EV_HUNG, CTL_STACKS, act_hung},
 	{CTL_RUN, CTL_EV_ABORT, CTL_RUN, act_abort},
 	{CTL_RUN, CTL_EV_ATTEMPT_FAILED, CTL_RUN, act_attempt_failed},
 	{CTL_RUN, CTL_EV_RECOVER, CTL_RECOVER, act_recover},
 	{CTL_RUN, CTL_EV_RANKS_DONE, CTL_STOPPING, act_completed},
 	{CTL_RUN, CTL_EV_FINISH, CTL_STOPPING, act_finish},
 	{CTL_RUN, CTL_EV_INTERRUPT, CTL_STOPPING, act_finish},
+
+	/* A rank hung: every rank's stack before the attempt fails
+	 * (ctl_hang.c); ranks that die of the SIGABRT that got Python's
+	 * traceback are only noted. */
+	{CTL_STACKS, CTL_EV_HUNG, CTL_STACKS, act_hung_more},
+	{CTL_STACKS, CTL_EV_STACKS, CTL_STACKS, act_stacks},
+	{CTL_STACKS, CTL_EV_STACKS_DONE, CTL_RUN, act_stacks_done},
+	{CTL_STACKS, CTL_EV_NODE_FAILED, CTL_STACKS, act_node_failed_stacks},
+	{CTL_STACKS, CTL_EV_READMIT, CTL_STACKS, act_readmit},
+	{CTL_STACKS, CTL_EV_RANK_FAILED, CTL_STACKS, act_rank_note},
+	{CTL_STACKS, CTL_EV_ABORT, CTL_STACKS, act_abort_stacks},
+	{CTL_STACKS, CTL_EV_FINISH, CTL_STOPPING, act_finish_stacks},
+	{CTL_STACKS, CTL_EV_INTERRUPT, CTL_STOPPING, act_finish_stacks},
 
 	{CTL_RECOVER, CTL_EV_NODE_UP, CTL_RECOVER, act_check_recovered},
 	{CTL_RECOVER, CTL_EV_STOPPED, CTL_RECOVER, act_check_recovered},
@@ -119,7 +138,9 @@ const struct ctl_row ctl_table[] = {
 const size_t ctl_table_len = sizeof(ctl_table) / sizeof(ctl_table[0]);
 
 static const char *const ctl_state_names[] = {
-	"connect", "run", "recover", "backoff", "stopping", "end"};
+	[CTL_CONNECT] = "connect", [CTL_RUN] = "run", [CTL_STACKS] = "stacks",
+	[CTL_RECOVER] = "recover", [CTL_BACKOFF] = "backoff",
+	[CTL_STOPPING] = "stopping", [CTL_END] = "end"};
 
 /* late: the event reports on an attempt or phase that may be over when it
  * is handled (a rank's exit after the attempt failed, a timer that was
@@ -146,6 +167,8 @@ static const struct {
 	[CTL_EV_INTERRUPT] = {"interrupt", false},
 	[CTL_EV_ALL_GONE] = {"all gone", false},
 	[CTL_EV_READMIT] = {"readmit", true},
+	[CTL_EV_STACKS] = {"stacks", true},
+	[CTL_EV_STACKS_DONE] = {"stacks done", true},
 };
 
 const char *ctl_state_name(enum ctl_state s)
@@ -1395,34 +1418,67 @@ static void on_heartbeat(struct ctl *c, struct node *n, struct proto_frame *f)
 	post(c, &ev);
 }
 
-/* RUN: a node says some of its ranks hang. */
+/* RUN: a node says some of its ranks hang.  Before the attempt fails,
+ * every rank's stack is collected (ctl_hang.c). */
 static void act_hung(struct ctl *c, struct ctl_ev *ev)
 {
-	struct node *n = ev->node;
-	json_t *hung = json_object_get(ev->body, "hung"), *h;
-	char why[512] = "";
-	size_t i, len = 0;
+	ctl_hang_begin(c, ev->node, ev->body);
+}
 
-	json_array_foreach(hung, i, h)
-	{
-		int rank = (int)json_integer_value(json_object_get(h, "rank"));
-		json_int_t silent =
-			json_integer_value(json_object_get(h, "silent_ms"));
+/* STACKS: more hung ranks, from the same node or another. */
+static void act_hung_more(struct ctl *c, struct ctl_ev *ev)
+{
+	ctl_hang_merge(c, ev->node, ev->body);
+}
 
-		events_emit(c->ev, "rank_hung",
-			    json_pack("{s:i, s:i, s:s, s:I}", "attempt",
-				      c->attempt, "rank", rank, "host", n->host,
-				      "silent_ms", silent));
-		len += (size_t)snprintf(why + len, sizeof(why) - len,
-					"%s%d", i ? ", " : "rank ", rank);
-		if (len >= sizeof(why))
-			len = sizeof(why) - 1;
-	}
-	snprintf(why + len, sizeof(why) - len,
-		 " on %s hung (no output and no progress for %.1f s)", n->host,
-		 (double)c->spec->health.progress_timeout_ms / 1000.0);
-	fprintf(stderr, "herd: %s; stopping the attempt\n", why);
+/* STACKS: a node's answer. */
+static void act_stacks(struct ctl *c, struct ctl_ev *ev)
+{
+	ctl_hang_answer(c, ev->node, ev->body);
+}
+
+/* STACKS -> RUN: the evidence is in; the attempt fails as before. */
+static void act_stacks_done(struct ctl *c, struct ctl_ev *ev)
+{
+	char why[sizeof(ev->why)];
+
+	ctl_hang_end(c, why, sizeof(why));
 	ctl_post(c, CTL_EV_ATTEMPT_FAILED, NULL, 1, why);
+}
+
+/* STACKS: a node failed; it is out as in RUN and not waited for.  The
+ * hang, reported first, fails the attempt when the collection ends. */
+static void act_node_failed_stacks(struct ctl *c, struct ctl_ev *ev)
+{
+	if (node_out(c, ev->node, ev->why, false))
+		ctl_hang_node_gone(c, ev->node);
+}
+
+/* STACKS: MPI_Abort: the job ends after this attempt, as in RUN. */
+static void act_abort_stacks(struct ctl *c, struct ctl_ev *ev)
+{
+	fprintf(stderr, "herd: %s\n", ev->why);
+	c->no_restart = true;
+}
+
+/* STACKS, FINISH or INTERRUPT: the evidence so far goes to the events,
+ * then the end as in RUN. */
+static void act_finish_stacks(struct ctl *c, struct ctl_ev *ev)
+{
+	char why[sizeof(ev->why)];
+
+	ctl_hang_end(c, why, sizeof(why));
+	act_finish(c, ev);
+}
+
+static void on_stacks(struct ctl *c, struct node *n, struct proto_frame *f)
+{
+	json_t *att = json_object_get(f->body, "attempt");
+	struct ctl_ev ev = {.type = CTL_EV_STACKS, .node = n, .body = f->body};
+
+	if (!n->member || json_integer_value(att) != c->attempt)
+		return;
+	post(c, &ev);
 }
 
 static void on_output(struct ctl *c, struct node *n, struct proto_frame *f)
@@ -1471,6 +1527,7 @@ static const frame_fn frame_handlers[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_ERROR] = on_error,	  [PROTO_STOPPED] = on_stopped,
 	[PROTO_FENCE] = on_fence,	  [PROTO_ABORT] = on_abort,
 	[PROTO_METRICS] = ctl_metrics_frame,
+	[PROTO_STACKS] = on_stacks,
 };
 
 /* A conn's arg is its node: found in O(1).  A conn the node has dropped
@@ -1812,7 +1869,7 @@ void ctl_interrupt(struct ctl *c, int sig)
 	c->interrupts++;
 	snprintf(why, sizeof(why), "interrupted (%s)", strsignal(sig));
 	record_failure(c, 128 + sig, why);
-	if (c->state == CTL_RUN)
+	if (c->state == CTL_RUN || c->state == CTL_STACKS)
 		events_emit(c->ev, "attempt_end",
 			    json_pack("{s:i, s:s, s:i}", "attempt", c->attempt,
 				      "reason", why, "status", 128 + sig));
@@ -1894,6 +1951,7 @@ void ctl_free(struct ctl *c)
 	ctl_term_close(c);
 	ctl_metrics_free(c);
 	ctl_sock_free(c);
+	ctl_hang_free(c);
 	if (c->loop) {
 		/* The signals' arg is c: back to their defaults. */
 		loop_signals_reset(c->loop);
@@ -1958,6 +2016,7 @@ struct ctl *ctl_new(struct spec *spec, const struct ctl_options *opt)
 		return NULL;
 	c->spec = spec;
 	c->opt = opt;
+	c->stacks_wait_ms = CTL_STACKS_WAIT_MS;
 	return c;
 }
 

@@ -24,6 +24,8 @@
 enum ctl_state {
 	CTL_CONNECT,	/* agents starting, HELLOs arriving */
 	CTL_RUN,	/* an attempt's ranks run */
+	CTL_STACKS,	/* a rank hung: the stacks of every rank are being
+			 * collected before the attempt fails (ctl_hang.c) */
 	CTL_RECOVER,	/* an attempt failed: ranks stopping, nodes evicted,
 			 * spares joining */
 	CTL_BACKOFF,	/* waiting restart.backoff before the next attempt */
@@ -55,11 +57,14 @@ enum ctl_event {
 	CTL_EV_INTERRUPT,      /* Ctrl-C, SIGTERM, SIGHUP (grace_ms, sig) */
 	CTL_EV_ALL_GONE,       /* every agent's connection is closed */
 	CTL_EV_READMIT,	       /* node's nodes.readmit_after passed (node) */
+	CTL_EV_STACKS,	       /* node's answer to STACKS (node, body) */
+	CTL_EV_STACKS_DONE,    /* every asked node answered or failed, or
+				* the wait for them is over */
 	CTL_EV_COUNT_,
 	CTL_EV_ANY_ = CTL_EV_COUNT_,	/* table rows only: every event */
 };
 
-/* One queued event.  why is copied; body (HUNG) is a reference the queue
+/* One queued event.  why is copied; body (HUNG, STACKS) is a reference the queue
  * holds until the event was handled. */
 struct ctl_ev {
 	enum ctl_event type;
@@ -67,7 +72,8 @@ struct ctl_ev {
 	int status;		/* exit status; FINISH, INTERRUPT: signal */
 	long grace_ms;		/* FINISH, INTERRUPT */
 	bool flag;		/* RANK_FAILED: the rank never ran */
-	json_t *body;		/* HUNG: the heartbeat's body */
+	json_t *body;		/* HUNG: the heartbeat's body; STACKS: the
+				 * answer's */
 	char why[512];
 };
 
@@ -206,6 +212,8 @@ struct ctl {
 	struct outbuf *term[3];	/* [1] stdout, [2] stderr: rank output */
 	struct ctl_metrics *metrics;	/* ctl_metrics.c */
 	struct ctl_sock *sock;		/* ctl_sock.c: the control socket */
+	struct ctl_hang *hang;		/* ctl_hang.c: stacks being collected */
+	int64_t stacks_wait_ms;		/* how long for them (tests shorten it) */
 	uint64_t term_missed;	/* bytes of rank output the terminal missed */
 	bool local;
 	bool tty;
@@ -333,6 +341,27 @@ void ctl_nodes_flush(struct ctl *c);
  * cannot be read is a warning (nothing skipped).  Returns how many. */
 int ctl_nodes_quarantine(struct ctl *c, const struct resolved *res,
 			 bool *skip);
+
+/* ctl_hang.c (issue 14): evidence of a hang. */
+/* 10 s: what herd waits for the agents' stacks; an agent answers within
+ * its own 8 s (agent/stacks.c STACKS_AGENT_MS). */
+#define CTL_STACKS_WAIT_MS 10000
+/* RUN, HUNG: asks every member node with ranks for their stacks and
+ * waits (c->stacks_wait_ms at most); posts STACKS_DONE when nobody is
+ * left to ask. */
+void ctl_hang_begin(struct ctl *c, struct node *n, json_t *body);
+/* A further HUNG while collecting: its ranks are added. */
+void ctl_hang_merge(struct ctl *c, struct node *n, json_t *body);
+/* Node n's STACKS answer; posts STACKS_DONE after the last one due. */
+void ctl_hang_answer(struct ctl *c, struct node *n, json_t *body);
+/* Node n failed while collecting: it is not waited for. */
+void ctl_hang_node_gone(struct ctl *c, struct node *n);
+/* The collection is over: one rank_hung event per hung rank (frame,
+ * method, culprit), the culprit's line on stderr, and in why the
+ * attempt's failure reason.  Frees the collection. */
+void ctl_hang_end(struct ctl *c, char *why, size_t why_size);
+/* Drops a collection (no events). */
+void ctl_hang_free(struct ctl *c);
 
 /* ctl_launch.c */
 /* Places ranks on the member nodes that are up, binds them, picks

@@ -392,6 +392,34 @@ static int proto_hb_agent_more(const json_t *body, struct herd_err *err)
 				 PROTO_LAUNCH_RANKS_MAX, err);
 }
 
+/* --- STACKS (issue 14: evidence of a hang) ------------------------------ */
+
+static int proto_stacks_rank_more(const json_t *body, struct herd_err *err)
+{
+	const char *m = json_string_value(json_object_get(body, "method"));
+
+	if (strcmp(m, "python") && strcmp(m, "gdb") && strcmp(m, "none"))
+		return herd_errprintf(err,
+				      "key \"method\": \"%s\" is not python, "
+				      "gdb or none",
+				      m);
+	return 0;
+}
+
+static const struct proto_body proto_stacks_rank_body = {
+    .format = "{s:I, s:s, s?s, s:b, s:I, s?s}",
+    .keys = {"rank", "method", "frame", "in_collective", "last_sign_ms",
+	     "error"},
+    .ranges = {{"rank", 0, INT_MAX}, {"last_sign_ms", 0, PROTO_INT_ANY}},
+    .more = proto_stacks_rank_more,
+};
+
+static int proto_stacks_agent_more(const json_t *body, struct herd_err *err)
+{
+	return proto_check_array(body, "ranks", &proto_stacks_rank_body,
+				 PROTO_LAUNCH_RANKS_MAX, err);
+}
+
 static int proto_hb_herd_more(const json_t *body, struct herd_err *err)
 {
 	if (json_integer_value(json_object_get(body, "timeout_ms")) <
@@ -785,7 +813,23 @@ static const struct proto_rule proto_rules[] = {
 	    .data_more = proto_ctl_msg_data,
 	},
     /* Issue 14: named here; each direction's rule comes with its code. */
-    [PROTO_STACKS] = {.name = "STACKS"},
+    [PROTO_STACKS] =
+	{
+	    .name = "STACKS",
+	    .to_agent =
+		{
+		    .format = "{s:I}",
+		    .keys = {"attempt"},
+		    .ranges = {{"attempt", 1, INT_MAX}},
+		},
+	    .to_herd =
+		{
+		    .format = "{s:I, s:o}",
+		    .keys = {"attempt", "ranks"},
+		    .ranges = {{"attempt", 0, INT_MAX}},
+		    .more = proto_stacks_agent_more,
+		},
+	},
     [PROTO_CHECK] = {.name = "CHECK"},
     [PROTO_NETPROBE] = {.name = "NETPROBE"},
 };

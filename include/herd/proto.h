@@ -107,6 +107,18 @@
  *              entries; values at most PROTO_TRAIN_VALUES_MAX, NAME as
  *              in metrics.patterns.  values are each rank's latest, but
  *              "tokens" and "samples" are sums over its records.
+ *  STACKS      herd -> agent, no data: a rank hangs; send the stacks of
+ *              every running rank (agent/stacks.c).  {attempt: I 1..}
+ *              agent -> herd, no data: the answer, once every rank's
+ *              stack is in or the agent's own bound passed:
+ *              {attempt: I 0..,
+ *               ranks: [{rank: I 0.., method: "python" | "gdb" | "none",
+ *                        frame?: string (innermost frame of the main
+ *                               thread, "FUNC (file:line)"),
+ *                        in_collective: bool, last_sign_ms: I 0.. (wall
+ *                        clock ms of its last output or progress touch),
+ *                        error?: string (why there is no frame)}]}
+ *              (at most PROTO_LAUNCH_RANKS_MAX ranks)
  *  CTL_REQ     client -> herd (control socket), no data:
  *              {op: "attach" | "stop" | "info"}
  *  CTL_MSG     herd -> client (control socket), data: 0..PROTO_CTL_DATA_MAX

@@ -48,6 +48,9 @@ test_expect_success 'SIGSTOP of rank 1 at step 12: the attempt hangs (health.pro
 	# Rank 1 stopped, the others wait for it in a collective: all are
 	# silent, and whichever is reported first ends the attempt.
 	fo_has hang rank_hung ".attempt == 1 and .silent_ms >= 5000" &&
+	# The stopped rank can give no stack, the others wait in DDP'"'"'s
+	# backward or a barrier: it is the culprit (issue 14).
+	fo_has hang rank_hung ".attempt == 1 and .culprit and .rank == 1 and .method == \"none\" and (.error | test(\"stopped\"))" &&
 	! fo_has hang rank_hung ".attempt == 2" &&
 	fo_has hang attempt_end ".attempt == 1 and (.reason | test(\"hung\"))" &&
 	! kill -0 $pid 2>/dev/null &&

@@ -25,6 +25,7 @@
 static int sent[SENT_MAX];
 static int64_t sent_ms[SENT_MAX];
 static int n_sent;
+static json_t *last_stacks;	/* the last STACKS body sent */
 
 void agent_send(struct agent *a, enum proto_type type, json_t *body,
 		const void *data, size_t len)
@@ -35,6 +36,10 @@ void agent_send(struct agent *a, enum proto_type type, json_t *body,
 	if (n_sent < SENT_MAX) {
 		sent_ms[n_sent] = loop_now_ms();
 		sent[n_sent++] = (int)type;
+	}
+	if (type == PROTO_STACKS) {
+		json_decref(last_stacks);
+		last_stacks = json_incref(body);
 	}
 	json_decref(body);
 }
@@ -59,6 +64,8 @@ static int setup(void **state)
 	assert_int_equal(proc_watch(a->loop), 0);
 	a->grace_ms = 10000;
 	n_sent = 0;
+	json_decref(last_stacks);
+	last_stacks = NULL;
 	*state = a;
 	return 0;
 }
@@ -441,6 +448,352 @@ static void test_heartbeat_herd_silent(void **state)
 	assert_true(gap <= iv + 200);
 }
 
+/* ---- stacks (issue 14) -------------------------------------------------------- */
+
+static void parse_lines(struct stack_parse *p, const char *const *lines)
+{
+	for (; *lines; lines++)
+		stack_parse_line(p, *lines);
+	stack_parse_end(p);
+}
+
+/* faulthandler's dump: the main thread is the block whose outermost
+ * frame is <module>, whichever thread took the signal; lines before
+ * "Fatal Python error" (the rank's own traceback) are not read. */
+static void test_parse_python(void **state)
+{
+	static const char *const stuck[] = {
+	    "Traceback (most recent call last):",
+	    "  File \"old.py\", line 3 in earlier",
+	    "Fatal Python error: Aborted",
+	    "",
+	    "Thread 0x00007f0000000700 (most recent call first):",
+	    "  File \"/usr/lib/python3.11/threading.py\", line 320 in wait",
+	    "  File \"/usr/lib/python3.11/threading.py\", line 1002 in "
+	    "_bootstrap",
+	    "",
+	    "Current thread 0x00007f2e61514040 (most recent call first):",
+	    "  File \"/job/train.py\", line 41 in stuck_in_data_loader",
+	    "  File \"/job/train.py\", line 67 in main",
+	    "  File \"/job/train.py\", line 80 in <module>",
+	    "",
+	    "Extension modules: torch._C (total: 1)",
+	    NULL};
+	static const char *const coll[] = {
+	    "Fatal Python error: Aborted",
+	    "",
+	    "Current thread 0x00007f2e61514040 [python3] (most recent call "
+	    "first):",
+	    "  File \"/usr/lib/python3/dist-packages/torch/distributed/"
+	    "distributed_c10d.py\", line 1541 in all_reduce",
+	    "  File \"/job/train.py\", line 80 in <module>",
+	    NULL};
+	static const char *const no_module[] = {
+	    "Fatal Python error: Aborted",
+	    "Stack (most recent call first):",
+	    "  File \"/job/x.py\", line 9 in spin",
+	    "  ...",
+	    NULL};
+	struct stack_parse p;
+
+	(void)state;
+	stack_parse_init(&p, STACK_PYTHON);
+	parse_lines(&p, stuck);
+	assert_true(p.found);
+	assert_string_equal(p.frame, "stuck_in_data_loader (train.py:41)");
+	assert_false(p.in_collective);
+	stack_parse_init(&p, STACK_PYTHON);
+	parse_lines(&p, coll);
+	assert_string_equal(p.frame, "all_reduce (distributed_c10d.py:1541)");
+	assert_true(p.in_collective);
+	/* No <module> (a thread-only program): the first block. */
+	stack_parse_init(&p, STACK_PYTHON);
+	parse_lines(&p, no_module);
+	assert_true(p.found);
+	assert_string_equal(p.frame, "spin (x.py:9)");
+	/* Nothing printed (the process died first). */
+	stack_parse_init(&p, STACK_PYTHON);
+	stack_parse_end(&p);
+	assert_false(p.found);
+}
+
+/* gdb's `thread apply all bt`: thread 1's innermost frame of the program
+ * itself (not libc's, even with its debug information), collectives
+ * anywhere in thread 1. */
+static void test_parse_gdb(void **state)
+{
+	static const char *const native[] = {
+	    "[Thread debugging using libthread_db enabled]",
+	    "0x00007f8de6e42dd0 in __libc_pause () at "
+	    "../sysdeps/unix/sysv/linux/pause.c:29",
+	    "",
+	    "Thread 2 (Thread 0x7f8de5d6b6c0 (LWP 23314) \"worker\"):",
+	    "#0  0x00007f8de6e9e3bf in __GI___poll () from "
+	    "/lib/x86_64-linux-gnu/libc.so.6",
+	    "#1  0x000055adf45e9180 in io_thread (arg=0x0) at io.c:5",
+	    "",
+	    "Thread 1 (Thread 0x7f8de6d6c740 (LWP 23313) \"stuck\"):",
+	    "#0  0x00007f8de6e42dd0 in __libc_pause () at "
+	    "../sysdeps/unix/sysv/linux/pause.c:29",
+	    "#1  0x000055adf45e9172 in stuck_in_native_loop () at "
+	    "/job/stuck.c:10",
+	    "#2  0x000055adf45e91a7 in main () at /job/stuck.c:17",
+	    "[Inferior 1 (process 23313) detached]",
+	    NULL};
+	static const char *const mpi[] = {
+	    "Thread 1 (Thread 0x7f0 (LWP 9) \"allreduce\"):",
+	    "#0  0x00007f1 in poll () from /lib/x86_64-linux-gnu/libc.so.6",
+	    "#1  0x00007f2 in opal_progress () from "
+	    "/usr/lib/x86_64-linux-gnu/libopen-pal.so.40",
+	    "#2  0x00007f3 in PMPI_Allreduce () from "
+	    "/usr/lib/x86_64-linux-gnu/libmpi.so.40",
+	    "#3  main (argc=1, argv=0x7ff) at allreduce.c:30",
+	    NULL};
+	static const char *const bare[] = {
+	    "Thread 1 (process 77):",
+	    "#0  0x00007f1 in pause () from /lib/x86_64-linux-gnu/libc.so.6",
+	    "#1  0x0000401 in ?? ()",
+	    NULL};
+	struct stack_parse p;
+
+	(void)state;
+	stack_parse_init(&p, STACK_GDB);
+	parse_lines(&p, native);
+	assert_true(p.found);
+	assert_string_equal(p.frame, "stuck_in_native_loop (stuck.c:10)");
+	assert_false(p.in_collective);
+	stack_parse_init(&p, STACK_GDB);
+	parse_lines(&p, mpi);
+	assert_string_equal(p.frame, "main (allreduce.c:30)");
+	assert_true(p.in_collective);
+	/* No debug information: the innermost frame, and its library. */
+	stack_parse_init(&p, STACK_GDB);
+	parse_lines(&p, bare);
+	assert_string_equal(p.frame, "pause (libc.so.6)");
+	assert_false(p.in_collective);
+}
+
+static void test_in_collective(void **state)
+{
+	(void)state;
+	assert_true(stacks_in_collective("all_reduce", "/x/train.py"));
+	assert_true(stacks_in_collective("barrier", NULL));
+	assert_true(stacks_in_collective(
+		"wrapper", "/usr/lib/python3/dist-packages/torch/distributed/"
+			   "c10d_logger.py"));
+	assert_true(stacks_in_collective(
+		"backward", "/usr/lib/python3/dist-packages/torch/autograd/"
+			    "__init__.py"));
+	assert_true(stacks_in_collective("PMPI_Barrier", NULL));
+	assert_true(stacks_in_collective("ompi_coll_base_allreduce_intra", ""));
+	assert_true(stacks_in_collective(
+		"gloo::transport::tcp::UnboundBuffer::waitRecv", ""));
+	assert_false(stacks_in_collective("stuck_in_data_loader", "train.py"));
+	assert_false(stacks_in_collective("all_reduce_fast_path", "x.py"));
+	assert_false(stacks_in_collective("main", "allreduce.c"));
+}
+
+/* STACKS with no ranks running (every state but RUNNING, and RUNNING
+ * after its ranks ended): answered at once with none, the state kept. */
+static void test_stacks_rows(void **state)
+{
+	static const enum agent_state states[] = {
+		AGENT_IDLE, AGENT_RUNNING, AGENT_STOPPING, AGENT_EXITING};
+	json_t *body = json_pack("{s:i}", "attempt", 1);
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
+		struct agent *a;
+
+		setup((void **)&a);
+		a->state = states[i];
+		assert_true(agent_post(a, AGENT_EV_STACKS, body));
+		assert_int_equal(a->state, states[i]);
+		assert_int_equal(sent_count(PROTO_STACKS), 1);
+		assert_non_null(last_stacks);
+		assert_int_equal(
+			json_array_size(json_object_get(last_stacks, "ranks")),
+			0);
+		teardown((void **)&a);
+	}
+	json_decref(body);
+}
+
+static void on_sent_poll(struct loop *loop, void *arg)
+{
+	int *want = arg;
+
+	if (sent_count(want[0]) >= want[1])
+		loop_stop(loop);
+	else
+		loop_timer_add(loop, 10, on_sent_poll, want);
+}
+
+/* Runs the loop until n frames of type were sent, within 20 s. */
+static void run_until_sent(struct agent *a, int type, int n)
+{
+	int want[2] = {type, n}, fired = 0;
+	long t = loop_timer_add(a->loop, 20000, on_deadline, &fired);
+
+	loop_timer_add(a->loop, 0, on_sent_poll, want);
+	assert_int_equal(loop_run(a->loop), 0);
+	loop_timer_del(a->loop, t);
+	assert_false(fired);
+}
+
+/* The one rank's answer in the last STACKS. */
+static json_t *stacks_of_rank0(void)
+{
+	json_t *r;
+
+	assert_non_null(last_stacks);
+	assert_int_equal(json_integer_value(json_object_get(last_stacks,
+							    "attempt")),
+			 1);
+	assert_int_equal(
+		json_array_size(json_object_get(last_stacks, "ranks")), 1);
+	r = json_array_get(json_object_get(last_stacks, "ranks"), 0);
+	assert_int_equal(json_integer_value(json_object_get(r, "rank")), 0);
+	return r;
+}
+
+static void ask_stacks(struct agent *a)
+{
+	json_t *ask = json_pack("{s:i}", "attempt", 1);
+
+	assert_true(agent_post(a, AGENT_EV_STACKS, ask));
+	json_decref(ask);
+	run_until_sent(a, PROTO_STACKS, 1);
+}
+
+/* A Python rank under a shell that stays (not exec'd): the agent finds
+ * the interpreter below the shell, sends SIGABRT, and reads the main
+ * thread's innermost frame from faulthandler's traceback on stderr
+ * (PYTHONFAULTHANDLER=1 comes from the agent). */
+static void test_stacks_python(void **state)
+{
+	struct agent *a = *state;
+	json_t *body = launch_body(
+		"/usr/bin/python3 -c 'import sys, time\n"
+		"def stuck_here():\n"
+		"    print(\"ready\", flush=True)\n"
+		"    time.sleep(60)\n"
+		"stuck_here()\n'; echo after",
+		1);
+	json_t *r;
+
+	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	run_until_sent(a, PROTO_OUTPUT, 1); /* "ready": Python runs */
+	ask_stacks(a);
+	r = stacks_of_rank0();
+	assert_string_equal(json_string_value(json_object_get(r, "method")),
+			    "python");
+	assert_string_equal(json_string_value(json_object_get(r, "frame")),
+			    "stuck_here (<string>:4)");
+	assert_true(json_is_false(json_object_get(r, "in_collective")));
+	assert_true(json_integer_value(json_object_get(r, "last_sign_ms")) >
+		    0);
+	json_decref(body);
+}
+
+/* The rank below keeper pid k once it is `exec sleep` (bounded: 5 s);
+ * its /proc/PID/stat into stat. */
+static pid_t sleeping_rank(pid_t k, char *stat, size_t size)
+{
+	for (int i = 0; i < 500; i++) {
+		char path[64], buf[64] = "";
+		FILE *f;
+		long child = 0;
+
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/children",
+			 (int)k, (int)k);
+		f = fopen(path, "r");
+		if (f) {
+			if (fscanf(f, "%ld", &child) != 1)
+				child = 0;
+			fclose(f);
+		}
+		if (child > 0) {
+			snprintf(path, sizeof(path), "/proc/%ld/comm", child);
+			f = fopen(path, "r");
+			if (f) {
+				if (!fgets(buf, sizeof(buf), f))
+					buf[0] = '\0';
+				fclose(f);
+			}
+			snprintf(path, sizeof(path), "/proc/%ld/stat", child);
+			f = fopen(path, "r");
+			stat[0] = '\0';
+			if (f) {
+				if (!fgets(stat, (int)size, f))
+					stat[0] = '\0';
+				fclose(f);
+			}
+			if (!strcmp(buf, "sleep\n"))
+				return (pid_t)child;
+		}
+		poll(NULL, 0, 10);
+	}
+	fail_msg("no sleep below keeper %d", (int)k);
+	return -1;
+}
+
+/* A native rank: gdb's backtrace goes to herd as the rank's stderr,
+ * after herd's line naming it. */
+static void test_stacks_gdb(void **state)
+{
+	struct agent *a = *state;
+	json_t *body = launch_body("exec sleep 60", 1), *r;
+	char stat[512];
+	int outputs;
+
+	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	sleeping_rank(a->ranks[0].pid, stat, sizeof(stat));
+	outputs = sent_count(PROTO_OUTPUT);
+	ask_stacks(a);
+	r = stacks_of_rank0();
+	assert_string_equal(json_string_value(json_object_get(r, "method")),
+			    "gdb");
+	assert_non_null(json_string_value(json_object_get(r, "frame")));
+	assert_true(sent_count(PROTO_OUTPUT) > outputs + 1);
+	json_decref(body);
+}
+
+/* A stopped rank can give no stack: said at once. */
+static void test_stacks_stopped(void **state)
+{
+	struct agent *a = *state;
+	json_t *body = launch_body("exec sleep 60", 1), *r;
+	char stat[512] = "";
+	pid_t pid;
+
+	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	pid = sleeping_rank(a->ranks[0].pid, stat, sizeof(stat));
+	kill(pid, SIGSTOP);
+	/* Bounded: until it shows state T. */
+	for (int i = 0; i < 500 && !strstr(stat, ") T "); i++) {
+		char path[64];
+		FILE *f;
+
+		poll(NULL, 0, 10);
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (!fgets(stat, sizeof(stat), f))
+			stat[0] = '\0';
+		fclose(f);
+	}
+	ask_stacks(a);
+	r = stacks_of_rank0();
+	assert_string_equal(json_string_value(json_object_get(r, "method")),
+			    "none");
+	assert_non_null(strstr(json_string_value(json_object_get(r, "error")),
+			       "is stopped"));
+	kill(pid, SIGCONT);
+	json_decref(body);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -463,6 +816,16 @@ int main(int argc, char **argv)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_heartbeat_herd_silent,
 						setup, teardown),
+		cmocka_unit_test(test_parse_python),
+		cmocka_unit_test(test_parse_gdb),
+		cmocka_unit_test(test_in_collective),
+		cmocka_unit_test(test_stacks_rows),
+		cmocka_unit_test_setup_teardown(test_stacks_python, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_stacks_gdb, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_stacks_stopped, setup,
+						teardown),
 	};
 
 	/* The ranks' keepers exec this program (/proc/self/exe) in keeper

@@ -8,8 +8,10 @@
  * through every row of ctl_table[] (test_every_row checks that last).
  *
  * Agent logs: L = LAUNCH, s = STOP (recover: stop ranks, stay),
- * S = STOP (stop and exit), K = STOP with SIGKILL (and exit).
- * States: C connect, R run, V recover, B backoff, S stopping, E end.
+ * S = STOP (stop and exit), K = STOP with SIGKILL (and exit),
+ * T = STACKS (the stacks of its ranks).
+ * States: C connect, R run, H stacks (a hang), V recover, B backoff,
+ * S stopping, E end.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -58,6 +60,17 @@ struct hostcfg {
 	bool die_after_stopped;	/* hangs up 100 ms after confirming */
 	bool ignore_exit;	/* never exits when told */
 	bool answer_hb;		/* answers herd's HEARTBEAT at once */
+	/* STACKS (issue 14): answers with its ranks waiting in all_reduce,
+	 * or, culprit, stuck in a function of its own; after stacks_ms;
+	 * never (no_stacks); hangs up (close_at_stacks); its ranks die of
+	 * the SIGABRT first (abort_at_stacks); MPI_Abort then
+	 * (mpi_abort_at_stacks). */
+	bool culprit;
+	long stacks_ms;
+	bool no_stacks;
+	bool close_at_stacks;
+	bool abort_at_stacks;
+	bool mpi_abort_at_stacks;
 	/* What it received, over all its starts. */
 	char log[64];
 	int starts;
@@ -74,7 +87,7 @@ struct agent {
 	int n_ranks;
 	bool running;
 	int stop_sig;
-	long t_hello, t_exit, t_stopped, t_close, t_late;
+	long t_hello, t_exit, t_stopped, t_close, t_late, t_stacks;
 	int64_t hb_ms[64];	/* when herd's HEARTBEATs came */
 	int n_hb, hb_seq;
 };
@@ -109,7 +122,7 @@ struct world {
 /* Rows of ctl_table[] some test went through. */
 static bool row_hit[128];
 
-static const char state_letter[] = "CRVBSE";
+static const char state_letter[] = "CRHVBSE";
 
 /* --- the fake agents ------------------------------------------------------- */
 
@@ -273,6 +286,49 @@ static void on_stop(struct agent *a, json_t *body)
 		hang_up_soon(a, 0);
 }
 
+static void agent_stacks(struct loop *loop, void *arg)
+{
+	struct agent *a = arg;
+	json_t *ranks = json_array();
+
+	(void)loop;
+	a->t_stacks = 0;
+	for (int i = 0; i < a->n_ranks; i++)
+		json_array_append_new(
+			ranks,
+			json_pack("{s:i, s:s, s:s, s:b, s:I}", "rank",
+				  a->ranks[i], "method", "python", "frame",
+				  a->cfg->culprit
+					  ? "stuck_in_data_loader (train.py:41)"
+					  : "all_reduce (distributed_c10d.py:2050)",
+				  "in_collective", !a->cfg->culprit,
+				  "last_sign_ms",
+				  (json_int_t)(a->cfg->culprit ? 2000 : 1000)));
+	agent_send(a, PROTO_STACKS,
+		   json_pack("{s:i, s:o}", "attempt", a->attempt, "ranks",
+			     ranks));
+}
+
+static void on_stacks(struct agent *a)
+{
+	struct hostcfg *h = a->cfg;
+
+	if (h->close_at_stacks) {
+		hang_up_soon(a, 0);
+		return;
+	}
+	if (h->abort_at_stacks && a->running)
+		send_exits(a, 0, SIGABRT, NULL);
+	if (h->mpi_abort_at_stacks)
+		agent_send(a, PROTO_ABORT,
+			   json_pack("{s:i, s:i, s:i, s:s}", "attempt",
+				     a->attempt, "rank", a->ranks[0], "status",
+				     9, "message", "abort while hung"));
+	if (!h->no_stacks && !a->t_stacks)
+		a->t_stacks = loop_timer_add(a->w->loop, h->stacks_ms,
+					     agent_stacks, a);
+}
+
 static void agent_frame(struct conn *conn, struct proto_frame *f, void *arg)
 {
 	struct agent *a = arg;
@@ -297,6 +353,10 @@ static void agent_frame(struct conn *conn, struct proto_frame *f, void *arg)
 		break;
 	case PROTO_FENCE_DONE:
 		break;
+	case PROTO_STACKS:
+		log_frame(a, 'T');
+		on_stacks(a);
+		break;
 	default:
 		log_frame(a, '?');
 		break;
@@ -318,7 +378,7 @@ static void agent_close(struct conn *conn, const char *reason, int clean,
 static void agent_free(struct agent *a)
 {
 	long *timers[] = {&a->t_hello, &a->t_exit, &a->t_stopped, &a->t_close,
-			  &a->t_late};
+			  &a->t_late, &a->t_stacks};
 
 	for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++)
 		if (*timers[i])
@@ -915,16 +975,183 @@ static void test_restart_exhausted(void **state)
 	assert_string_equal(host(w, "n1")->log, "LsLS");
 }
 
-/* Hung ranks fail the attempt. */
+/* Hung ranks fail the attempt, after every node gave its ranks' stacks
+ * (issue 14): the culprit is the rank that does not wait in a
+ * collective while the others do. */
 static void test_hung(void **state)
 {
 	struct world *w = *state;
 
 	host(w, "n1")->hung = true;
+	host(w, "n1")->culprit = true;
 	host(w, "n2")->hold[1] = true;
 	assert_int_equal(run(w), 1);
-	assert_string_equal(w->states, "CRSE");
-	assert_int_equal(count_ev(w, "rank_hung", "\"host\":\"n1\""), 1);
+	assert_string_equal(w->states, "CRHRSE");
+	assert_string_equal(host(w, "n1")->log, "LTS");
+	assert_string_equal(host(w, "n2")->log, "LTS");
+	assert_int_equal(count_ev(w, "rank_hung", NULL), 1);
+	assert_int_equal(count_ev(w, "rank_hung",
+				  "\"rank\":0,\"host\":\"n1\",\"silent_ms\":"
+				  "5000,\"method\":\"python\",\"in_collective\""
+				  ":false,\"culprit\":true,\"frame\":\"stuck_in_"
+				  "data_loader (train.py:41)\""),
+			 1);
+	assert_int_equal(count_ev(w, "attempt_end",
+				  "rank 0 on n1 hung in stuck_in_data_loader"),
+			 1);
+}
+
+/* The node that reports the hang waits in all_reduce; the culprit is on
+ * the other node, not reported hung (yet): it gets a rank_hung too. */
+static void test_hung_culprit_elsewhere(void **state)
+{
+	struct world *w = *state;
+
+	host(w, "n1")->hung = true;
+	host(w, "n2")->hold[1] = true;
+	host(w, "n2")->culprit = true;
+	assert_int_equal(run(w), 1);
+	assert_string_equal(w->states, "CRHRSE");
+	assert_int_equal(count_ev(w, "rank_hung", NULL), 2);
+	assert_int_equal(count_ev(w, "rank_hung",
+				  "\"rank\":0,\"host\":\"n1\",\"silent_ms\":"
+				  "5000,\"method\":\"python\",\"in_collective\""
+				  ":true,\"culprit\":false,\"frame\":\"all_reduce"),
+			 1);
+	assert_int_equal(count_ev(w, "rank_hung",
+				  "\"rank\":1,\"host\":\"n2\""),
+			 1);
+	assert_int_equal(count_ev(w, "rank_hung", "\"culprit\":true,\"frame"
+						  "\":\"stuck_in_data_loader"),
+			 1);
+}
+
+/* Both nodes report hung ranks: the second report is merged into the
+ * collection under way, not a second one. */
+static void test_hung_two_nodes(void **state)
+{
+	struct world *w = *state;
+
+	host(w, "n1")->hung = true;
+	host(w, "n2")->hung = true;
+	host(w, "n2")->culprit = true;
+	assert_int_equal(run(w), 1);
+	assert_string_equal(w->states, "CRHRSE");
+	assert_string_equal(host(w, "n1")->log, "LTS");
+	assert_string_equal(host(w, "n2")->log, "LTS");
+	assert_int_equal(count_ev(w, "rank_hung", NULL), 2);
+	assert_int_equal(count_ev(w, "rank_hung", "\"rank\":1,\"host\":\"n2"
+						  "\",\"silent_ms\":5000"),
+			 1);
+	assert_int_equal(count_ev(w, "rank_hung", "\"culprit\":true"), 1);
+}
+
+static void shorten_stacks_wait(struct world *w)
+{
+	w->c->stacks_wait_ms = 300;
+}
+
+/* A node that never answers STACKS is not waited for past the bound;
+ * the rank that answered is the culprit, the other has no stack. */
+static void test_hung_no_answer(void **state)
+{
+	struct world *w = *state;
+
+	host(w, "n1")->hung = true;
+	host(w, "n2")->hold[1] = true;
+	host(w, "n2")->no_stacks = true;
+	w->before_loop = shorten_stacks_wait;
+	assert_int_equal(run(w), 1);
+	assert_string_equal(w->states, "CRHRSE");
+	assert_int_equal(count_ev(w, "rank_hung", NULL), 1);
+	assert_int_equal(count_ev(w, "rank_hung",
+				  "\"rank\":0,\"host\":\"n1\""),
+			 1);
+	assert_string_equal(host(w, "n2")->log, "LTS");
+}
+
+/* A node that fails while the stacks come in is out as usual (and
+ * probed again after nodes.readmit_after, which passes meanwhile); the
+ * attempt fails for the hang when the other node answered.  Its ranks
+ * died of the SIGABRT first: that is noted, not a second failure. */
+static void test_hung_node_fails(void **state)
+{
+	struct world *w = *state;
+
+	w->spec->nodes.readmit_after_ms = 20;
+	host(w, "n1")->hung = true;
+	host(w, "n1")->culprit = true;
+	host(w, "n1")->abort_at_stacks = true;
+	host(w, "n1")->stacks_ms = 400;
+	host(w, "n2")->hold[1] = true;
+	host(w, "n2")->close_at_stacks = true;
+	assert_int_equal(run(w), 1);
+	assert_string_equal(w->states, "CRHRSE");
+	assert_int_equal(count_ev(w, "node_failed", "\"host\":\"n2\""), 1);
+	assert_true(w->n_events[CTL_EV_READMIT] >= 1);
+	assert_int_equal(count_ev(w, "rank_exit", "\"signal\":6"), 1);
+	assert_int_equal(count_ev(w, "rank_hung", "\"culprit\":true"), 1);
+	assert_int_equal(count_ev(w, "attempt_end", "hung in stuck_in"), 1);
+}
+
+/* MPI_Abort while the stacks come in: no restart after this attempt. */
+static void test_hung_mpi_abort(void **state)
+{
+	struct world *w = *state;
+
+	w->spec->restart.max = 2;
+	host(w, "n1")->hung = true;
+	host(w, "n1")->culprit = true;
+	host(w, "n2")->hold[1] = true;
+	host(w, "n2")->mpi_abort_at_stacks = true;
+	assert_int_equal(run(w), 1);
+	assert_string_equal(w->states, "CRHRSE");
+	assert_int_equal(count_ev(w, "attempt_start", NULL), 1);
+}
+
+static void post_finish_in_stacks(struct world *w, enum ctl_state from,
+				  const struct ctl_ev *ev,
+				  const struct ctl_row *row)
+{
+	(void)from;
+	(void)ev;
+	if (row && row->next == CTL_STACKS && from == CTL_RUN)
+		ctl_post(w->c, CTL_EV_FINISH, NULL, SIGTERM, NULL);
+}
+
+/* FINISH while the stacks come in: the evidence so far is written, the
+ * job ends. */
+static void test_hung_finish(void **state)
+{
+	struct world *w = *state;
+
+	host(w, "n1")->hung = true;
+	host(w, "n1")->culprit = true;
+	host(w, "n2")->hold[1] = true;
+	host(w, "n2")->no_stacks = true;
+	w->hook = post_finish_in_stacks;
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRHSE");
+	assert_int_equal(count_ev(w, "rank_hung", "\"culprit\":true"), 1);
+}
+
+static void raise_in(struct world *w, enum ctl_state from,
+		     const struct ctl_ev *ev, const struct ctl_row *row);
+
+/* Ctrl-C while the stacks come in. */
+static void test_hung_interrupt(void **state)
+{
+	struct world *w = *state;
+
+	host(w, "n1")->hung = true;
+	host(w, "n2")->hold[1] = true;
+	host(w, "n2")->no_stacks = true;
+	w->raise_state = CTL_STACKS;
+	w->hook = raise_in;
+	assert_int_equal(run(w), 128 + SIGINT);
+	assert_string_equal(w->states, "CRHSE");
+	assert_int_equal(count_ev(w, "attempt_end", "interrupted"), 1);
+	assert_int_equal(count_ev(w, "rank_hung", NULL), 1);
 }
 
 /* MPI_Abort ends the job at once with its status, restarts or not. */
@@ -1383,6 +1610,20 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_restart_exhausted, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_hung, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hung_culprit_elsewhere,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hung_two_nodes, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_hung_no_answer, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_hung_node_fails, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_hung_mpi_abort, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_hung_finish, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_hung_interrupt, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_abort, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_ranks_fail, setup,
 						teardown),

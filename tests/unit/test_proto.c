@@ -691,6 +691,18 @@ static const struct valid_frame valid_frames[] = {
      "\"net\":[],\"rdma\":[],\"gpus\":[],\"gpu_error\":\"no NVML\","
      "\"train\":[]}",
      0},
+    {"stacks-herd", PROTO_STACKS, PROTO_TO_AGENT, "{\"attempt\":1}", 0},
+    {"stacks-agent", PROTO_STACKS, PROTO_TO_HERD,
+     "{\"attempt\":1,\"ranks\":[{\"rank\":2,\"method\":\"python\","
+     "\"frame\":\"stuck_in_data_loader (train.py:41)\","
+     "\"in_collective\":false,\"last_sign_ms\":1764550000000},"
+     "{\"rank\":3,\"method\":\"gdb\",\"in_collective\":true,"
+     "\"last_sign_ms\":0,\"error\":\"gdb gave no stack within 8 s\"},"
+     "{\"rank\":4,\"method\":\"none\",\"in_collective\":false,"
+     "\"last_sign_ms\":1,\"error\":\"no gdb on this node\"}]}",
+     0},
+    {"stacks-none", PROTO_STACKS, PROTO_TO_HERD,
+     "{\"attempt\":0,\"ranks\":[]}", 0},
     {"ctl-attach", PROTO_CTL_REQ, PROTO_TO_CONTROL, "{\"op\":\"attach\"}", 0},
     {"ctl-stop", PROTO_CTL_REQ, PROTO_TO_CONTROL, "{\"op\":\"stop\"}", 0},
     {"ctl-info", PROTO_CTL_REQ, PROTO_TO_CONTROL, "{\"op\":\"info\"}", 0},
@@ -790,12 +802,14 @@ static void test_check_valid(void **state)
 	}
 	/* Every type is covered, HEARTBEAT both ways. */
 	for (int t = PROTO_HELLO; t <= PROTO_TYPE_MAX_; t++)
-		if (t < PROTO_STACKS && /* TEMP: issue 14's rows come */
+		if (t <= PROTO_STACKS && /* TEMP: issue 14's rows come */
 		    !seen[t][PROTO_TO_HERD] && !seen[t][PROTO_TO_AGENT] &&
 		    !seen[t][PROTO_TO_CONTROL] && !seen[t][PROTO_TO_CLIENT])
 			fail_msg("no valid %s frame", proto_type_name(t));
 	assert_true(seen[PROTO_HEARTBEAT][PROTO_TO_HERD]);
 	assert_true(seen[PROTO_HEARTBEAT][PROTO_TO_AGENT]);
+	assert_true(seen[PROTO_STACKS][PROTO_TO_HERD]);
+	assert_true(seen[PROTO_STACKS][PROTO_TO_AGENT]);
 }
 
 /* Every frame refused the other way: by its direction, or (HEARTBEAT,
@@ -817,6 +831,7 @@ static void test_check_direction(void **state)
 		expect_frame(v->type, other_way(v->to), valid_body(v),
 			     v->data_len,
 			     v->type == PROTO_HEARTBEAT ? "HEARTBEAT frame"
+			     : v->type == PROTO_STACKS	? "STACKS frame"
 							: want);
 	}
 	expect_frame(PROTO_LAUNCH, PROTO_TO_HERD, json_object(), 0,
@@ -1201,6 +1216,28 @@ static void test_check_range(void **state)
 	     "key \"rank\": -3 is out of range"},
 	    {PROTO_STOPPED, PROTO_TO_HERD, "{\"attempt\":-1}", 0,
 	     "key \"attempt\": -1 is out of range"},
+	    {PROTO_STACKS, PROTO_TO_AGENT, "{\"attempt\":0}", 0,
+	     "STACKS frame from herd: key \"attempt\": 0 is out of range"},
+	    {PROTO_STACKS, PROTO_TO_HERD,
+	     "{\"attempt\":1,\"ranks\":[{\"rank\":0,\"method\":\"lldb\","
+	     "\"in_collective\":false,\"last_sign_ms\":0}]}",
+	     0, "key \"method\": \"lldb\" is not python, gdb or none"},
+	    {PROTO_STACKS, PROTO_TO_HERD,
+	     "{\"attempt\":1,\"ranks\":[{\"rank\":-1,\"method\":\"gdb\","
+	     "\"in_collective\":false,\"last_sign_ms\":0}]}",
+	     0, "key \"ranks[0].rank\": -1 is out of range"},
+	    {PROTO_STACKS, PROTO_TO_HERD,
+	     "{\"attempt\":1,\"ranks\":[{\"rank\":0,\"method\":\"gdb\","
+	     "\"last_sign_ms\":0}]}",
+	     0, "missing key \"ranks[0].in_collective\""},
+	    {PROTO_STACKS, PROTO_TO_HERD,
+	     "{\"attempt\":1,\"ranks\":[{\"rank\":0,\"method\":\"gdb\","
+	     "\"in_collective\":1,\"last_sign_ms\":0}]}",
+	     0, "key \"ranks[0].in_collective\": expected"},
+	    {PROTO_STACKS, PROTO_TO_HERD,
+	     "{\"attempt\":1,\"ranks\":[{\"rank\":0,\"method\":\"gdb\","
+	     "\"in_collective\":true,\"last_sign_ms\":0,\"pid\":7}]}",
+	     0, "unknown key ranks[0]: pid"},
 	    {PROTO_EXIT, PROTO_TO_HERD,
 	     "{\"rank\":0,\"code\":1,\"signal\":null,\"attempt\":1,"
 	     "\"error\":\"x\",\"errno\":-1}",
