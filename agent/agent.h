@@ -132,6 +132,8 @@ struct agent {
 	struct pmix_state *pmix;	/* pmix.c; NULL until a pmix launch */
 	struct metrics_state *metrics;	/* metrics.c; NULL: no sampling */
 	bool pmix_mode;		/* the current attempt runs under PMIx */
+	struct check_state *check;	/* check.c: the health gate */
+	struct netprobe_state *netprobe;	/* netprobe.c */
 };
 
 /* keeper.c: the rank keeper, its own program (keeper_main.c; embedded,

@@ -635,7 +635,7 @@ static int proto_netprobe_herd_more(const json_t *body, struct herd_err *err)
 	const char *op = json_string_value(json_object_get(body, "op"));
 	bool port = json_object_get(body, "port") != NULL;
 	bool rx = json_object_get(body, "rx_bytes") != NULL;
-	bool ms = json_object_get(body, "rx_ms") != NULL;
+	bool ms = json_object_get(body, "rx_us") != NULL;
 	bool error = json_object_get(body, "error") != NULL;
 
 	if (!strcmp(op, "listening")) {
@@ -646,7 +646,7 @@ static int proto_netprobe_herd_more(const json_t *body, struct herd_err *err)
 		if (port || rx != ms || rx == error)
 			return herd_errprintf(err,
 					      "op result carries \"rx_bytes\" "
-					      "and \"rx_ms\", or \"error\"");
+					      "and \"rx_us\", or \"error\"");
 	} else {
 		return herd_errprintf(err,
 				      "key \"op\": \"%s\" is not listening or "
@@ -875,9 +875,10 @@ static const struct proto_rule proto_rules[] = {
 		},
 	    .to_herd =
 		{
-		    .format = "{s:I, s:o}",
-		    .keys = {"t_ms", "checks"},
-		    .ranges = {{"t_ms", 0, PROTO_INT_ANY}},
+		    .format = "{s:I, s:I, s:o}",
+		    .keys = {"t_ms", "held_ms", "checks"},
+		    .ranges = {{"t_ms", 0, PROTO_INT_ANY},
+			       {"held_ms", 0, PROTO_INT_ANY}},
 		    .more = proto_check_more,
 		},
 	},
@@ -898,12 +899,12 @@ static const struct proto_rule proto_rules[] = {
 	    .to_herd =
 		{
 		    .format = "{s:I, s:s, s?I, s?I, s?I, s?s}",
-		    .keys = {"round", "op", "port", "rx_bytes", "rx_ms",
+		    .keys = {"round", "op", "port", "rx_bytes", "rx_us",
 			     "error"},
 		    .ranges = {{"round", 1, INT_MAX},
 			       {"port", 1, 65535},
 			       {"rx_bytes", 0, PROTO_INT_ANY},
-			       {"rx_ms", 0, PROTO_INT_ANY}},
+			       {"rx_us", 0, PROTO_INT_ANY}},
 		    .more = proto_netprobe_herd_more,
 		},
 	},

@@ -129,7 +129,9 @@
  *              string (run as sh -c; non-zero is unhealthy),
  *              check_timeout_ms: I 1.., t_ms: I 0.. (herd's wall clock)}
  *              agent -> herd, no data: the answer.
- *              {t_ms: I 0.. (the agent's wall clock),
+ *              {t_ms: I 0.. (the agent's wall clock when CHECK came),
+ *               held_ms: I 0.. (how long it kept CHECK before answering:
+ *               herd takes it out of the round trip for the clock offset),
  *               checks: [{name: string (not empty), status: "ok" |
  *                         "fail" | "skipped", reason?: string,
  *                         value?: string, port?: string (rdma: "dev/N"),
@@ -143,9 +145,10 @@
  *               timeout_ms: I 1..PROTO_NETPROBE_TIMEOUT_MAX}
  *              agent -> herd, no data: {round: I 1.., op: "listening" |
  *               "result", port?: I 1..65535 (listening only),
- *               rx_bytes?, rx_ms?: I 0.. (result: bytes received from the
- *               peer and how long they took), error?: string (result:
- *               instead of rx_bytes and rx_ms)}
+ *               rx_bytes?, rx_us?: I 0.. (result: bytes received from the
+ *               peer and how long they took, in microseconds), error?:
+ *               string (result:
+ *               instead of rx_bytes and rx_us)}
  *
  * Integers named "I 0.." without an upper bound fit in an int when they
  * count ranks, attempts or fences (rank, attempt, seq, ...); durations,

@@ -715,7 +715,7 @@ static const struct valid_frame valid_frames[] = {
     {"check-min", PROTO_CHECK, PROTO_TO_AGENT,
      "{\"min_free\":0,\"gpus\":-1,\"check_timeout_ms\":1,\"t_ms\":0}", 0},
     {"check-answer", PROTO_CHECK, PROTO_TO_HERD,
-     "{\"t_ms\":1764550000012,\"checks\":[{\"name\":\"workdir\","
+     "{\"t_ms\":1764550000012,\"held_ms\":3,\"checks\":[{\"name\":\"workdir\","
      "\"status\":\"ok\",\"value\":\"12 GiB free\"},{\"name\":\"gpus\","
      "\"status\":\"fail\",\"reason\":\"GPU 3: 2 uncorrectable ECC "
      "errors\"},{\"name\":\"rdma\",\"status\":\"ok\",\"port\":"
@@ -734,7 +734,7 @@ static const struct valid_frame valid_frames[] = {
      "{\"round\":1,\"op\":\"listening\",\"port\":40000}", 0},
     {"netprobe-result", PROTO_NETPROBE, PROTO_TO_HERD,
      "{\"round\":1,\"op\":\"result\",\"rx_bytes\":4194304,"
-     "\"rx_ms\":12}",
+     "\"rx_us\":12}",
      0},
     {"netprobe-error", PROTO_NETPROBE, PROTO_TO_HERD,
      "{\"round\":1,\"op\":\"result\",\"error\":\"connect: refused\"}",
@@ -1116,19 +1116,19 @@ static void test_check_range(void **state)
 	     "\"t_ms\":0,\"command\":\"x\"}",
 	     0, "unknown key"},
 	    {PROTO_CHECK, PROTO_TO_HERD,
-	     "{\"t_ms\":0,\"checks\":[{\"name\":\"x\",\"status\":"
+	     "{\"t_ms\":0,\"held_ms\":0,\"checks\":[{\"name\":\"x\",\"status\":"
 	     "\"bad\"}]}",
 	     0, "key \"status\": \"bad\" is not ok, fail or skipped"},
 	    {PROTO_CHECK, PROTO_TO_HERD,
-	     "{\"t_ms\":0,\"checks\":[{\"name\":\"\",\"status\":\"ok\"}]}",
+	     "{\"t_ms\":0,\"held_ms\":0,\"checks\":[{\"name\":\"\",\"status\":\"ok\"}]}",
 	     0, "key \"name\": empty"},
 	    {PROTO_CHECK, PROTO_TO_HERD,
-	     "{\"t_ms\":0,\"checks\":[{\"name\":\"rdma\",\"status\":"
+	     "{\"t_ms\":0,\"held_ms\":0,\"checks\":[{\"name\":\"rdma\",\"status\":"
 	     "\"ok\",\"rate\":-1}]}",
 	     0, "key \"rate\": below 0"},
-	    {PROTO_CHECK, PROTO_TO_HERD, "{\"t_ms\":0,\"checks\":{}}", 0,
+	    {PROTO_CHECK, PROTO_TO_HERD, "{\"t_ms\":0,\"held_ms\":0,\"checks\":{}}", 0,
 	     "key \"checks\": expected an array"},
-	    {PROTO_CHECK, PROTO_TO_HERD, "{\"checks\":[]}", 0,
+	    {PROTO_CHECK, PROTO_TO_HERD, "{\"held_ms\":0,\"checks\":[]}", 0,
 	     "missing key \"t_ms\""},
 	    {PROTO_NETPROBE, PROTO_TO_AGENT,
 	     "{\"round\":1,\"op\":\"listen\",\"addr\":\"a\",\"port\":1,"
@@ -1149,7 +1149,7 @@ static void test_check_range(void **state)
 	     "{\"round\":1,\"op\":\"result\",\"rx_bytes\":1}", 0,
 	     "op result carries"},
 	    {PROTO_NETPROBE, PROTO_TO_HERD,
-	     "{\"round\":1,\"op\":\"result\",\"rx_bytes\":1,\"rx_ms\":1,"
+	     "{\"round\":1,\"op\":\"result\",\"rx_bytes\":1,\"rx_us\":1,"
 	     "\"error\":\"x\"}",
 	     0, "op result carries"},
 	    {PROTO_NETPROBE, PROTO_TO_HERD,
