@@ -29,6 +29,8 @@ enum ctl_state {
 	CTL_BACKOFF,	/* waiting restart.backoff before the next attempt */
 	CTL_STOPPING,	/* the end: ranks stopping, agents told to exit */
 	CTL_END,	/* every agent gone; exit status known */
+	CTL_PREFLIGHT,	/* the health gate (issue 14): members checked
+			 * before an attempt (health.preflight, herd check) */
 	CTL_STATE_COUNT_
 };
 
@@ -55,6 +57,10 @@ enum ctl_event {
 	CTL_EV_INTERRUPT,      /* Ctrl-C, SIGTERM, SIGHUP (grace_ms, sig) */
 	CTL_EV_ALL_GONE,       /* every agent's connection is closed */
 	CTL_EV_READMIT,	       /* node's nodes.readmit_after passed (node) */
+	CTL_EV_PREFLIGHT,      /* nodes up: run the health gate */
+	CTL_EV_CHECKED,	       /* node answered CHECK (node), or the gate
+				* timed out (NULL) */
+	CTL_EV_PROBED,	       /* network probe progress (node or NULL) */
 	CTL_EV_COUNT_,
 	CTL_EV_ANY_ = CTL_EV_COUNT_,	/* table rows only: every event */
 };
@@ -204,6 +210,7 @@ struct ctl {
 	struct outbuf *term[3];	/* [1] stdout, [2] stderr: rank output */
 	struct ctl_metrics *metrics;	/* ctl_metrics.c */
 	struct ctl_sock *sock;		/* ctl_sock.c: the control socket */
+	struct ctl_check *check;	/* ctl_check.c: the health gate */
 	uint64_t term_missed;	/* bytes of rank output the terminal missed */
 	bool local;
 	bool tty;
@@ -315,6 +322,34 @@ void ctl_status_pause(struct ctl *c, bool paused);
  * record (health.quarantine_after).  Never fails the job. */
 void ctl_node_note(struct ctl *c, struct node *n, const char *kind,
 		   const char *reason);
+
+/* ctl_check.c (issue 14): the health gate. */
+/* A new gate: every node's answer forgotten, the gate's timer started. */
+void ctl_check_begin(struct ctl *c);
+/* Sends node n its CHECK; has it been sent in this gate? */
+void ctl_check_send(struct ctl *c, struct node *n);
+bool ctl_check_sent(struct ctl *c, struct node *n);
+/* Nodes whose answer is awaited. */
+int ctl_check_pending(struct ctl *c);
+/* CHECK and NETPROBE from node n: kept, CHECKED or PROBED posted. */
+void ctl_check_frame(struct ctl *c, struct node *n, struct proto_frame *f);
+void ctl_netprobe_frame(struct ctl *c, struct node *n, struct proto_frame *f);
+/* Node n failed (why): its "agent" check fails, no answer is awaited. */
+void ctl_check_node_failed(struct ctl *c, struct node *n, const char *why);
+/* Judges the answers that came (clock, RDMA rates across nodes). Returns
+ * how many nodes are unhealthy. */
+int ctl_check_judge(struct ctl *c);
+/* Why node n is unhealthy (its first failing check in *check), or NULL. */
+const char *ctl_check_failure(struct ctl *c, struct node *n,
+			      const char **check);
+/* herd check's network probe: sends what is due.  Returns 1 while a
+ * round is in flight, 0 when it is over (or skipped). */
+int ctl_netprobe_step(struct ctl *c);
+/* herd check's table (or --json) on stdout; c->status 0 or 1. */
+void ctl_check_print(struct ctl *c);
+/* The gate is over (its timer stopped); ctl_check_free at the end. */
+void ctl_check_end(struct ctl *c);
+void ctl_check_free(struct ctl *c);
 
 /* ctl_launch.c */
 /* Places ranks on the member nodes that are up, binds them, picks
