@@ -629,7 +629,7 @@ json_t *gpu_check(struct gpu *g, int expected)
 		const char *e = gpu_error(g);
 
 		if (expected <= 0)
-			return check_entry("gpus", "skipped", "no NVML", e);
+			return check_entry("gpus", "skipped", e, NULL);
 		snprintf(why, sizeof(why), "%d GPUs expected, but %s",
 			 expected, e);
 		return check_entry("gpus", "fail", why, NULL);

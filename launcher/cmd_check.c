@@ -36,7 +36,7 @@ static void check_usage(FILE *out)
 		"  net         the interface on MASTER_ADDR's network is up\n"
 		"  script      health.check_command (sh -c, 60 s at most) exits 0\n"
 		"  network     pairwise transfers around a ring of the nodes: a\n"
-		"              node or link under a quarter of the typical rate\n"
+		"              node or link under a fifth of the typical rate\n"
 		"The table shows ok, FAIL or skipped per check, the reason of each\n"
 		"failure, and how many nodes are healthy.\n"
 		"\n"
