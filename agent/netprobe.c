@@ -1,9 +1,10 @@
 /* netprobe.c — the transfers of the health gate's network probe (issue
- * 14).  herd pairs the nodes (launcher/ctl_check.c); for each pair it
+ * 14).  herd pairs the nodes (launcher/ctl_check.c); for each transfer it
  * tells one agent to listen and, once that one answered with its port,
- * the other to connect.  Each side then sends `bytes` to the other while
- * receiving as many, for at most timeout_ms, and reports what it
- * received and how long that took.  The transfer runs in a child,
+ * the other to connect.  The connecting side sends `bytes`, the listening
+ * side receives them, for at most timeout_ms, and reports what it
+ * received and how long that took (each pair is probed both ways, in two
+ * rounds).  The transfer runs in a child,
  * `herd-agent netprobe listen|connect ...` (blocking code with poll and a
  * deadline), so the agent's loop never waits on the network: the child's
  * one line of stdout ("ok RX_BYTES RX_US" or "error WHY") is read when it
@@ -266,30 +267,26 @@ int netprobe_main(int argc, char **argv)
 	memset(buf, 0x5a, sizeof(buf));
 	start = mono_us();
 	deadline = start + timeout_ms * 1000;
-	while (got < bytes || sent < bytes) {
-		struct pollfd p = {.fd = fd, .events = 0};
+	/* One direction per connection: the listener receives, the other
+	 * sends (herd probes each pair both ways, one after the other, so
+	 * that a port slow one way is not hidden by the ACKs of the other). */
+	while (listen_op ? got < bytes : sent < bytes) {
+		struct pollfd p = {.fd = fd,
+				   .events = listen_op ? POLLIN : POLLOUT};
 		int64_t left = deadline - mono_us();
 		ssize_t n;
 
 		if (left <= 0)
 			break;
-		if (got < bytes)
-			p.events |= POLLIN;
-		if (sent < bytes)
-			p.events |= POLLOUT;
 		if (poll(&p, 1, (int)((left + 999) / 1000)) < 0) {
 			if (errno == EINTR)
 				continue;
 			return np_fail("poll");
 		}
-		if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
+		if (listen_op && (p.revents & (POLLIN | POLLHUP | POLLERR))) {
 			n = recv(fd, buf, sizeof(buf), 0);
-			if (n == 0) {
-				printf("error the peer closed after %lld "
-				       "bytes\n",
-				       got);
-				return 1;
-			}
+			if (n == 0 || (n < 0 && errno == ECONNRESET))
+				break; /* the sender gave up */
 			if (n < 0 && errno != EAGAIN && errno != EINTR)
 				return np_fail("recv");
 			if (n > 0) {
@@ -299,13 +296,16 @@ int netprobe_main(int argc, char **argv)
 				if (got >= bytes)
 					done_us = mono_us();
 			}
-		}
-		if ((p.revents & POLLOUT) && sent < bytes) {
+		} else if (!listen_op && (p.revents & (POLLOUT | POLLERR |
+							POLLHUP))) {
 			size_t want = sizeof(buf);
 
 			if ((long long)want > bytes - sent)
 				want = (size_t)(bytes - sent);
 			n = send(fd, buf, want, MSG_NOSIGNAL);
+			/* The receiver reached its deadline and went. */
+			if (n < 0 && (errno == EPIPE || errno == ECONNRESET))
+				break;
 			if (n < 0 && errno != EAGAIN && errno != EINTR)
 				return np_fail("send");
 			if (n > 0)

@@ -76,8 +76,11 @@ struct check_node {
 	int probe_index;	/* in the ring, -1: not probed */
 };
 
+/* One transfer: b sends to a.  Transfers 2L and 2L + 1 are link L's two
+ * directions. */
 struct probe_edge {
-	int a, b;		/* node indexes (a listens, b connects) */
+	int a, b;		/* node indexes (a listens and receives, b
+				 * connects and sends) */
 	int round;		/* 1.. */
 	int port;		/* a's, once it listens */
 	bool connect_sent;
@@ -95,8 +98,9 @@ struct ctl_check {
 	/* the network probe */
 	bool probe_started, probe_done;
 	char probe_skip[256];	/* why it did not run ("" it ran) */
-	struct probe_edge *edges;
+	struct probe_edge *edges;	/* transfers */
 	int n_edges, n_rounds, round;
+	int n_links;			/* n_edges / 2 */
 	long round_timer;
 	bool round_timed_out;
 	double typical;		/* MB/s */
@@ -540,9 +544,9 @@ static void probe_round_start(struct ctl *c)
 					on_round_timeout, c);
 }
 
-/* The ring and its rounds: (0,1), (1,2), ..., (n-1,0), each put in the
- * first round where neither node has a pair yet ((0,1),(2,3)... then
- * (1,2),(3,4)...; an odd ring needs a third round). */
+/* The ring: links (0,1), (1,2), ..., (n-1,0) (one link for 2 nodes),
+ * each probed both ways; every transfer goes in the first round where
+ * neither of its nodes has one yet. */
 static int probe_plan(struct ctl *c)
 {
 	struct ctl_check *s = c->check;
@@ -567,7 +571,8 @@ static int probe_plan(struct ctl *c)
 		free(ring);
 		return 0;
 	}
-	s->n_edges = n == 2 ? 1 : n;
+	s->n_links = n == 2 ? 1 : n;
+	s->n_edges = 2 * s->n_links;
 	s->edges = calloc((size_t)s->n_edges, sizeof(*s->edges));
 	if (!s->edges) {
 		free(ring);
@@ -575,10 +580,10 @@ static int probe_plan(struct ctl *c)
 	}
 	for (int e = 0; e < s->n_edges; e++) {
 		struct probe_edge *pe = &s->edges[e];
+		int l = e / 2;
 
-		pe->a = ring[e];
-		pe->b = ring[(e + 1) % n];
-		s->nodes[ring[e]].probe_index = e;
+		pe->a = ring[e % 2 ? (l + 1) % n : l];
+		pe->b = ring[e % 2 ? l : (l + 1) % n];
 		for (int r = 1;; r++) {
 			bool busy = false;
 
@@ -602,13 +607,22 @@ static int probe_plan(struct ctl *c)
 	return 1;
 }
 
-static double edge_rate(const struct probe_edge *pe, bool *err)
+/* One transfer's rate in MB/s (bytes per microsecond); 0 on an error. */
+static double xfer_rate(const struct probe_edge *pe)
 {
-	double ab = pe->us_b > 0 ? (double)pe->rx_b / (double)pe->us_b : 0;
-	double ba = pe->us_a > 0 ? (double)pe->rx_a / (double)pe->us_a : 0;
+	if (pe->err[0] || pe->us_a <= 0)
+		return 0;
+	return (double)pe->rx_a / (double)pe->us_a;
+}
 
-	*err = pe->err[0] != '\0';
-	return *err ? 0 : (ab < ba ? ab : ba); /* bytes/us = MB/s */
+/* Link l's rate: its slower direction; *err: the first error, or NULL. */
+static double link_rate(const struct ctl_check *s, int l, const char **err)
+{
+	const struct probe_edge *x = &s->edges[2 * l], *y = &s->edges[2 * l + 1];
+	double rx = xfer_rate(x), ry = xfer_rate(y);
+
+	*err = x->err[0] ? x->err : y->err[0] ? y->err : NULL;
+	return rx < ry ? rx : ry;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -624,19 +638,20 @@ static void probe_judge(struct ctl *c)
 	struct ctl_check *s = c->check;
 	double *best = calloc((size_t)c->n_nodes, sizeof(*best));
 	double *sorted = calloc((size_t)c->n_nodes, sizeof(*sorted));
+	const char *err;
 	int n = 0;
 	char r[512];
 
 	if (!best || !sorted)
 		goto out;
-	for (int e = 0; e < s->n_edges; e++) {
-		bool err;
-		double rate = edge_rate(&s->edges[e], &err);
+	for (int l = 0; l < s->n_links; l++) {
+		double rate = link_rate(s, l, &err);
+		int x = s->edges[2 * l].a, y = s->edges[2 * l].b;
 
-		if (rate > best[s->edges[e].a])
-			best[s->edges[e].a] = rate;
-		if (rate > best[s->edges[e].b])
-			best[s->edges[e].b] = rate;
+		if (rate > best[x])
+			best[x] = rate;
+		if (rate > best[y])
+			best[y] = rate;
 	}
 	for (int i = 0; i < c->n_nodes; i++)
 		if (s->nodes[i].probe_index >= 0)
@@ -652,30 +667,28 @@ static void probe_judge(struct ctl *c)
 		snprintf(v, sizeof(v), "%.0f MB/s", best[i]);
 		set_v(&cn->v[COL_NETWORK], "ok", NULL, v);
 	}
-	if (s->n_edges == 1) {
+	if (s->n_links == 1) {
 		/* Two nodes: one link; its two directions are compared. */
-		struct probe_edge *pe = &s->edges[0];
-		double ab = pe->us_b > 0 ? (double)pe->rx_b / (double)pe->us_b
-					 : 0;
-		double ba = pe->us_a > 0 ? (double)pe->rx_a / (double)pe->us_a
-					 : 0;
-		double lo = ab < ba ? ab : ba, hi = ab < ba ? ba : ab;
+		struct probe_edge *x = &s->edges[0], *y = &s->edges[1];
+		double rx = xfer_rate(x), ry = xfer_rate(y);
+		double lo = rx < ry ? rx : ry, hi = rx < ry ? ry : rx;
 
-		if (pe->err[0])
+		link_rate(s, 0, &err);
+		if (err)
 			snprintf(r, sizeof(r), "link %s-%s: %s",
-				 c->nodes[pe->a].host, c->nodes[pe->b].host,
-				 pe->err);
+				 c->nodes[x->a].host, c->nodes[x->b].host,
+				 err);
 		else if (lo * CHECK_PROBE_SLOW_RATIO < hi)
 			snprintf(r, sizeof(r),
 				 "link %s-%s slow (%.1f MB/s one way, %.1f "
 				 "the other; with 2 nodes herd cannot tell "
 				 "which node)",
-				 c->nodes[pe->a].host, c->nodes[pe->b].host,
-				 lo, hi);
+				 c->nodes[x->a].host, c->nodes[x->b].host, lo,
+				 hi);
 		else
 			goto out;
-		set_v(&s->nodes[pe->a].v[COL_NETWORK], "fail", r, NULL);
-		set_v(&s->nodes[pe->b].v[COL_NETWORK], "fail", r, NULL);
+		set_v(&s->nodes[x->a].v[COL_NETWORK], "fail", r, NULL);
+		set_v(&s->nodes[x->b].v[COL_NETWORK], "fail", r, NULL);
 		goto out;
 	}
 	/* A node all of whose links are slow is the slow node; a slow link
@@ -690,28 +703,26 @@ static void probe_judge(struct ctl *c)
 			 best[i], s->typical);
 		set_v(&s->nodes[i].v[COL_NETWORK], "fail", r, NULL);
 	}
-	for (int e = 0; e < s->n_edges; e++) {
-		struct probe_edge *pe = &s->edges[e];
-		bool err;
-		double rate = edge_rate(pe, &err);
+	for (int l = 0; l < s->n_links; l++) {
+		double rate = link_rate(s, l, &err);
+		int x = s->edges[2 * l].a, y = s->edges[2 * l].b;
 
 		if (rate * CHECK_PROBE_SLOW_RATIO >= s->typical)
 			continue;
-		if (best[pe->a] * CHECK_PROBE_SLOW_RATIO < s->typical ||
-		    best[pe->b] * CHECK_PROBE_SLOW_RATIO < s->typical)
+		if (best[x] * CHECK_PROBE_SLOW_RATIO < s->typical ||
+		    best[y] * CHECK_PROBE_SLOW_RATIO < s->typical)
 			continue; /* explained by a slow node */
 		if (err)
 			snprintf(r, sizeof(r), "link %s-%s: %s",
-				 c->nodes[pe->a].host, c->nodes[pe->b].host,
-				 pe->err);
+				 c->nodes[x].host, c->nodes[y].host, err);
 		else
 			snprintf(r, sizeof(r),
 				 "slow link %s-%s (%.1f MB/s, typical %.1f "
 				 "MB/s)",
-				 c->nodes[pe->a].host, c->nodes[pe->b].host,
-				 rate, s->typical);
-		add_fail(&s->nodes[pe->a].v[COL_NETWORK], r);
-		add_fail(&s->nodes[pe->b].v[COL_NETWORK], r);
+				 c->nodes[x].host, c->nodes[y].host, rate,
+				 s->typical);
+		add_fail(&s->nodes[x].v[COL_NETWORK], r);
+		add_fail(&s->nodes[y].v[COL_NETWORK], r);
 	}
 out:
 	free(best);
@@ -779,7 +790,7 @@ int ctl_netprobe_step(struct ctl *c)
 			return 0;
 		}
 		if (c->tty)
-			fprintf(stderr, "herd: probing the network (%d pairs, "
+			fprintf(stderr, "herd: probing the network (%d transfers, "
 					"%d rounds)\n",
 				s->n_edges, s->n_rounds);
 		s->round = 1;
@@ -886,17 +897,20 @@ static int print_json(struct ctl *c, int healthy)
 					    json_integer(cn->offset_ms));
 		json_array_append_new(nodes, o);
 	}
-	for (int e = 0; e < s->n_edges; e++) {
-		struct probe_edge *pe = &s->edges[e];
-		bool err;
-		json_t *l = json_pack("{s:s, s:s, s:f}", "a",
-				      c->nodes[pe->a].host, "b",
-				      c->nodes[pe->b].host, "mb_per_s",
-				      edge_rate(pe, &err));
+	for (int l = 0; l < s->n_links; l++) {
+		const struct probe_edge *x = &s->edges[2 * l];
+		const struct probe_edge *y = &s->edges[2 * l + 1];
+		const char *err;
+		/* x: b sends to a; y the other way */
+		json_t *o = json_pack("{s:s, s:s, s:f, s:f, s:f}", "a",
+				      c->nodes[x->a].host, "b",
+				      c->nodes[x->b].host, "mb_per_s",
+				      link_rate(s, l, &err), "a_to_b",
+				      xfer_rate(y), "b_to_a", xfer_rate(x));
 
 		if (err)
-			json_object_set_new(l, "error", json_string(pe->err));
-		json_array_append_new(links, l);
+			json_object_set_new(o, "error", json_string(err));
+		json_array_append_new(links, o);
 	}
 	json_object_set_new(doc, "nodes", nodes);
 	json_object_set_new(doc, "healthy", json_integer(healthy));
