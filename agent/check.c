@@ -60,8 +60,8 @@ json_t *check_entry(const char *name, const char *status, const char *reason,
 /* "12.3 GiB" */
 static void human_bytes(unsigned long long b, char *buf, size_t size)
 {
-	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB",
-					   "PiB"};
+	static const char *const unit[] = {"B",	  "KiB", "MiB",
+					   "GiB", "TiB", "PiB"};
 	double v = (double)b;
 	int u = 0;
 
@@ -138,8 +138,7 @@ json_t *check_dir(const char *name, const char *path, long long min_free,
 }
 
 /* The first line of root/rel (newline cut) into buf; -1 when unreadable. */
-static int read_line(const char *root, const char *rel, char *buf,
-		     size_t size)
+static int read_line(const char *root, const char *rel, char *buf, size_t size)
 {
 	char path[PATH_MAX];
 	FILE *f;
@@ -188,8 +187,7 @@ void check_rdma(const char *sysfs, json_t *checks)
 				 ports[p]->d_name);
 			if (read_line(pdir, rel, state, sizeof(state)) < 0)
 				snprintf(state, sizeof(state), "unreadable");
-			snprintf(rel, sizeof(rel), "%s/rate",
-				 ports[p]->d_name);
+			snprintf(rel, sizeof(rel), "%s/rate", ports[p]->d_name);
 			if (read_line(pdir, rel, rate, sizeof(rate)) < 0)
 				rate[0] = '\0';
 			if (!strstr(state, "ACTIVE")) {
@@ -203,8 +201,8 @@ void check_rdma(const char *sysfs, json_t *checks)
 				 * number across the nodes. */
 				if (e && rate[0])
 					json_object_set_new(
-						e, "rate",
-						json_real(strtod(rate, NULL)));
+					    e, "rate",
+					    json_real(strtod(rate, NULL)));
 			}
 			if (e)
 				json_object_set_new(e, "port",
@@ -220,9 +218,9 @@ void check_rdma(const char *sysfs, json_t *checks)
 	}
 	free(devs);
 	if (ports_seen == 0)
-		json_array_append_new(checks,
-				      check_entry("rdma", "skipped",
-						  "no RDMA devices", NULL));
+		json_array_append_new(
+		    checks,
+		    check_entry("rdma", "skipped", "no RDMA devices", NULL));
 }
 
 static bool same_net(struct in_addr a, struct in_addr b, struct in_addr m)
@@ -250,10 +248,9 @@ json_t *check_net(const char *sysfs, const char *master_addr)
 		if (!i->ifa_addr || !i->ifa_netmask ||
 		    i->ifa_addr->sa_family != AF_INET)
 			continue;
-		if (same_net(((struct sockaddr_in *)i->ifa_addr)->sin_addr,
-			     want,
-			     ((struct sockaddr_in *)i->ifa_netmask)
-				 ->sin_addr)) {
+		if (same_net(
+			((struct sockaddr_in *)i->ifa_addr)->sin_addr, want,
+			((struct sockaddr_in *)i->ifa_netmask)->sin_addr)) {
 			snprintf(ifname, sizeof(ifname), "%s", i->ifa_name);
 			flags = i->ifa_flags;
 			break;
@@ -274,8 +271,8 @@ json_t *check_net(const char *sysfs, const char *master_addr)
 	snprintf(rel, sizeof(rel), "class/net/%s/operstate", ifname);
 	if (read_line(sysfs, rel, oper, sizeof(oper)) == 0 &&
 	    (!strcmp(oper, "down") || !strcmp(oper, "lowerlayerdown"))) {
-		snprintf(why, sizeof(why),
-			 "%s (MASTER_ADDR's network) is %s", ifname, oper);
+		snprintf(why, sizeof(why), "%s (MASTER_ADDR's network) is %s",
+			 ifname, oper);
 		return check_entry("net", "fail", why, ifname);
 	}
 	return check_entry("net", "ok", NULL, ifname);
@@ -327,8 +324,7 @@ json_t *check_script_entry(int status, bool timed_out, long long timeout_ms,
 		return check_entry("script", "fail", why, NULL);
 	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		return check_entry("script", "ok", NULL,
-				   last[0] ? last : NULL);
+		return check_entry("script", "ok", NULL, last[0] ? last : NULL);
 	if (last[0])
 		snprintf(why, sizeof(why), "%s", last);
 	else if (WIFEXITED(status))
@@ -340,14 +336,15 @@ json_t *check_script_entry(int status, bool timed_out, long long timeout_ms,
 	return check_entry("script", "fail", why, NULL);
 }
 
-/* ---- the CHECK frame on the agent's loop ----------------------------------- */
+/* ---- the CHECK frame on the agent's loop -----------------------------------
+ */
 
 struct check_state {
-	json_t *checks;		/* the answer being built; NULL: none */
-	int64_t t_ms;		/* wall clock when CHECK arrived */
-	int64_t rx_mono_ms;	/* monotonic, the same moment */
-	pid_t pid;		/* the script, 0 when none runs */
-	int out_fd;		/* its stdout and stderr, -1 once at EOF */
+	json_t *checks;	    /* the answer being built; NULL: none */
+	int64_t t_ms;	    /* wall clock when CHECK arrived */
+	int64_t rx_mono_ms; /* monotonic, the same moment */
+	pid_t pid;	    /* the script, 0 when none runs */
+	int out_fd;	    /* its stdout and stderr, -1 once at EOF */
 	long timer;
 	bool timed_out;
 	long long timeout_ms;
@@ -422,16 +419,14 @@ static void check_script_done(struct agent *a)
 		loop_timer_del(a->loop, s->timer);
 		s->timer = 0;
 	}
-	json_array_append_new(s->checks,
-			      check_script_entry(s->status, s->timed_out,
-						 s->timeout_ms, s->out,
-						 s->out_len));
+	json_array_append_new(
+	    s->checks, check_script_entry(s->status, s->timed_out,
+					  s->timeout_ms, s->out, s->out_len));
 	s->pid = 0;
 	check_send(a);
 }
 
-static void on_script_out(struct loop *loop, int fd, short revents,
-			  void *arg)
+static void on_script_out(struct loop *loop, int fd, short revents, void *arg)
 {
 	struct agent *a = arg;
 
@@ -452,8 +447,8 @@ static void on_script_exit(struct loop *loop, const struct proc_exit *e,
 		return;
 	s->status = e->status;
 	if (e->step != PROC_STEP_NONE) {
-		int n = snprintf(s->out, sizeof(s->out), "\ncannot run sh: %s\n",
-				 strerror(e->err));
+		int n = snprintf(s->out, sizeof(s->out),
+				 "\ncannot run sh: %s\n", strerror(e->err));
 
 		s->out_len = n > 0 ? (size_t)n : 0;
 		s->status = 127 << 8;
@@ -521,8 +516,9 @@ void check_on_frame(struct agent *a, struct proto_frame *f)
 	json_t *b = f->body;
 	const char *workdir = json_string_value(json_object_get(b, "workdir"));
 	const char *ckpt =
-		json_string_value(json_object_get(b, "checkpoint_dir"));
-	const char *cmd = json_string_value(json_object_get(b, "check_command"));
+	    json_string_value(json_object_get(b, "checkpoint_dir"));
+	const char *cmd =
+	    json_string_value(json_object_get(b, "check_command"));
 	long long min_free = json_integer_value(json_object_get(b, "min_free"));
 	int gpus = (int)json_integer_value(json_object_get(b, "gpus"));
 	struct check_state *s = a->check;
@@ -537,30 +533,29 @@ void check_on_frame(struct agent *a, struct proto_frame *f)
 	s->rx_mono_ms = loop_now_ms();
 	s->timed_out = false;
 	s->out_len = 0;
-	s->timeout_ms = json_integer_value(json_object_get(b, "check_timeout_ms"));
+	s->timeout_ms =
+	    json_integer_value(json_object_get(b, "check_timeout_ms"));
 	s->checks = json_array();
 	/* Ranks run in launch.workdir, else where the agent was started. */
 	if (!workdir && getcwd(cwd, sizeof(cwd)))
 		workdir = cwd;
 	if (workdir)
-		json_array_append_new(s->checks,
-				      check_dir("workdir", workdir, min_free,
-						false));
+		json_array_append_new(
+		    s->checks, check_dir("workdir", workdir, min_free, false));
 	json_array_append_new(
-		s->checks, ckpt ? check_dir("checkpoint", ckpt, min_free, true)
-				: check_entry("checkpoint", "skipped",
-					      "no checkpoint.dir", NULL));
+	    s->checks, ckpt ? check_dir("checkpoint", ckpt, min_free, true)
+			    : check_entry("checkpoint", "skipped",
+					  "no checkpoint.dir", NULL));
 	json_array_append_new(s->checks, metrics_gpu_check(a, gpus));
 	check_rdma(check_sysfs(), s->checks);
 	json_array_append_new(
-		s->checks,
-		check_net(check_sysfs(),
-			  json_string_value(json_object_get(b, "master_addr"))));
+	    s->checks,
+	    check_net(check_sysfs(),
+		      json_string_value(json_object_get(b, "master_addr"))));
 	if (!cmd) {
-		json_array_append_new(s->checks,
-				      check_entry("script", "skipped",
-						  "no health.check_command",
-						  NULL));
+		json_array_append_new(
+		    s->checks, check_entry("script", "skipped",
+					   "no health.check_command", NULL));
 		check_send(a);
 		return;
 	}

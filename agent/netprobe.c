@@ -28,8 +28,8 @@
 #include "check.h"
 
 struct netprobe_state {
-	pid_t pid;	/* the child, 0 when none */
-	int out_fd;	/* its stdout */
+	pid_t pid;  /* the child, 0 when none */
+	int out_fd; /* its stdout */
 	int round;
 };
 
@@ -105,9 +105,9 @@ void netprobe_on_frame(struct agent *a, struct proto_frame *f)
 	}
 	snprintf(bytes, sizeof(bytes), "%lld",
 		 (long long)json_integer_value(json_object_get(b, "bytes")));
-	snprintf(timeout, sizeof(timeout), "%lld",
-		 (long long)json_integer_value(
-			 json_object_get(b, "timeout_ms")));
+	snprintf(
+	    timeout, sizeof(timeout), "%lld",
+	    (long long)json_integer_value(json_object_get(b, "timeout_ms")));
 	snprintf(port, sizeof(port), "%lld",
 		 (long long)json_integer_value(json_object_get(b, "port")));
 	if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1) {
@@ -118,7 +118,8 @@ void netprobe_on_frame(struct agent *a, struct proto_frame *f)
 	if (listen_op) {
 		sin.sin_family = AF_INET;
 		lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (lfd < 0 || bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+		if (lfd < 0 ||
+		    bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
 		    listen(lfd, 1) < 0 ||
 		    getsockname(lfd, (struct sockaddr *)&sin, &slen) < 0) {
 			snprintf(why, sizeof(why), "listen on %s: %s", addr,
@@ -135,10 +136,11 @@ void netprobe_on_frame(struct agent *a, struct proto_frame *f)
 	opts.group = PROC_GROUP_NEW;
 	opts.path = a->self_path[0] ? a->self_path : "/proc/self/exe";
 	{
-		char *argv_l[] = {"herd-agent", "netprobe", "listen", bytes,
-				  timeout, NULL};
+		char *argv_l[] = {"herd-agent", "netprobe", "listen",
+				  bytes,	timeout,    NULL};
 		char *argv_c[] = {"herd-agent", "netprobe", "connect",
-				  (char *)addr, port, bytes, timeout, NULL};
+				  (char *)addr, port,	    bytes,
+				  timeout,	NULL};
 
 		pid = proc_spawn(a->loop, listen_op ? argv_l : argv_c, &opts,
 				 on_np_exit, a, &err);
@@ -175,7 +177,8 @@ void netprobe_fini(struct agent *a)
 	a->netprobe = NULL;
 }
 
-/* ---- the child: `herd-agent netprobe ...` ---------------------------------- */
+/* ---- the child: `herd-agent netprobe ...` ----------------------------------
+ */
 
 static int64_t mono_us(void)
 {
@@ -296,8 +299,8 @@ int netprobe_main(int argc, char **argv)
 				if (got >= bytes)
 					done_us = mono_us();
 			}
-		} else if (!listen_op && (p.revents & (POLLOUT | POLLERR |
-							POLLHUP))) {
+		} else if (!listen_op &&
+			   (p.revents & (POLLOUT | POLLERR | POLLHUP))) {
 			size_t want = sizeof(buf);
 
 			if ((long long)want > bytes - sent)

@@ -136,7 +136,8 @@ const struct ctl_row ctl_table[] = {
 const size_t ctl_table_len = sizeof(ctl_table) / sizeof(ctl_table[0]);
 
 static const char *const ctl_state_names[] = {
-	"connect", "run", "recover", "backoff", "stopping", "end", "preflight"};
+	"connect", "run", "recover", "backoff", "stopping", "end",
+	"preflight"};
 
 /* late: the event reports on an attempt or phase that may be over when it
  * is handled (a rank's exit after the attempt failed, a timer that was
@@ -1599,7 +1600,8 @@ static const frame_fn frame_handlers[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_ERROR] = on_error,	  [PROTO_STOPPED] = on_stopped,
 	[PROTO_FENCE] = on_fence,	  [PROTO_ABORT] = on_abort,
 	[PROTO_METRICS] = ctl_metrics_frame,
-	[PROTO_CHECK] = ctl_check_frame,	  [PROTO_NETPROBE] = ctl_netprobe_frame,
+	[PROTO_CHECK] = ctl_check_frame,
+	[PROTO_NETPROBE] = ctl_netprobe_frame,
 };
 
 /* A conn's arg is its node: found in O(1).  A conn the node has dropped

@@ -36,9 +36,9 @@
 #define CHECK_ANSWER_SLACK_MS 15000
 /* The network probe: 4 MiB each way per pair, at most 2 s a transfer
  * (5 s a round with its set-up): a few seconds for the whole ring. */
-#define CHECK_PROBE_BYTES (4LL << 20)
+#define CHECK_PROBE_BYTES      (4LL << 20)
 #define CHECK_PROBE_TIMEOUT_MS 2000
-#define CHECK_PROBE_ROUND_MS 5000
+#define CHECK_PROBE_ROUND_MS   5000
 /* A link is slow below a fifth of the typical rate (the median of the
  * nodes' best links).  Not health.straggler_ratio (1.3): transfers of a
  * few MiB vary by up to 3x between healthy links on a busy machine
@@ -51,59 +51,59 @@
 static const char *const check_cols[] = {"agent", "workdir", "checkpoint",
 					 "clock", "gpus",    "rdma",
 					 "net",	  "script",  "network"};
-#define N_COLS (sizeof(check_cols) / sizeof(check_cols[0]))
+#define N_COLS	    (sizeof(check_cols) / sizeof(check_cols[0]))
 #define COL_NETWORK (N_COLS - 1)
 
 struct verdict {
-	const char *status;	/* "ok", "fail", "skipped", NULL: not run */
+	const char *status; /* "ok", "fail", "skipped", NULL: not run */
 	char reason[512];
 	char value[512];
 };
 
 struct check_node {
-	bool sent;		/* CHECK went out in this gate */
-	bool pending;		/* no answer yet */
+	bool sent;    /* CHECK went out in this gate */
+	bool pending; /* no answer yet */
 	bool answered;
-	bool failed;		/* the agent failed (fail_why) */
+	bool failed; /* the agent failed (fail_why) */
 	char fail_why[512];
-	json_t *checks;		/* the answer's checks */
+	json_t *checks; /* the answer's checks */
 	int64_t sent_wall, recv_wall, agent_t, held_ms;
 	int64_t offset_ms;
 	struct verdict v[N_COLS];
 	bool judged;
 	/* the network probe */
-	char addr[64];		/* its address on the job's network */
-	int probe_index;	/* in the ring, -1: not probed */
+	char addr[64];	 /* its address on the job's network */
+	int probe_index; /* in the ring, -1: not probed */
 };
 
 /* One transfer: b sends to a.  Transfers 2L and 2L + 1 are link L's two
  * directions. */
 struct probe_edge {
-	int a, b;		/* node indexes (a listens and receives, b
-				 * connects and sends) */
-	int round;		/* 1.. */
-	int port;		/* a's, once it listens */
+	int a, b;  /* node indexes (a listens and receives, b
+		    * connects and sends) */
+	int round; /* 1.. */
+	int port;  /* a's, once it listens */
 	bool connect_sent;
 	bool got_a, got_b;
-	long long rx_a, us_a, rx_b, us_b;	/* a received from b, ... */
+	long long rx_a, us_a, rx_b, us_b; /* a received from b, ... */
 	char err[256];
 };
 
 struct ctl_check {
-	struct check_node *nodes;	/* [c->n_nodes] */
+	struct check_node *nodes; /* [c->n_nodes] */
 	long timer;
 	bool timed_out;
 	/* RDMA: the highest rate seen per port name ("mlx5_0/1") */
 	json_t *rdma_max;
 	/* the network probe */
 	bool probe_started, probe_done;
-	char probe_skip[256];	/* why it did not run ("" it ran) */
-	struct probe_edge *edges;	/* transfers */
+	char probe_skip[256];	  /* why it did not run ("" it ran) */
+	struct probe_edge *edges; /* transfers */
 	int n_edges, n_rounds, round;
-	int n_links;			/* n_edges / 2 */
+	int n_links; /* n_edges / 2 */
 	long round_timer;
 	bool round_timed_out;
-	double typical;		/* MB/s */
+	double typical; /* MB/s */
 };
 
 static struct ctl_check *state(struct ctl *c)
@@ -111,9 +111,9 @@ static struct ctl_check *state(struct ctl *c)
 	if (!c->check) {
 		c->check = calloc(1, sizeof(*c->check));
 		if (c->check)
-			c->check->nodes = calloc((size_t)(c->n_nodes ? c->n_nodes
-								    : 1),
-						 sizeof(struct check_node));
+			c->check->nodes =
+			    calloc((size_t)(c->n_nodes ? c->n_nodes : 1),
+				   sizeof(struct check_node));
 		if (c->check && !c->check->nodes) {
 			free(c->check);
 			c->check = NULL;
@@ -167,7 +167,7 @@ static const char *addr_on(struct node *n, const char *addr)
 	{
 		const char *ad = json_string_value(json_object_get(a, "addr"));
 		const char *mk =
-			json_string_value(json_object_get(a, "netmask"));
+		    json_string_value(json_object_get(a, "netmask"));
 
 		if (ad && mk && same_net(ad, addr, mk))
 			return ad;
@@ -206,9 +206,10 @@ static const char *job_network(struct ctl *c)
 		if (shared) {
 			for (int k = 0; k < c->n_nodes; k++)
 				if (checked_up(&c->nodes[k]))
-					snprintf(c->check->nodes[k].addr,
-						 sizeof(c->check->nodes[k].addr),
-						 "%s", addr_on(&c->nodes[k], ad));
+					snprintf(
+					    c->check->nodes[k].addr,
+					    sizeof(c->check->nodes[k].addr),
+					    "%s", addr_on(&c->nodes[k], ad));
 			return ad;
 		}
 	}
@@ -250,9 +251,9 @@ void ctl_check_begin(struct ctl *c)
 	s->timed_out = false;
 	if (s->timer)
 		loop_timer_del(c->loop, s->timer);
-	s->timer = loop_timer_add(c->loop,
-				  CHECK_SCRIPT_TIMEOUT_MS + CHECK_ANSWER_SLACK_MS,
-				  on_gate_timeout, c);
+	s->timer = loop_timer_add(
+	    c->loop, CHECK_SCRIPT_TIMEOUT_MS + CHECK_ANSWER_SLACK_MS,
+	    on_gate_timeout, c);
 }
 
 bool ctl_check_sent(struct ctl *c, struct node *n)
@@ -387,13 +388,15 @@ static void judge_node(struct ctl *c, struct check_node *cn)
 	json_array_foreach(cn->checks, i, e)
 	{
 		const char *name =
-			json_string_value(json_object_get(e, "name"));
-		const char *st = json_string_value(json_object_get(e, "status"));
+		    json_string_value(json_object_get(e, "name"));
+		const char *st =
+		    json_string_value(json_object_get(e, "status"));
 		const char *reason =
-			json_string_value(json_object_get(e, "reason"));
+		    json_string_value(json_object_get(e, "reason"));
 		const char *value =
-			json_string_value(json_object_get(e, "value"));
-		const char *port = json_string_value(json_object_get(e, "port"));
+		    json_string_value(json_object_get(e, "value"));
+		const char *port =
+		    json_string_value(json_object_get(e, "port"));
 		json_t *rate = json_object_get(e, "rate");
 		int k = col_of(name);
 
@@ -418,8 +421,8 @@ static void judge_node(struct ctl *c, struct check_node *cn)
 	}
 	/* The clock: the midpoint of the round trip, less the time the
 	 * agent held the CHECK. */
-	cn->offset_ms = cn->agent_t - (cn->sent_wall + cn->recv_wall -
-				       cn->held_ms) / 2;
+	cn->offset_ms =
+	    cn->agent_t - (cn->sent_wall + cn->recv_wall - cn->held_ms) / 2;
 	snprintf(why, sizeof(why), "%+" PRId64 " ms", cn->offset_ms);
 	if (llabs((long long)cn->offset_ms) > CHECK_CLOCK_MAX_MS) {
 		char r[160];
@@ -444,7 +447,8 @@ static void judge_rdma(struct ctl *c, struct check_node *cn)
 
 	json_array_foreach(cn->checks, i, e)
 	{
-		const char *port = json_string_value(json_object_get(e, "port"));
+		const char *port =
+		    json_string_value(json_object_get(e, "port"));
 		json_t *rate = json_object_get(e, "rate");
 		json_t *m;
 		char r[256];
@@ -454,8 +458,8 @@ static void judge_rdma(struct ctl *c, struct check_node *cn)
 		    json_number_value(rate) >= json_number_value(m))
 			continue;
 		snprintf(r, sizeof(r),
-			 "RDMA port %s at %g Gb/sec, others at %g Gb/sec",
-			 port, json_number_value(rate), json_number_value(m));
+			 "RDMA port %s at %g Gb/sec, others at %g Gb/sec", port,
+			 json_number_value(rate), json_number_value(m));
 		add_fail(&cn->v[col_of("rdma")], r);
 	}
 }
@@ -482,11 +486,10 @@ int ctl_check_judge(struct ctl *c)
 	return bad;
 }
 
-const char *ctl_check_failure(struct ctl *c, struct node *n,
-			      const char **check)
+const char *ctl_check_failure(struct ctl *c, struct node *n, const char **check)
 {
-	struct check_node *cn = c->check ? &c->check->nodes[n - c->nodes]
-					 : NULL;
+	struct check_node *cn =
+	    c->check ? &c->check->nodes[n - c->nodes] : NULL;
 
 	if (!cn || !cn->judged)
 		return NULL;
@@ -512,13 +515,13 @@ static void on_round_timeout(struct loop *loop, void *arg)
 	ctl_post(c, CTL_EV_PROBED, NULL, 0, "timeout");
 }
 
-static void probe_send(struct ctl *c, struct node *n, int round,
-		       const char *op, const char *addr, int port)
+static void probe_send(struct ctl *c, struct node *n, int round, const char *op,
+		       const char *addr, int port)
 {
-	json_t *b = json_pack("{s:i, s:s, s:s, s:I, s:i}", "round", round,
-			      "op", op, "addr", addr, "bytes",
-			      (json_int_t)CHECK_PROBE_BYTES, "timeout_ms",
-			      CHECK_PROBE_TIMEOUT_MS);
+	json_t *b =
+	    json_pack("{s:i, s:s, s:s, s:I, s:i}", "round", round, "op", op,
+		      "addr", addr, "bytes", (json_int_t)CHECK_PROBE_BYTES,
+		      "timeout_ms", CHECK_PROBE_TIMEOUT_MS);
 
 	(void)c;
 	if (port > 0)
@@ -540,8 +543,8 @@ static void probe_round_start(struct ctl *c)
 			probe_send(c, &c->nodes[pe->a], s->round, "listen",
 				   s->nodes[pe->a].addr, 0);
 	}
-	s->round_timer = loop_timer_add(c->loop, CHECK_PROBE_ROUND_MS,
-					on_round_timeout, c);
+	s->round_timer =
+	    loop_timer_add(c->loop, CHECK_PROBE_ROUND_MS, on_round_timeout, c);
 }
 
 /* The ring: links (0,1), (1,2), ..., (n-1,0) (one link for 2 nodes),
@@ -618,7 +621,8 @@ static double xfer_rate(const struct probe_edge *pe)
 /* Link l's rate: its slower direction; *err: the first error, or NULL. */
 static double link_rate(const struct ctl_check *s, int l, const char **err)
 {
-	const struct probe_edge *x = &s->edges[2 * l], *y = &s->edges[2 * l + 1];
+	const struct probe_edge *x = &s->edges[2 * l],
+				*y = &s->edges[2 * l + 1];
 	double rx = xfer_rate(x), ry = xfer_rate(y);
 
 	*err = x->err[0] ? x->err : y->err[0] ? y->err : NULL;
@@ -676,8 +680,7 @@ static void probe_judge(struct ctl *c)
 		link_rate(s, 0, &err);
 		if (err)
 			snprintf(r, sizeof(r), "link %s-%s: %s",
-				 c->nodes[x->a].host, c->nodes[x->b].host,
-				 err);
+				 c->nodes[x->a].host, c->nodes[x->b].host, err);
 		else if (lo * CHECK_PROBE_SLOW_RATIO < hi)
 			snprintf(r, sizeof(r),
 				 "link %s-%s slow (%.1f MB/s one way, %.1f "
@@ -747,7 +750,7 @@ void ctl_netprobe_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 			continue;
 		if (!strcmp(op, "listening")) {
 			pe->port = (int)json_integer_value(
-				json_object_get(f->body, "port"));
+			    json_object_get(f->body, "port"));
 		} else {
 			if (err && !pe->err[0])
 				snprintf(pe->err, sizeof(pe->err), "%s: %s",
@@ -755,15 +758,15 @@ void ctl_netprobe_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 			if (is_a) {
 				pe->got_a = true;
 				pe->rx_a = json_integer_value(
-					json_object_get(f->body, "rx_bytes"));
+				    json_object_get(f->body, "rx_bytes"));
 				pe->us_a = json_integer_value(
-					json_object_get(f->body, "rx_us"));
+				    json_object_get(f->body, "rx_us"));
 			} else {
 				pe->got_b = true;
 				pe->rx_b = json_integer_value(
-					json_object_get(f->body, "rx_bytes"));
+				    json_object_get(f->body, "rx_bytes"));
 				pe->us_b = json_integer_value(
-					json_object_get(f->body, "rx_us"));
+				    json_object_get(f->body, "rx_us"));
 			}
 		}
 		ctl_post(c, CTL_EV_PROBED, n, 0, NULL);
@@ -790,8 +793,9 @@ int ctl_netprobe_step(struct ctl *c)
 			return 0;
 		}
 		if (c->tty)
-			fprintf(stderr, "herd: probing the network (%d transfers, "
-					"%d rounds)\n",
+			fprintf(stderr,
+				"herd: probing the network (%d transfers, "
+				"%d rounds)\n",
 				s->n_edges, s->n_rounds);
 		s->round = 1;
 		probe_round_start(c);
@@ -840,7 +844,8 @@ int ctl_netprobe_step(struct ctl *c)
 	return 0;
 }
 
-/* --- herd check's table ---------------------------------------------------- */
+/* --- herd check's table ----------------------------------------------------
+ */
 
 static const char *shown(const struct verdict *v)
 {
@@ -867,15 +872,16 @@ static bool node_healthy(struct ctl *c, int i)
 static int print_json(struct ctl *c, int healthy)
 {
 	struct ctl_check *s = c->check;
-	json_t *doc = json_object(), *nodes = json_array(), *links = json_array();
+	json_t *doc = json_object(), *nodes = json_array(),
+	       *links = json_array();
 	int rc;
 
 	for (int i = 0; i < c->n_nodes; i++) {
 		struct check_node *cn = &s->nodes[i];
 		json_t *checks = json_object();
-		json_t *o = json_pack("{s:s, s:b, s:o}", "host",
-				      c->nodes[i].host, "healthy",
-				      node_healthy(c, i), "checks", checks);
+		json_t *o =
+		    json_pack("{s:s, s:b, s:o}", "host", c->nodes[i].host,
+			      "healthy", node_healthy(c, i), "checks", checks);
 
 		for (size_t k = 0; k < N_COLS; k++) {
 			const struct verdict *v = &cn->v[k];
@@ -902,11 +908,10 @@ static int print_json(struct ctl *c, int healthy)
 		const struct probe_edge *y = &s->edges[2 * l + 1];
 		const char *err;
 		/* x: b sends to a; y the other way */
-		json_t *o = json_pack("{s:s, s:s, s:f, s:f, s:f}", "a",
-				      c->nodes[x->a].host, "b",
-				      c->nodes[x->b].host, "mb_per_s",
-				      link_rate(s, l, &err), "a_to_b",
-				      xfer_rate(y), "b_to_a", xfer_rate(x));
+		json_t *o = json_pack(
+		    "{s:s, s:s, s:f, s:f, s:f}", "a", c->nodes[x->a].host, "b",
+		    c->nodes[x->b].host, "mb_per_s", link_rate(s, l, &err),
+		    "a_to_b", xfer_rate(y), "b_to_a", xfer_rate(x));
 
 		if (err)
 			json_object_set_new(o, "error", json_string(err));
@@ -978,9 +983,8 @@ void ctl_check_print(struct ctl *c)
 			else if (c->opt->verbose && v->status &&
 				 (v->reason[0] || v->value[0]))
 				printf("  %s: %s%s%s\n", check_cols[k],
-				       v->reason, v->reason[0] && v->value[0]
-						      ? "; "
-						      : "",
+				       v->reason,
+				       v->reason[0] && v->value[0] ? "; " : "",
 				       v->value);
 		}
 	}
