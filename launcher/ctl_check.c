@@ -13,7 +13,7 @@
  *  - agent: a node whose agent did not start or answer fails this one,
  *    with the transport's words.
  * `herd check` then runs the network probe (ctl_netprobe_step): the
- * nodes in a ring, each pair moving CHECK_PROBE_BYTES each way at once
+ * nodes in a ring, each pair moving CHECK_PROBE_BYTES one way, then the other
  * (agent/netprobe.c), the pairs of a round disjoint; and prints the table
  * (ctl_check_print).  Preflight acts on the verdicts in ctl.c. */
 #include <arpa/inet.h>
@@ -34,9 +34,11 @@
 /* An agent that has not answered CHECK this long after the script's
  * timeout is failed ("agent"). */
 #define CHECK_ANSWER_SLACK_MS 15000
-/* The network probe: 4 MiB each way per pair, at most 2 s a transfer
- * (5 s a round with its set-up): a few seconds for the whole ring. */
-#define CHECK_PROBE_BYTES      (4LL << 20)
+/* The network probe: 32 MiB one way per transfer, at most 2 s (5 s a
+ * round with its set-up): tens of ms per transfer on a healthy link, a
+ * few seconds for the whole ring.  4 MiB (a few ms) proved too short to
+ * time on a busy machine: one preemption of the sender halved a rate. */
+#define CHECK_PROBE_BYTES      (32LL << 20)
 #define CHECK_PROBE_TIMEOUT_MS 2000
 #define CHECK_PROBE_ROUND_MS   5000
 /* A link is slow below a fifth of the typical rate (the median of the
