@@ -178,6 +178,45 @@ test_expect_success 'preflight with no spare: fewer healthy nodes than nodes.min
 	grep -x "herd: 2 of 3 nodes are healthy; the job needs 3" err
 '
 
+test_expect_success 'preflight before a restart: a node that went bad during attempt 1 is replaced before attempt 2' '
+	W=$PWD/work && rm -f "$W/bad" &&
+	cat >restart.yaml <<-EOT &&
+	name: restart
+	nodes: {hosts: "${HERD_CLUSTER_PREFIX}[1-3]", slots: 1, spares: "$N4"}
+	ssh: {identity: $HERD_CLUSTER_KEY, known_hosts: $HERD_CLUSTER_KNOWN_HOSTS}
+	launch:
+	  workdir: $W
+	  command: "if [ \$HERD_ATTEMPT = 1 ]; then if [ \$(hostname) = $N2 ]; then touch bad; exit 1; fi; exec sleep 60; fi; echo step 1 on \$(hostname)"
+	restart: {max: 1, backoff: 0s}
+	health: {preflight: true, grace: 1s, check_command: "[ \$(hostname) != $N2 ] || [ ! -e bad ] || { echo $N2 broke; exit 1; }"}
+	EOT
+	herd run restart.yaml >out 2>err;
+	rc=$? &&
+	cat err &&
+	test $rc = 0 &&
+	grep -x "herd: node $N2 is unhealthy: $N2 broke; a spare takes its place" err &&
+	E=runs/restart/latest/events.jsonl &&
+	jq -e -n "[inputs | select(.event == \"node_unhealthy\")] | length == 1" $E &&
+	jq -e -n "[inputs | select(.event == \"node_unhealthy\" and .host == \"$N2\" and .attempt == 2)] | length == 1" $E &&
+	jq -e -n "[inputs | select(.event == \"spare_used\" and .host == \"$N4\" and .attempt == 2)] | length == 1" $E &&
+	jq -e -n "[inputs | select(.event == \"rank_start\" and .attempt == 2 and .host == \"$N4\")] | length == 1" $E &&
+	test $(grep -c "step 1 on" out) = 3 &&
+	rm -f "$W/bad"
+'
+
+test_expect_success 'a node whose agent cannot start is a failed row with the transport'"'"'s words' '
+	cluster_kill_node 4 &&
+	job all "$FOUR" &&
+	test_expect_code 1 herd check all.yaml --no-net >out 2>err;
+	rc=$? &&
+	cluster_start_node 4 &&
+	cat out &&
+	test $rc = 0 &&
+	row $N4 | grep "^$N4  *FAIL  *-  *-" &&
+	grep "^  agent: $N4: cannot connect: Connection refused" out &&
+	tail -n 1 out | grep -x "3 of 4 nodes healthy"
+'
+
 test_expect_success 'usage' '
 	herd check --help | grep "^usage: herd check JOB.yaml" &&
 	test_expect_code 2 herd check 2>err && grep "^usage: herd check" err &&
