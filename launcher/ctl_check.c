@@ -225,6 +225,9 @@ static void on_gate_timeout(struct loop *loop, void *arg)
 	(void)loop;
 	c->check->timer = 0;
 	c->check->timed_out = true;
+	/* Who has not answered fails "agent" (judge_node). */
+	for (int i = 0; i < c->n_nodes; i++)
+		c->check->nodes[i].pending = false;
 	ctl_post(c, CTL_EV_CHECKED, NULL, 0, "timeout");
 }
 
@@ -251,11 +254,6 @@ void ctl_check_begin(struct ctl *c)
 	}
 	json_object_clear(s->rdma_max);
 	s->timed_out = false;
-	if (s->timer)
-		loop_timer_del(c->loop, s->timer);
-	s->timer = loop_timer_add(
-	    c->loop, CHECK_SCRIPT_TIMEOUT_MS + CHECK_ANSWER_SLACK_MS,
-	    on_gate_timeout, c);
 }
 
 bool ctl_check_sent(struct ctl *c, struct node *n)
@@ -295,6 +293,12 @@ void ctl_check_send(struct ctl *c, struct node *n)
 		json_object_set_new(body, "master_addr", json_string(net));
 	cn->sent = true;
 	cn->pending = true;
+	/* The gate waits for the last CHECK sent (a spare's comes later). */
+	if (c->check->timer)
+		loop_timer_del(c->loop, c->check->timer);
+	c->check->timer = loop_timer_add(
+	    c->loop, CHECK_SCRIPT_TIMEOUT_MS + CHECK_ANSWER_SLACK_MS,
+	    on_gate_timeout, c);
 	cn->sent_wall = json_integer_value(json_object_get(body, "t_ms"));
 	conn_send(n->conn, PROTO_CHECK, body, NULL, 0, NULL);
 	json_decref(body);
