@@ -135,6 +135,8 @@ struct agent {
 	struct metrics_state *metrics;	/* metrics.c; NULL: no sampling */
 	bool pmix_mode;		/* the current attempt runs under PMIx */
 	struct stacks_state *stacks;	/* stacks.c: herd asked, answer due */
+	struct check_state *check;	/* check.c: the health gate */
+	struct netprobe_state *netprobe;	/* netprobe.c */
 };
 
 /* keeper.c: the rank keeper, its own program (keeper_main.c; embedded,

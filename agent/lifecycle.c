@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "agent.h"
+#include "check.h"
 
 /* ---- actions -------------------------------------------------------------- */
 
@@ -263,6 +264,16 @@ static void on_fence_done(struct agent *a, struct proto_frame *f)
 	pmix_on_fence_done(a, f);
 }
 
+static void on_check(struct agent *a, struct proto_frame *f)
+{
+	check_on_frame(a, f);
+}
+
+static void on_netprobe(struct agent *a, struct proto_frame *f)
+{
+	netprobe_on_frame(a, f);
+}
+
 /* Frames herd sends to an agent (proto.h); every other type is a
  * protocol error. */
 static const frame_handler frame_table[PROTO_TYPE_MAX_ + 1] = {
@@ -272,6 +283,8 @@ static const frame_handler frame_table[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_HEARTBEAT] = on_heartbeat,
 	[PROTO_FENCE_DONE] = on_fence_done,
 	[PROTO_STACKS] = on_stacks,
+	[PROTO_CHECK] = on_check,
+	[PROTO_NETPROBE] = on_netprobe,
 };
 
 void agent_dispatch(struct agent *a, struct proto_frame *f)

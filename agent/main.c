@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "check.h"
 #include "probe.h"
 #include "herd/auth.h"
 #include "herd/hostfile.h"
@@ -310,6 +311,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "probe"))
 		return probe_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "netprobe"))
+		return netprobe_main(argc - 1, argv + 1);
 	/* A rank's keeper: the agent execs its own image (keeper.c). */
 	if (argc > 1 && !strcmp(argv[1], KEEPER_ARG))
 		return keeper_main(argc, argv);
@@ -423,6 +426,8 @@ int main(int argc, char **argv)
 	conn_free(a.conn);
 	a.conn = NULL;
 	pmix_fini(&a);
+	check_fini(&a);
+	netprobe_fini(&a);
 	metrics_fini(&a);
 	health_fini(&a);
 	loop_free(a.loop);

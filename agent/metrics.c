@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "check.h"
 #include "metrics.h"
 
 /* ---- training values ------------------------------------------------------ */
@@ -457,6 +458,7 @@ struct gpu {
 	nvml_ret (*event_wait)(nvml_event_set, struct nvml_event_data *,
 			       unsigned);
 	nvml_ret (*event_set_free)(nvml_event_set);
+	nvml_ret (*retired_pending)(nvml_device, int *);	/* the gate */
 };
 
 static const char *nvml_why(struct gpu *g, nvml_ret rc)
@@ -499,6 +501,7 @@ struct gpu *gpu_open(const char *lib)
 	SYM(register_events, "nvmlDeviceRegisterEvents");
 	SYM(event_wait, "nvmlEventSetWait_v2");
 	SYM(event_set_free, "nvmlEventSetFree");
+	SYM(retired_pending, "nvmlDeviceGetRetiredPagesPendingStatus");
 #undef SYM
 	if (!g->init || !g->shutdown || !g->count || !g->handle) {
 		snprintf(g->why, sizeof(g->why),
@@ -615,6 +618,52 @@ void gpu_sample(struct gpu *g, json_t *arr)
 #undef PUT
 		json_array_append_new(arr, o);
 	}
+}
+
+json_t *gpu_check(struct gpu *g, int expected)
+{
+	char why[512] = "", value[64];
+	size_t len = 0;
+
+	if (!g || g->why[0]) {
+		const char *e = gpu_error(g);
+
+		if (expected <= 0)
+			return check_entry("gpus", "skipped", e, NULL);
+		snprintf(why, sizeof(why), "%d GPUs expected, but %s",
+			 expected, e);
+		return check_entry("gpus", "fail", why, NULL);
+	}
+	if (expected > 0 && (int)g->n < expected)
+		len += (size_t)snprintf(why, sizeof(why),
+					"%u GPUs visible, %d expected", g->n,
+					expected);
+	for (unsigned i = 0; i < g->n && len < sizeof(why) - 80; i++) {
+		unsigned long long ull = 0;
+		int pending = 0;
+
+		if (g->ecc &&
+		    g->ecc(g->dev[i], NVML_MEMORY_ERROR_UNCORRECTED,
+			   NVML_VOLATILE_ECC, &ull) == NVML_SUCCESS &&
+		    ull > 0)
+			len += (size_t)snprintf(
+				why + len, sizeof(why) - len,
+				"%sGPU %u: %llu uncorrectable ECC errors",
+				len ? "; " : "", i, ull);
+		if (g->retired_pending &&
+		    g->retired_pending(g->dev[i], &pending) == NVML_SUCCESS &&
+		    pending)
+			len += (size_t)snprintf(
+				why + len, sizeof(why) - len,
+				"%sGPU %u: retired pages pending (reset it)",
+				len ? "; " : "", i);
+	}
+	snprintf(value, sizeof(value), "%u GPUs", g->n);
+	if (why[0])
+		return check_entry("gpus", "fail", why, value);
+	if (g->n == 0 && expected <= 0)
+		return check_entry("gpus", "skipped", "no GPUs", value);
+	return check_entry("gpus", "ok", NULL, value);
 }
 
 void gpu_close(struct gpu *g)
@@ -930,4 +979,9 @@ void metrics_fini(struct agent *a)
 		close(m->debug_fd);
 	free(m);
 	a->metrics = NULL;
+}
+
+json_t *metrics_gpu_check(struct agent *a, int expected)
+{
+	return gpu_check(a->metrics ? a->metrics->gpu : NULL, expected);
 }

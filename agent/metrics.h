@@ -84,5 +84,12 @@ const char *gpu_error(const struct gpu *g);
  * arr, Xid events collected first (never waiting). */
 void gpu_sample(struct gpu *g, json_t *arr);
 void gpu_close(struct gpu *g);
+/* The health gate's "gpus" check (check.h's entry): expected GPUs (-1:
+ * none asked for) visible, none with uncorrectable (volatile) ECC errors
+ * or retired pages pending.  No NVML: skipped, or a failure when GPUs
+ * are expected. */
+json_t *gpu_check(struct gpu *g, int expected);
+struct agent;
+json_t *metrics_gpu_check(struct agent *a, int expected);
 
 #endif

@@ -16,6 +16,7 @@ int cmd_plan(int argc, char **argv);
 int cmd_keys(int argc, char **argv);
 int cmd_render(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_report(int argc, char **argv);

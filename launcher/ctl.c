@@ -68,6 +68,9 @@ static void act_stacks_done(struct ctl *c, struct ctl_ev *ev);
 static void act_node_failed_stacks(struct ctl *c, struct ctl_ev *ev);
 static void act_abort_stacks(struct ctl *c, struct ctl_ev *ev);
 static void act_finish_stacks(struct ctl *c, struct ctl_ev *ev);
+static void act_preflight(struct ctl *c, struct ctl_ev *ev);
+static void act_preflight_step(struct ctl *c, struct ctl_ev *ev);
+static void act_node_failed_preflight(struct ctl *c, struct ctl_ev *ev);
 
 /* Every transition of the job (flux-core broker/state_machine.c is the
  * model).  An event without a row in the current state is dropped when it
@@ -132,6 +135,20 @@ const struct ctl_row ctl_table[] = {
 	{CTL_STOPPING, CTL_EV_ALL_GONE, CTL_END, NULL},
 	{CTL_STOPPING, CTL_EV_STOP_TIMER, CTL_END, act_hang_up},
 
+	/* Issue 14: the health gate (health.preflight, herd check). */
+	{CTL_CONNECT, CTL_EV_PREFLIGHT, CTL_PREFLIGHT, act_preflight},
+	{CTL_BACKOFF, CTL_EV_PREFLIGHT, CTL_PREFLIGHT, act_preflight},
+	{CTL_PREFLIGHT, CTL_EV_NODE_UP, CTL_PREFLIGHT, act_preflight_step},
+	{CTL_PREFLIGHT, CTL_EV_CHECKED, CTL_PREFLIGHT, act_preflight_step},
+	{CTL_PREFLIGHT, CTL_EV_PROBED, CTL_PREFLIGHT, act_preflight_step},
+	{CTL_PREFLIGHT, CTL_EV_NODE_FAILED, CTL_PREFLIGHT,
+	 act_node_failed_preflight},
+	{CTL_PREFLIGHT, CTL_EV_READMIT, CTL_PREFLIGHT, act_readmit},
+	{CTL_PREFLIGHT, CTL_EV_RANK_FAILED, CTL_PREFLIGHT, act_rank_note},
+	{CTL_PREFLIGHT, CTL_EV_LAUNCH, CTL_RUN, act_launch},
+	{CTL_PREFLIGHT, CTL_EV_FINISH, CTL_STOPPING, act_finish},
+	{CTL_PREFLIGHT, CTL_EV_INTERRUPT, CTL_STOPPING, act_finish},
+
 	/* The loop is stopping: nothing is left to do. */
 	{CTL_END, CTL_EV_ANY_, CTL_END, NULL},
 };
@@ -140,7 +157,8 @@ const size_t ctl_table_len = sizeof(ctl_table) / sizeof(ctl_table[0]);
 static const char *const ctl_state_names[] = {
 	[CTL_CONNECT] = "connect", [CTL_RUN] = "run", [CTL_STACKS] = "stacks",
 	[CTL_RECOVER] = "recover", [CTL_BACKOFF] = "backoff",
-	[CTL_STOPPING] = "stopping", [CTL_END] = "end"};
+	[CTL_STOPPING] = "stopping", [CTL_END] = "end",
+	[CTL_PREFLIGHT] = "preflight"};
 
 /* late: the event reports on an attempt or phase that may be over when it
  * is handled (a rank's exit after the attempt failed, a timer that was
@@ -169,6 +187,9 @@ static const struct {
 	[CTL_EV_READMIT] = {"readmit", true},
 	[CTL_EV_STACKS] = {"stacks", true},
 	[CTL_EV_STACKS_DONE] = {"stacks done", true},
+	[CTL_EV_PREFLIGHT] = {"preflight", false},
+	[CTL_EV_CHECKED] = {"checked", true},
+	[CTL_EV_PROBED] = {"probed", true},
 };
 
 const char *ctl_state_name(enum ctl_state s)
@@ -426,6 +447,7 @@ static void start_node(struct ctl *c, struct node *n, bool member)
 	if (fd < 0) {
 		n->state = NODE_EVICTED;
 		fprintf(stderr, "herd: %s: %s\n", n->host, err.text);
+		ctl_check_node_failed(c, n, err.text);
 		return;
 	}
 	n->conn = conn_new(c->loop, fd, fd, PROTO_FRAME_MAX, on_frame,
@@ -692,6 +714,7 @@ static bool node_out(struct ctl *c, struct node *n, const char *reason,
 	if (!n || n->state == NODE_EVICTED || n->state == NODE_GONE ||
 	    n->state == NODE_SPARE)
 		return false;
+	ctl_check_node_failed(c, n, reason);
 	if (!n->member) {
 		evict(c, n, reason);
 		return false;
@@ -817,7 +840,8 @@ static void act_backoff_over(struct ctl *c, struct ctl_ev *ev)
 		post_stop(c, CTL_EV_FINISH, 0, SIGTERM);
 		return;
 	}
-	ctl_post(c, CTL_EV_LAUNCH, NULL, 0, NULL);
+	ctl_post(c, c->spec->health.preflight ? CTL_EV_PREFLIGHT : CTL_EV_LAUNCH,
+		 NULL, 0, NULL);
 }
 
 /* Recovery goes on until every surviving member confirmed its ranks
@@ -1033,6 +1057,10 @@ static void check_connected(struct ctl *c)
 	if (take_spares(c) > 0)
 		return;
 	progress(c, true);
+	if (c->opt->check_only) { /* herd check: every node gets a row */
+		ctl_post(c, CTL_EV_PREFLIGHT, NULL, 0, NULL);
+		return;
+	}
 	up = count_nodes(c, NODE_UP, 1);
 	if (up < c->min_nodes || up == 0) {
 		fprintf(stderr,
@@ -1046,13 +1074,122 @@ static void check_connected(struct ctl *c)
 		post_stop(c, CTL_EV_FINISH, 0, SIGTERM);
 		return;
 	}
-	ctl_post(c, CTL_EV_LAUNCH, NULL, 0, NULL);
+	ctl_post(c, c->spec->health.preflight ? CTL_EV_PREFLIGHT : CTL_EV_LAUNCH,
+		 NULL, 0, NULL);
 }
 
 static void act_check_connected(struct ctl *c, struct ctl_ev *ev)
 {
 	(void)ev;
 	check_connected(c);
+}
+
+/* --- the health gate (issue 14) ------------------------------------------ */
+
+/* Is a spare left to take a member's place? */
+static bool spare_left(const struct ctl *c)
+{
+	for (int i = 0; i < c->n_nodes; i++)
+		if (c->nodes[i].state == NODE_SPARE ||
+		    (c->nodes[i].state == NODE_UP && !c->nodes[i].member))
+			return true;
+	return false;
+}
+
+/* PREFLIGHT: every member that is up gets its CHECK once; when all have
+ * answered (or failed) and no spare is still connecting, the verdicts
+ * are acted on: herd check prints them (after its network probe),
+ * health.preflight evicts each unhealthy member, brings in spares (they
+ * are checked in turn) and launches, or ends the job under nodes.min. */
+static void preflight_step(struct ctl *c)
+{
+	int up;
+
+	for (int i = 0; i < c->n_nodes; i++)
+		if (c->nodes[i].member && c->nodes[i].state == NODE_UP &&
+		    !ctl_check_sent(c, &c->nodes[i]))
+			ctl_check_send(c, &c->nodes[i]);
+	if (ctl_check_pending(c) > 0 || count_nodes(c, NODE_CONNECTING, 1) > 0)
+		return;
+	ctl_check_judge(c);
+	if (c->opt->check_only) {
+		if (ctl_netprobe_step(c) > 0)
+			return;
+		ctl_check_end(c);
+		ctl_check_print(c);
+		post_stop(c, CTL_EV_FINISH, 0, SIGTERM);
+		return;
+	}
+	for (int i = 0; i < c->n_nodes; i++) {
+		struct node *n = &c->nodes[i];
+		const char *check = NULL;
+		const char *why = ctl_check_failure(c, n, &check);
+		char reason[600];
+
+		if (!why || !n->member || n->state != NODE_UP)
+			continue;
+		snprintf(reason, sizeof(reason), "%s", why);
+		events_emit(c->ev, "node_unhealthy",
+			    json_pack("{s:s, s:s, s:s, s:i}", "host", n->host,
+				      "check", check, "reason", reason,
+				      "attempt", c->attempt + 1));
+		if (c->tty)
+			fputc('\n', stderr);
+		fprintf(stderr, "herd: node %s is unhealthy: %s%s\n", n->host,
+			reason, spare_left(c) ? "; a spare takes its place" : "");
+		ctl_node_note(c, n, "unhealthy", reason);
+		evict(c, n, reason);
+	}
+	if (take_spares(c) > 0)
+		return; /* they are checked once up */
+	for (int i = 0; i < c->n_nodes; i++)
+		if (c->nodes[i].member && c->nodes[i].state == NODE_UP &&
+		    !ctl_check_sent(c, &c->nodes[i])) {
+			preflight_step(c); /* warm spares that joined */
+			return;
+		}
+	ctl_check_end(c);
+	up = count_nodes(c, NODE_UP, 1);
+	if (up < c->min_nodes || up == 0) {
+		fprintf(stderr,
+			"herd: %d of %d nodes are healthy; the job needs %d%s\n",
+			up, c->want_nodes, c->min_nodes,
+			c->spec->nodes.min > 0 ? " (nodes.min)" : "");
+		c->status = 1;
+		c->final_failure = true;
+		post_stop(c, CTL_EV_FINISH, 0, SIGTERM);
+		return;
+	}
+	if (up < c->want_nodes)
+		fprintf(stderr,
+			"herd: no healthy spare left; continuing with %d of %d "
+			"nodes (nodes.min %d)\n",
+			up, c->want_nodes, c->min_nodes);
+	ctl_post(c, CTL_EV_LAUNCH, NULL, 0, NULL);
+}
+
+/* CONNECT or BACKOFF -> PREFLIGHT. */
+static void act_preflight(struct ctl *c, struct ctl_ev *ev)
+{
+	(void)ev;
+	if (c->tty || c->opt->check_only)
+		fprintf(stderr, "herd: checking %d node%s\n",
+			count_nodes(c, NODE_UP, 1),
+			count_nodes(c, NODE_UP, 1) == 1 ? "" : "s");
+	ctl_check_begin(c);
+	preflight_step(c);
+}
+
+static void act_preflight_step(struct ctl *c, struct ctl_ev *ev)
+{
+	(void)ev;
+	preflight_step(c);
+}
+
+static void act_node_failed_preflight(struct ctl *c, struct ctl_ev *ev)
+{
+	node_out(c, ev->node, ev->why, false);
+	preflight_step(c);
 }
 
 /* A frame says the node failed: nothing more is read from it (as when it
@@ -1528,6 +1665,8 @@ static const frame_fn frame_handlers[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_FENCE] = on_fence,	  [PROTO_ABORT] = on_abort,
 	[PROTO_METRICS] = ctl_metrics_frame,
 	[PROTO_STACKS] = on_stacks,
+	[PROTO_CHECK] = ctl_check_frame,
+	[PROTO_NETPROBE] = ctl_netprobe_frame,
 };
 
 /* A conn's arg is its node: found in O(1).  A conn the node has dropped
@@ -1952,6 +2091,7 @@ void ctl_free(struct ctl *c)
 	ctl_metrics_free(c);
 	ctl_sock_free(c);
 	ctl_hang_free(c);
+	ctl_check_free(c);
 	if (c->loop) {
 		/* The signals' arg is c: back to their defaults. */
 		loop_signals_reset(c->loop);
@@ -2001,7 +2141,9 @@ static int add_nodes(struct ctl *c, struct resolved *res)
 		n->state = NODE_SPARE;
 		n->index = -1;
 	}
-	c->want_nodes = (int)res->nodes->count;
+	/* herd check: spares are checked as members are. */
+	c->want_nodes = c->opt->check_only ? (int)total
+					   : (int)res->nodes->count;
 	c->min_nodes = c->spec->nodes.min > 0 ? (int)c->spec->nodes.min
 					      : c->want_nodes;
 	free(skip);
@@ -2033,8 +2175,8 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 	c->tty = !c->opt->detach && isatty(2);
 	if (ctl_metrics_listen(c) < 0)
 		return 1;
-	/* herd plan leaves no trace: no log tree. */
-	if (!c->opt->plan_only &&
+	/* herd plan and herd check leave no trace: no log tree. */
+	if (!c->opt->plan_only && !c->opt->check_only &&
 	    (!(c->lt = logtree_open(c->log_dir, spec->log.mode, &err)) ||
 	     !(c->ev = events_open(c->lt, &err)))) {
 		fprintf(stderr, "herd: %s\n", err.text);

@@ -16,6 +16,11 @@ struct ctl_options {
 	const char *agent_path;	/* herd-agent next to bin/herd */
 	bool plan_only;		/* herd plan: connect, plan, print, stop */
 	bool plan_json;		/* herd plan --json */
+	/* herd check (issue 14): connect every node and spare, run the
+	 * health gate and the network probe, print, stop. */
+	bool check_only;
+	bool check_json;	/* herd check --json */
+	bool check_no_net;	/* herd check --no-net */
 	bool no_status;		/* herd run --no-status: no status area */
 	/* herd run --detach: herd's messages go to RUN-ID/herd.log once the
 	 * run dir exists, no rank output on stdout, a control socket that

@@ -31,6 +31,8 @@ enum ctl_state {
 	CTL_BACKOFF,	/* waiting restart.backoff before the next attempt */
 	CTL_STOPPING,	/* the end: ranks stopping, agents told to exit */
 	CTL_END,	/* every agent gone; exit status known */
+	CTL_PREFLIGHT,	/* the health gate (issue 14): members checked
+			 * before an attempt (health.preflight, herd check) */
 	CTL_STATE_COUNT_
 };
 
@@ -60,6 +62,10 @@ enum ctl_event {
 	CTL_EV_STACKS,	       /* node's answer to STACKS (node, body) */
 	CTL_EV_STACKS_DONE,    /* every asked node answered or failed, or
 				* the wait for them is over */
+	CTL_EV_PREFLIGHT,      /* nodes up: run the health gate */
+	CTL_EV_CHECKED,	       /* node answered CHECK (node), or the gate
+				* timed out (NULL) */
+	CTL_EV_PROBED,	       /* network probe progress (node or NULL) */
 	CTL_EV_COUNT_,
 	CTL_EV_ANY_ = CTL_EV_COUNT_,	/* table rows only: every event */
 };
@@ -214,6 +220,7 @@ struct ctl {
 	struct ctl_sock *sock;		/* ctl_sock.c: the control socket */
 	struct ctl_hang *hang;		/* ctl_hang.c: stacks being collected */
 	int64_t stacks_wait_ms;		/* how long for them (tests shorten it) */
+	struct ctl_check *check;	/* ctl_check.c: the health gate */
 	uint64_t term_missed;	/* bytes of rank output the terminal missed */
 	bool local;
 	bool tty;
@@ -362,6 +369,34 @@ void ctl_hang_node_gone(struct ctl *c, struct node *n);
 void ctl_hang_end(struct ctl *c, char *why, size_t why_size);
 /* Drops a collection (no events). */
 void ctl_hang_free(struct ctl *c);
+
+/* ctl_check.c (issue 14): the health gate. */
+/* A new gate: every node's answer forgotten, the gate's timer started. */
+void ctl_check_begin(struct ctl *c);
+/* Sends node n its CHECK; has it been sent in this gate? */
+void ctl_check_send(struct ctl *c, struct node *n);
+bool ctl_check_sent(struct ctl *c, struct node *n);
+/* Nodes whose answer is awaited. */
+int ctl_check_pending(struct ctl *c);
+/* CHECK and NETPROBE from node n: kept, CHECKED or PROBED posted. */
+void ctl_check_frame(struct ctl *c, struct node *n, struct proto_frame *f);
+void ctl_netprobe_frame(struct ctl *c, struct node *n, struct proto_frame *f);
+/* Node n failed (why): its "agent" check fails, no answer is awaited. */
+void ctl_check_node_failed(struct ctl *c, struct node *n, const char *why);
+/* Judges the answers that came (clock, RDMA rates across nodes). Returns
+ * how many nodes are unhealthy. */
+int ctl_check_judge(struct ctl *c);
+/* Why node n is unhealthy (its first failing check in *check), or NULL. */
+const char *ctl_check_failure(struct ctl *c, struct node *n,
+			      const char **check);
+/* herd check's network probe: sends what is due.  Returns 1 while a
+ * round is in flight, 0 when it is over (or skipped). */
+int ctl_netprobe_step(struct ctl *c);
+/* herd check's table (or --json) on stdout; c->status 0 or 1. */
+void ctl_check_print(struct ctl *c);
+/* The gate is over (its timer stopped); ctl_check_free at the end. */
+void ctl_check_end(struct ctl *c);
+void ctl_check_free(struct ctl *c);
 
 /* ctl_launch.c */
 /* Places ranks on the member nodes that are up, binds them, picks

@@ -454,7 +454,8 @@ static struct ctl_metrics *cm_get(struct ctl *c)
 
 int ctl_metrics_listen(struct ctl *c)
 {
-	if (c->opt->plan_only || !c->spec->metrics.listen)
+	if (c->opt->plan_only || c->opt->check_only ||
+	    !c->spec->metrics.listen)
 		return 0;
 	if (!cm_get(c)) {
 		fprintf(stderr, "herd: out of memory\n");
@@ -472,7 +473,7 @@ int ctl_metrics_start(struct ctl *c)
 	int fd;
 
 	herd_err_clear(&err);
-	if (c->opt->plan_only)
+	if (c->opt->plan_only || c->opt->check_only)
 		return 0; /* herd plan: nothing runs */
 	if (!(cm = cm_get(c)))
 		goto oom;
@@ -501,8 +502,8 @@ int ctl_metrics_start(struct ctl *c)
 	 * shell buffer) nor without TERM. */
 	term = getenv("TERM");
 	cm->status_on = !c->opt->no_status && !c->opt->untagged &&
-			!c->opt->plan_only && isatty(1) && term && *term &&
-			strcmp(term, "dumb") != 0;
+			!(c->opt->plan_only || c->opt->check_only) &&
+			isatty(1) && term && *term && strcmp(term, "dumb") != 0;
 	if (cm->status_on)
 		cm->status_timer =
 		    loop_timer_add(c->loop, STATUS_EVERY_MS, on_status, c);

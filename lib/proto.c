@@ -611,6 +611,79 @@ static int proto_ctl_msg_data(const json_t *body, size_t data_len,
 	return 0;
 }
 
+/* --- CHECK and NETPROBE (issue 14, the health gate) --------------------- */
+
+static int proto_check_entry_more(const json_t *body, struct herd_err *err)
+{
+	const char *st = json_string_value(json_object_get(body, "status"));
+	const json_t *rate = json_object_get(body, "rate");
+
+	if (strcmp(st, "ok") && strcmp(st, "fail") && strcmp(st, "skipped"))
+		return herd_errprintf(err,
+				      "key \"status\": \"%s\" is not ok, fail "
+				      "or skipped",
+				      st);
+	if (!*json_string_value(json_object_get(body, "name")))
+		return herd_errprintf(err, "key \"name\": empty");
+	if (rate && json_number_value(rate) < 0)
+		return herd_errprintf(err, "key \"rate\": below 0");
+	return 0;
+}
+
+static const struct proto_body proto_check_entry_body = {
+    .format = "{s:s, s:s, s?s, s?s, s?s, s?F}",
+    .keys = {"name", "status", "reason", "value", "port", "rate"},
+    .more = proto_check_entry_more,
+};
+
+static int proto_check_more(const json_t *body, struct herd_err *err)
+{
+	return proto_check_array(body, "checks", &proto_check_entry_body,
+				 PROTO_CHECKS_MAX, err);
+}
+
+static int proto_netprobe_agent_more(const json_t *body, struct herd_err *err)
+{
+	const char *op = json_string_value(json_object_get(body, "op"));
+	bool port = json_object_get(body, "port") != NULL;
+
+	if (strcmp(op, "listen") && strcmp(op, "connect"))
+		return herd_errprintf(err,
+				      "key \"op\": \"%s\" is not listen or "
+				      "connect",
+				      op);
+	if (port != !strcmp(op, "connect"))
+		return herd_errprintf(err, "key \"port\" goes with op "
+					   "connect, and only with it");
+	return 0;
+}
+
+static int proto_netprobe_herd_more(const json_t *body, struct herd_err *err)
+{
+	const char *op = json_string_value(json_object_get(body, "op"));
+	bool port = json_object_get(body, "port") != NULL;
+	bool rx = json_object_get(body, "rx_bytes") != NULL;
+	bool ms = json_object_get(body, "rx_us") != NULL;
+	bool error = json_object_get(body, "error") != NULL;
+
+	if (!strcmp(op, "listening")) {
+		if (!port || rx || ms || error)
+			return herd_errprintf(err, "op listening carries "
+						   "\"port\" only");
+	} else if (!strcmp(op, "result")) {
+		if (port || rx != ms || rx == error)
+			return herd_errprintf(err,
+					      "op result carries \"rx_bytes\" "
+					      "and \"rx_us\", or \"error\"");
+	} else {
+		return herd_errprintf(err,
+				      "key \"op\": \"%s\" is not listening or "
+				      "result",
+				      op);
+	}
+	return 0;
+}
+
 /* The table.  proto.h's comment table says the same in words: change
  * both together (tests/unit/test_proto.c holds a valid body of every
  * row). */
@@ -812,7 +885,6 @@ static const struct proto_rule proto_rules[] = {
 	    .data_max = PROTO_CTL_DATA_MAX,
 	    .data_more = proto_ctl_msg_data,
 	},
-    /* Issue 14: named here; each direction's rule comes with its code. */
     [PROTO_STACKS] =
 	{
 	    .name = "STACKS",
@@ -830,8 +902,55 @@ static const struct proto_rule proto_rules[] = {
 		    .more = proto_stacks_agent_more,
 		},
 	},
-    [PROTO_CHECK] = {.name = "CHECK"},
-    [PROTO_NETPROBE] = {.name = "NETPROBE"},
+    [PROTO_CHECK] =
+	{
+	    .name = "CHECK",
+	    .to_agent =
+		{
+		    .format = "{s?s, s?s, s:I, s:I, s?s, s?s, s:I, s:I}",
+		    .keys = {"workdir", "checkpoint_dir", "min_free", "gpus",
+			     "master_addr", "check_command", "check_timeout_ms",
+			     "t_ms"},
+		    .ranges = {{"min_free", 0, PROTO_INT_ANY},
+			       {"gpus", -1, PROTO_METRICS_DEVS_MAX},
+			       {"check_timeout_ms", 1, PROTO_INT_ANY},
+			       {"t_ms", 0, PROTO_INT_ANY}},
+		},
+	    .to_herd =
+		{
+		    .format = "{s:I, s:I, s:o}",
+		    .keys = {"t_ms", "held_ms", "checks"},
+		    .ranges = {{"t_ms", 0, PROTO_INT_ANY},
+			       {"held_ms", 0, PROTO_INT_ANY}},
+		    .more = proto_check_more,
+		},
+	},
+    [PROTO_NETPROBE] =
+	{
+	    .name = "NETPROBE",
+	    .to_agent =
+		{
+		    .format = "{s:I, s:s, s:s, s?I, s:I, s:I}",
+		    .keys = {"round", "op", "addr", "port", "bytes",
+			     "timeout_ms"},
+		    .ranges = {{"round", 1, INT_MAX},
+			       {"port", 1, 65535},
+			       {"bytes", 1, PROTO_NETPROBE_BYTES_MAX},
+			       {"timeout_ms", 1, PROTO_NETPROBE_TIMEOUT_MAX}},
+		    .more = proto_netprobe_agent_more,
+		},
+	    .to_herd =
+		{
+		    .format = "{s:I, s:s, s?I, s?I, s?I, s?s}",
+		    .keys = {"round", "op", "port", "rx_bytes", "rx_us",
+			     "error"},
+		    .ranges = {{"round", 1, INT_MAX},
+			       {"port", 1, 65535},
+			       {"rx_bytes", 0, PROTO_INT_ANY},
+			       {"rx_us", 0, PROTO_INT_ANY}},
+		    .more = proto_netprobe_herd_more,
+		},
+	},
 };
 
 const char *proto_type_name(int type)

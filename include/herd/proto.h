@@ -132,6 +132,35 @@
  *              out and err carry one tagged output line (the bytes the
  *              terminal would get), status the status line's text (no
  *              escape codes); info and end carry no data.
+ *  CHECK       herd -> agent, no data (issue 14, the health gate): run the
+ *              node's checks.  {workdir?, checkpoint_dir?: string
+ *              (directories that must exist, be writable and hold
+ *              min_free bytes), min_free: I 0.., gpus: I -1..64 (GPUs
+ *              expected; -1: none asked for), master_addr?: string (the
+ *              interface on its network must be up), check_command?:
+ *              string (run as sh -c; non-zero is unhealthy),
+ *              check_timeout_ms: I 1.., t_ms: I 0.. (herd's wall clock)}
+ *              agent -> herd, no data: the answer.
+ *              {t_ms: I 0.. (the agent's wall clock when CHECK came),
+ *               held_ms: I 0.. (how long it kept CHECK before answering:
+ *               herd takes it out of the round trip for the clock offset),
+ *               checks: [{name: string (not empty), status: "ok" |
+ *                         "fail" | "skipped", reason?: string,
+ *                         value?: string, port?: string (rdma: "dev/N"),
+ *                         rate?: number >= 0 (rdma: Gb/s)}]
+ *                       (at most PROTO_CHECKS_MAX)}
+ *  NETPROBE    herd -> agent, no data: one transfer of the gate's network
+ *              probe.  {round: I 1.., op: "listen" | "connect",
+ *               addr: string (listen: the address to bind; connect: the
+ *               peer's), port?: I 1..65535 (connect only),
+ *               bytes: I 1..PROTO_NETPROBE_BYTES_MAX (sent each way),
+ *               timeout_ms: I 1..PROTO_NETPROBE_TIMEOUT_MAX}
+ *              agent -> herd, no data: {round: I 1.., op: "listening" |
+ *               "result", port?: I 1..65535 (listening only),
+ *               rx_bytes?, rx_us?: I 0.. (result: bytes received from the
+ *               peer and how long they took, in microseconds), error?:
+ *               string (result:
+ *               instead of rx_bytes and rx_us)}
  *
  * Integers named "I 0.." without an upper bound fit in an int when they
  * count ranks, attempts or fences (rank, attempt, seq, ...); durations,
@@ -205,6 +234,12 @@ enum proto_dir {
 #define PROTO_METRICS_DEVS_MAX 64
 /* 64: training values of one rank in a METRICS. */
 #define PROTO_TRAIN_VALUES_MAX 64
+/* 256: the checks of one node in a CHECK answer (a few per RDMA port). */
+#define PROTO_CHECKS_MAX 256
+/* 1 GiB and 10 minutes: the most a NETPROBE transfer may move and take. */
+#define PROTO_NETPROBE_BYTES_MAX (1LL << 30)
+#define PROTO_NETPROBE_TIMEOUT_MAX 600000
+
 /* 64 patterns of at most 1,024 bytes in a LAUNCH: spec.h's
  * SPEC_PATTERNS_MAX and SPEC_PATTERN_MAX. */
 #define PROTO_PATTERNS_MAX	64

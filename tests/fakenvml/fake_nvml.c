@@ -10,7 +10,11 @@
  *   init CODE          nvmlInit_v2 returns CODE (an nvmlReturn_t; 0)
  *   count N            GPUs (0..64; default 0)
  *   GPU KEY VALUE      GPU's KEY: util mem_used mem_total temp power
- *                      sm_mhz ecc_corrected ecc_uncorrected throttle;
+ *                      sm_mhz ecc_corrected ecc_uncorrected throttle
+ *                      retired_pending (0 or 1: pages waiting to be
+ *                      retired, what the health gate looks at with
+ *                      ecc_uncorrected: "1 ecc_uncorrected 3" makes GPU 1
+ *                      fail `herd check`);
  *                      VALUE "-": NVML_ERROR_NOT_SUPPORTED
  *   GPU xid VALUE      an Xid event; delivered once each time VALUE
  *                      changes (nvmlEventSetWait_v2)
@@ -31,10 +35,11 @@
 #define ERR_TIMEOUT 10
 #define MAXGPU 64
 
-enum key { UTIL, MEM_USED, MEM_TOTAL, TEMP, POWER, SM, ECC_C, ECC_U, THROTTLE, XID, NKEYS };
+enum key { UTIL, MEM_USED, MEM_TOTAL, TEMP, POWER, SM, ECC_C, ECC_U, THROTTLE, XID, RETIRED, NKEYS };
 static const char *const key_names[NKEYS] = {
 	"util", "mem_used", "mem_total", "temp", "power", "sm_mhz",
-	"ecc_corrected", "ecc_uncorrected", "throttle", "xid"};
+	"ecc_corrected", "ecc_uncorrected", "throttle", "xid",
+	"retired_pending"};
 
 struct fake_gpu {
 	int index;
@@ -309,4 +314,16 @@ int nvmlEventSetFree(nvmlEventSet_t set)
 {
 	(void)set;
 	return OK;
+}
+
+/* The health gate (agent/metrics.c gpu_check). */
+int nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t d, int *pending);
+int nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t d, int *pending)
+{
+	unsigned long long v;
+	int rc = get(d, RETIRED, &v);
+
+	if (rc == OK)
+		*pending = v != 0;
+	return rc;
 }

@@ -71,6 +71,10 @@ struct hostcfg {
 	bool close_at_stacks;
 	bool abort_at_stacks;
 	bool mpi_abort_at_stacks;
+	bool unhealthy;		/* its CHECK answer fails "script" */
+	bool close_at_check;	/* hangs up when CHECK comes */
+	long check_ms;		/* answers CHECK this late */
+	int slow_recv;		/* probe: its first N receptions are slow */
 	/* What it received, over all its starts. */
 	char log[64];
 	int starts;
@@ -87,7 +91,7 @@ struct agent {
 	int n_ranks;
 	bool running;
 	int stop_sig;
-	long t_hello, t_exit, t_stopped, t_close, t_late, t_stacks;
+	long t_hello, t_exit, t_stopped, t_close, t_late, t_stacks, t_check;
 	int64_t hb_ms[64];	/* when herd's HEARTBEATs came */
 	int n_hb, hb_seq;
 };
@@ -122,7 +126,7 @@ struct world {
 /* Rows of ctl_table[] some test went through. */
 static bool row_hit[128];
 
-static const char state_letter[] = "CRHVBSE";
+static const char state_letter[] = "CRHVBSEP";
 
 /* --- the fake agents ------------------------------------------------------- */
 
@@ -329,6 +333,47 @@ static void on_stacks(struct agent *a)
 					     agent_stacks, a);
 }
 
+static void agent_check(struct loop *loop, void *arg)
+{
+	struct agent *a = arg;
+
+	(void)loop;
+	a->t_check = 0;
+	agent_send(a, PROTO_CHECK,
+		   json_pack("{s:I, s:i, s:[{s:s, s:s, s:s}]}", "t_ms",
+			     (json_int_t)loop_wall_ms(), "held_ms", 0,
+			     "checks", "name", "script", "status",
+			     a->cfg->unhealthy ? "fail" : "ok", "reason",
+			     "scratch missing (test)"));
+}
+
+/* The network probe of herd check: a listener says its port and what it
+ * received (all 32 MiB in 8 ms, or in 1 s while slow_recv lasts), a
+ * sender that it is done. */
+static void on_netprobe(struct agent *a, json_t *body)
+{
+	int round = (int)json_integer_value(json_object_get(body, "round"));
+	bool slow = a->cfg->slow_recv > 0;
+
+	if (!strcmp(json_string_value(json_object_get(body, "op")), "listen")) {
+		if (slow)
+			a->cfg->slow_recv--;
+		agent_send(a, PROTO_NETPROBE,
+			   json_pack("{s:i, s:s, s:i}", "round", round, "op",
+				     "listening", "port", 40000));
+		agent_send(a, PROTO_NETPROBE,
+			   json_pack("{s:i, s:s, s:I, s:I}", "round", round,
+				     "op", "result", "rx_bytes",
+				     (json_int_t)33554432, "rx_us",
+				     (json_int_t)(slow ? 1000000 : 8000)));
+	} else {
+		agent_send(a, PROTO_NETPROBE,
+			   json_pack("{s:i, s:s, s:i, s:i}", "round", round,
+				     "op", "result", "rx_bytes", 0, "rx_us",
+				     0));
+	}
+}
+
 static void agent_frame(struct conn *conn, struct proto_frame *f, void *arg)
 {
 	struct agent *a = arg;
@@ -357,6 +402,17 @@ static void agent_frame(struct conn *conn, struct proto_frame *f, void *arg)
 		log_frame(a, 'T');
 		on_stacks(a);
 		break;
+	case PROTO_CHECK:
+		log_frame(a, 'c');
+		if (a->cfg->close_at_check)
+			hang_up_soon(a, 0);
+		else if (!a->t_check)
+			a->t_check = loop_timer_add(a->w->loop, a->cfg->check_ms,
+						    agent_check, a);
+		break;
+	case PROTO_NETPROBE:
+		on_netprobe(a, f->body);
+		break;
 	default:
 		log_frame(a, '?');
 		break;
@@ -378,7 +434,7 @@ static void agent_close(struct conn *conn, const char *reason, int clean,
 static void agent_free(struct agent *a)
 {
 	long *timers[] = {&a->t_hello, &a->t_exit, &a->t_stopped, &a->t_close,
-			  &a->t_late, &a->t_stacks};
+			  &a->t_late, &a->t_stacks, &a->t_check};
 
 	for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++)
 		if (*timers[i])
@@ -579,6 +635,8 @@ static int run(struct world *w)
 	assert_false(w->timed_out);
 	assert_int_equal(w->c->state, CTL_END);
 	w->status = ctl_end(w->c);
+	if (!w->c->lt) /* herd check: no log tree */
+		return w->status;
 	snprintf(path, sizeof(path), "%s/events.jsonl",
 		 logtree_run_dir(w->c->lt));
 	w->events = read_file(path);
@@ -1552,6 +1610,127 @@ static void test_heartbeat_cadence(void **state)
 }
 
 /* Every row of the table was gone through by some test above. */
+/* --- the health gate (issue 14) ------------------------------------------ */
+
+/* health.preflight: n2 fails its check before attempt 1 and is evicted;
+ * the spare is started, checked and joins; the job completes.  n2's
+ * nodes.readmit_after (0) has it probed again during the gate. */
+static void test_preflight_spare(void **state)
+{
+	struct world *w = *state;
+
+	set_hosts(w, "n[1-2]", "s1");
+	w->spec->health.preflight = true;
+	w->spec->nodes.readmit_after_ms = 0;
+	host(w, "n2")->unhealthy = true;
+	host(w, "s1")->check_ms = 50;
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CPRSE");
+	assert_int_equal(count_ev(w, "node_unhealthy",
+				  "\"host\":\"n2\",\"check\":\"script\","
+				  "\"reason\":\"scratch missing (test)\","
+				  "\"attempt\":1"),
+			 1);
+	assert_int_equal(count_ev(w, "spare_used", "\"host\":\"s1\""), 1);
+	assert_int_equal(count_ev(w, "attempt_start", "\"nodes\":2"), 1);
+	assert_string_equal(host(w, "n1")->log, "cLS");
+	assert_string_equal(host(w, "s1")->log, "cLS");
+	assert_int_equal(host(w, "n2")->log[0], 'c');
+	assert_null(strchr(host(w, "n2")->log, 'L'));
+}
+
+/* The gate before a restart: attempt 1 fails, the survivors are checked
+ * again before attempt 2; a rank's late exit from attempt 1 arrives
+ * during the gate and changes nothing. */
+static void test_preflight_restart(void **state)
+{
+	struct world *w = *state;
+
+	w->spec->health.preflight = true;
+	w->spec->restart.max = 1;
+	host(w, "n1")->exit_code[1] = 1;
+	host(w, "n2")->hold[1] = true;
+	host(w, "n2")->late_exit = true;
+	host(w, "n1")->check_ms = 300;
+	host(w, "n2")->check_ms = 300;
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CPRVBPRSE");
+	assert_string_equal(host(w, "n1")->log, "cLscLS");
+	assert_string_equal(host(w, "n2")->log, "cLscLS");
+}
+
+/* A node that hangs up when checked fails as any node; under nodes.min
+ * nothing is launched. */
+static void test_preflight_node_lost(void **state)
+{
+	struct world *w = *state;
+
+	w->spec->health.preflight = true;
+	host(w, "n2")->close_at_check = true;
+	assert_int_equal(run(w), 1);
+	assert_string_equal(w->states, "CPSE");
+	assert_int_equal(count_ev(w, "node_failed", "\"host\":\"n2\""), 1);
+	assert_int_equal(w->launches, 0);
+}
+
+/* Ctrl-C during the gate. */
+static void test_preflight_interrupt(void **state)
+{
+	struct world *w = *state;
+
+	w->spec->health.preflight = true;
+	host(w, "n1")->check_ms = 5000;
+	w->raise_state = CTL_PREFLIGHT;
+	w->hook = raise_in;
+	assert_int_equal(run(w), 128 + SIGINT);
+	assert_string_equal(w->states, "CPSE");
+	assert_int_equal(w->launches, 0);
+}
+
+/* herd check: every node and spare checked, the network probe (two
+ * transfers per link), the table on stdout, status 1 for the unhealthy
+ * node; no log tree. */
+static void test_check_only(void **state)
+{
+	struct world *w = *state;
+
+	set_hosts(w, "n[1-2]", "s1");
+	w->opt.check_only = true;
+	host(w, "s1")->unhealthy = true;
+	assert_int_equal(run(w), 1);
+	assert_string_equal(w->states, "CPSE");
+	assert_null(w->c->lt);
+	assert_string_equal(host(w, "n1")->log, "cS");
+	assert_string_equal(host(w, "s1")->log, "cS");
+	assert_int_equal(w->launches, 0);
+	assert_true(w->n_events[CTL_EV_PROBED] >= 6);
+}
+
+/* The probe: a node whose receptions are slow once (a busy machine) is
+ * probed again and passes; one that stays slow is named. */
+static void test_check_probe_retry(void **state)
+{
+	struct world *w = *state;
+
+	set_hosts(w, "n[1-3]", NULL);
+	w->opt.check_only = true;
+	w->opt.check_json = true;
+	host(w, "n3")->slow_recv = 2;
+	assert_int_equal(run(w), 0);
+	assert_int_equal(host(w, "n3")->slow_recv, 0);
+}
+
+static void test_check_probe_slow(void **state)
+{
+	struct world *w = *state;
+
+	set_hosts(w, "n[1-3]", NULL);
+	w->opt.check_only = true;
+	host(w, "n3")->slow_recv = 100;
+	assert_int_equal(run(w), 1);
+	assert_int_equal(host(w, "n3")->slow_recv, 100 - 4);
+}
+
 static void test_every_row(void **state)
 {
 	int missing = 0;
@@ -1648,6 +1827,20 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_metrics_frames, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_heartbeat_cadence, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_preflight_spare, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_preflight_restart, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_preflight_node_lost, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_preflight_interrupt, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_check_only, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_check_probe_retry, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_check_probe_slow, setup,
 						teardown),
 		cmocka_unit_test(test_every_row),
 	};

@@ -718,6 +718,39 @@ static const struct valid_frame valid_frames[] = {
      0},
     {"ctl-end", PROTO_CTL_MSG, PROTO_TO_CLIENT,
      "{\"kind\":\"end\",\"status\":143}", 0},
+    {"check", PROTO_CHECK, PROTO_TO_AGENT,
+     "{\"workdir\":\"/scratch/job\",\"checkpoint_dir\":\"/ckpt\","
+     "\"min_free\":1073741824,\"gpus\":8,\"master_addr\":\"10.0.0.1\","
+     "\"check_command\":\"test -e /dev/shm\",\"check_timeout_ms\":60000,"
+     "\"t_ms\":1764550000000}",
+     0},
+    {"check-min", PROTO_CHECK, PROTO_TO_AGENT,
+     "{\"min_free\":0,\"gpus\":-1,\"check_timeout_ms\":1,\"t_ms\":0}", 0},
+    {"check-answer", PROTO_CHECK, PROTO_TO_HERD,
+     "{\"t_ms\":1764550000012,\"held_ms\":3,\"checks\":[{\"name\":\"workdir\","
+     "\"status\":\"ok\",\"value\":\"12 GiB free\"},{\"name\":\"gpus\","
+     "\"status\":\"fail\",\"reason\":\"GPU 3: 2 uncorrectable ECC "
+     "errors\"},{\"name\":\"rdma\",\"status\":\"ok\",\"port\":"
+     "\"mlx5_0/1\",\"rate\":100},{\"name\":\"script\",\"status\":"
+     "\"skipped\"}]}",
+     0},
+    {"netprobe-listen", PROTO_NETPROBE, PROTO_TO_AGENT,
+     "{\"round\":1,\"op\":\"listen\",\"addr\":\"10.0.0.1\","
+     "\"bytes\":4194304,\"timeout_ms\":2000}",
+     0},
+    {"netprobe-connect", PROTO_NETPROBE, PROTO_TO_AGENT,
+     "{\"round\":2,\"op\":\"connect\",\"addr\":\"10.0.0.1\","
+     "\"port\":40000,\"bytes\":4194304,\"timeout_ms\":2000}",
+     0},
+    {"netprobe-listening", PROTO_NETPROBE, PROTO_TO_HERD,
+     "{\"round\":1,\"op\":\"listening\",\"port\":40000}", 0},
+    {"netprobe-result", PROTO_NETPROBE, PROTO_TO_HERD,
+     "{\"round\":1,\"op\":\"result\",\"rx_bytes\":4194304,"
+     "\"rx_us\":12}",
+     0},
+    {"netprobe-error", PROTO_NETPROBE, PROTO_TO_HERD,
+     "{\"round\":1,\"op\":\"result\",\"error\":\"connect: refused\"}",
+     0},
 };
 
 #define N_VALID (sizeof(valid_frames) / sizeof(valid_frames[0]))
@@ -802,8 +835,7 @@ static void test_check_valid(void **state)
 	}
 	/* Every type is covered, HEARTBEAT both ways. */
 	for (int t = PROTO_HELLO; t <= PROTO_TYPE_MAX_; t++)
-		if (t <= PROTO_STACKS && /* TEMP: issue 14's rows come */
-		    !seen[t][PROTO_TO_HERD] && !seen[t][PROTO_TO_AGENT] &&
+		if (!seen[t][PROTO_TO_HERD] && !seen[t][PROTO_TO_AGENT] &&
 		    !seen[t][PROTO_TO_CONTROL] && !seen[t][PROTO_TO_CLIENT])
 			fail_msg("no valid %s frame", proto_type_name(t));
 	assert_true(seen[PROTO_HEARTBEAT][PROTO_TO_HERD]);
@@ -813,7 +845,7 @@ static void test_check_valid(void **state)
 }
 
 /* Every frame refused the other way: by its direction, or (HEARTBEAT,
- * whose bodies differ) by its body. */
+ * CHECK and NETPROBE, whose bodies differ) by its body. */
 static void test_check_direction(void **state)
 {
 	(void)state;
@@ -832,7 +864,9 @@ static void test_check_direction(void **state)
 			     v->data_len,
 			     v->type == PROTO_HEARTBEAT ? "HEARTBEAT frame"
 			     : v->type == PROTO_STACKS	? "STACKS frame"
-							: want);
+			     : v->type == PROTO_CHECK	 ? "CHECK frame"
+			     : v->type == PROTO_NETPROBE ? "NETPROBE frame"
+							 : want);
 	}
 	expect_frame(PROTO_LAUNCH, PROTO_TO_HERD, json_object(), 0,
 		     "protocol error: LAUNCH frame from agent: only herd "
@@ -1082,6 +1116,58 @@ static void test_check_range(void **state)
 	     "\"net\":[],\"rdma\":[],\"gpus\":[{\"index\":0,"
 	     "\"util_pct\":101}],\"train\":[]}",
 	     0, "key \"gpus[0].util_pct\": 101 is out of range 0..100"},
+	    {PROTO_CHECK, PROTO_TO_AGENT,
+	     "{\"min_free\":0,\"gpus\":-2,\"check_timeout_ms\":1,"
+	     "\"t_ms\":0}",
+	     0, "key \"gpus\": -2 is out of range -1..64"},
+	    {PROTO_CHECK, PROTO_TO_AGENT,
+	     "{\"min_free\":0,\"gpus\":0,\"check_timeout_ms\":0,"
+	     "\"t_ms\":0}",
+	     0, "key \"check_timeout_ms\": 0 is out of range"},
+	    {PROTO_CHECK, PROTO_TO_AGENT,
+	     "{\"min_free\":0,\"gpus\":0,\"check_timeout_ms\":1,"
+	     "\"t_ms\":0,\"command\":\"x\"}",
+	     0, "unknown key"},
+	    {PROTO_CHECK, PROTO_TO_HERD,
+	     "{\"t_ms\":0,\"held_ms\":0,\"checks\":[{\"name\":\"x\",\"status\":"
+	     "\"bad\"}]}",
+	     0, "key \"status\": \"bad\" is not ok, fail or skipped"},
+	    {PROTO_CHECK, PROTO_TO_HERD,
+	     "{\"t_ms\":0,\"held_ms\":0,\"checks\":[{\"name\":\"\",\"status\":\"ok\"}]}",
+	     0, "key \"name\": empty"},
+	    {PROTO_CHECK, PROTO_TO_HERD,
+	     "{\"t_ms\":0,\"held_ms\":0,\"checks\":[{\"name\":\"rdma\",\"status\":"
+	     "\"ok\",\"rate\":-1}]}",
+	     0, "key \"rate\": below 0"},
+	    {PROTO_CHECK, PROTO_TO_HERD, "{\"t_ms\":0,\"held_ms\":0,\"checks\":{}}", 0,
+	     "key \"checks\": expected an array"},
+	    {PROTO_CHECK, PROTO_TO_HERD, "{\"held_ms\":0,\"checks\":[]}", 0,
+	     "missing key \"t_ms\""},
+	    {PROTO_NETPROBE, PROTO_TO_AGENT,
+	     "{\"round\":1,\"op\":\"listen\",\"addr\":\"a\",\"port\":1,"
+	     "\"bytes\":1,\"timeout_ms\":1}",
+	     0, "key \"port\" goes with op connect"},
+	    {PROTO_NETPROBE, PROTO_TO_AGENT,
+	     "{\"round\":1,\"op\":\"send\",\"addr\":\"a\","
+	     "\"bytes\":1,\"timeout_ms\":1}",
+	     0, "is not listen or connect"},
+	    {PROTO_NETPROBE, PROTO_TO_AGENT,
+	     "{\"round\":1,\"op\":\"listen\",\"addr\":\"a\","
+	     "\"bytes\":2147483648,\"timeout_ms\":1}",
+	     0, "key \"bytes\": 2147483648 is out of range"},
+	    {PROTO_NETPROBE, PROTO_TO_HERD,
+	     "{\"round\":1,\"op\":\"listening\"}", 0,
+	     "op listening carries \"port\" only"},
+	    {PROTO_NETPROBE, PROTO_TO_HERD,
+	     "{\"round\":1,\"op\":\"result\",\"rx_bytes\":1}", 0,
+	     "op result carries"},
+	    {PROTO_NETPROBE, PROTO_TO_HERD,
+	     "{\"round\":1,\"op\":\"result\",\"rx_bytes\":1,\"rx_us\":1,"
+	     "\"error\":\"x\"}",
+	     0, "op result carries"},
+	    {PROTO_NETPROBE, PROTO_TO_HERD,
+	     "{\"round\":0,\"op\":\"result\",\"error\":\"x\"}", 0,
+	     "key \"round\": 0 is out of range"},
 	    {PROTO_METRICS, PROTO_TO_HERD,
 	     "{\"t\":0,\"attempt\":0,\"load1\":0,\"cpus\":1,\"ranks\":[],"
 	     "\"net\":[{\"dev\":\"e\",\"rx_bytes\":-1,\"tx_bytes\":2,"
