@@ -424,6 +424,7 @@ int main(int argc, char **argv)
 	a.conn = NULL;
 	pmix_fini(&a);
 	metrics_fini(&a);
+	touch_fini(&a);
 	health_fini(&a);
 	loop_free(a.loop);
 	return 0;
