@@ -62,6 +62,7 @@ static void act_finish(struct ctl *c, struct ctl_ev *ev);
 static void act_kill(struct ctl *c, struct ctl_ev *ev);
 static void act_hang_up(struct ctl *c, struct ctl_ev *ev);
 static void act_readmit(struct ctl *c, struct ctl_ev *ev);
+static void act_straggler(struct ctl *c, struct ctl_ev *ev);
 
 /* Every transition of the job (flux-core broker/state_machine.c is the
  * model).  An event without a row in the current state is dropped when it
@@ -81,6 +82,7 @@ const struct ctl_row ctl_table[] = {
 	{CTL_RUN, CTL_EV_RANK_FAILED, CTL_RUN, act_rank_failed},
 	{CTL_RUN, CTL_EV_HUNG, CTL_RUN, act_hung},
 	{CTL_RUN, CTL_EV_ABORT, CTL_RUN, act_abort},
+	{CTL_RUN, CTL_EV_STRAGGLER, CTL_RUN, act_straggler},
 	{CTL_RUN, CTL_EV_ATTEMPT_FAILED, CTL_RUN, act_attempt_failed},
 	{CTL_RUN, CTL_EV_RECOVER, CTL_RECOVER, act_recover},
 	{CTL_RUN, CTL_EV_RANKS_DONE, CTL_STOPPING, act_completed},
@@ -146,6 +148,7 @@ static const struct {
 	[CTL_EV_INTERRUPT] = {"interrupt", false},
 	[CTL_EV_ALL_GONE] = {"all gone", false},
 	[CTL_EV_READMIT] = {"readmit", true},
+	[CTL_EV_STRAGGLER] = {"straggler", true},
 };
 
 const char *ctl_state_name(enum ctl_state s)
@@ -639,13 +642,49 @@ static void act_attempt_failed(struct ctl *c, struct ctl_ev *ev)
 	ctl_post(c, CTL_EV_RECOVER, NULL, 0, NULL);
 }
 
-/* RUN -> RECOVER: every surviving member stops its ranks and says so. */
+/* RUN, a straggler's checkpoint boundary (health.straggler: evict): the
+ * node is evicted and the attempt fails, so recovery takes a spare. */
+static void act_straggler(struct ctl *c, struct ctl_ev *ev)
+{
+	struct node *n = ev->node;
+	char why[700];
+
+	if (!n || !n->straggler_evict || !n->member || n->state != NODE_UP)
+		return;
+	n->straggler_evict = false;
+	fprintf(stderr, "herd: %s: evicting straggler node %s\n", ev->why,
+		n->host);
+	evict(c, n, "straggler");
+	snprintf(why, sizeof(why), "node %s evicted as a straggler", n->host);
+	ctl_post(c, CTL_EV_ATTEMPT_FAILED, NULL, 1, why);
+}
+
+/* RUN -> RECOVER: every surviving member stops its ranks and says so; a
+ * straggler marked for eviction goes now (its restart came before a
+ * checkpoint), when it can still be replaced or done without. */
 static void act_recover(struct ctl *c, struct ctl_ev *ev)
 {
 	(void)ev;
 	for (int i = 0; i < c->n_nodes; i++) {
 		struct node *n = &c->nodes[i];
+		char whynot[160];
 
+		if (n->straggler_evict && n->member && n->state == NODE_UP) {
+			n->straggler_evict = false;
+			if (ctl_straggler_can_evict(c, true, whynot,
+						    sizeof(whynot))) {
+				fprintf(stderr,
+					"herd: evicting straggler node %s at "
+					"the restart\n",
+					n->host);
+				evict(c, n, "straggler");
+				continue;
+			}
+			fprintf(stderr,
+				"herd: straggler node %s stays: %s\n",
+				n->host, whynot);
+		}
+		n->straggler_evict = false;
 		if (n->member && n->state == NODE_UP) {
 			n->stopped = false;
 			send_stop(n, c->spec->health.grace_ms, SIGTERM,
@@ -1883,6 +1922,7 @@ void ctl_free(struct ctl *c)
 	free(c->graveyard);
 	ctl_term_close(c);
 	ctl_metrics_free(c);
+	ctl_straggler_free(c);
 	ctl_sock_free(c);
 	if (c->loop) {
 		/* The signals' arg is c: back to their defaults. */
