@@ -110,20 +110,35 @@ static int spares_left(const struct ctl *c)
 bool ctl_straggler_can_evict(struct ctl *c, bool restarting, char *why,
 			     size_t size)
 {
-	int up = members_up(c), spares = spares_left(c);
+	int up = members_up(c), spares = spares_left(c), marked = 0;
+	int after, missing;
 
+	/* Other members marked to go count as gone already. */
+	for (int i = 0; i < c->n_nodes; i++)
+		if (c->nodes[i].straggler_evict && c->nodes[i].member &&
+		    c->nodes[i].state == NODE_UP)
+			marked++;
 	if (!restarting && c->attempt >= 1 + c->spec->restart.max) {
 		snprintf(why, size, "no restart left, restart.max is %d",
 			 c->spec->restart.max);
 		return false;
 	}
-	if (spares == 0 && up - 1 < c->min_nodes) {
+	/* The members once this one and the marked ones are out, and the
+	 * spares are in (take_spares fills up to the job's size). */
+	after = up - marked - 1 + spares;
+	if (after > c->want_nodes)
+		after = c->want_nodes;
+	if (after < c->min_nodes) {
 		snprintf(why, size,
-			 "no spare, and nodes.min %d needs all %d node%s",
-			 c->min_nodes, up, up == 1 ? "" : "s");
+			 "no spare%s, and nodes.min %d needs all %d node%s",
+			 marked ? " left for it" : "", c->min_nodes, up,
+			 up == 1 ? "" : "s");
 		return false;
 	}
-	snprintf(why, size, "%s", spares ? "spare" : "fewer nodes");
+	/* A spare is left for it after the members already missing and
+	 * the other marked ones took theirs. */
+	missing = c->want_nodes - (up - marked);
+	snprintf(why, size, "%s", spares > missing ? "spare" : "fewer nodes");
 	return true;
 }
 
@@ -164,8 +179,8 @@ static void verdict(struct ctl *c, struct ctl_straggler *cs,
 				snprintf(tail + strlen(tail),
 					 sizeof(tail) - strlen(tail),
 					 " (no spare; the job goes on with "
-					 "%d nodes, nodes.min %d)",
-					 members_up(c) - 1, c->min_nodes);
+					 "fewer nodes, nodes.min %d)",
+					 c->min_nodes);
 			if (!n->straggler_evict) {
 				bool first = true;
 

@@ -1249,6 +1249,59 @@ static void test_straggler_evicted(void **state)
 	assert_string_equal(host(w, "s1")->log, "LS");
 }
 
+/* Two stragglers, one spare, nodes.min = all: the first can go (the spare
+ * takes its place), the second cannot once the first is marked, nor
+ * without a restart left. */
+static void two_stragglers_at_launch(struct world *w, struct agent *a)
+{
+	struct node *n3;
+	char why[160];
+
+	if (a->attempt != 1 || strcmp(a->cfg->host, "n4"))
+		return;
+	n3 = node_named(w, "n3");
+	assert_true(ctl_straggler_can_evict(w->c, false, why, sizeof(why)));
+	assert_string_equal(why, "spare");
+	n3->straggler_evict = true;
+	assert_false(ctl_straggler_can_evict(w->c, false, why, sizeof(why)));
+	assert_string_equal(why, "no spare left for it, and nodes.min 4 needs all 4 nodes");
+	w->c->spec->restart.max = 0;
+	assert_false(ctl_straggler_can_evict(w->c, false, why, sizeof(why)));
+	assert_string_equal(why, "no restart left, restart.max is 0");
+	w->c->spec->restart.max = 1;
+	/* nodes.min 3: n4 could be left out too. */
+	w->c->min_nodes = 3;
+	assert_true(ctl_straggler_can_evict(w->c, false, why, sizeof(why)));
+	assert_string_equal(why, "fewer nodes");
+	w->c->min_nodes = 4;
+	ctl_post(w->c, CTL_EV_STRAGGLER, n3, 0, "checkpoint c1 is complete");
+}
+
+static void test_straggler_two(void **state)
+{
+	struct world *w = *state;
+
+	set_hosts(w, "n[1-4]", "s1");
+	w->spec->restart.max = 1;
+	w->spec->restart.backoff_ms = 0;
+	w->spec->health.straggler = SPEC_STRAGGLER_EVICT;
+	for (int i = 1; i <= 4; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "n%d", i);
+		host(w, name)->hold[1] = true;
+	}
+	w->on_launch = two_stragglers_at_launch;
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRVBRSE");
+	assert_int_equal(count_ev(w, "node_evicted", "\"reason\":\"straggler\""),
+			 1);
+	assert_int_equal(count_ev(w, "node_evicted", "\"host\":\"n3\""), 1);
+	assert_int_equal(count_ev(w, "attempt_start",
+				  "\"attempt\":2,\"nodes\":4"),
+			 1);
+}
+
 /* Each agent's ranks report step_time every 50 ms while they run; n3's
  * take 3x as long. */
 static void on_step_metrics(struct loop *loop, void *arg)
@@ -1345,6 +1398,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_straggler_evicted, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_straggler_warned, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_straggler_two, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_spare_taken, setup,
 						teardown),
