@@ -21,7 +21,7 @@
 
 #include "agent.h"
 
-#define TOUCH_MASK \
+#define TOUCH_MASK                                                             \
 	(IN_ATTRIB | IN_OPEN | IN_CLOSE_WRITE | IN_MOVED_TO | IN_ONLYDIR)
 
 void touch_event(struct rank *r, uint32_t mask)
@@ -51,7 +51,8 @@ static const char *base_of(const char *path)
 static void on_events(struct loop *loop, int fd, short revents, void *arg)
 {
 	struct agent *a = arg;
-	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+	char buf[16384]
+	    __attribute__((aligned(__alignof__(struct inotify_event))));
 	ssize_t len;
 
 	(void)loop;

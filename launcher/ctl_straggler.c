@@ -25,8 +25,8 @@
 
 struct ctl_straggler {
 	struct straggler *det;
-	int attempt;	 /* the attempt det judges */
-	char *ckpt_base; /* newest checkpoint when an eviction was decided */
+	int attempt;	  /* the attempt det judges */
+	char *ckpt_base;  /* newest checkpoint when an eviction was decided */
 	bool ckpt_posted; /* the boundary's events are posted */
 };
 
@@ -101,7 +101,8 @@ static int spares_left(const struct ctl *c)
 	for (int i = 0; i < c->n_nodes; i++) {
 		const struct node *n = &c->nodes[i];
 
-		if (n->state == NODE_SPARE || (n->state == NODE_UP && !n->member))
+		if (n->state == NODE_SPARE ||
+		    (n->state == NODE_UP && !n->member))
 			k++;
 	}
 	return k;
@@ -211,8 +212,8 @@ static void verdict(struct ctl *c, struct ctl_straggler *cs,
 		      (double)(int64_t)(v->ratio * 100 + 0.5) / 100, "node_ms",
 		      (json_int_t)(v->node_ms + 0.5), "median_ms",
 		      (json_int_t)(v->median_ms + 0.5), "window_ms",
-		      (json_int_t)c->spec->health.straggler_window_ms,
-		      "source", straggler_source_name(v->source), "action",
+		      (json_int_t)c->spec->health.straggler_window_ms, "source",
+		      straggler_source_name(v->source), "action",
 		      evict ? "evict" : "warn", "attempt", c->attempt));
 	snprintf(reason, sizeof(reason),
 		 "its ranks take %.1fx the median step time (%.0f ms vs %.0f "
@@ -273,7 +274,8 @@ void ctl_straggler_frame(struct ctl *c, struct node *n, const json_t *body)
 
 	if (c->spec->health.straggler == SPEC_STRAGGLER_OFF ||
 	    c->state != CTL_RUN || c->attempt < 1 ||
-	    json_integer_value(json_object_get(body, "attempt")) != c->attempt ||
+	    json_integer_value(json_object_get(body, "attempt")) !=
+		c->attempt ||
 	    !(cs = cs_get(c)))
 		return;
 	if (cs->attempt != c->attempt) {
@@ -314,7 +316,8 @@ void ctl_straggler_tick(struct ctl *c)
 		char why[600];
 
 		cs->ckpt_posted = true;
-		snprintf(why, sizeof(why), "checkpoint %.500s is complete", now);
+		snprintf(why, sizeof(why), "checkpoint %.500s is complete",
+			 now);
 		for (int i = 0; i < c->n_nodes; i++)
 			if (c->nodes[i].straggler_evict)
 				ctl_post(c, CTL_EV_STRAGGLER, &c->nodes[i], 0,

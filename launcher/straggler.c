@@ -15,11 +15,11 @@ struct rate_sample {
 
 /* A counter's recent history: its rate over the span. */
 struct rate {
-	bool have;	/* a sample was seen */
-	bool moved;	/* the count changed at least once */
+	bool have;  /* a sample was seen */
+	bool moved; /* the count changed at least once */
 	double last;
 	int64_t changed_t; /* when it last changed (or was first seen) */
-	int head, n;	/* ring: oldest at head */
+	int head, n;	   /* ring: oldest at head */
 	struct rate_sample h[RATE_SAMPLES];
 };
 
@@ -138,8 +138,7 @@ static void rate_add(struct rate *r, int64_t t, double v, int64_t span)
 	r->h[(r->head + r->n) % RATE_SAMPLES] = (struct rate_sample){t, v};
 	r->n++;
 	/* The oldest goes while the next is still a span old. */
-	while (r->n > 2 &&
-	       t - r->h[(r->head + 1) % RATE_SAMPLES].t >= span) {
+	while (r->n > 2 && t - r->h[(r->head + 1) % RATE_SAMPLES].t >= span) {
 		r->head = (r->head + 1) % RATE_SAMPLES;
 		r->n--;
 	}

@@ -57,10 +57,10 @@ struct straggler_obs {
 
 struct straggler_verdict {
 	int node;
-	double ratio;		/* node_ms / median_ms */
+	double ratio; /* node_ms / median_ms */
 	double node_ms;
-	double median_ms;	/* the reference */
-	int64_t slow_ms;	/* how long it has been slow */
+	double median_ms; /* the reference */
+	int64_t slow_ms;  /* how long it has been slow */
 	enum straggler_source source;
 };
 

@@ -268,7 +268,8 @@ static void node_event(struct runlog *rl, const char *event, const json_t *o,
 	} else if (!strcmp(event, "straggler")) {
 		char d[96];
 
-		snprintf(d, sizeof(d), "%.1fx the median step time (%lld vs %lld ms)",
+		snprintf(d, sizeof(d),
+			 "%.1fx the median step time (%lld vs %lld ms)",
 			 json_number_value(json_object_get(o, "ratio")),
 			 (long long)json_integer_value(
 			     json_object_get(o, "node_ms")),
