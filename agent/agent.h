@@ -35,6 +35,12 @@ struct rank {
 	char progress_file[512];	/* HERD_PROGRESS_FILE it may touch */
 	char metrics_file[512];	/* HERD_METRICS it may append to ("" none) */
 	bool hung_reported;
+	/* touch.c: touches of progress_file since the rank started, each
+	 * one counted (inotify); touch_wd is its directory's watch (-1:
+	 * none, touches are not counted). */
+	int64_t touches;
+	int touch_wd;
+	bool touch_attr;	/* an IN_ATTRIB since its last IN_OPEN */
 	/* How the keeper ended (proc.h): start.step says why the rank
 	 * could not be started, if it could not. */
 	struct proc_exit start;
@@ -132,6 +138,8 @@ struct agent {
 	bool keeper_tried;
 
 	struct pmix_state *pmix;	/* pmix.c; NULL until a pmix launch */
+	int touch_fd;	/* touch.c: the inotify fd (touch_on: open) */
+	bool touch_on;
 	struct metrics_state *metrics;	/* metrics.c; NULL: no sampling */
 	bool pmix_mode;		/* the current attempt runs under PMIx */
 	struct stacks_state *stacks;	/* stacks.c: herd asked, answer due */
@@ -186,6 +194,19 @@ void rank_signal_all(struct agent *a, int sig);
 void rank_stop_all(struct agent *a);
 int rank_alive_count(const struct agent *a);
 void rank_free_all(struct agent *a);
+
+/* touch.c: every touch of each rank's HERD_PROGRESS_FILE counted, for
+ * METRICS (the straggler detector's last source).  touch_launch forgets
+ * the watches of the attempt before; touch_watch watches r's progress
+ * file's directory (before r starts: none of its touches is missed).
+ * touch_event counts one event of r's file: a touch is an IN_ATTRIB
+ * (utime, touch(1)) or an IN_CLOSE_WRITE with no IN_ATTRIB since its
+ * IN_OPEN (a create or a write), so touch(1)'s open, futimens and close
+ * count once. */
+void touch_launch(struct agent *a);
+void touch_watch(struct agent *a, struct rank *r);
+void touch_event(struct rank *r, uint32_t mask);
+void touch_fini(struct agent *a);
 
 /* health.c */
 /* 30 s, ten times the default health.timeout: the agent cannot know the

@@ -429,6 +429,7 @@ int main(int argc, char **argv)
 	check_fini(&a);
 	netprobe_fini(&a);
 	metrics_fini(&a);
+	touch_fini(&a);
 	health_fini(&a);
 	loop_free(a.loop);
 	return 0;

@@ -764,11 +764,16 @@ json_t *metrics_body(struct agent *a)
 			t->cpu_ms = cpu;
 			train_tail(t, r->metrics_file);
 		}
-		json_array_append_new(ranks,
-				      json_pack("{s:i, s:I, s:I}", "rank",
-						r->rank, "cpu_ms",
-						(json_int_t)cpu, "rss_kb",
-						(json_int_t)rss));
+		json_array_append_new(
+			ranks,
+			r->touch_wd > 0
+				? json_pack("{s:i, s:I, s:I, s:I}", "rank",
+					    r->rank, "cpu_ms", (json_int_t)cpu,
+					    "rss_kb", (json_int_t)rss,
+					    "touches", (json_int_t)r->touches)
+				: json_pack("{s:i, s:I, s:I}", "rank", r->rank,
+					    "cpu_ms", (json_int_t)cpu,
+					    "rss_kb", (json_int_t)rss));
 		if (t && t->records > 0)
 			json_array_append_new(
 				train, json_pack("{s:i, s:I, s:o}", "rank",

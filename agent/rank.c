@@ -407,6 +407,7 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 	a->ranks = calloc(n ? n : 1, sizeof(*a->ranks));
 	if (!a->ranks)
 		return herd_errprintf(err, "out of memory");
+	touch_launch(a);
 	for (size_t i = 0; i < n; i++) {
 		json_t *jr = json_array_get(ranks, i);
 		struct rank *r = &a->ranks[i];
@@ -495,6 +496,7 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 		if (json_is_integer(mem) && json_integer_value(mem) >= 0 &&
 		    json_integer_value(mem) < KEEPER_MEM_NODES)
 			mem_node = (int)json_integer_value(mem);
+		touch_watch(a, r);
 		rc = spawn_one(a, r, command, workdir, cpus ? &set : NULL,
 			       mem_node, &env, err);
 		envv_free(&env);

@@ -71,6 +71,7 @@ static void act_finish_stacks(struct ctl *c, struct ctl_ev *ev);
 static void act_preflight(struct ctl *c, struct ctl_ev *ev);
 static void act_preflight_step(struct ctl *c, struct ctl_ev *ev);
 static void act_node_failed_preflight(struct ctl *c, struct ctl_ev *ev);
+static void act_straggler(struct ctl *c, struct ctl_ev *ev);
 
 /* Every transition of the job (flux-core broker/state_machine.c is the
  * model).  An event without a row in the current state is dropped when it
@@ -90,6 +91,7 @@ const struct ctl_row ctl_table[] = {
 	{CTL_RUN, CTL_EV_RANK_FAILED, CTL_RUN, act_rank_failed},
 	{CTL_RUN, CTL_EV_HUNG, CTL_STACKS, act_hung},
 	{CTL_RUN, CTL_EV_ABORT, CTL_RUN, act_abort},
+	{CTL_RUN, CTL_EV_STRAGGLER, CTL_RUN, act_straggler},
 	{CTL_RUN, CTL_EV_ATTEMPT_FAILED, CTL_RUN, act_attempt_failed},
 	{CTL_RUN, CTL_EV_RECOVER, CTL_RECOVER, act_recover},
 	{CTL_RUN, CTL_EV_RANKS_DONE, CTL_STOPPING, act_completed},
@@ -190,6 +192,7 @@ static const struct {
 	[CTL_EV_PREFLIGHT] = {"preflight", false},
 	[CTL_EV_CHECKED] = {"checked", true},
 	[CTL_EV_PROBED] = {"probed", true},
+	[CTL_EV_STRAGGLER] = {"straggler", true},
 };
 
 const char *ctl_state_name(enum ctl_state s)
@@ -684,13 +687,49 @@ static void act_attempt_failed(struct ctl *c, struct ctl_ev *ev)
 	ctl_post(c, CTL_EV_RECOVER, NULL, 0, NULL);
 }
 
-/* RUN -> RECOVER: every surviving member stops its ranks and says so. */
+/* RUN, a straggler's checkpoint boundary (health.straggler: evict): the
+ * node is evicted and the attempt fails, so recovery takes a spare. */
+static void act_straggler(struct ctl *c, struct ctl_ev *ev)
+{
+	struct node *n = ev->node;
+	char why[700];
+
+	if (!n || !n->straggler_evict || !n->member || n->state != NODE_UP)
+		return;
+	n->straggler_evict = false;
+	fprintf(stderr, "herd: %s: evicting straggler node %s\n", ev->why,
+		n->host);
+	evict(c, n, "straggler");
+	snprintf(why, sizeof(why), "node %s evicted as a straggler", n->host);
+	ctl_post(c, CTL_EV_ATTEMPT_FAILED, NULL, 1, why);
+}
+
+/* RUN -> RECOVER: every surviving member stops its ranks and says so; a
+ * straggler marked for eviction goes now (its restart came before a
+ * checkpoint), when it can still be replaced or done without. */
 static void act_recover(struct ctl *c, struct ctl_ev *ev)
 {
 	(void)ev;
 	for (int i = 0; i < c->n_nodes; i++) {
 		struct node *n = &c->nodes[i];
+		char whynot[160];
 
+		if (n->straggler_evict && n->member && n->state == NODE_UP) {
+			n->straggler_evict = false;
+			if (ctl_straggler_can_evict(c, true, whynot,
+						    sizeof(whynot))) {
+				fprintf(stderr,
+					"herd: evicting straggler node %s at "
+					"the restart\n",
+					n->host);
+				evict(c, n, "straggler");
+				continue;
+			}
+			fprintf(stderr,
+				"herd: straggler node %s stays: %s\n",
+				n->host, whynot);
+		}
+		n->straggler_evict = false;
 		if (n->member && n->state == NODE_UP) {
 			n->stopped = false;
 			send_stop(n, c->spec->health.grace_ms, SIGTERM,
@@ -2089,6 +2128,7 @@ void ctl_free(struct ctl *c)
 	free(c->graveyard);
 	ctl_term_close(c);
 	ctl_metrics_free(c);
+	ctl_straggler_free(c);
 	ctl_sock_free(c);
 	ctl_hang_free(c);
 	ctl_check_free(c);

@@ -66,6 +66,8 @@ enum ctl_event {
 	CTL_EV_CHECKED,	       /* node answered CHECK (node), or the gate
 				* timed out (NULL) */
 	CTL_EV_PROBED,	       /* network probe progress (node or NULL) */
+	CTL_EV_STRAGGLER,      /* evict straggler node now: a checkpoint
+				* boundary (node, why) */
 	CTL_EV_COUNT_,
 	CTL_EV_ANY_ = CTL_EV_COUNT_,	/* table rows only: every event */
 };
@@ -121,6 +123,8 @@ struct node {
 	struct conn *conn;
 	int64_t last_rx_ms;	/* monotonic time of its last frame */
 	long readmit_timer;
+	bool straggler_evict;	/* health.straggler evict: out at the next
+				 * checkpoint boundary or restart */
 
 	/* From HELLO. */
 	char *hostname;
@@ -217,6 +221,7 @@ struct ctl {
 	bool events_reported;	/* events.jsonl's failure is on stderr */
 	struct outbuf *term[3];	/* [1] stdout, [2] stderr: rank output */
 	struct ctl_metrics *metrics;	/* ctl_metrics.c */
+	struct ctl_straggler *straggler;	/* ctl_straggler.c */
 	struct ctl_sock *sock;		/* ctl_sock.c: the control socket */
 	struct ctl_hang *hang;		/* ctl_hang.c: stacks being collected */
 	int64_t stacks_wait_ms;		/* how long for them (tests shorten it) */
@@ -331,6 +336,23 @@ void ctl_status_close(struct ctl *c);
 int ctl_status_text(struct ctl *c, char *buf, size_t size, int width);
 /* Before herd stops itself (paused) and after it is continued. */
 void ctl_status_pause(struct ctl *c, bool paused);
+
+/* ctl_straggler.c (issue 14): straggler detection. */
+/* METRICS from node n (its body): feeds the detector; a verdict is an
+ * event, a terminal line, a node note and, with health.straggler: evict,
+ * the node marked for eviction (node.straggler_evict).  No lifecycle
+ * change. */
+void ctl_straggler_frame(struct ctl *c, struct node *n, const json_t *body);
+/* The metrics tick: a new complete checkpoint while a node is marked
+ * posts CTL_EV_STRAGGLER for it. */
+void ctl_straggler_tick(struct ctl *c);
+/* Whether a straggler can be taken out now: a spare is left or nodes.min
+ * allows one node fewer, and (unless restarting: the attempt already
+ * failed) a restart is left.  why gets "spare", "fewer nodes" or the
+ * reason it cannot. */
+bool ctl_straggler_can_evict(struct ctl *c, bool restarting, char *why,
+			     size_t size);
+void ctl_straggler_free(struct ctl *c);
 
 /* ctl_nodes.c (issue 14): what the job remembers of its nodes. */
 /* Node n failed in a way that counts against it: kind is "failed"

@@ -102,6 +102,7 @@ void ctl_metrics_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 {
 	if (c->metrics)
 		metrics_feed(c->metrics->m, (int)(n - c->nodes), f->body);
+	ctl_straggler_frame(c, n, f->body);
 }
 
 /* --- metrics.jsonl -------------------------------------------------------- */
@@ -147,6 +148,7 @@ static void on_tick(struct loop *loop, void *arg)
 
 	c->metrics->tick_timer = 0;
 	write_line(c, false);
+	ctl_straggler_tick(c);
 	c->metrics->tick_timer = loop_timer_add(
 	    loop, spec_metrics_interval_ms(c->spec, c->n_nodes), on_tick, c);
 }

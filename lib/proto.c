@@ -462,11 +462,12 @@ static int proto_gpu_more(const json_t *body, struct herd_err *err)
 }
 
 static const struct proto_body proto_m_rank_body = {
-    .format = "{s:I, s:I, s:I}",
-    .keys = {"rank", "cpu_ms", "rss_kb"},
+    .format = "{s:I, s:I, s:I, s?I}",
+    .keys = {"rank", "cpu_ms", "rss_kb", "touches"},
     .ranges = {{"rank", 0, INT_MAX},
 	       {"cpu_ms", 0, PROTO_INT_ANY},
-	       {"rss_kb", 0, PROTO_INT_ANY}},
+	       {"rss_kb", 0, PROTO_INT_ANY},
+	       {"touches", 0, PROTO_INT_ANY}},
 };
 
 static const struct proto_body proto_m_net_body = {

@@ -269,6 +269,18 @@ static void node_event(struct runlog *rl, const char *event, const json_t *o,
 			     json_object_get(o, "silent_ms")));
 		add_mark(rl, t, event, host, d, attempt);
 		return;
+	} else if (!strcmp(event, "straggler")) {
+		char d[96];
+
+		snprintf(d, sizeof(d),
+			 "%.1fx the median step time (%lld vs %lld ms)",
+			 json_number_value(json_object_get(o, "ratio")),
+			 (long long)json_integer_value(
+			     json_object_get(o, "node_ms")),
+			 (long long)json_integer_value(
+			     json_object_get(o, "median_ms")));
+		add_mark(rl, t, event, host, d, attempt);
+		return;
 	}
 	if (reason) {
 		free(n->reason);
@@ -337,7 +349,8 @@ int runlog_feed_event(struct runlog *rl, const char *line, size_t len)
 		   !strcmp(event, "node_evicted") ||
 		   !strcmp(event, "node_readmitted") ||
 		   !strcmp(event, "spare_used") || !strcmp(event, "rank_hung") ||
-		   !strcmp(event, "node_quarantined")) {
+		   !strcmp(event, "node_quarantined") ||
+		   !strcmp(event, "straggler")) {
 		node_event(rl, event, o, t, attempt);
 	}
 	/* Other events (rank_exit, checkpoint_skipped, ...) are not shown. */

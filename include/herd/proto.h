@@ -87,7 +87,10 @@
  *              since the agent started (herd computes rates).
  *              {t: I 0.. (agent wall clock ms), attempt: I 0..,
  *               load1: number >= 0, cpus: I 1..,
- *               ranks: [{rank: I 0.., cpu_ms: I 0.., rss_kb: I 0..}],
+ *               ranks: [{rank: I 0.., cpu_ms: I 0.., rss_kb: I 0..,
+ *                        touches?: I 0.. (touches of its
+ *                        HERD_PROGRESS_FILE since the rank started,
+ *                        every one counted; absent: not watched)}],
  *               net: [{dev: string, rx_bytes, tx_bytes, rx_packets,
  *                      tx_packets, rx_drops, tx_drops, rx_errors,
  *                      tx_errors: I 0..}] (non-loopback interfaces),

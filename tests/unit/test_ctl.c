@@ -1609,6 +1609,169 @@ static void test_heartbeat_cadence(void **state)
 	}
 }
 
+/* --- stragglers (issue 14) ----------------------------------------------- */
+
+static struct node *node_named(struct world *w, const char *name)
+{
+	for (int i = 0; i < w->c->n_nodes; i++)
+		if (!strcmp(w->c->nodes[i].host, name))
+			return &w->c->nodes[i];
+	fail_msg("no node %s", name);
+	return NULL;
+}
+
+/* n3 is marked for eviction and its checkpoint boundary comes (what
+ * ctl_straggler_tick posts): it is evicted as a straggler, the attempt
+ * fails, the spare takes its place. */
+static void straggler_at_launch(struct world *w, struct agent *a)
+{
+	struct node *n;
+
+	if (a->attempt != 1 || strcmp(a->cfg->host, "n3"))
+		return;
+	n = node_named(w, "n3");
+	n->straggler_evict = true;
+	ctl_post(w->c, CTL_EV_STRAGGLER, n, 0, "checkpoint c1 is complete");
+}
+
+static void test_straggler_evicted(void **state)
+{
+	struct world *w = *state;
+
+	set_hosts(w, "n[1-3]", "s1");
+	w->spec->restart.max = 1;
+	w->spec->restart.backoff_ms = 0;
+	w->spec->health.straggler = SPEC_STRAGGLER_EVICT;
+	for (int i = 1; i <= 3; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "n%d", i);
+		host(w, name)->hold[1] = true;
+	}
+	w->on_launch = straggler_at_launch;
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRVBRSE");
+	assert_int_equal(count_ev(w, "node_evicted",
+				  "\"host\":\"n3\",\"reason\":\"straggler\""),
+			 1);
+	assert_int_equal(count_ev(w, "attempt_end",
+				  "\"reason\":\"node n3 evicted as a "
+				  "straggler\""),
+			 1);
+	assert_int_equal(count_ev(w, "spare_used",
+				  "\"host\":\"s1\",\"attempt\":2"),
+			 1);
+	assert_string_equal(host(w, "s1")->log, "LS");
+}
+
+/* Two stragglers, one spare, nodes.min = all: the first can go (the spare
+ * takes its place), the second cannot once the first is marked, nor
+ * without a restart left. */
+static void two_stragglers_at_launch(struct world *w, struct agent *a)
+{
+	struct node *n3;
+	char why[160];
+
+	if (a->attempt != 1 || strcmp(a->cfg->host, "n4"))
+		return;
+	n3 = node_named(w, "n3");
+	assert_true(ctl_straggler_can_evict(w->c, false, why, sizeof(why)));
+	assert_string_equal(why, "spare");
+	n3->straggler_evict = true;
+	assert_false(ctl_straggler_can_evict(w->c, false, why, sizeof(why)));
+	assert_string_equal(why, "no spare left for it, and nodes.min 4 needs all 4 nodes");
+	w->c->spec->restart.max = 0;
+	assert_false(ctl_straggler_can_evict(w->c, false, why, sizeof(why)));
+	assert_string_equal(why, "no restart left, restart.max is 0");
+	w->c->spec->restart.max = 1;
+	/* nodes.min 3: n4 could be left out too. */
+	w->c->min_nodes = 3;
+	assert_true(ctl_straggler_can_evict(w->c, false, why, sizeof(why)));
+	assert_string_equal(why, "fewer nodes");
+	w->c->min_nodes = 4;
+	ctl_post(w->c, CTL_EV_STRAGGLER, n3, 0, "checkpoint c1 is complete");
+}
+
+static void test_straggler_two(void **state)
+{
+	struct world *w = *state;
+
+	set_hosts(w, "n[1-4]", "s1");
+	w->spec->restart.max = 1;
+	w->spec->restart.backoff_ms = 0;
+	w->spec->health.straggler = SPEC_STRAGGLER_EVICT;
+	for (int i = 1; i <= 4; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "n%d", i);
+		host(w, name)->hold[1] = true;
+	}
+	w->on_launch = two_stragglers_at_launch;
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRVBRSE");
+	assert_int_equal(count_ev(w, "node_evicted", "\"reason\":\"straggler\""),
+			 1);
+	assert_int_equal(count_ev(w, "node_evicted", "\"host\":\"n3\""), 1);
+	assert_int_equal(count_ev(w, "attempt_start",
+				  "\"attempt\":2,\"nodes\":4"),
+			 1);
+}
+
+/* Each agent's ranks report step_time every 50 ms while they run; n3's
+ * take 3x as long. */
+static void on_step_metrics(struct loop *loop, void *arg)
+{
+	struct agent *a = arg;
+	bool slow = !strcmp(a->cfg->host, "n3");
+
+	if (!a->running || !a->conn)
+		return;
+	agent_send(a, PROTO_METRICS,
+		   json_pack("{s:I, s:i, s:f, s:i, s:[{s:i, s:I, s:I}], s:[],"
+			     " s:[], s:[], s:[{s:i, s:i, s:{s:f}}]}",
+			     "t", (json_int_t)loop_wall_ms(), "attempt",
+			     a->attempt, "load1", 0.5, "cpus", 2, "ranks",
+			     "rank", a->ranks[0], "cpu_ms", (json_int_t)1,
+			     "rss_kb", (json_int_t)1, "net", "rdma", "gpus",
+			     "train", "rank", a->ranks[0], "records", 1,
+			     "values", "step_time", slow ? 0.3 : 0.1));
+	loop_timer_add(loop, 50, on_step_metrics, a);
+}
+
+static void step_metrics_at_launch(struct world *w, struct agent *a)
+{
+	loop_timer_add(w->loop, 0, on_step_metrics, a);
+}
+
+/* warn: one straggler event for n3 (and nobody else), the job runs on. */
+static void test_straggler_warned(void **state)
+{
+	struct world *w = *state;
+
+	set_hosts(w, "n[1-3]", NULL);
+	w->spec->metrics.interval_ms = 100;
+	w->spec->health.straggler_window_ms = 200;
+	for (int i = 1; i <= 3; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "n%d", i);
+		host(w, name)->run_ms = 800;
+	}
+	w->on_launch = step_metrics_at_launch;
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRSE");
+	assert_int_equal(count_ev(w, "straggler", NULL), 1);
+	assert_int_equal(count_ev(w, "straggler",
+				  "\"host\":\"n3\",\"ranks\":[2],"
+				  "\"ratio\":3.0"),
+			 1);
+	assert_int_equal(count_ev(w, "straggler",
+				  "\"node_ms\":300,\"median_ms\":100,"
+				  "\"window_ms\":200,\"source\":\"step_time\","
+				  "\"action\":\"warn\",\"attempt\":1"),
+			 1);
+}
+
 /* Every row of the table was gone through by some test above. */
 /* --- the health gate (issue 14) ------------------------------------------ */
 
@@ -1779,6 +1942,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_connect_readmit, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_launch_send_fails, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_straggler_evicted, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_straggler_warned, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_straggler_two, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_spare_taken, setup,
 						teardown),

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -706,6 +707,82 @@ static void test_body(void **state)
 	agent_free(a);
 }
 
+static void on_stop_soon(struct loop *loop, void *arg)
+{
+	(void)arg;
+	loop_stop(loop);
+}
+
+/* Every touch of a progress file is counted (agent/touch.c): utime
+ * (Python's Path.touch of an existing file), touch(1) (open, futimens,
+ * close: one), a create, a write, a rename onto it; another file of the
+ * directory is not its; a rank without a watched file has no count. */
+static void test_touches(void **state)
+{
+	struct agent *a = agent_with_ranks(2);
+	char path[300], other[300], tmp[300], cmd[1024];
+	json_t *body, *ranks;
+	struct rank r = {0};
+	int fd;
+
+	(void)state;
+	/* The rule alone. */
+	touch_event(&r, IN_OPEN);
+	touch_event(&r, IN_ATTRIB);
+	touch_event(&r, IN_CLOSE_WRITE);
+	assert_int_equal(r.touches, 1);
+	touch_event(&r, IN_ATTRIB);
+	touch_event(&r, IN_ATTRIB);
+	assert_int_equal(r.touches, 3);
+	touch_event(&r, IN_OPEN);
+	touch_event(&r, IN_MODIFY);
+	touch_event(&r, IN_CLOSE_WRITE);
+	assert_int_equal(r.touches, 4);
+
+	snprintf(path, sizeof(path), "%s/touch/rank-10.progress", tmpdir);
+	snprintf(other, sizeof(other), "%s/touch/rank-11.other", tmpdir);
+	snprintf(tmp, sizeof(tmp), "%s/touch/tmp", tmpdir);
+	snprintf(cmd, sizeof(cmd), "%s/touch", tmpdir);
+	mkdirs(cmd);
+	snprintf(a->ranks[0].progress_file, sizeof(a->ranks[0].progress_file),
+		 "%s", path);
+	touch_launch(a);
+	touch_watch(a, &a->ranks[0]);
+	touch_watch(a, &a->ranks[1]);
+	assert_true(a->ranks[0].touch_wd > 0);
+	assert_int_equal(a->ranks[1].touch_wd, -1);
+	/* A create (1), three utimes (3), two touch(1)s (2), a write (1),
+	 * a rename onto it (1); the other file's touches are not its. */
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	/* The kernel merges identical events not read yet: the agent
+	 * reads between two touches (as its loop does between steps). */
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(utimensat(AT_FDCWD, path, NULL, 0), 0);
+		loop_timer_add(a->loop, 30, on_stop_soon, NULL);
+		assert_int_equal(loop_run(a->loop), 0);
+	}
+	snprintf(cmd, sizeof(cmd), "touch '%s' && touch '%s' && touch '%s'",
+		 path, path, other);
+	assert_int_equal(system(cmd), 0);
+	append_file(path, "x\n");
+	write_file(tmp, "y\n");
+	assert_int_equal(rename(tmp, path), 0);
+	loop_timer_add(a->loop, 100, on_stop_soon, NULL);
+	assert_int_equal(loop_run(a->loop), 0);
+	assert_int_equal(a->ranks[0].touches, 8);
+
+	body = metrics_body(a);
+	check_frame(body);
+	ranks = json_object_get(body, "ranks");
+	assert_int_equal(int_at(json_array_get(ranks, 0), "touches"), 8);
+	assert_null(json_object_get(json_array_get(ranks, 1), "touches"));
+	json_decref(body);
+	touch_fini(a);
+	agent_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -719,6 +796,7 @@ int main(void)
 		cmocka_unit_test(test_tail_file),
 		cmocka_unit_test(test_gpu_fake),
 		cmocka_unit_test(test_body),
+		cmocka_unit_test(test_touches),
 	};
 
 	return cmocka_run_group_tests(tests, setup_dir, teardown_dir);

@@ -686,6 +686,13 @@ static const struct valid_frame valid_frames[] = {
      "\"train\":[{\"rank\":0,\"records\":12,\"values\":{\"step\":12,"
      "\"loss\":1.93,\"tokens\":786432}}]}",
      0},
+    {"metrics-touches", PROTO_METRICS, PROTO_TO_HERD,
+     "{\"t\":5,\"attempt\":1,\"load1\":0,\"cpus\":1,\"ranks\":["
+     "{\"rank\":0,\"cpu_ms\":1,\"rss_kb\":2,\"touches\":0},"
+     "{\"rank\":1,\"cpu_ms\":1,\"rss_kb\":2,\"touches\":9007199254}],"
+     "\"net\":[],\"rdma\":[],\"gpus\":[],\"train\":[{\"rank\":0,"
+     "\"records\":3,\"values\":{\"step\":3,\"step_time\":0.25}}]}",
+     0},
     {"metrics-nogpu", PROTO_METRICS, PROTO_TO_HERD,
      "{\"t\":0,\"attempt\":0,\"load1\":0,\"cpus\":1,\"ranks\":[],"
      "\"net\":[],\"rdma\":[],\"gpus\":[],\"gpu_error\":\"no NVML\","
@@ -1111,6 +1118,21 @@ static void test_check_range(void **state)
 		size_t data_len;
 		const char *want;
 	} bad[] = {
+	    {PROTO_METRICS, PROTO_TO_HERD,
+	     "{\"t\":0,\"attempt\":0,\"load1\":0,\"cpus\":1,\"ranks\":["
+	     "{\"rank\":0,\"cpu_ms\":1,\"rss_kb\":2,\"touches\":-1}],"
+	     "\"net\":[],\"rdma\":[],\"gpus\":[],\"train\":[]}",
+	     0, "key \"ranks[0].touches\": -1 is out of range"},
+	    {PROTO_METRICS, PROTO_TO_HERD,
+	     "{\"t\":0,\"attempt\":0,\"load1\":0,\"cpus\":1,\"ranks\":["
+	     "{\"rank\":0,\"cpu_ms\":1,\"rss_kb\":2,\"touches\":1.5}],"
+	     "\"net\":[],\"rdma\":[],\"gpus\":[],\"train\":[]}",
+	     0, "touches"},
+	    {PROTO_METRICS, PROTO_TO_HERD,
+	     "{\"t\":0,\"attempt\":0,\"load1\":0,\"cpus\":1,\"ranks\":["
+	     "{\"rank\":0,\"cpu_ms\":1,\"rss_kb\":2,\"touch\":1}],"
+	     "\"net\":[],\"rdma\":[],\"gpus\":[],\"train\":[]}",
+	     0, "touch"},
 	    {PROTO_METRICS, PROTO_TO_HERD,
 	     "{\"t\":0,\"attempt\":0,\"load1\":0,\"cpus\":1,\"ranks\":[],"
 	     "\"net\":[],\"rdma\":[],\"gpus\":[{\"index\":0,"

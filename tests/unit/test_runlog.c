@@ -101,6 +101,10 @@ static void test_events(void **state)
 		    "\"/ck/3\",\"source\":\"dir\",\"attempt\":2}", 1);
 	feed_ev(rl, "{\"t\":1700,\"event\":\"attempt_start\",\"attempt\":2,"
 		    "\"nodes\":2,\"world_size\":4,\"checkpoint\":\"/ck/3\"}", 1);
+	feed_ev(rl, "{\"t\":1750,\"event\":\"straggler\",\"host\":\"a\","
+		    "\"ranks\":[0,1],\"ratio\":2.42,\"node_ms\":412,"
+		    "\"median_ms\":170,\"window_ms\":10000,\"source\":"
+		    "\"step_time\",\"action\":\"evict\",\"attempt\":2}", 1);
 	feed_ev(rl, "{\"t\":1800,\"event\":\"node_evicted\",\"host\":\"a\","
 		    "\"reason\":\"slow\",\"attempt\":2}", 1);
 	/* Bad lines: counted, nothing else changes. */
@@ -139,12 +143,15 @@ static void test_events(void **state)
 	assert_string_equal(runlog_node(rl, "c")->state, "spare");
 	assert_true(runlog_node(rl, "c")->spare_used);
 	assert_null(runlog_node(rl, "nobody"));
-	/* Marks: failed, spare, checkpoint, evicted, job_end. */
-	assert_int_equal(rl->n_marks, 5);
+	/* Marks: failed, spare, checkpoint, straggler, evicted, job_end. */
+	assert_int_equal(rl->n_marks, 6);
 	assert_string_equal(rl->marks[0].event, "node_failed");
 	assert_string_equal(rl->marks[2].detail, "/ck/3");
-	assert_string_equal(rl->marks[4].event, "job_end");
-	assert_int_equal(rl->ev.lines, 18);
+	assert_string_equal(rl->marks[3].event, "straggler");
+	assert_string_equal(rl->marks[3].detail,
+			    "2.4x the median step time (412 vs 170 ms)");
+	assert_string_equal(rl->marks[5].event, "job_end");
+	assert_int_equal(rl->ev.lines, 19);
 	assert_int_equal(rl->ev.bad, 5);
 	runlog_free(rl);
 	free(d);
