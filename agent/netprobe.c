@@ -84,6 +84,7 @@ void netprobe_on_frame(struct agent *a, struct proto_frame *f)
 	int round = (int)json_integer_value(json_object_get(b, "round"));
 	const char *op = json_string_value(json_object_get(b, "op"));
 	const char *addr = json_string_value(json_object_get(b, "addr"));
+	const char *peer = json_string_value(json_object_get(b, "peer"));
 	char bytes[32], timeout[32], port[16], why[256];
 	struct netprobe_state *s = a->netprobe;
 	struct proc_opts opts = {0};
@@ -136,8 +137,9 @@ void netprobe_on_frame(struct agent *a, struct proto_frame *f)
 	opts.group = PROC_GROUP_NEW;
 	opts.path = a->self_path[0] ? a->self_path : "/proc/self/exe";
 	{
-		char *argv_l[] = {"herd-agent", "netprobe", "listen",
-				  bytes,	timeout,    NULL};
+		char *argv_l[] = {"herd-agent",	  "netprobe", "listen",
+				  bytes,	  timeout,    (char *)peer,
+				  NULL};
 		char *argv_c[] = {"herd-agent", "netprobe", "connect",
 				  (char *)addr, port,	    bytes,
 				  timeout,	NULL};
@@ -211,7 +213,7 @@ static int wait_fd(int fd, short ev, int64_t deadline_us)
 int netprobe_main(int argc, char **argv)
 {
 	static char buf[64 * 1024];
-	bool listen_op = argc == 4 && !strcmp(argv[1], "listen");
+	bool listen_op = (argc == 4 || argc == 5) && !strcmp(argv[1], "listen");
 	long long bytes, timeout_ms, sent = 0, got = 0;
 	int64_t start, deadline, first_us = 0, done_us = 0;
 	int fd, one = 1;
@@ -219,25 +221,44 @@ int netprobe_main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!listen_op && !(argc == 6 && !strcmp(argv[1], "connect"))) {
 		fprintf(stderr, "usage: herd-agent netprobe listen BYTES "
-				"TIMEOUT_MS (socket on stdin)\n"
+				"TIMEOUT_MS [PEER] (socket on stdin)\n"
 				"       herd-agent netprobe connect ADDR PORT "
 				"BYTES TIMEOUT_MS\n");
 		return 2;
 	}
-	bytes = atoll(argv[argc - 2]);
-	timeout_ms = atoll(argv[argc - 1]);
+	bytes = atoll(argv[listen_op ? 2 : argc - 2]);
+	timeout_ms = atoll(argv[listen_op ? 3 : argc - 1]);
 	if (bytes < 1 || timeout_ms < 1)
 		return 2;
 	deadline = mono_us() + timeout_ms * 1000;
 	if (listen_op) {
-		if (wait_fd(0, POLLIN, deadline) <= 0) {
-			printf("error nobody connected within %lld ms\n",
-			       timeout_ms);
+		struct in_addr want = {0};
+
+		/* Only the peer herd paired us with is measured: another
+		 * process that connects first (any user can reach the port)
+		 * is closed and the wait goes on. */
+		if (argc == 5 && inet_pton(AF_INET, argv[4], &want) != 1) {
+			printf("error bad peer address %s\n", argv[4]);
 			return 1;
 		}
-		fd = accept(0, NULL, NULL);
-		if (fd < 0)
-			return np_fail("accept");
+		for (;;) {
+			struct sockaddr_in from;
+			socklen_t flen = sizeof(from);
+
+			if (wait_fd(0, POLLIN, deadline) <= 0) {
+				printf("error nobody connected within %lld "
+				       "ms\n",
+				       timeout_ms);
+				return 1;
+			}
+			fd = accept(0, (struct sockaddr *)&from, &flen);
+			if (fd < 0)
+				return np_fail("accept");
+			if (argc != 5 || (from.sin_family == AF_INET &&
+					  from.sin_addr.s_addr == want.s_addr))
+				break;
+			close(fd);
+		}
 	} else {
 		struct sockaddr_in sin = {.sin_family = AF_INET};
 		int soerr = 0;

@@ -524,7 +524,7 @@ static void on_round_timeout(struct loop *loop, void *arg)
 }
 
 static void probe_send(struct ctl *c, struct node *n, int round, const char *op,
-		       const char *addr, int port)
+		       const char *addr, int port, const char *peer)
 {
 	json_t *b =
 	    json_pack("{s:i, s:s, s:s, s:I, s:i}", "round", round, "op", op,
@@ -534,6 +534,8 @@ static void probe_send(struct ctl *c, struct node *n, int round, const char *op,
 	(void)c;
 	if (port > 0)
 		json_object_set_new(b, "port", json_integer(port));
+	if (peer)
+		json_object_set_new(b, "peer", json_string(peer));
 	if (n->conn)
 		conn_send(n->conn, PROTO_NETPROBE, b, NULL, 0, NULL);
 	json_decref(b);
@@ -549,7 +551,8 @@ static void probe_round_start(struct ctl *c)
 
 		if (pe->round == s->round)
 			probe_send(c, &c->nodes[pe->a], s->round, "listen",
-				   s->nodes[pe->a].addr, 0);
+				   s->nodes[pe->a].addr, 0,
+				   s->nodes[pe->b].addr);
 	}
 	s->round_timer =
 	    loop_timer_add(c->loop, CHECK_PROBE_ROUND_MS, on_round_timeout, c);
@@ -888,7 +891,7 @@ int ctl_netprobe_step(struct ctl *c)
 		if (pe->port > 0 && !pe->connect_sent && !b_gone) {
 			pe->connect_sent = true;
 			probe_send(c, &c->nodes[pe->b], s->round, "connect",
-				   s->nodes[pe->a].addr, pe->port);
+				   s->nodes[pe->a].addr, pe->port, NULL);
 		}
 		if ((pe->got_a || a_gone) && (pe->got_b || b_gone))
 			continue;

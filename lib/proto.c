@@ -656,6 +656,9 @@ static int proto_netprobe_agent_more(const json_t *body, struct herd_err *err)
 	if (port != !strcmp(op, "connect"))
 		return herd_errprintf(err, "key \"port\" goes with op "
 					   "connect, and only with it");
+	if (json_object_get(body, "peer") && strcmp(op, "listen"))
+		return herd_errprintf(err, "key \"peer\" goes with op "
+					   "listen only");
 	return 0;
 }
 
@@ -931,9 +934,9 @@ static const struct proto_rule proto_rules[] = {
 	    .name = "NETPROBE",
 	    .to_agent =
 		{
-		    .format = "{s:I, s:s, s:s, s?I, s:I, s:I}",
+		    .format = "{s:I, s:s, s:s, s?I, s:I, s:I, s?s}",
 		    .keys = {"round", "op", "addr", "port", "bytes",
-			     "timeout_ms"},
+			     "timeout_ms", "peer"},
 		    .ranges = {{"round", 1, INT_MAX},
 			       {"port", 1, 65535},
 			       {"bytes", 1, PROTO_NETPROBE_BYTES_MAX},

@@ -157,7 +157,10 @@
  *               addr: string (listen: the address to bind; connect: the
  *               peer's), port?: I 1..65535 (connect only),
  *               bytes: I 1..PROTO_NETPROBE_BYTES_MAX (sent each way),
- *               timeout_ms: I 1..PROTO_NETPROBE_TIMEOUT_MAX}
+ *               timeout_ms: I 1..PROTO_NETPROBE_TIMEOUT_MAX,
+ *               peer?: string (listen only: the IPv4 address the transfer
+ *               must come from; a connection from any other is closed
+ *               and not counted)}
  *              agent -> herd, no data: {round: I 1.., op: "listening" |
  *               "result", port?: I 1..65535 (listening only),
  *               rx_bytes?, rx_us?: I 0.. (result: bytes received from the

@@ -745,6 +745,10 @@ static const struct valid_frame valid_frames[] = {
      "{\"round\":1,\"op\":\"listen\",\"addr\":\"10.0.0.1\","
      "\"bytes\":4194304,\"timeout_ms\":2000}",
      0},
+    {"netprobe-listen-peer", PROTO_NETPROBE, PROTO_TO_AGENT,
+     "{\"round\":1,\"op\":\"listen\",\"addr\":\"10.0.0.1\","
+     "\"bytes\":4194304,\"timeout_ms\":2000,\"peer\":\"10.0.0.2\"}",
+     0},
     {"netprobe-connect", PROTO_NETPROBE, PROTO_TO_AGENT,
      "{\"round\":2,\"op\":\"connect\",\"addr\":\"10.0.0.1\","
      "\"port\":40000,\"bytes\":4194304,\"timeout_ms\":2000}",
@@ -1173,6 +1177,10 @@ static void test_check_range(void **state)
 	     "{\"round\":1,\"op\":\"send\",\"addr\":\"a\","
 	     "\"bytes\":1,\"timeout_ms\":1}",
 	     0, "is not listen or connect"},
+	    {PROTO_NETPROBE, PROTO_TO_AGENT,
+	     "{\"round\":1,\"op\":\"connect\",\"addr\":\"a\",\"port\":1,"
+	     "\"bytes\":1,\"timeout_ms\":1,\"peer\":\"b\"}",
+	     0, "key \"peer\" goes with op listen only"},
 	    {PROTO_NETPROBE, PROTO_TO_AGENT,
 	     "{\"round\":1,\"op\":\"listen\",\"addr\":\"a\","
 	     "\"bytes\":2147483648,\"timeout_ms\":1}",
