@@ -150,33 +150,11 @@ static int expected_gpus(struct ctl *c, struct node *n)
 	return -1;
 }
 
-static bool same_net(const char *a, const char *b, const char *mask)
-{
-	struct in_addr ia, ib, im;
-
-	if (inet_pton(AF_INET, a, &ia) != 1 ||
-	    inet_pton(AF_INET, b, &ib) != 1 ||
-	    inet_pton(AF_INET, mask, &im) != 1)
-		return false;
-	return (ia.s_addr & im.s_addr) == (ib.s_addr & im.s_addr);
-}
-
 /* Node n's address on addr's network, or NULL. */
 static const char *addr_on(struct node *n, const char *addr)
 {
-	size_t i;
-	json_t *a;
-
-	json_array_foreach(n->addrs, i, a)
-	{
-		const char *ad = json_string_value(json_object_get(a, "addr"));
-		const char *mk =
-		    json_string_value(json_object_get(a, "netmask"));
-
-		if (ad && mk && same_net(ad, addr, mk))
-			return ad;
-	}
-	return NULL;
+	return json_string_value(
+	    json_object_get(ctl_node_addr_on(n, addr), "addr"));
 }
 
 static bool checked_up(struct node *n)

@@ -421,6 +421,9 @@ void ctl_check_end(struct ctl *c);
 void ctl_check_free(struct ctl *c);
 
 /* ctl_launch.c */
+/* Node n's entry of HELLO's addrs ({ifname, addr, netmask}) whose network
+ * holds addr (IPv4), or NULL. */
+json_t *ctl_node_addr_on(const struct node *n, const char *addr);
 /* Places ranks on the member nodes that are up, binds them, picks
  * MASTER_ADDR.  Returns 0 or -1 with err. */
 int ctl_plan(struct ctl *c, struct herd_err *err);

@@ -199,8 +199,7 @@ static bool same_net(const char *a, const char *b, const char *mask)
 	return (ia.s_addr & im.s_addr) == (ib.s_addr & im.s_addr);
 }
 
-/* The interface of node n whose network holds addr, or NULL. */
-static const char *iface_for(struct node *n, const char *addr)
+json_t *ctl_node_addr_on(const struct node *n, const char *addr)
 {
 	size_t i;
 	json_t *a;
@@ -212,9 +211,16 @@ static const char *iface_for(struct node *n, const char *addr)
 		    json_string_value(json_object_get(a, "netmask"));
 
 		if (ad && mk && same_net(ad, addr, mk))
-			return json_string_value(json_object_get(a, "ifname"));
+			return a;
 	}
 	return NULL;
+}
+
+/* The interface of node n whose network holds addr, or NULL. */
+static const char *iface_for(struct node *n, const char *addr)
+{
+	return json_string_value(
+	    json_object_get(ctl_node_addr_on(n, addr), "ifname"));
 }
 
 /* MASTER_ADDR: node 0's address on a network every node shares — not the
