@@ -17,12 +17,16 @@
 #include "herd/render.h"
 #include "herd/spec.h"
 #include "template.h"
+#include "tune.h"
 
 /* Writing the output failed: not the user's input. */
 #define EXIT_RUNTIME 1
 
 /* More --set options than this is a runaway script, not a job. */
 #define SETS_MAX 256
+
+/* What --tune fills in, after the --set values (which win). */
+#define N_TUNED 4
 
 /* Placeholders herd run fills in at launch: kept as they are. */
 static const char *const run_time[] = {"checkpoint", "resume_args", "attempt"};
@@ -33,6 +37,7 @@ static void render_usage(FILE *out)
 	fprintf(
 	    out,
 	    "usage: herd render TEMPLATE [--set NAME=VALUE ...] [-o DIR]\n"
+	    "                   [--tune JOB.yaml [--platform FILE]]\n"
 	    "       herd render --list\n"
 	    "\n"
 	    "Fills the {{placeholders}} of a job template and prints the\n"
@@ -47,6 +52,20 @@ static void render_usage(FILE *out)
 	    "                    {{NAME|DEFAULT}} takes DEFAULT without one\n"
 	    "  -o, --output DIR  write DIR/NAME (the template's file name\n"
 	    "                    without .tmpl), replacing it atomically\n"
+	    "  --tune JOB.yaml   fill reduce_bucket_size, allgather_bucket_size,\n"
+	    "                    prefetch_bucket_size and\n"
+	    "                    param_persistence_threshold from the job's\n"
+	    "                    network: a platform file's \"network\" section\n"
+	    "                    (--platform, else the job's\n"
+	    "                    bind.topology_file, else\n"
+	    "                    " TUNE_PLATFORM_DEFAULT "), else a\n"
+	    "                    herd bench run of the job; what it found and\n"
+	    "                    chose goes to stderr; --set still wins\n"
+	    "  --platform FILE   the platform file --tune reads:\n"
+	    "                    {\"network\": {\"nics\": [{\"name\": \"mlx5_0\",\n"
+	    "                    \"rate_gbps\": 400, \"fabric\": \"ib\"}, ...],\n"
+	    "                    \"latency_us\": 14}} (fabric ib, roce or\n"
+	    "                    ethernet; latency_us optional)\n"
 	    "  --list            print herd's templates and where they are\n"
 	    "  -h, --help        show this text\n"
 	    "\n"
@@ -54,7 +73,8 @@ static void render_usage(FILE *out)
 	    "herd run to fill in at each launch.  What comes out is checked:\n"
 	    "a .json file must be JSON, a .yaml file a valid herd job.\n"
 	    "\n"
-	    "Exit status: 0 success; 1 the output could not be written;\n"
+	    "Exit status: 0 success; 1 the output could not be written or\n"
+	    "the --tune bench run failed;\n"
 	    "2 a bad template, a missing or unknown value, a result that\n"
 	    "does not check, or bad usage.\n");
 }
@@ -193,7 +213,7 @@ static char *render_all(const char *text, struct render_var *vars,
 			size_t n_vars, const char *tmpl_name,
 			struct herd_err *err)
 {
-	struct render_var probe[SETS_MAX + N_RUN_TIME + 32];
+	struct render_var probe[SETS_MAX + N_TUNED + N_RUN_TIME + 32];
 	char missing[HERD_ERR_MAX / 2] = "";
 	size_t n = n_vars, n_missing = 0;
 	char *out;
@@ -229,6 +249,22 @@ static char *render_all(const char *text, struct render_var *vars,
 		return NULL;
 	}
 	return out;
+}
+
+/* Bytes per element of the gradients and parameters DeepSpeed moves: 4
+ * when the --set values turn both bf16 and fp16 off, else 2. */
+static int elem_bytes(const struct render_var *vars, size_t n_sets)
+{
+	const char *bf16 = "true", *fp16 = "false"; /* the defaults */
+
+	/* render_text takes the first match: vars[0] is the last --set. */
+	for (size_t i = n_sets; i-- > 0;) {
+		if (!strcmp(vars[i].name, "bf16"))
+			bf16 = vars[i].value;
+		else if (!strcmp(vars[i].name, "fp16"))
+			fp16 = vars[i].value;
+	}
+	return !strcmp(bf16, "true") || !strcmp(fp16, "true") ? 2 : 4;
 }
 
 /* A --set whose name the template never uses is a typo: an error. */
@@ -335,7 +371,11 @@ static int write_output(const char *dir, const char *name, const char *text,
 
 int cmd_render(int argc, char **argv)
 {
-	struct render_var vars[SETS_MAX + N_RUN_TIME];
+	struct render_var vars[SETS_MAX + N_TUNED + N_RUN_TIME];
+	char tuned_vals[N_TUNED][32];
+	const char *tune_job_path = NULL, *platform = NULL;
+	struct tune_result tuned;
+	size_t n_tuned = 0;
 	char self[PATH_MAX], tmpl_path[PATH_MAX], out_name[NAME_MAX + 1];
 	char run_vals[N_RUN_TIME][32], written[PATH_MAX + NAME_MAX + 2];
 	const char *tmpl = NULL, *out_dir = NULL, *base;
@@ -394,6 +434,21 @@ int cmd_render(int argc, char **argv)
 			out_dir = argv[++i];
 		} else if (!strncmp(a, "--output=", 9)) {
 			out_dir = a + 9;
+		} else if (!strcmp(a, "--tune") || !strcmp(a, "--platform")) {
+			if (i + 1 >= argc) {
+				cli_error("%s needs %s", a,
+					  a[2] == 't' ? "a job file (JOB.yaml)"
+						      : "a platform file");
+				goto out;
+			}
+			if (a[2] == 't')
+				tune_job_path = argv[++i];
+			else
+				platform = argv[++i];
+		} else if (!strncmp(a, "--tune=", 7)) {
+			tune_job_path = a + 7;
+		} else if (!strncmp(a, "--platform=", 11)) {
+			platform = a + 11;
 		} else if (a[0] == '-' && a[1]) {
 			cli_error("render: unknown option '%s' (try 'herd "
 				  "render --help')",
@@ -422,6 +477,10 @@ int cmd_render(int argc, char **argv)
 		render_usage(stderr);
 		goto out;
 	}
+	if (platform && !tune_job_path) {
+		cli_error("render: --platform goes with --tune JOB.yaml");
+		goto out;
+	}
 	if (find_template(self, tmpl, tmpl_path, sizeof(tmpl_path), &err) < 0 ||
 	    !(text = template_read(tmpl_path, &err)))
 		goto fail;
@@ -433,14 +492,42 @@ int cmd_render(int argc, char **argv)
 	snprintf(out_name, sizeof(out_name), "%.*s", (int)n, base);
 	if (check_sets_used(text, vars, n_sets, base, &err) < 0)
 		goto fail;
-	/* After the --set values (which win): herd run's own. */
+	/* After the --set values (which win): the tuned ones, then herd
+	 * run's own. */
+	if (tune_job_path) {
+		static const char *const names[N_TUNED] = {
+		    "reduce_bucket_size", "allgather_bucket_size",
+		    "prefetch_bucket_size", "param_persistence_threshold"};
+		long vals[N_TUNED];
+		int rc = tune_job(tune_job_path, platform,
+				  elem_bytes(vars, n_sets), &tuned, &err);
+
+		if (rc) {
+			cli_error("render: --tune: %s", err.text);
+			status = rc;
+			goto out;
+		}
+		tune_print(stderr, &tuned);
+		vals[0] = tuned.tuned.reduce_bucket_size;
+		vals[1] = tuned.tuned.allgather_bucket_size;
+		vals[2] = tuned.tuned.prefetch_bucket_size;
+		vals[3] = tuned.tuned.param_persistence_threshold;
+		for (size_t i = 0; i < N_TUNED; i++) {
+			snprintf(tuned_vals[i], sizeof(tuned_vals[i]), "%ld",
+				 vals[i]);
+			vars[n_sets + i] =
+			    (struct render_var){names[i], tuned_vals[i]};
+		}
+		n_tuned = N_TUNED;
+	}
 	for (size_t i = 0; i < N_RUN_TIME; i++) {
 		snprintf(run_vals[i], sizeof(run_vals[i]), "{{%s}}",
 			 run_time[i]);
-		vars[n_sets + i] =
+		vars[n_sets + n_tuned + i] =
 		    (struct render_var){run_time[i], run_vals[i]};
 	}
-	if (!(out = render_all(text, vars, n_sets + N_RUN_TIME, base, &err)) ||
+	if (!(out = render_all(text, vars, n_sets + n_tuned + N_RUN_TIME, base,
+			       &err)) ||
 	    check_output(out_name, out, &err) < 0)
 		goto fail;
 	if (!out_dir) {

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "herd/bind.h"
+#include "herd/dstune.h"
 #include "herd/file.h"
 
 /* Device names and list entries quoted in errors are cut to this many
@@ -154,7 +155,7 @@ struct bind_platform *bind_platform_parse(const char *text, size_t len,
 {
 	struct bind_platform *p = NULL, *ret = NULL;
 	json_error_t jerr;
-	json_t *root = NULL, *gpus, *o;
+	json_t *root = NULL, *gpus, *o, *empty = NULL;
 	const char *key;
 	json_t *v;
 	size_t i;
@@ -172,14 +173,25 @@ struct bind_platform *bind_platform_parse(const char *text, size_t len,
 	}
 	json_object_foreach(root, key, v)
 	{
-		if (strcmp(key, "gpus")) {
+		/* "network" is the section `herd render --tune` reads
+		 * (herd/dstune.h), checked there. */
+		if (strcmp(key, "gpus") && strcmp(key, "network")) {
 			herd_errprintf(err,
-				       "%s: unknown key '%.*s' (expected gpus)",
+				       "%s: unknown key '%.*s' (expected gpus, "
+				       "network)",
 				       name, QUOTE_MAX, key);
 			goto out;
 		}
 	}
+	if (json_object_get(root, "network")) {
+		struct ds_platform_net net;
+
+		if (ds_platform_net_parse(text, len, name, &net, err) < 0)
+			goto out;
+	}
 	gpus = json_object_get(root, "gpus");
+	if (!gpus)
+		gpus = empty = json_array();
 	if (!json_is_array(gpus) || json_array_size(gpus) > TOPO_DEVICES_MAX) {
 		herd_errprintf(err,
 			       "%s: gpus: expected an array of at most %d "
@@ -211,6 +223,7 @@ struct bind_platform *bind_platform_parse(const char *text, size_t len,
 	p = NULL;
 out:
 	bind_platform_free(p);
+	json_decref(empty);
 	json_decref(root);
 	return ret;
 }

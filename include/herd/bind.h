@@ -53,7 +53,9 @@
  * bus_id is required ("03:00.0" means domain 0000); nic, port, netdev and
  * cpus are optional and replace, for ranks on that GPU, the discovered
  * NIC (with its port and netdev), port, netdev and CPU domain.  Other keys
- * are errors; GPUs not listed keep discovery.  A bus id, NIC, netdev or
+ * are errors; GPUs not listed keep discovery; "gpus" may be left out.  A
+ * top-level "network" section (the NICs' link rates and fabric) is what
+ * `herd render --tune` reads (herd/dstune.h); it is checked here too.  A bus id, NIC, netdev or
  * CPU the node does not have is an error naming the file and the entry.
  */
 #ifndef HERD_BIND_H

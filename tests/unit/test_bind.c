@@ -301,6 +301,27 @@ static void test_platform_parse_errors(void **state)
 			      "gpus[0]");
 	expect_platform_error("{\"gpus\": [], \"gpus\": []}",
 			      "duplicate object key");
+	/* The "network" section (herd render --tune) is checked here too. */
+	expect_platform_error("{\"network\": {\"nics\": [{\"name\": "
+			      "\"mlx5_0\", \"rate_gbps\": 0, \"fabric\": "
+			      "\"ib\"}]}}",
+			      "network.nics[0].rate_gbps: expected");
+}
+
+/* A file with only a network section binds nothing and is fine. */
+static void test_platform_network_only(void **state)
+{
+	struct herd_err err;
+	struct bind_platform *p =
+	    platform("{\"network\": {\"nics\": [{\"name\": \"mlx5_0\", "
+		     "\"rate_gbps\": 400, \"fabric\": \"ib\"}]}}",
+		     &err);
+
+	(void)state;
+	if (!p)
+		print_error("%s\n", err.text);
+	assert_non_null(p);
+	bind_platform_free(p);
 }
 
 /* Plans 2 ranks with platform text, which must fail with want. */
@@ -409,6 +430,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_default_slots),
+	    cmocka_unit_test(test_platform_network_only),
 	    cmocka_unit_test(test_slots_equal_gpus),
 	    cmocka_unit_test(test_more_ranks_than_gpus),
 	    cmocka_unit_test(test_fewer_ranks_than_gpus),
