@@ -508,6 +508,13 @@ int cmd_render(int argc, char **argv)
 			goto out;
 		}
 		tune_print(stderr, &tuned);
+		for (size_t i = 0; i < n_sets; i++)
+			for (size_t k = 0; k < N_TUNED; k++)
+				if (!strcmp(vars[i].name, names[k]))
+					fprintf(stderr,
+						"herd: tune: --set %s=%s wins "
+						"over the tuned value\n",
+						vars[i].name, vars[i].value);
 		vals[0] = tuned.tuned.reduce_bucket_size;
 		vals[1] = tuned.tuned.allgather_bucket_size;
 		vals[2] = tuned.tuned.prefetch_bucket_size;
