@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "resolve.h"
-#include "tune.h"
 #include "herd/bind.h"
 #include "herd/spec.h"
+#include "resolve.h"
+#include "tune.h"
 
 /* herd bench's stdout beyond this is not a probe table. */
 #define BENCH_OUTPUT_MAX (1024 * 1024)
@@ -104,8 +104,8 @@ static int try_platform(const char *path, bool optional,
  * The child dies with us (PR_SET_PDEATHSIG); its stderr is ours. */
 static char *run_bench(const char *job_path, struct herd_err *err)
 {
-	char *argv[] = {"bench",	  "--sizes", TUNE_BENCH_SIZES,
-			"--iters",	  TUNE_BENCH_ITERS, (char *)job_path,
+	char *argv[] = {"bench",   "--sizes",	     TUNE_BENCH_SIZES,
+			"--iters", TUNE_BENCH_ITERS, (char *)job_path,
 			NULL};
 	char *buf = NULL;
 	size_t len = 0;
@@ -283,7 +283,8 @@ void tune_print(FILE *f, const struct tune_result *r)
 			r->source, r->bench.nodes, r->bench.small_bytes,
 			r->bench.small_time_us, 2 * (r->bench.nodes - 1),
 			r->bench.hop_latency_us, r->bench.large_bytes,
-			r->bench.large_busbw_GBps, r->bench.bandwidth_Bps / 1e9);
+			r->bench.large_busbw_GBps,
+			r->bench.bandwidth_Bps / 1e9);
 	else
 		fprintf(f,
 			"herd: tune: from %s: %zu NIC%s (%s), %.0f Gb/s in "
@@ -291,8 +292,7 @@ void tune_print(FILE *f, const struct tune_result *r)
 			r->source, r->platform.n_nics,
 			r->platform.n_nics == 1 ? "" : "s", r->platform.fabric,
 			r->platform.rate_gbps_sum,
-			r->platform.rate_gbps_sum / 8,
-			r->platform.latency_us,
+			r->platform.rate_gbps_sum / 8, r->platform.latency_us,
 			r->platform.latency_given ? "latency_us"
 						  : "the fabric's default");
 	fprintf(f,

@@ -36,8 +36,8 @@
 #define TUNE_BENCH_ITERS "3"
 
 struct tune_result {
-	char source[512];	/* "platform file PATH" or "herd bench" */
-	bool measured;		/* from herd bench */
+	char source[512]; /* "platform file PATH" or "herd bench" */
+	bool measured;	  /* from herd bench */
 	struct ds_platform_net platform; /* when !measured */
 	struct ds_bench bench;		 /* when measured */
 	long nodes, slots;		 /* P = nodes x slots */

@@ -13,7 +13,7 @@
 #define QUOTE_MAX 64
 
 /* Bounds of a platform file's numbers. */
-#define RATE_GBPS_MAX 100000.0
+#define RATE_GBPS_MAX  100000.0
 #define LATENCY_US_MAX 100000.0
 
 static long clamp_l(double v, long lo, long hi)
@@ -44,8 +44,8 @@ void ds_tune_rule(const struct ds_net *in, struct ds_tuned *out)
 	    clamp_l((double)out->reduce_bucket_size * DS_PREFETCH_BUCKETS,
 		    DS_BUCKET_MIN, DS_BUCKET_MAX);
 	out->param_persistence_threshold =
-	    clamp_l((double)out->reduce_bucket_size / DS_TUNE_K,
-		    DS_PERSIST_MIN, DS_PERSIST_MAX);
+	    clamp_l((double)out->reduce_bucket_size / DS_TUNE_K, DS_PERSIST_MIN,
+		    DS_PERSIST_MAX);
 }
 
 static double fabric_latency(const char *fabric)
@@ -214,31 +214,30 @@ out:
 }
 
 /* One table row: "bytes time_us algbw busbw check". */
-static int bench_row(const char *line, size_t *bytes, double *t,
-		     double *busbw, char *check)
+static int bench_row(const char *line, size_t *bytes, double *t, double *busbw,
+		     char *check)
 {
 	unsigned long long b;
 	double alg;
 	int end = -1;
 
-	if (sscanf(line, " %llu %lf %lf %lf %7s%n", &b, t, &alg, busbw,
-		   check, &end) != 5 ||
+	if (sscanf(line, " %llu %lf %lf %lf %7s%n", &b, t, &alg, busbw, check,
+		   &end) != 5 ||
 	    end < 0)
 		return -1;
 	*bytes = (size_t)b;
 	return 0;
 }
 
-int ds_bench_parse(const char *text, struct ds_bench *out,
-		   struct herd_err *err)
+int ds_bench_parse(const char *text, struct ds_bench *out, struct herd_err *err)
 {
 	const char *p = text, *hit;
 	bool any = false;
 
 	memset(out, 0, sizeof(*out));
 	hit = strstr(text, "ring all-reduce over ");
-	if (!hit || sscanf(hit, "ring all-reduce over %d node", &out->nodes) !=
-			1)
+	if (!hit ||
+	    sscanf(hit, "ring all-reduce over %d node", &out->nodes) != 1)
 		return herd_errprintf(err, "herd bench printed no table");
 	if (out->nodes < 2)
 		return herd_errprintf(err,

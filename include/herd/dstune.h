@@ -35,19 +35,19 @@
 
 #include "herd/err.h"
 
-#define DS_TUNE_K 10.0
-#define DS_BUCKET_MIN 100000L	 /* elements: 200 KB in bf16 */
-#define DS_BUCKET_MAX 500000000L /* elements: DeepSpeed's default, 1 GB */
+#define DS_TUNE_K	    10.0
+#define DS_BUCKET_MIN	    100000L    /* elements: 200 KB in bf16 */
+#define DS_BUCKET_MAX	    500000000L /* elements: DeepSpeed's default, 1 GB */
 #define DS_PREFETCH_BUCKETS 2
-#define DS_PERSIST_MIN 10000L
-#define DS_PERSIST_MAX 1000000L
+#define DS_PERSIST_MIN	    10000L
+#define DS_PERSIST_MAX	    1000000L
 
 /* Hop latency assumed per fabric when a platform file gives none (µs):
  * ib and roce: NCCL's own tuning model counts about 14 µs per network
  * step of a ring with its Simple protocol (the one large buffers use);
  * ethernet (NCCL's socket transport, TCP through the kernel): 50 µs. */
-#define DS_LAT_IB_US 14.0
-#define DS_LAT_ROCE_US 14.0
+#define DS_LAT_IB_US	   14.0
+#define DS_LAT_ROCE_US	   14.0
 #define DS_LAT_ETHERNET_US 50.0
 
 /* A platform file's network section above this many NICs is refused. */
@@ -94,10 +94,10 @@ enum ds_fabric { DS_FABRIC_IB, DS_FABRIC_ROCE, DS_FABRIC_ETHERNET };
  * keys are errors. */
 struct ds_platform_net {
 	size_t n_nics;
-	double rate_gbps_sum;	 /* the node's bandwidth into the ring */
-	double latency_us;	 /* given or the fabric default */
+	double rate_gbps_sum; /* the node's bandwidth into the ring */
+	double latency_us;    /* given or the fabric default */
 	bool latency_given;
-	const char *fabric;	 /* "ib", "roce", "ethernet", "mixed" */
+	const char *fabric; /* "ib", "roce", "ethernet", "mixed" */
 };
 
 /* Parses text (len bytes; name for messages).  Returns 1 with out filled
@@ -109,13 +109,13 @@ int ds_platform_net_parse(const char *text, size_t len, const char *name,
 
 /* What `herd bench` printed. */
 struct ds_bench {
-	int nodes;		/* n of "ring all-reduce over n nodes" */
-	size_t small_bytes;	/* the smallest size's row */
+	int nodes;	    /* n of "ring all-reduce over n nodes" */
+	size_t small_bytes; /* the smallest size's row */
 	double small_time_us;
-	size_t large_bytes;	/* the largest size's row */
+	size_t large_bytes; /* the largest size's row */
 	double large_time_us;
 	double large_busbw_GBps;
-	double hop_latency_us;	/* small_time_us / (2 (n - 1)) */
+	double hop_latency_us; /* small_time_us / (2 (n - 1)) */
 	/* large_busbw_GBps * 1e9, with the latency taken out when the large
 	 * size's time is more than twice the small one's:
 	 * * large_time / (large_time - small_time) (the alpha-beta model

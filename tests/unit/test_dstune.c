@@ -147,7 +147,8 @@ static void test_platform(void **state)
 	assert_int_equal(net("{\"gpus\": []}", &n, &err), 0);
 	assert_int_equal(
 	    net("{\"network\": {\"nics\": ["
-		"{\"name\": \"mlx5_0\", \"rate_gbps\": 400, \"fabric\": \"ib\"},"
+		"{\"name\": \"mlx5_0\", \"rate_gbps\": 400, \"fabric\": "
+		"\"ib\"},"
 		"{\"name\": \"mlx5_1\", \"rate_gbps\": 400, \"fabric\": \"ib\"}"
 		"]}}",
 		&n, &err),
@@ -250,8 +251,8 @@ static void test_bench(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_table),    cmocka_unit_test(test_monotone),
-	    cmocka_unit_test(test_clamps),   cmocka_unit_test(test_platform),
+	    cmocka_unit_test(test_table),  cmocka_unit_test(test_monotone),
+	    cmocka_unit_test(test_clamps), cmocka_unit_test(test_platform),
 	    cmocka_unit_test(test_bench),
 	};
 
