@@ -501,9 +501,23 @@ int cmd_render(int argc, char **argv)
 		    "reduce_bucket_size", "allgather_bucket_size",
 		    "prefetch_bucket_size", "param_persistence_threshold"};
 		long vals[N_TUNED];
-		int rc = tune_job(tune_job_path, platform,
-				  elem_bytes(vars, n_sets), &tuned, &err);
+		int rc;
 
+		/* Before any network run: the template must take them. */
+		for (size_t i = 0; i < N_TUNED; i++) {
+			struct render_var v = {names[i], "0"};
+
+			if (check_sets_used(text, &v, 1, base, &err) < 0) {
+				cli_error("render: --tune: %s has no {{%s}}: "
+					  "--tune fills {{%s}}, {{%s}}, {{%s}} "
+					  "and {{%s}}, as ds_zero3 has them",
+					  base, names[i], names[0], names[1],
+					  names[2], names[3]);
+				goto out;
+			}
+		}
+		rc = tune_job(tune_job_path, platform, elem_bytes(vars, n_sets),
+			      &tuned, &err);
 		if (rc) {
 			cli_error("render: --tune: %s", err.text);
 			status = rc;

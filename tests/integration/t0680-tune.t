@@ -130,6 +130,9 @@ test_expect_success 'errors: no job, a bad or untrusted platform file, one node'
 	job one "$(cluster_node 1)" &&
 	test_expect_code 2 herd render ds_zero3 --tune one.yaml 2>err &&
 	grep "one.yaml has one node: nothing crosses the network to measure" err &&
+	test_expect_code 2 herd render sbatch --tune three.yaml 2>err &&
+	grep "^herd: render: --tune: sbatch.sh.tmpl has no {{reduce_bucket_size}}: --tune fills" err &&
+	test ! -e runs/three-bench &&
 	herd render --help | grep -e "--tune JOB.yaml"
 '
 
