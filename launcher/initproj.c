@@ -581,7 +581,7 @@ static int kind_derived(const struct initproj_value *v, const char *value,
 		snprintf(name, sizeof(name), "%s.args", v->name);
 		if (asprintf(&text,
 			     all_digits(value, 9) ? "--vocab-size %s"
-						  : "--sp-model '%s'",
+						  : "--tokenizer '%s'",
 			     value) < 0)
 			text = NULL;
 	} else {
@@ -801,11 +801,19 @@ static int write_at(int dfd, const char *dir, const char *name,
 
 /* Opens dir (made 0755 when missing) after checking it is a directory of
  * the caller's that nobody else can write to.  Returns the fd or -1. */
-static int open_dir(const char *dir, struct herd_err *err)
+static int open_dir(const char *given, struct herd_err *err)
 {
+	char dir[PATH_MAX];
 	struct stat st, fst;
+	size_t n;
 	int dfd;
 
+	/* "link/" would follow the link: the name without its slashes. */
+	if ((n = strlen(given)) >= sizeof(dir))
+		return herd_errprintf(err, "%s: path too long", given);
+	memcpy(dir, given, n + 1);
+	while (n > 1 && dir[n - 1] == '/')
+		dir[--n] = '\0';
 	if (lstat(dir, &st) < 0) {
 		if (errno != ENOENT || mkdir(dir, 0755) < 0 ||
 		    lstat(dir, &st) < 0)

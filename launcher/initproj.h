@@ -27,7 +27,7 @@
  *              nodes: entry for it ("slurm: true" or "hosts: \"...\"")
  *   tokenizer  a vocabulary size (digits) or a path; NAME.args is
  *              tokenize.py's argument for it (--vocab-size N or
- *              --sp-model 'PATH')
+ *              --tokenizer 'PATH')
  *
  * herd adds project_dir (the project's absolute path), herd (this herd's
  * path) and template (the template's name); {{checkpoint}},
