@@ -743,6 +743,16 @@ int initproj_render(struct initproj *p, const char *tdir,
 				goto out;
 			}
 		}
+		/* 0755 is for scripts and every script is 0755: a manifest
+		 * that disagrees with its file is a template's bug. */
+		if ((f->mode == 0755) != !strncmp(f->text, "#!", 2)) {
+			herd_errprintf(err,
+				       "%s: mode %04o, but %s with \"#!\"",
+				       path, (unsigned)f->mode,
+				       f->mode == 0755 ? "it does not start"
+						       : "it starts");
+			goto out;
+		}
 		if (template_check(f->to, f->text, err) < 0)
 			goto out;
 	}

@@ -40,7 +40,7 @@ static const char good_manifest[] =
     "\"mode\": \"0644\"},\n"
     "  {\"to\": \"run.sh\", \"from\": \"init/t/run.sh.tmpl\", "
     "\"mode\": \"0755\"},\n"
-    "  {\"to\": \"raw.py\", \"from\": \"init/t/raw.py\", \"mode\": \"0755\", "
+    "  {\"to\": \"raw.py\", \"from\": \"init/t/raw.py\", \"mode\": \"0644\", "
     "\"copy\": true}],\n"
     " \"values\": [\n"
     "  {\"name\": \"corpus\", \"kind\": \"path\", \"about\": \"text\"},\n"
@@ -322,6 +322,15 @@ static void test_render_bad_result(void **state)
 	    initproj_render(p, f->dir, sets, 2, f->proj, "/bin/herd", &err),
 	    -1);
 	assert_non_null(strstr(err.text, "job.yaml:"));
+	initproj_free(p);
+	put(d, "job.yaml.tmpl", "name: t\nlaunch: {command: x}\n");
+	put(d, "run.sh.tmpl", "cd /\n");
+	p = load(f);
+	assert_int_equal(
+	    initproj_render(p, f->dir, sets, 2, f->proj, "/bin/herd", &err),
+	    -1);
+	assert_non_null(
+	    strstr(err.text, "mode 0755, but it does not start with \"#!\""));
 	initproj_free(p);
 	put(d, "job.yaml.tmpl", "name: {{nope}}\n");
 	p = load(f);
