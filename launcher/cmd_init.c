@@ -152,7 +152,7 @@ int cmd_init(int argc, char **argv)
 	bool list = false, help = false, force = false;
 	size_t n_sets = 0;
 	struct herd_err err;
-	int status = EXIT_SPEC;
+	int status = EXIT_SPEC, rc;
 	ssize_t len;
 
 	herd_err_clear(&err);
@@ -250,17 +250,19 @@ int cmd_init(int argc, char **argv)
 		goto out;
 	}
 	if (project_path(dir, proj, sizeof(proj)) < 0) {
-		cli_error("init: %s: %s", dir, strerror(errno));
+		/* Its parent is missing: the same error as a failed mkdir. */
+		cli_error("init: cannot make %s: %s", dir, strerror(errno));
+		status = EXIT_RUNTIME;
 		goto out;
 	}
 	if (initproj_render(p, tdir, sets, n_sets, proj, self, &err) < 0) {
 		cli_error("init: %s", err.text);
 		goto out;
 	}
-	if (initproj_write(p, dir, force, &err) < 0) {
+	if ((rc = initproj_write(p, dir, force, &err)) < 0) {
 		cli_error("init: %s", err.text);
 		/* A refusal is about the user's input; a failed write not. */
-		status = strstr(err.text, "cannot ") ? EXIT_RUNTIME : EXIT_SPEC;
+		status = rc == -2 ? EXIT_RUNTIME : EXIT_SPEC;
 		goto out;
 	}
 	for (size_t i = 0; i < p->n_files; i++)

@@ -382,6 +382,10 @@ struct initproj *initproj_load(const char *tdir, const char *name,
 			}
 			p->derived[2 * k] = strdup(key);
 			p->derived[2 * k + 1] = strdup(json_string_value(e));
+			if (!p->derived[2 * k] || !p->derived[2 * k + 1]) {
+				herd_errprintf(err, "out of memory");
+				goto fail;
+			}
 		}
 	json_array_foreach(next, i, e)
 	{
@@ -390,7 +394,10 @@ struct initproj *initproj_load(const char *tdir, const char *name,
 				       mpath, i);
 			goto fail;
 		}
-		p->next[p->n_next++] = strdup(json_string_value(e));
+		if (!(p->next[p->n_next++] = strdup(json_string_value(e)))) {
+			herd_errprintf(err, "out of memory");
+			goto fail;
+		}
 	}
 	if (check_manifest(p, mpath, err) < 0)
 		goto fail;
@@ -826,9 +833,11 @@ static int open_dir(const char *given, struct herd_err *err)
 		dir[--n] = '\0';
 	if (lstat(dir, &st) < 0) {
 		if (errno != ENOENT || mkdir(dir, 0755) < 0 ||
-		    lstat(dir, &st) < 0)
-			return herd_errprintf(err, "cannot make %s: %s", dir,
-					      strerror(errno));
+		    lstat(dir, &st) < 0) {
+			herd_errprintf(err, "cannot make %s: %s", dir,
+				       strerror(errno));
+			return -2;
+		}
 	}
 	if (S_ISLNK(st.st_mode))
 		return herd_errprintf(err,
@@ -853,9 +862,10 @@ static int open_dir(const char *given, struct herd_err *err)
 				      (st.st_mode & 002) ? "others" : "its group",
 				      (unsigned)(st.st_mode & 07777), dir);
 	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) <
-	    0)
-		return herd_errprintf(err, "cannot open %s: %s", dir,
-				      strerror(errno));
+	    0) {
+		herd_errprintf(err, "cannot open %s: %s", dir, strerror(errno));
+		return -2;
+	}
 	if (fstat(dfd, &fst) < 0 || fst.st_dev != st.st_dev ||
 	    fst.st_ino != st.st_ino) {
 		close(dfd);
@@ -872,7 +882,7 @@ int initproj_write(struct initproj *p, const char *dir, bool force,
 	int dfd, rc = -1;
 
 	if ((dfd = open_dir(dir, err)) < 0)
-		return -1;
+		return dfd;
 	for (size_t i = 0; i < p->n_files; i++) {
 		struct stat st;
 
@@ -882,6 +892,7 @@ int initproj_write(struct initproj *p, const char *dir, bool force,
 				continue;
 			herd_errprintf(err, "%s/%s: %s", dir, p->files[i].to,
 				       strerror(errno));
+			rc = -2;
 			goto out;
 		}
 		if (S_ISDIR(st.st_mode)) {
@@ -904,10 +915,13 @@ int initproj_write(struct initproj *p, const char *dir, bool force,
 	}
 	for (size_t i = 0; i < p->n_files; i++)
 		if (write_at(dfd, dir, p->files[i].to, p->files[i].text,
-			     p->files[i].mode, err) < 0)
+			     p->files[i].mode, err) < 0) {
+			rc = -2;
 			goto out;
+		}
 	if (fsync(dfd) < 0) {
 		herd_errprintf(err, "cannot sync %s: %s", dir, strerror(errno));
+		rc = -2;
 		goto out;
 	}
 	rc = 0;

@@ -115,7 +115,8 @@ int initproj_render(struct initproj *p, const char *tdir,
  * exists already, nothing is written unless force (then each replaced
  * file has replaced set); the error names every one.  Each file is
  * written to a temporary name in dir and renamed over its name.  Returns
- * 0, or -1 with err. */
+ * 0; -1 with err when refused (the user's input), -2 with err when
+ * making dir or writing a file failed. */
 int initproj_write(struct initproj *p, const char *dir, bool force,
 		   struct herd_err *err);
 

@@ -17,7 +17,7 @@ done
 	error "prerequisite: /usr/bin/python3 cannot import torch.distributed"
 
 DATA=$HERD_TEST_DIR/data/init
-FILES="job.yaml train.py tokenize.py ds_zero3.json batch.sbatch srun-pmix.sbatch README.md"
+FILES="job.yaml train.py tokenize.py tokenize.yaml ds_zero3.json batch.sbatch srun-pmix.sbatch README.md"
 
 # mode FILE: its permission bits, octal.
 mode() {
@@ -59,7 +59,7 @@ test_expect_success 'pretrain: every file, its mode, absolute paths, a valid job
 	grep -x "  cd '\''$PWD/proj'\''" out &&
 	grep -x "  /usr/bin/python3 tokenize.py --corpus '\''$PWD/texts'\'' --out data --vocab-size 8000" out &&
 	test $(mode proj) = 755 &&
-	for f in job.yaml ds_zero3.json README.md; do
+	for f in job.yaml tokenize.yaml ds_zero3.json README.md; do
 		test $(mode proj/$f) = 644 || return 1
 	done &&
 	for f in train.py tokenize.py batch.sbatch srun-pmix.sbatch; do
@@ -68,6 +68,8 @@ test_expect_success 'pretrain: every file, its mode, absolute paths, a valid job
 	test_cmp "$HERD_ROOT/templates/init/common/train.py" proj/train.py &&
 	test_cmp "$HERD_ROOT/templates/init/common/tokenize.py" proj/tokenize.py &&
 	herd validate proj/job.yaml &&
+	herd validate proj/tokenize.yaml &&
+	grep "^    .*tokenize.py --corpus '\''$PWD/texts'\'' --out data --vocab-size 8000\$" proj/tokenize.yaml &&
 	herd validate --print proj/job.yaml >spec &&
 	grep "mode: torch" spec &&
 	grep "pattern: \"\\?step_\*" spec &&
@@ -129,7 +131,7 @@ test_expect_success 'existing files: refused without --force (all named, nothing
 	cp proj/job.yaml job.before &&
 	echo mine >proj/README.md &&
 	test_expect_code 2 herd init pretrain proj --set corpus=texts --set steps=7 2>err &&
-	grep "^herd: init: proj holds job.yaml, train.py, tokenize.py, ds_zero3.json, batch.sbatch, srun-pmix.sbatch, README.md already: nothing written; give --force to replace them" err &&
+	grep "^herd: init: proj holds job.yaml, train.py, tokenize.py, tokenize.yaml, ds_zero3.json, batch.sbatch, srun-pmix.sbatch, README.md already: nothing written; give --force to replace them" err &&
 	test_cmp job.before proj/job.yaml &&
 	test "$(cat proj/README.md)" = mine &&
 	herd init pretrain proj --set corpus=texts --set steps=7 --force >out &&
@@ -159,12 +161,12 @@ test_expect_success 'a DIR that is a symlink, not a directory, not yours or writ
 	mkdir open && chmod 777 open &&
 	test_expect_code 2 herd init pretrain open --set corpus=texts 2>err &&
 	grep "open is writable by others (mode 0777)" err &&
-	test -z "$(ls theirs open)" &&
+	test -z "$(ls -A theirs)" && test -z "$(ls -A open)" &&
 	mkdir -p ro/p && ln -s /nonexistent ro/p/job.yaml &&
 	herd init pretrain ro/p --set corpus=texts --force >out &&
 	test -f ro/p/job.yaml && ! test -L ro/p/job.yaml &&
 	test_expect_code 1 herd init pretrain no/such/dir --set corpus=texts 2>err &&
-	grep "cannot make no/such/dir" err
+	grep "^herd: init: cannot make no/such/dir: No such file or directory\$" err
 '
 
 test_expect_success 'cluster of 2 nodes with Slurm' '
