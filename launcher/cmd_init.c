@@ -84,8 +84,8 @@ static int list_templates(const char *tdir)
 
 static void template_help(const struct initproj *p)
 {
-	printf("herd init %s DIR: %s\n\nvalues (--set NAME=VALUE):\n",
-	       p->name, p->about);
+	printf("herd init %s DIR: %s\n\nvalues (--set NAME=VALUE):\n", p->name,
+	       p->about);
 	for (size_t i = 0; i < p->n_values; i++) {
 		const struct initproj_value *v = &p->values[i];
 
@@ -266,8 +266,9 @@ int cmd_init(int argc, char **argv)
 		goto out;
 	}
 	for (size_t i = 0; i < p->n_files; i++)
-		printf("%s %s/%s\n", p->files[i].replaced ? "replaced" : "wrote",
-		       proj, p->files[i].to);
+		printf("%s %s/%s\n",
+		       p->files[i].replaced ? "replaced" : "wrote", proj,
+		       p->files[i].to);
 	if (p->n_next) {
 		printf("\nnext steps:\n");
 		for (size_t i = 0; i < p->n_next; i++)

@@ -23,9 +23,8 @@ static const char *const run_time[] = {"checkpoint", "resume_args", "attempt"};
 /* herd's own values: project_dir, herd, template. */
 #define N_OWN 3
 
-static const char *const kinds[] = {"int",     "word", "choice",
-				    "path",    "program", "time",
-				    "hosts",   "tokenizer"};
+static const char *const kinds[] = {"int",     "word", "choice", "path",
+				    "program", "time", "hosts",	 "tokenizer"};
 
 static bool name_ok(const char *s)
 {
@@ -214,8 +213,8 @@ static int load_value(json_t *j, size_t i, struct initproj_value *v,
 		return herd_errprintf(err, "out of memory");
 	if (!choices)
 		return 0;
-	if (!(v->choices = calloc(json_array_size(choices) + 1,
-				  sizeof(*v->choices))))
+	if (!(v->choices =
+		  calloc(json_array_size(choices) + 1, sizeof(*v->choices))))
 		return herd_errprintf(err, "out of memory");
 	json_array_foreach(choices, k, c)
 	{
@@ -338,13 +337,13 @@ struct initproj *initproj_load(const char *tdir, const char *name,
 	}
 	if (!(p = calloc(1, sizeof(*p))) || !(p->name = strdup(name)) ||
 	    !(p->about = strdup(about)) ||
-	    !(p->files = calloc(json_array_size(files) + 1,
-				sizeof(*p->files))) ||
-	    !(p->values = calloc(json_array_size(values) + 1,
-				 sizeof(*p->values))) ||
-	    !(p->derived = calloc(2 * (derived ? json_object_size(derived)
-					       : 0) + 1,
-				  sizeof(*p->derived))) ||
+	    !(p->files =
+		  calloc(json_array_size(files) + 1, sizeof(*p->files))) ||
+	    !(p->values =
+		  calloc(json_array_size(values) + 1, sizeof(*p->values))) ||
+	    !(p->derived =
+		  calloc(2 * (derived ? json_object_size(derived) : 0) + 1,
+			 sizeof(*p->derived))) ||
 	    !(p->next = calloc((next ? json_array_size(next) : 0) + 1,
 			       sizeof(*p->next)))) {
 		herd_errprintf(err, "out of memory");
@@ -416,8 +415,8 @@ fail:
 static bool text_safe(const char *s)
 {
 	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f || strchr("'\"\\$`",
-								     *s))
+		if ((unsigned char)*s < 0x20 || *s == 0x7f ||
+		    strchr("'\"\\$`", *s))
 			return false;
 	return true;
 }
@@ -476,9 +475,9 @@ char *initproj_value_check(const char *kind, char *const *choices,
 		herd_errprintf(err, "'%s': expected a number", value);
 	} else if (!strcmp(kind, "word")) {
 		if (n && n <= 64 && value[0] != '-' && value[0] != '.' &&
-		    strspn(value, "abcdefghijklmnopqrstuvwxyz"
-				  "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
-			n)
+		    strspn(value,
+			   "abcdefghijklmnopqrstuvwxyz"
+			   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n)
 			return strdup(value);
 		herd_errprintf(err,
 			       "'%s': expected a word (letters, digits, "
@@ -535,9 +534,8 @@ char *initproj_value_check(const char *kind, char *const *choices,
 			return strdup(value);
 		if (n)
 			return absolute(value, cwd, err);
-		herd_errprintf(err,
-			       "is empty: expected a vocabulary size or a "
-			       ".model file");
+		herd_errprintf(err, "is empty: expected a vocabulary size or a "
+				    ".model file");
 	} else {
 		herd_errprintf(err, "unknown kind %s", kind);
 	}
@@ -659,8 +657,9 @@ int initproj_render(struct initproj *p, const char *tdir,
 				      p->name, missing,
 				      n_missing > 1 ? "each" : "it", p->name);
 	if (!getcwd(cwd, sizeof(cwd)))
-		return herd_errprintf(err, "cannot tell the current "
-					   "directory: %s",
+		return herd_errprintf(err,
+				      "cannot tell the current "
+				      "directory: %s",
 				      strerror(errno));
 	if (!text_safe(project_dir))
 		return herd_errprintf(err,
@@ -683,8 +682,8 @@ int initproj_render(struct initproj *p, const char *tdir,
 		/* Every bad value named at once, as missing ones are. */
 		if (!value) {
 			snprintf(bad + strlen(bad), sizeof(bad) - strlen(bad),
-				 "%s--set %s: %.200s", bad[0] ? "; " : "", v->name,
-				 e.text);
+				 "%s--set %s: %.200s", bad[0] ? "; " : "",
+				 v->name, e.text);
 			continue;
 		}
 		rc = var_add(vars, &n, v->name, value);
@@ -753,8 +752,7 @@ int initproj_render(struct initproj *p, const char *tdir,
 		/* 0755 is for scripts and every script is 0755: a manifest
 		 * that disagrees with its file is a template's bug. */
 		if ((f->mode == 0755) != !strncmp(f->text, "#!", 2)) {
-			herd_errprintf(err,
-				       "%s: mode %04o, but %s with \"#!\"",
+			herd_errprintf(err, "%s: mode %04o, but %s with \"#!\"",
 				       path, (unsigned)f->mode,
 				       f->mode == 0755 ? "it does not start"
 						       : "it starts");
@@ -785,9 +783,8 @@ static int write_at(int dfd, const char *dir, const char *name,
 	int fd;
 
 	snprintf(tmp, sizeof(tmp), ".%s.herd-init-%ld", name, (long)getpid());
-	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-				  O_CLOEXEC,
-		    0600);
+	fd = openat(dfd, tmp,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return herd_errprintf(err, "cannot write %s/%s: %s", dir, tmp,
 				      strerror(errno));
@@ -853,14 +850,14 @@ static int open_dir(const char *given, struct herd_err *err)
 				      "directories",
 				      dir, (long)st.st_uid);
 	if (st.st_mode & 022)
-		return herd_errprintf(err,
-				      "%s is writable by %s (mode %04o), who "
-				      "could replace the project's files; run "
-				      "chmod go-w '%s' or choose another "
-				      "directory",
-				      dir,
-				      (st.st_mode & 002) ? "others" : "its group",
-				      (unsigned)(st.st_mode & 07777), dir);
+		return herd_errprintf(
+		    err,
+		    "%s is writable by %s (mode %04o), who "
+		    "could replace the project's files; run "
+		    "chmod go-w '%s' or choose another "
+		    "directory",
+		    dir, (st.st_mode & 002) ? "others" : "its group",
+		    (unsigned)(st.st_mode & 07777), dir);
 	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) <
 	    0) {
 		herd_errprintf(err, "cannot open %s: %s", dir, strerror(errno));
@@ -887,7 +884,8 @@ int initproj_write(struct initproj *p, const char *dir, bool force,
 		struct stat st;
 
 		p->files[i].replaced = false;
-		if (fstatat(dfd, p->files[i].to, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (fstatat(dfd, p->files[i].to, &st, AT_SYMLINK_NOFOLLOW) <
+		    0) {
 			if (errno == ENOENT)
 				continue;
 			herd_errprintf(err, "%s/%s: %s", dir, p->files[i].to,

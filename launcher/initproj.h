@@ -58,12 +58,12 @@
 #define INITPROJ_VALUE_MAX 4096
 
 struct initproj_file {
-	char *to;	/* the project file's name */
-	char *from;	/* relative to the templates directory */
-	mode_t mode;	/* 0644 or 0755 */
-	bool copy;	/* copied as it is, not rendered */
-	char *text;	/* what initproj_render() made */
-	bool replaced;	/* initproj_write() replaced an existing file */
+	char *to;      /* the project file's name */
+	char *from;    /* relative to the templates directory */
+	mode_t mode;   /* 0644 or 0755 */
+	bool copy;     /* copied as it is, not rendered */
+	char *text;    /* what initproj_render() made */
+	bool replaced; /* initproj_write() replaced an existing file */
 };
 
 struct initproj_value {

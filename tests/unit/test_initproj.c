@@ -72,8 +72,9 @@ static int setup(void **state)
 	put(d, "job.yaml.tmpl",
 	    "name: t\nnodes:\n  {{hosts.yaml}}\nlaunch:\n  command: >-\n"
 	    "    run '{{corpus}}' {{args}} {{resume_args}}\n");
-	put(d, "run.sh.tmpl", "#!/bin/sh\ncd '{{project_dir}}' && exec "
-			      "'{{herd}}' run job.yaml # {{template}}\n");
+	put(d, "run.sh.tmpl",
+	    "#!/bin/sh\ncd '{{project_dir}}' && exec "
+	    "'{{herd}}' run job.yaml # {{template}}\n");
 	put(d, "raw.py", "print(f'{{not a placeholder}}')\n");
 	snprintf(f->proj, sizeof(f->proj), "%s/proj", f->dir);
 	*state = f;
@@ -99,8 +100,7 @@ static char *kind_check(const char *kind, const char *value)
 	return initproj_value_check(kind, choices, value, "/cwd", &err);
 }
 
-static void want_value(const char *kind, const char *value,
-			 const char *want)
+static void want_value(const char *kind, const char *value, const char *want)
 {
 	char *got = kind_check(kind, value);
 
@@ -208,17 +208,19 @@ static void test_bad_manifests(void **state)
 	struct herd_err err;
 
 	bad_manifest(f, "{", "manifest.json:");
-	bad_manifest(f, "{\"about\": \"x\", \"files\": [], \"values\": [], "
-			"\"extra\": 1}",
+	bad_manifest(f,
+		     "{\"about\": \"x\", \"files\": [], \"values\": [], "
+		     "\"extra\": 1}",
 		     "extra");
 	bad_manifest(f,
 		     "{\"about\": \"x\", \"files\": [{\"to\": \"a/b\", "
 		     "\"from\": \"x\", \"mode\": \"0644\"}], \"values\": []}",
 		     "not a plain file name");
-	bad_manifest(f,
-		     "{\"about\": \"x\", \"files\": [{\"to\": \"a\", "
-		     "\"from\": \"../x\", \"mode\": \"0644\"}], \"values\": []}",
-		     "expected a path under the templates directory");
+	bad_manifest(
+	    f,
+	    "{\"about\": \"x\", \"files\": [{\"to\": \"a\", "
+	    "\"from\": \"../x\", \"mode\": \"0644\"}], \"values\": []}",
+	    "expected a path under the templates directory");
 	bad_manifest(f,
 		     "{\"about\": \"x\", \"files\": [{\"to\": \"a\", "
 		     "\"from\": \"x\", \"mode\": \"0777\"}], \"values\": []}",
@@ -237,18 +239,21 @@ static void test_bad_manifests(void **state)
 		     "{\"name\": \"a\", \"kind\": \"int\", \"default\": \"x\", "
 		     "\"about\": \"\"}]}",
 		     "its default 'x': expected a number");
-	bad_manifest(f,
-		     "{\"about\": \"x\", \"files\": [], \"values\": ["
-		     "{\"name\": \"a\", \"kind\": \"choice\", \"about\": \"\"}]}",
-		     "a choice has choices");
-	bad_manifest(f,
-		     "{\"about\": \"x\", \"files\": [], \"values\": ["
-		     "{\"name\": \"herd\", \"kind\": \"int\", \"about\": \"\"}]}",
-		     "'herd' is herd's own value");
-	bad_manifest(f,
-		     "{\"about\": \"x\", \"files\": [], \"values\": ["
-		     "{\"name\": \"a\", \"kind\": \"float\", \"about\": \"\"}]}",
-		     "unknown kind 'float'");
+	bad_manifest(
+	    f,
+	    "{\"about\": \"x\", \"files\": [], \"values\": ["
+	    "{\"name\": \"a\", \"kind\": \"choice\", \"about\": \"\"}]}",
+	    "a choice has choices");
+	bad_manifest(
+	    f,
+	    "{\"about\": \"x\", \"files\": [], \"values\": ["
+	    "{\"name\": \"herd\", \"kind\": \"int\", \"about\": \"\"}]}",
+	    "'herd' is herd's own value");
+	bad_manifest(
+	    f,
+	    "{\"about\": \"x\", \"files\": [], \"values\": ["
+	    "{\"name\": \"a\", \"kind\": \"float\", \"about\": \"\"}]}",
+	    "unknown kind 'float'");
 	assert_null(initproj_load(f->dir, "nope", &err));
 	assert_non_null(strstr(err.text, "no template 'nope': herd init's "
 					 "templates are t"));
@@ -263,7 +268,8 @@ static void test_missing_and_unknown(void **state)
 	struct herd_err err;
 
 	assert_int_equal(
-	    initproj_render(p, f->dir, NULL, 0, f->proj, "/bin/herd", &err), -1);
+	    initproj_render(p, f->dir, NULL, 0, f->proj, "/bin/herd", &err),
+	    -1);
 	assert_string_equal(err.text,
 			    "the t template needs corpus, base: give --set "
 			    "NAME=VALUE for each (herd init t --help)");
@@ -283,23 +289,20 @@ static void test_render(void **state)
 	struct fixture *f = *state;
 	struct initproj *p = load(f);
 	/* The first of a name wins (herd init puts the last --set first). */
-	struct render_var sets[] = {{"corpus", "/t/c"},
-				    {"base", "/b"},
-				    {"steps", "7"},
-				    {"steps", "9"},
-				    {"hosts", "n[1-2]"},
-				    {"tok", "/m/tok.model"}};
+	struct render_var sets[] = {
+	    {"corpus", "/t/c"}, {"base", "/b"},	     {"steps", "7"},
+	    {"steps", "9"},	{"hosts", "n[1-2]"}, {"tok", "/m/tok.model"}};
 	struct herd_err err;
 
-	if (initproj_render(p, f->dir, sets, 6, f->proj, "/bin/herd", &err) <
-	    0)
+	if (initproj_render(p, f->dir, sets, 6, f->proj, "/bin/herd", &err) < 0)
 		fail_msg("%s", err.text);
 	assert_string_equal(p->files[0].text,
 			    "name: t\nnodes:\n  hosts: \"n[1-2]\"\nlaunch:\n"
 			    "  command: >-\n    run '/t/c' --steps 7 --ddp "
 			    "{{resume_args}}\n");
 	assert_non_null(strstr(p->files[1].text, "cd '"));
-	assert_non_null(strstr(p->files[1].text, "'/bin/herd' run job.yaml # t"));
+	assert_non_null(
+	    strstr(p->files[1].text, "'/bin/herd' run job.yaml # t"));
 	assert_string_equal(p->files[2].text,
 			    "print(f'{{not a placeholder}}')\n");
 	assert_int_equal(p->n_next, 2);
