@@ -23,8 +23,9 @@ static const char *const run_time[] = {"checkpoint", "resume_args", "attempt"};
 /* herd's own values: project_dir, herd, template. */
 #define N_OWN 3
 
-static const char *const kinds[] = {"int",     "word", "choice", "path",
-				    "program", "time", "hosts",	 "tokenizer"};
+static const char *const kinds[] = {"int",    "number", "word",
+				    "choice", "path",	"program",
+				    "time",   "hosts",	"tokenizer"};
 
 static bool name_ok(const char *s)
 {
@@ -428,6 +429,33 @@ static bool all_digits(const char *s, size_t max)
 	return n && n <= max && strspn(s, "0123456789") == n;
 }
 
+/* A number as JSON and Python both read it: digits, then an optional
+ * fraction and exponent (2e-5, 0.001, 10). */
+static bool number_ok(const char *s)
+{
+	size_t n = strspn(s, "0123456789");
+
+	if (!n || n > 32)
+		return false;
+	s += n;
+	if (*s == '.') {
+		n = strspn(++s, "0123456789");
+		if (!n || n > 32)
+			return false;
+		s += n;
+	}
+	if (*s == 'e' || *s == 'E') {
+		s++;
+		if (*s == '-' || *s == '+')
+			s++;
+		n = strspn(s, "0123456789");
+		if (!n || n > 3)
+			return false;
+		s += n;
+	}
+	return *s == '\0';
+}
+
 /* path made absolute with cwd ("./" prefixes dropped); malloc'd. */
 static char *absolute(const char *path, const char *cwd, struct herd_err *err)
 {
@@ -473,6 +501,13 @@ char *initproj_value_check(const char *kind, char *const *choices,
 		if (all_digits(value, 9))
 			return strdup(value);
 		herd_errprintf(err, "'%s': expected a number", value);
+	} else if (!strcmp(kind, "number")) {
+		if (number_ok(value))
+			return strdup(value);
+		herd_errprintf(err,
+			       "'%s': expected a number such as 3e-4 or "
+			       "0.001",
+			       value);
 	} else if (!strcmp(kind, "word")) {
 		if (n && n <= 64 && value[0] != '-' && value[0] != '.' &&
 		    strspn(value,

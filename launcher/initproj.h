@@ -17,6 +17,8 @@
  * and YAML text, so none may hold a control character or one of ' " \ $
  * and `):
  *   int        decimal digits, at most 9
+ *   number     digits, an optional fraction and exponent (3e-4, 0.001):
+ *              what JSON and Python both read
  *   word       letters, digits, '.', '_', '-', not starting with '-' or '.'
  *   choice     one of choices
  *   path       a file name, made absolute (relative to the current

@@ -74,9 +74,9 @@ test_expect_success 'pretrain: every file, its mode, absolute paths, a valid job
 	grep "mode: torch" spec &&
 	grep "pattern: \"\\?step_\*" spec &&
 	grep "complete_marker: \"\\?COMPLETE" spec &&
-	grep "^  command: .*train.py --data data --ckpt-dir ckpt --model-size tiny --steps 40 --ckpt-every 100 --parallel ddp --deepspeed ds_zero3.json {{resume_args}}" spec &&
+	grep "^  command: .*train.py --data data --ckpt-dir ckpt --model-size tiny --steps 40 --batch 8 --lr 3e-3 --ckpt-every 100 --parallel ddp --deepspeed ds_zero3.json {{resume_args}}" spec &&
 	! grep -- "--init-from" proj/job.yaml &&
-	jq -e ".zero_optimization.stage == 3" proj/ds_zero3.json &&
+	jq -e ".zero_optimization.stage == 3 and .train_micro_batch_size_per_gpu == 8 and .optimizer.params.lr == 0.003" proj/ds_zero3.json &&
 	bash -n proj/batch.sbatch &&
 	bash -n proj/srun-pmix.sbatch &&
 	grep "^exec srun --mpi=pmix" proj/srun-pmix.sbatch &&
@@ -184,7 +184,7 @@ test_expect_success 'herd sbatch --wait runs a generated project on the 2 nodes 
 		{ cat err "sb proj"/runs/initsb/slurm-*.out; false; } &&
 	id=$(cat out) &&
 	log="sb proj/runs/initsb/slurm-$id.out" &&
-	test $(grep -c "^\[[01]\] rank [01]/2 on .* args --data data --ckpt-dir ckpt --model-size tiny --steps 7 --ckpt-every 100 --parallel ddp --deepspeed ds_zero3.json\$" "$log") -eq 2 &&
+	test $(grep -c "^\[[01]\] rank [01]/2 on .* args --data data --ckpt-dir ckpt --model-size tiny --steps 7 --batch 8 --lr 3e-3 --ckpt-every 100 --parallel ddp --deepspeed ds_zero3.json\$" "$log") -eq 2 &&
 	sed -n "s/^\[[01]\] rank [01]\/2 on \([^ ]*\) .*/\1/p" "$log" | sort -u >nodes &&
 	test $(wc -l <nodes) -eq 2 &&
 	ev_all "sb proj/runs/initsb/latest/events.jsonl" job_end ".status == 0" &&

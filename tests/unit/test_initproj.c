@@ -122,6 +122,15 @@ static void test_kinds(void **state)
 	want_value("int", "-1", NULL);
 	want_value("int", "1234567890", NULL);
 	want_value("int", "", NULL);
+	want_value("number", "2e-5", "2e-5");
+	want_value("number", "0.001", "0.001");
+	want_value("number", "10", "10");
+	want_value("number", "1E+3", "1E+3");
+	want_value("number", ".1", NULL);
+	want_value("number", "1.", NULL);
+	want_value("number", "1e", NULL);
+	want_value("number", "-1", NULL);
+	want_value("number", "nan", NULL);
 	want_value("word", "job-1.a_b", "job-1.a_b");
 	want_value("word", "-x", NULL);
 	want_value("word", "a b", NULL);
