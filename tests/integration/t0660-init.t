@@ -110,8 +110,8 @@ test_expect_success 'every missing value named at once; nothing written' '
 
 test_expect_success 'an unknown --set is an error naming what the template takes' '
 	test_expect_code 2 herd init pretrain p2 --set corpus=texts \
-		--set step=5 --set lr=1 2>err &&
-	grep "^herd: init: --set step, lr: the pretrain template takes no such value; it takes corpus, tokenizer, model_size, steps," err &&
+		--set step=5 --set learning_rate=1 2>err &&
+	grep "^herd: init: --set step, learning_rate: the pretrain template takes no such value; it takes corpus, tokenizer, model_size, steps," err &&
 	test ! -e p2
 '
 
