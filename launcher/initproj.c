@@ -696,6 +696,12 @@ int initproj_render(struct initproj *p, const char *tdir,
 				      "cannot tell the current "
 				      "directory: %s",
 				      strerror(errno));
+	if (!text_safe(herd))
+		return herd_errprintf(err,
+				      "%s: herd's own path holds a control "
+				      "character or one of ' \" \\ $ `, which "
+				      "the batch script cannot name",
+				      herd);
 	if (!text_safe(project_dir))
 		return herd_errprintf(err,
 				      "%s: the project's path holds a control "
