@@ -23,9 +23,9 @@ static const char *const run_time[] = {"checkpoint", "resume_args", "attempt"};
 /* herd's own values: project_dir, herd, template. */
 #define N_OWN 3
 
-static const char *const kinds[] = {"int",    "number", "word",
-				    "choice", "path",	"program",
-				    "time",   "hosts",	"tokenizer"};
+static const char *const kinds[] = {"int",	 "number",  "word", "choice",
+				    "path",	 "program", "time", "hosts",
+				    "tokenizer", "args"};
 
 static bool name_ok(const char *s)
 {
@@ -507,6 +507,16 @@ char *initproj_value_check(const char *kind, char *const *choices,
 		herd_errprintf(err,
 			       "'%s': expected a number such as 3e-4 or "
 			       "0.001",
+			       value);
+	} else if (!strcmp(kind, "args")) {
+		/* Pasted as words: nothing the shell would read as more. */
+		if (strspn(value, "abcdefghijklmnopqrstuvwxyz"
+				  "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+				  " ._=,:/+-") == n)
+			return strdup(value);
+		herd_errprintf(err,
+			       "'%s': expected arguments made of letters, "
+			       "digits, spaces and . _ = , : / + -",
 			       value);
 	} else if (!strcmp(kind, "word")) {
 		if (n && n <= 64 && value[0] != '-' && value[0] != '.' &&

@@ -19,6 +19,9 @@
  *   int        decimal digits, at most 9
  *   number     digits, an optional fraction and exponent (3e-4, 0.001):
  *              what JSON and Python both read
+ *   args       words pasted as they are (extra arguments): letters,
+ *              digits, spaces and . _ = , : / + - only, so no shell
+ *              metacharacter; may be empty
  *   word       letters, digits, '.', '_', '-', not starting with '-' or '.'
  *   choice     one of choices
  *   path       a file name, made absolute (relative to the current

@@ -74,7 +74,7 @@ test_expect_success 'pretrain: every file, its mode, absolute paths, a valid job
 	grep "mode: torch" spec &&
 	grep "pattern: \"\\?step_\*" spec &&
 	grep "complete_marker: \"\\?COMPLETE" spec &&
-	grep "^  command: .*train.py --data data --ckpt-dir ckpt --model-size tiny --steps 40 --batch 8 --lr 3e-3 --ckpt-every 100 --parallel ddp --deepspeed ds_zero3.json {{resume_args}}" spec &&
+	grep "^  command: .*train.py --data data --ckpt-dir ckpt --model-size tiny --steps 40 --batch 8 --lr 3e-3 --ckpt-every 100 --parallel ddp --deepspeed ds_zero3.json  *{{resume_args}}" spec &&
 	! grep -- "--init-from" proj/job.yaml &&
 	jq -e ".zero_optimization.stage == 3 and .train_micro_batch_size_per_gpu == 8 and .optimizer.params.lr == 0.003" proj/ds_zero3.json &&
 	bash -n proj/batch.sbatch &&
@@ -124,6 +124,9 @@ test_expect_success 'bad values: each named; quotes and control characters refus
 	test_expect_code 2 herd init pretrain p2 --set "corpus=\$(touch INJ)" 2>err &&
 	test_expect_code 2 herd init pretrain p2 --set "corpus=a
 b" 2>err &&
+	test_expect_code 2 herd init pretrain p2 --set corpus=texts \
+		--set "extra_args=--seed 1; touch INJ" 2>err &&
+	grep "extra_args: .--seed 1; touch INJ.: expected arguments" err &&
 	test ! -e p2 && test ! -e INJ
 '
 
@@ -178,13 +181,13 @@ test_expect_success 'cluster of 2 nodes with Slurm' '
 # pytrain branch) is tested end to end by its own scripts.
 test_expect_success 'herd sbatch --wait runs a generated project on the 2 nodes of its allocation' '
 	herd init pretrain "sb proj" --set corpus=texts --set nodes=2 \
-		--set steps=7 --set name=initsb >out &&
+		--set steps=7 --set name=initsb --set "extra_args=--seq-len 16" >out &&
 	cp "$DATA/hello-train.py" "sb proj/train.py" &&
 	timeout 120 herd sbatch --wait "sb proj/job.yaml" >out 2>err ||
 		{ cat err "sb proj"/runs/initsb/slurm-*.out; false; } &&
 	id=$(cat out) &&
 	log="sb proj/runs/initsb/slurm-$id.out" &&
-	test $(grep -c "^\[[01]\] rank [01]/2 on .* args --data data --ckpt-dir ckpt --model-size tiny --steps 7 --batch 8 --lr 3e-3 --ckpt-every 100 --parallel ddp --deepspeed ds_zero3.json\$" "$log") -eq 2 &&
+	test $(grep -c "^\[[01]\] rank [01]/2 on .* args --data data --ckpt-dir ckpt --model-size tiny --steps 7 --batch 8 --lr 3e-3 --ckpt-every 100 --parallel ddp --deepspeed ds_zero3.json --seq-len 16\$" "$log") -eq 2 &&
 	sed -n "s/^\[[01]\] rank [01]\/2 on \([^ ]*\) .*/\1/p" "$log" | sort -u >nodes &&
 	test $(wc -l <nodes) -eq 2 &&
 	ev_all "sb proj/runs/initsb/latest/events.jsonl" job_end ".status == 0" &&

@@ -131,6 +131,13 @@ static void test_kinds(void **state)
 	want_value("number", "1e", NULL);
 	want_value("number", "-1", NULL);
 	want_value("number", "nan", NULL);
+	want_value("args", "--seq-len 256 --x=a,b:c/d+e",
+		   "--seq-len 256 --x=a,b:c/d+e");
+	want_value("args", "", "");
+	want_value("args", "--a; rm", NULL);
+	want_value("args", "--a *", NULL);
+	want_value("args", "a|b", NULL);
+	want_value("args", "a>b", NULL);
 	want_value("word", "job-1.a_b", "job-1.a_b");
 	want_value("word", "-x", NULL);
 	want_value("word", "a b", NULL);
