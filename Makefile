@@ -113,8 +113,8 @@ $(BUILD)/unit/test_ctl: tests/unit/test_ctl.c $(LAUNCHER_A) lib/libherd.a $(FLAG
 
 # The controller's metrics table (launcher/metrics.c) and the remote
 # commands of the node cache (launcher/nodecache.c) are tested from the
-# launcher's objects too.
-$(BUILD)/unit/test_ctl_metrics $(BUILD)/unit/test_nodecache $(BUILD)/unit/test_straggler: $(BUILD)/unit/%: tests/unit/%.c $(LAUNCHER_A) lib/libherd.a $(FLAGS_STAMP)
+# launcher's objects too; so are the project templates (launcher/initproj.c).
+$(BUILD)/unit/test_ctl_metrics $(BUILD)/unit/test_nodecache $(BUILD)/unit/test_straggler $(BUILD)/unit/test_initproj: $(BUILD)/unit/%: tests/unit/%.c $(LAUNCHER_A) lib/libherd.a $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Ilauncher $(ALL_LDFLAGS) -o $@ $< $(LAUNCHER_A) lib/libherd.a $(PKG_LIBS) -lcmocka
 

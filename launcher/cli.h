@@ -25,6 +25,7 @@ int cmd_stop(int argc, char **argv);
 int cmd_list_jobs(int argc, char **argv); /* herd list */
 int cmd_logs(int argc, char **argv);
 int cmd_nodes(int argc, char **argv); /* herd nodes (issue 14) */
+int cmd_init(int argc, char **argv);  /* herd init (issue 15) */
 
 struct spec;
 

@@ -11,11 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "cli.h"
 #include "herd/render.h"
-#include "herd/spec.h"
 #include "template.h"
 #include "tune.h"
 
@@ -297,35 +294,6 @@ static int check_sets_used(const char *text, struct render_var *vars,
 	return 0;
 }
 
-/* What comes out must check: JSON for .json, a herd job for .yaml. */
-static int check_output(const char *out_name, const char *text,
-			struct herd_err *err)
-{
-	if (ends_with(out_name, ".json")) {
-		json_error_t jerr;
-		json_t *j = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
-
-		if (!j)
-			return herd_errprintf(err,
-					      "%s:%d:%d: the rendered file is "
-					      "not JSON: %s (a value given "
-					      "with --set may need quotes)",
-					      out_name, jerr.line, jerr.column,
-					      jerr.text);
-		json_decref(j);
-		return 0;
-	}
-	if (ends_with(out_name, ".yaml") || ends_with(out_name, ".yml")) {
-		struct spec *spec =
-		    spec_parse(text, strlen(text), out_name, err);
-
-		if (!spec)
-			return -1;
-		spec_free(spec);
-	}
-	return 0;
-}
-
 /* Writes text to dir/name through a temporary file and a rename, mode
  * 0644 (0755 for a script starting with "#!"). */
 static int write_output(const char *dir, const char *name, const char *text,
@@ -551,7 +519,7 @@ int cmd_render(int argc, char **argv)
 	}
 	if (!(out = render_all(text, vars, n_sets + n_tuned + N_RUN_TIME, base,
 			       &err)) ||
-	    check_output(out_name, out, &err) < 0)
+	    template_check(out_name, out, &err) < 0)
 		goto fail;
 	if (!out_dir) {
 		if (fputs(out, stdout) < 0 || fflush(stdout) != 0) {

@@ -7,7 +7,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <jansson.h>
+
 #include "herd/file.h"
+#include "herd/spec.h"
 #include "template.h"
 
 int template_dir(const char *self, char *dir, size_t size, struct herd_err *err)
@@ -68,4 +71,37 @@ char *template_load(const char *self, const char *name, struct herd_err *err)
 		return NULL;
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	return template_read(path, err);
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+int template_check(const char *name, const char *text, struct herd_err *err)
+{
+	if (ends_with(name, ".json")) {
+		json_error_t jerr;
+		json_t *j = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+
+		if (!j)
+			return herd_errprintf(err,
+					      "%s:%d:%d: the rendered file is "
+					      "not JSON: %s (a value given "
+					      "with --set may need quotes)",
+					      name, jerr.line, jerr.column,
+					      jerr.text);
+		json_decref(j);
+		return 0;
+	}
+	if (ends_with(name, ".yaml") || ends_with(name, ".yml")) {
+		struct spec *spec = spec_parse(text, strlen(text), name, err);
+
+		if (!spec)
+			return -1;
+		spec_free(spec);
+	}
+	return 0;
 }

@@ -27,4 +27,9 @@ char *template_read(const char *path, struct herd_err *err);
  * Returns its malloc'd text, or NULL with err. */
 char *template_load(const char *self, const char *name, struct herd_err *err);
 
+/* Checks a rendered file by its name: a .json file must be JSON, a .yaml
+ * (.yml) file a valid herd job (spec_parse; errors as NAME:line:col).
+ * Other files pass.  Returns 0, or -1 with err. */
+int template_check(const char *name, const char *text, struct herd_err *err);
+
 #endif

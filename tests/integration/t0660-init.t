@@ -1,0 +1,221 @@
+#!/bin/sh
+
+test_description='herd init: finetune and pretrain projects from templates/init, values checked and named at once, no overwrite without --force, only into a directory of yours; the project under Slurm: herd sbatch --wait, sbatch batch.sbatch, and srun-pmix.sbatch (no herd) with a torch all_reduce across 2 nodes'
+
+. "$(dirname "$0")/test-lib.sh"
+. "$HERD_ROOT/tests/cluster/lib.sh"
+. "$HERD_TEST_DIR/data/run/lib.sh"
+
+require_root
+require_cmd jq stat bash ip nsenter unshare setsid flock ssh-keygen timeout \
+	sinfo scontrol sbatch srun
+for c in /usr/sbin/sshd /usr/sbin/slurmctld /usr/sbin/slurmd /usr/sbin/munged; do
+	[ -x $c ] || error "prerequisite $c is missing (run 'make deps')"
+done
+[ -x /usr/bin/python3 ] || error "prerequisite /usr/bin/python3 is missing"
+/usr/bin/python3 -c "import torch.distributed" 2>/dev/null ||
+	error "prerequisite: /usr/bin/python3 cannot import torch.distributed"
+
+DATA=$HERD_TEST_DIR/data/init
+FILES="job.yaml train.py tokenize.py tokenize.yaml ds_zero3.json batch.sbatch srun-pmix.sbatch README.md"
+
+# mode FILE: its permission bits, octal.
+mode() {
+	stat -c %a "$1"
+}
+
+test_expect_success '--help, --list and a template'\''s values' '
+	herd init --help >out &&
+	grep "^usage: herd init TEMPLATE DIR \[--set NAME=VALUE ...\] \[--force\]" out &&
+	herd --help | grep "herd init " &&
+	herd init --list >out &&
+	grep "^finetune   continue training a causal language model" out &&
+	grep "^pretrain   train a causal language model from scratch" out &&
+	test $(wc -l <out) -eq 2 &&
+	herd init finetune --help >out &&
+	grep "^  base  *the base checkpoint .*(required)$" out &&
+	grep "^  parallel  *data parallelism.*(default ddp)$" out &&
+	grep "^files: $FILES$" out &&
+	test_expect_code 2 herd init 2>err &&
+	grep "^usage: herd init" err &&
+	test_expect_code 2 herd init pretrain 2>err &&
+	grep "where should the project go" err &&
+	test_expect_code 2 herd init nope p 2>err &&
+	grep "^herd: init: no template .nope.: herd init.s templates are finetune, pretrain" err &&
+	test_expect_code 2 herd init pretrain a b 2>err &&
+	test_expect_code 2 herd init pretrain p --bogus 2>err &&
+	test ! -e p
+'
+
+test_expect_success 'pretrain: every file, its mode, absolute paths, a valid job, JSON, scripts bash reads' '
+	mkdir texts &&
+	herd init pretrain proj --set corpus=texts --set steps=40 \
+		--set hosts="node[01-03]" >out 2>err &&
+	test_must_be_empty err &&
+	for f in $FILES; do
+		grep -x "wrote $PWD/proj/$f" out || return 1
+	done &&
+	grep "^next steps:" out &&
+	grep -x "  cd '\''$PWD/proj'\''" out &&
+	grep -x "  /usr/bin/python3 tokenize.py --corpus '\''$PWD/texts'\'' --out data --vocab-size 8000" out &&
+	test $(mode proj) = 755 &&
+	for f in job.yaml tokenize.yaml ds_zero3.json README.md; do
+		test $(mode proj/$f) = 644 || return 1
+	done &&
+	for f in train.py tokenize.py batch.sbatch srun-pmix.sbatch; do
+		test $(mode proj/$f) = 755 || return 1
+	done &&
+	test_cmp "$HERD_ROOT/templates/init/common/train.py" proj/train.py &&
+	test_cmp "$HERD_ROOT/templates/init/common/tokenize.py" proj/tokenize.py &&
+	herd validate proj/job.yaml &&
+	herd validate proj/tokenize.yaml &&
+	grep "^    .*tokenize.py --corpus '\''$PWD/texts'\'' --out data --vocab-size 8000\$" proj/tokenize.yaml &&
+	herd validate --print proj/job.yaml >spec &&
+	grep "mode: torch" spec &&
+	grep "pattern: \"\\?step_\*" spec &&
+	grep "complete_marker: \"\\?COMPLETE" spec &&
+	grep "^  command: .*train.py --data data --ckpt-dir ckpt --model-size tiny --steps 40 --batch 8 --lr 3e-3 --ckpt-every 100 --parallel ddp --deepspeed ds_zero3.json  *{{resume_args}}" spec &&
+	! grep -- "--init-from" proj/job.yaml &&
+	jq -e ".zero_optimization.stage == 3 and .train_micro_batch_size_per_gpu == 8 and .optimizer.params.lr == 0.003" proj/ds_zero3.json &&
+	bash -n proj/batch.sbatch &&
+	bash -n proj/srun-pmix.sbatch &&
+	grep "^exec srun --mpi=pmix" proj/srun-pmix.sbatch &&
+	grep -x "#SBATCH --nodes=2" proj/srun-pmix.sbatch &&
+	grep "herd init pretrain" proj/README.md &&
+	! grep "{{" proj/README.md proj/batch.sbatch proj/srun-pmix.sbatch proj/ds_zero3.json &&
+	ls -a proj >got &&
+	printf "%s\n" . .. $FILES | sort >expect &&
+	sort got >got.sorted &&
+	test_cmp expect got.sorted
+'
+
+test_expect_success 'finetune: --init-from the base, the tokenizer model, slurm hosts' '
+	herd init finetune ft --set base=base/step_00000100 --set corpus=texts \
+		--set tokenizer=tok.model --set parallel=fsdp --set nodes=3 >out &&
+	herd validate ft/job.yaml &&
+	grep -- "--init-from '\''$PWD/base/step_00000100'\'' .* --parallel fsdp" ft/job.yaml &&
+	grep -- "--init-from '\''$PWD/base/step_00000100'\''" ft/srun-pmix.sbatch &&
+	grep "^  slurm: true$" ft/job.yaml &&
+	grep -x "#SBATCH --nodes=3" ft/batch.sbatch &&
+	grep -- "--tokenizer '\''$PWD/tok.model'\''" out
+'
+
+test_expect_success 'every missing value named at once; nothing written' '
+	test_expect_code 2 herd init finetune ft2 2>err &&
+	grep "^herd: init: the finetune template needs base, corpus, tokenizer: give --set NAME=VALUE for each" err &&
+	test_expect_code 2 herd init finetune ft2 --set corpus=texts 2>err &&
+	grep "needs base, tokenizer:" err &&
+	test ! -e ft2
+'
+
+test_expect_success 'an unknown --set is an error naming what the template takes' '
+	test_expect_code 2 herd init pretrain p2 --set corpus=texts \
+		--set step=5 --set learning_rate=1 2>err &&
+	grep "^herd: init: --set step, learning_rate: the pretrain template takes no such value; it takes corpus, tokenizer, model_size, steps," err &&
+	test ! -e p2
+'
+
+test_expect_success 'bad values: each named; quotes and control characters refused' '
+	test_expect_code 2 herd init pretrain p2 --set corpus=texts \
+		--set steps=10x --set parallel=zero --set hosts="n[1-" 2>err &&
+	grep "steps: .10x.: expected a number; --set parallel: .zero.: expected one of ddp, fsdp; --set hosts: .n\[1-.: expected slurm or a hostlist" err &&
+	test_expect_code 2 herd init pretrain p2 --set "corpus=a'\''b" 2>err &&
+	grep "holds a control character or one of" err &&
+	test_expect_code 2 herd init pretrain p2 --set "corpus=\$(touch INJ)" 2>err &&
+	test_expect_code 2 herd init pretrain p2 --set "corpus=a
+b" 2>err &&
+	test_expect_code 2 herd init pretrain p2 --set corpus=texts \
+		--set "extra_args=--seed 1; touch INJ" 2>err &&
+	grep "extra_args: .--seed 1; touch INJ.: expected arguments" err &&
+	test ! -e p2 && test ! -e INJ
+'
+
+test_expect_success 'existing files: refused without --force (all named, nothing written); --force replaces and names them' '
+	cp proj/job.yaml job.before &&
+	echo mine >proj/README.md &&
+	test_expect_code 2 herd init pretrain proj --set corpus=texts --set steps=7 2>err &&
+	grep "^herd: init: proj holds job.yaml, train.py, tokenize.py, tokenize.yaml, ds_zero3.json, batch.sbatch, srun-pmix.sbatch, README.md already: nothing written; give --force to replace them" err &&
+	test_cmp job.before proj/job.yaml &&
+	test "$(cat proj/README.md)" = mine &&
+	herd init pretrain proj --set corpus=texts --set steps=7 --force >out &&
+	grep -x "replaced $PWD/proj/README.md" out &&
+	grep -x "replaced $PWD/proj/job.yaml" out &&
+	grep -- "--steps 7 " proj/job.yaml &&
+	grep "herd init pretrain" proj/README.md &&
+	rm proj/README.md &&
+	herd init pretrain proj --set corpus=texts --force >out &&
+	grep -x "wrote $PWD/proj/README.md" out &&
+	! ls -a proj | grep "^\.[^.]"
+'
+
+test_expect_success 'a DIR that is a symlink, not a directory, not yours or writable by others is refused' '
+	mkdir real &&
+	ln -s real link &&
+	test_expect_code 2 herd init pretrain link --set corpus=texts 2>err &&
+	grep "^herd: init: link is a symbolic link" err &&
+	test_expect_code 2 herd init pretrain link/ --set corpus=texts 2>err &&
+	test -z "$(ls real)" &&
+	echo x >afile &&
+	test_expect_code 2 herd init pretrain afile --set corpus=texts 2>err &&
+	grep "afile is not a directory" err &&
+	mkdir theirs && chown nobody theirs &&
+	test_expect_code 2 herd init pretrain theirs --set corpus=texts 2>err &&
+	grep "^herd: init: theirs belongs to uid [0-9]*, not to you" err &&
+	mkdir open && chmod 777 open &&
+	test_expect_code 2 herd init pretrain open --set corpus=texts 2>err &&
+	grep "open is writable by others (mode 0777)" err &&
+	test -z "$(ls -A theirs)" && test -z "$(ls -A open)" &&
+	mkdir -p ro/p && ln -s /nonexistent ro/p/job.yaml &&
+	herd init pretrain ro/p --set corpus=texts --force >out &&
+	test -f ro/p/job.yaml && ! test -L ro/p/job.yaml &&
+	test_expect_code 1 herd init pretrain no/such/dir --set corpus=texts 2>err &&
+	grep "^herd: init: cannot make no/such/dir: No such file or directory\$" err
+'
+
+test_expect_success 'cluster of 2 nodes with Slurm' '
+	cluster_up 2 &&
+	slurm_up
+'
+
+# The project's train.py is replaced by a stand-in: the real one (the
+# pytrain branch) is tested end to end by its own scripts.
+test_expect_success 'herd sbatch --wait runs a generated project on the 2 nodes of its allocation' '
+	herd init pretrain "sb proj" --set corpus=texts --set nodes=2 \
+		--set steps=7 --set name=initsb --set "extra_args=--seq-len 16" >out &&
+	cp "$DATA/hello-train.py" "sb proj/train.py" &&
+	timeout 120 herd sbatch --wait "sb proj/job.yaml" >out 2>err ||
+		{ cat err "sb proj"/runs/initsb/slurm-*.out; false; } &&
+	id=$(cat out) &&
+	log="sb proj/runs/initsb/slurm-$id.out" &&
+	test $(grep -c "^\[[01]\] rank [01]/2 on .* args --data data --ckpt-dir ckpt --model-size tiny --steps 7 --batch 8 --lr 3e-3 --ckpt-every 100 --parallel ddp --deepspeed ds_zero3.json --seq-len 16\$" "$log") -eq 2 &&
+	sed -n "s/^\[[01]\] rank [01]\/2 on \([^ ]*\) .*/\1/p" "$log" | sort -u >nodes &&
+	test $(wc -l <nodes) -eq 2 &&
+	ev_all "sb proj/runs/initsb/latest/events.jsonl" job_end ".status == 0" &&
+	ev_all "sb proj/runs/initsb/latest/events.jsonl" attempt_start ".world_size == 2"
+'
+
+test_expect_success 'sbatch batch.sbatch runs the same project through herd run' '
+	timeout 120 sbatch --wait --parsable "sb proj/batch.sbatch" >out &&
+	id=$(cat out) &&
+	log="sb proj/slurm-initsb-$id.out" &&
+	test $(grep -c "^\[[01]\] rank [01]/2 on .* args --data data " "$log") -eq 2
+'
+
+test_expect_success 'srun-pmix.sbatch (no herd): torch rendezvous from Slurm, gloo all_reduce across 2 nodes, HERD_RESUME_FROM the newest complete checkpoint' '
+	herd init pretrain pmix --set corpus=texts --set nodes=2 \
+		--set name=initpmix >out &&
+	cp "$DATA/allreduce.py" pmix/train.py &&
+	mkdir -p pmix/ckpt/step_00000010 pmix/ckpt/step_00000020 pmix/ckpt/step_00000030 &&
+	touch pmix/ckpt/step_00000010/COMPLETE pmix/ckpt/step_00000020/COMPLETE &&
+	timeout 120 sbatch --wait --parsable pmix/srun-pmix.sbatch >out ||
+		{ cat pmix/slurm-*.out; false; } &&
+	id=$(cat out) &&
+	log=pmix/slurm-initpmix-$id.out &&
+	cat "$log" &&
+	grep -x "rank 0/2 local 0 on [^ ]* resume .$PWD/pmix/ckpt/step_00000020. sum 3" "$log" &&
+	grep -x "rank 1/2 local 0 on [^ ]* resume .$PWD/pmix/ckpt/step_00000020. sum 3" "$log" &&
+	sed -n "s/^rank [01]\/2 local 0 on \([^ ]*\) .*/\1/p" "$log" | sort -u >nodes &&
+	test $(wc -l <nodes) -eq 2
+'
+
+test_done
