@@ -4,8 +4,9 @@ Debian's python3-sentencepiece).
 
     tokenize.py --corpus PATH... --out DIR (--vocab-size N | --tokenizer M)
 
---corpus takes files and directories (searched recursively; files that
-are not UTF-8 text are read with replacement characters).  The files are
+--corpus takes files, directories (searched recursively) and glob
+patterns ('/usr/lib/python3.11/*.py', quoted: expanded here, on the
+node); bytes that are not UTF-8 are read as replacement characters.  The files are
 sorted by path: file i becomes DIR/shard_NNNNN.bin (i, 5 digits), its
 tokens one after another as little-endian uint16 when the vocabulary has
 at most 65535 pieces, else uint32; every line of text is encoded and
@@ -52,6 +53,7 @@ else:
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
 import argparse  # noqa: E402
+import glob  # noqa: E402
 import json  # noqa: E402
 import multiprocessing  # noqa: E402
 import shutil  # noqa: E402
@@ -65,7 +67,7 @@ def parse(argv=None):
         description="Encode text files into token shards for train.py "
         "(SentencePiece).")
     p.add_argument("--corpus", nargs="+", required=True, metavar="PATH",
-                   help="text files or directories")
+                   help="text files, directories or glob patterns")
     p.add_argument("--out", required=True, metavar="DIR")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--vocab-size", type=int, metavar="N",
@@ -96,6 +98,8 @@ def corpus_files(paths):
                           if not n.startswith(".")]
         elif os.path.isfile(p):
             files.append(p)
+        elif glob.has_magic(p) and glob.glob(p):
+            files += [f for f in glob.glob(p) if os.path.isfile(f)]
         else:
             raise SystemExit(f"tokenize.py: {p}: no such file or directory")
     files = sorted(set(os.path.abspath(f) for f in files))

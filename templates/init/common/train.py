@@ -139,8 +139,6 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(width)
         self.fc = nn.Linear(width, 4 * width)
         self.out = nn.Linear(4 * width, width)
-        mask = torch.ones(seq_len, seq_len, dtype=torch.bool).tril()
-        self.register_buffer("mask", mask, persistent=False)
 
     def attention(self, x):
         b, t, c = x.shape
@@ -148,7 +146,9 @@ class Block(nn.Module):
         shape = (b, t, self.heads, c // self.heads)
         q, k, v = (z.view(shape).transpose(1, 2) for z in (q, k, v))
         att = (q @ k.transpose(-2, -1)) / math.sqrt(c // self.heads)
-        att = att.masked_fill(~self.mask[:t, :t], float("-inf"))
+        # Not a buffer: DDP broadcasts buffers, and gloo has no bool.
+        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+        att = att.masked_fill(~mask, float("-inf"))
         y = att.softmax(dim=-1) @ v
         return self.proj(y.transpose(1, 2).reshape(b, t, c))
 
