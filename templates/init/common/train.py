@@ -353,6 +353,7 @@ def import_fsdp():
     def patched(cls=None, **kw):
         def wrap(c):
             if c.__module__.startswith("torch.distributed._shard") and \
+                    "__hash__" not in c.__dict__ and \
                     "unsafe_hash" not in kw and not kw.get("frozen"):
                 return orig(c, unsafe_hash=True, **kw)
             return orig(c, **kw)
@@ -417,7 +418,7 @@ class Parallel:
     def load_optimizer(self, state):
         if self.kind == "fsdp" and self.zero is None and self.world > 1:
             state = self.fsdp.FullyShardedDataParallel.shard_full_optim_state_dict(
-                state, self.wrapped)
+                state, self.wrapped, optim=self.opt)
         self.opt.load_state_dict(state)
 
     def state(self, rank):
