@@ -479,13 +479,13 @@ def main(argv=None):
                              f"complete checkpoint there")
         base = load_state(src)
         config = dict(base["config"])
-        if config["seq_len"] < args.seq_len:
-            raise SystemExit(f"train.py: --seq-len {args.seq_len} exceeds "
-                             f"the base model's {config['seq_len']}")
     else:
         layers, heads, width = SIZES[args.model_size]
         config = {"vocab": data.vocab, "layers": layers, "heads": heads,
                   "width": width, "seq_len": args.seq_len}
+    if config["seq_len"] < args.seq_len:
+        raise SystemExit(f"train.py: --seq-len {args.seq_len} exceeds the "
+                         f"checkpoint's model ({config['seq_len']})")
     if config["vocab"] != data.vocab:
         raise SystemExit(f"train.py: the data's vocabulary has {data.vocab}"
                          f" tokens, the model's {config['vocab']}: tokenize "
@@ -529,7 +529,15 @@ def main(argv=None):
     if ds is None:
         par = Parallel(args, model, device, world)
         if resume:
-            par.load_optimizer(state["optimizer"])
+            try:
+                par.load_optimizer(state["optimizer"])
+            except (ValueError, KeyError, RuntimeError) as e:
+                # Saved with another --parallel: the weights are there,
+                # the optimizer's moments start again.
+                if rank == 0:
+                    print(f"train.py: {resume}: optimizer state not loaded"
+                          f" ({type(e).__name__}: {e}); a new optimizer",
+                          flush=True)
             torch.set_rng_state(state["rng"]["cpu"])
         opt = par.opt
     else:
