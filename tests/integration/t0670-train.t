@@ -164,6 +164,7 @@ test_expect_success 'the checkpoints: step_NNNNNNNN with state.pt, config.json a
 		test -s "$P/ckpt-pre/step_00000200/$f" || return 1
 	done &&
 	test "$(cat "$P/ckpt-pre/step_00000200/COMPLETE")" = 200 &&
+	test -z "$(find "$P/ckpt-pre" -mindepth 1 -maxdepth 1 -name ".*")" &&
 	jq -e ".step == 200 and .model.vocab == 512 and .model.layers == 2 and .world_size == 2" \
 		"$P/ckpt-pre/step_00000200/config.json"
 '
