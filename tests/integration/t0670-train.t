@@ -1,6 +1,6 @@
 #!/bin/sh
 
-test_description='the project'"'"'s Python end to end on 3 nodes of the test cluster (real PyTorch, gloo on CPU): tokenize.py trains a SentencePiece model on the Python standard library'"'"'s sources and writes token shards in parallel over the ranks (idempotent: a second run skips); train.py pretrains a tiny GPT, a node is killed in the middle and the job resumes from the newest complete checkpoint on the 2 left; fine-tuning with --init-from on the licenses starts clearly below a from-scratch run'
+test_description='the project'"'"'s Python end to end on 3 nodes of the test cluster (real PyTorch, gloo on CPU): tokenize.py trains a SentencePiece model on the Python standard library'"'"'s sources and writes token shards in parallel over the ranks (idempotent: a second run skips); train.py pretrains a tiny GPT, a node is killed in the middle and the job resumes from the newest complete checkpoint on the 2 left; fine-tuning with --init-from on the licenses starts clearly below a from-scratch run (--parallel fsdp: on CPU the sharded-optimizer fallback)'
 
 . "$(dirname "$0")/test-lib.sh"
 . "$HERD_ROOT/tests/cluster/lib.sh"
@@ -45,7 +45,8 @@ job() {
 # scripts and the job files tokenize (the Python sources), pretrain,
 # tokenize-ft (the licenses, with the pretrained tokenizer), finetune
 # (--init-from the pretraining checkpoints) and scratch (the same data,
-# from random weights).
+# from random weights; --parallel fsdp, which is DDP with the optimizer
+# state sharded on CPU).
 make_project() {
 	mkdir -p "$1" &&
 	cp "$COMMON/train.py" "$COMMON/tokenize.py" "$1/" &&
@@ -62,7 +63,8 @@ make_project() {
 		--init-from "$1/ckpt-pre" --steps 20 --ckpt-dir "$1/ckpt-ft" \
 		--batch 4 --seq-len 64 --lr 1e-3 --log-every 5 &&
 	job "$1" scratch 3 "" -- $PY train.py --data "$1/data-ft" \
-		--steps 20 --batch 4 --seq-len 64 --lr 1e-3 --log-every 5
+		--steps 20 --batch 4 --seq-len 64 --lr 1e-3 --log-every 5 \
+		--parallel fsdp
 }
 
 rank0() { echo "runs/$1/latest/attempt-$2/rank-0.log"; }
@@ -186,6 +188,9 @@ test_expect_success 'fine-tuning --init-from the pretrained checkpoint: its firs
 	herd run "$P/finetune.yaml" >out.ft 2>err.ft &&
 	herd run "$P/scratch.yaml" >out.sc 2>err.sc &&
 	grep -x "rank 0: fine-tuning from $P/ckpt-pre (2 layers, width 64)" $(rank0 finetune 1) &&
+	grep -x "train.py: FSDP in this PyTorch needs CUDA; on CPU DDP with ZeroRedundancyOptimizer (optimizer state sharded over the ranks)" \
+		$(rank0 scratch 1) &&
+	grep "^step 20/20 loss" $(rank0 scratch 1) &&
 	ft=$(loss finetune 1 first) && sc=$(loss scratch 1 first) &&
 	echo "first loss: fine-tuning $ft, from scratch $sc" &&
 	grep "^step 1/20 loss $ft" $(rank0 finetune 1) &&
