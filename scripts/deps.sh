@@ -12,7 +12,7 @@ hwloc-nox perl sharness iproute2 util-linux procps psmisc jq passwd gdb
 openssh-client openssh-server
 slurm-wlm slurmctld slurmd slurm-client munge
 openmpi-bin libopenmpi-dev pdsh
-python3 python3-torch
+python3 python3-torch python3-sentencepiece
 libmicrohttpd-dev prometheus chromium fonts-dejavu-core
 "
 

@@ -1,8 +1,646 @@
 #!/usr/bin/python3
-# PLACEHOLDER of the init branch, replaced at merge by the pytrain
-# helper's train.py (issue 15).  `herd init` copies this file as it is;
-# the tests replace it in the generated project with their own script.
+"""train.py: a small GPT trained on token shards, data-parallel (DDP or
+FSDP), for projects made by `herd init` (pretrain from scratch, or
+fine-tune from a base checkpoint with --init-from).
+
+Pure PyTorch (Debian's python3-torch).  Started once per rank with the
+torchrun-style variables herd sets (RANK, WORLD_SIZE, LOCAL_RANK,
+MASTER_ADDR, MASTER_PORT); without them it trains alone (one process).
+gloo on CPU, NCCL on GPUs (the GPU is LOCAL_RANK among the visible ones).
+
+Data: the directory tokenize.py wrote (index.json and shard_NNNNN.bin);
+each step every rank reads --batch random windows of --seq-len + 1
+tokens, drawn from a generator seeded by (seed, step, rank): a resumed
+run sees the batches it would have seen, and no two ranks share one.
+
+Checkpoints: CKPT_DIR/step_NNNNNNNN/ (the step, 8 digits) holding
+state.pt (model, optimizer, step, RNG states, the model's config and the
+arguments), config.json (the same config, readable) and COMPLETE, written
+last; the directory is written under a temporary name and renamed into
+place, so a step_* directory either is whole or does not exist.  With
+FSDP the full (unsharded) state is gathered on rank 0, which writes it:
+the model's weights load into any world size and into DDP or FSDP alike
+(the optimizer's state when resumed with the same --parallel).
+
+Resume: from $HERD_RESUME_FROM when set and non-empty (herd sets it to
+the newest complete checkpoint), else from --resume.  --init-from PATH
+loads only the model's weights (a step_* directory, or a checkpoint
+directory whose newest complete step_* is taken): fine-tuning starts at
+step 0 with a new optimizer.  A resume wins over --init-from (a
+fine-tuning run that restarts continues itself).
+
+Metrics: every step one JSON line {"step", "loss", "tokens",
+"step_time"} is appended to $HERD_METRICS and $HERD_PROGRESS_FILE is
+touched (both only when herd sets them); rank 0 prints
+"step N/M loss X tokens/s Y" every --log-every steps.
+
+DeepSpeed: with --deepspeed CONFIG and the `deepspeed` module importable,
+the model is trained by a DeepSpeed engine with that config (the ZeRO-3
+JSON herd renders); its checkpoints are DeepSpeed's own, inside the same
+step_NNNNNNNN/ + COMPLETE layout.  DeepSpeed is not packaged in Debian:
+that path is not tested by herd's test suite.  Without the module, the
+config is ignored with a note and --parallel is used.
+"""
+import os
 import sys
 
-sys.exit("train.py: placeholder of the init branch; the real one comes "
-         "from the pytrain branch")
+# tokenize.py beside this file bears the standard library's tokenize
+# module's name (linecache imports it, torch's import uses linecache):
+# this directory must not come first on the path.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import shutil  # noqa: E402
+import socket  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+SIZES = {
+    # name: (layers, heads, embedding width)
+    "tiny": (2, 2, 64),
+    "small": (4, 4, 256),
+    "base": (12, 12, 768),
+}
+
+
+def parse(argv=None):
+    p = argparse.ArgumentParser(
+        description="Train a small GPT on token shards (DDP/FSDP; "
+        "checkpoints CKPT_DIR/step_NNNNNNNN with COMPLETE; resumes from "
+        "$HERD_RESUME_FROM).")
+    p.add_argument("--data", required=True,
+                   help="directory of token shards (tokenize.py --out)")
+    p.add_argument("--steps", type=int, default=1000,
+                   help="train until this step (default 1000)")
+    p.add_argument("--ckpt-dir", default="",
+                   help="write checkpoints here (default: none)")
+    p.add_argument("--ckpt-every", type=int, default=100,
+                   help="checkpoint every N steps and at the end")
+    p.add_argument("--keep", type=int, default=3,
+                   help="complete checkpoints to keep (0: all)")
+    p.add_argument("--parallel", choices=("ddp", "fsdp"), default="ddp",
+                   help="DistributedDataParallel, or FullyShardedDataParallel"
+                   " (ZeRO-3's equivalent; needs CUDA in PyTorch 1.13: on "
+                   "CPU, DDP with the optimizer state sharded)")
+    p.add_argument("--model-size", choices=sorted(SIZES), default="tiny")
+    p.add_argument("--batch", type=int, default=8,
+                   help="sequences per rank per step")
+    p.add_argument("--seq-len", type=int, default=64)
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--warmup", type=int, default=-1,
+                   help="warm-up steps (default: a tenth of --steps, at "
+                   "most 100)")
+    p.add_argument("--weight-decay", type=float, default=0.1)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--init-from", default="",
+                   help="fine-tune: the base model's weights from this "
+                   "checkpoint (step_* directory or checkpoint directory)")
+    p.add_argument("--resume", default="",
+                   help="resume from this checkpoint when $HERD_RESUME_FROM"
+                   " is not set")
+    p.add_argument("--precision", choices=("auto", "fp32", "bf16"),
+                   default="auto",
+                   help="auto: bf16 autocast on GPUs that support it, "
+                   "else fp32")
+    p.add_argument("--deepspeed", default="", metavar="CONFIG",
+                   help="train with DeepSpeed and this JSON config when the "
+                   "deepspeed module is importable")
+    p.add_argument("--log-every", type=int, default=10)
+    p.add_argument("--step-sleep", type=float, default=0.0,
+                   help=argparse.SUPPRESS)  # tests: slow the loop down
+    a = p.parse_args(argv)
+    if a.steps < 0 or a.ckpt_every < 1 or a.batch < 1 or a.seq_len < 1 \
+            or a.log_every < 1 or a.keep < 0:
+        p.error("--steps must be >= 0; --ckpt-every, --batch, --seq-len, "
+                "--log-every >= 1; --keep >= 0")
+    if a.warmup < 0:
+        a.warmup = min(100, a.steps // 10)
+    return a
+
+
+# ---- the model --------------------------------------------------------------
+
+class Block(nn.Module):
+    def __init__(self, width, heads, seq_len):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.ln2 = nn.LayerNorm(width)
+        self.fc = nn.Linear(width, 4 * width)
+        self.out = nn.Linear(4 * width, width)
+
+    def attention(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(x).split(c, dim=2)
+        shape = (b, t, self.heads, c // self.heads)
+        q, k, v = (z.view(shape).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(c // self.heads)
+        # Not a buffer: DDP broadcasts buffers, and gloo has no bool.
+        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+        att = att.masked_fill(~mask, float("-inf"))
+        y = att.softmax(dim=-1) @ v
+        return self.proj(y.transpose(1, 2).reshape(b, t, c))
+
+    def forward(self, x):
+        x = x + self.attention(self.ln1(x))
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
+class GPT(nn.Module):
+    """Token and position embeddings, pre-norm transformer blocks with
+    causal self-attention, a final layer norm and a head tied to the token
+    embedding."""
+
+    def __init__(self, vocab, layers, heads, width, seq_len):
+        super().__init__()
+        self.config = {"vocab": vocab, "layers": layers, "heads": heads,
+                       "width": width, "seq_len": seq_len}
+        self.tok = nn.Embedding(vocab, width)
+        self.pos = nn.Embedding(seq_len, width)
+        self.blocks = nn.ModuleList(
+            Block(width, heads, seq_len) for _ in range(layers))
+        self.ln = nn.LayerNorm(width)
+        self.head = nn.Linear(width, vocab, bias=False)
+        self.head.weight = self.tok.weight
+        for m in self.modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(m.weight, std=0.02)
+            if isinstance(m, nn.Linear) and m.bias is not None:
+                nn.init.zeros_(m.bias)
+
+    def forward(self, idx, targets):
+        t = idx.shape[1]
+        pos = torch.arange(t, device=idx.device)
+        x = self.tok(idx) + self.pos(pos)
+        for blk in self.blocks:
+            x = blk(x)
+        logits = self.head(self.ln(x))
+        return F.cross_entropy(logits.float().view(-1, logits.shape[-1]),
+                               targets.reshape(-1))
+
+
+# ---- data -------------------------------------------------------------------
+
+class Shards:
+    """The token shards of a tokenize.py directory, memory-mapped."""
+
+    def __init__(self, root, need):
+        path = os.path.join(root, "index.json")
+        try:
+            with open(path) as f:
+                index = json.load(f)
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"train.py: {path}: {e} (run tokenize.py "
+                             f"--out {root} first)")
+        self.vocab = int(index["vocab_size"])
+        dtype = np.dtype(index["dtype"])
+        self.maps, self.sizes = [], []
+        for s in index["shards"]:
+            if s["tokens"] < need:
+                continue
+            m = np.memmap(os.path.join(root, s["file"]), dtype=dtype,
+                          mode="r")
+            if m.shape[0] != s["tokens"]:
+                raise SystemExit(f"train.py: {root}/{s['file']}: "
+                                 f"{m.shape[0]} tokens, index says "
+                                 f"{s['tokens']}")
+            self.maps.append(m)
+            self.sizes.append(s["tokens"])
+        if not self.maps:
+            raise SystemExit(f"train.py: {root}: no shard holds {need} "
+                             f"tokens (--seq-len + 1)")
+        self.weights = torch.tensor(self.sizes, dtype=torch.float64)
+        self.tokens = sum(self.sizes)
+
+    def batch(self, seed, step, rank, batch, seq_len):
+        """--batch windows of seq_len + 1 tokens: the same ones for the
+        same (seed, step, rank), whatever happened before."""
+        g = torch.Generator().manual_seed(
+            (seed * 1_000_003 + step) * 65_537 + rank)
+        which = torch.multinomial(self.weights, batch, replacement=True,
+                                  generator=g)
+        rows = []
+        for i in which.tolist():
+            start = int(torch.randint(self.sizes[i] - seq_len, (1,),
+                                      generator=g))
+            rows.append(np.asarray(self.maps[i][start:start + seq_len + 1],
+                                   dtype=np.int64))
+        x = torch.from_numpy(np.stack(rows))
+        return x[:, :-1], x[:, 1:]
+
+
+# ---- checkpoints ------------------------------------------------------------
+
+def step_dir(root, step):
+    return os.path.join(root, f"step_{step:08d}")
+
+
+def newest_complete(path):
+    """PATH itself when it is a complete step_* directory, else the newest
+    complete step_* inside it; None when there is none."""
+    if os.path.exists(os.path.join(path, "COMPLETE")):
+        return path
+    best = None
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return None
+    for n in names:
+        if n.startswith("step_") and n[5:].isdigit() and \
+                os.path.exists(os.path.join(path, n, "COMPLETE")):
+            if best is None or int(n[5:]) > int(best[5:]):
+                best = n
+    return os.path.join(path, best) if best else None
+
+
+def write_checkpoint(root, step, state, config, keep, extra=None):
+    """Rank 0: root/step_NNNNNNNN written under a temporary name (state.pt,
+    config.json, COMPLETE last, each synced) and renamed into place."""
+    os.makedirs(root, exist_ok=True)
+    final = step_dir(root, step)
+    if os.path.exists(os.path.join(final, "COMPLETE")):
+        return final
+    tmp = os.path.join(root, f".tmp-step_{step:08d}-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    if extra:
+        os.rename(extra, tmp)  # DeepSpeed wrote its files here
+    else:
+        os.makedirs(tmp)
+    if state is not None:
+        torch.save(state, os.path.join(tmp, "state.pt"))
+    for name, text in (("config.json", json.dumps(config, indent=1) + "\n"),
+                       ("COMPLETE", f"{step}\n")):
+        with open(os.path.join(tmp, name), "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+    if os.path.exists(final):  # an incomplete leftover of a crash
+        shutil.rmtree(final)
+    os.rename(tmp, final)
+    dfd = os.open(root, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+    if keep:
+        done = sorted(n for n in os.listdir(root) if n.startswith("step_")
+                      and n[5:].isdigit()
+                      and os.path.exists(os.path.join(root, n, "COMPLETE")))
+        for n in done[:-keep]:
+            shutil.rmtree(os.path.join(root, n), ignore_errors=True)
+    return final
+
+
+def load_state(path):
+    """state.pt of a checkpoint; for a DeepSpeed checkpoint (no state.pt)
+    only its config and step."""
+    pt = os.path.join(path, "state.pt")
+    if os.path.exists(pt) or not os.path.isdir(os.path.join(path,
+                                                             "deepspeed")):
+        try:
+            return torch.load(pt, map_location="cpu")
+        except (OSError, RuntimeError, EOFError) as e:
+            raise SystemExit(f"train.py: {pt}: {e}")
+    with open(os.path.join(path, "config.json")) as f:
+        meta = json.load(f)
+    return {"config": meta["model"], "step": meta["step"], "deepspeed": True}
+
+
+# ---- herd's metrics and progress --------------------------------------------
+
+class Herd:
+    """$HERD_METRICS: one JSON line per step; $HERD_PROGRESS_FILE: touched
+    every step.  Nothing when herd did not set them."""
+
+    def __init__(self):
+        path = os.environ.get("HERD_METRICS")
+        self.metrics = open(path, "a", buffering=1) if path else None
+        self.progress = os.environ.get("HERD_PROGRESS_FILE") or None
+
+    def step(self, **values):
+        if self.metrics:
+            line = {k: v for k, v in values.items()
+                    if isinstance(v, (int, float)) and math.isfinite(v)}
+            self.metrics.write(json.dumps(line, separators=(",", ":")) + "\n")
+            self.metrics.flush()
+        if self.progress:
+            try:
+                os.utime(self.progress)
+            except FileNotFoundError:
+                open(self.progress, "a").close()
+
+
+# ---- parallelism --------------------------------------------------------------
+
+def import_fsdp():
+    """torch.distributed.fsdp of PyTorch 1.13 fails to import on Python
+    3.11 (a dataclass default that 3.11 calls mutable); the classes of
+    torch.distributed._shard are made hashable while it imports."""
+    import dataclasses
+    orig = dataclasses.dataclass
+
+    def patched(cls=None, **kw):
+        def wrap(c):
+            if c.__module__.startswith("torch.distributed._shard") and \
+                    "__hash__" not in c.__dict__ and \
+                    "unsafe_hash" not in kw and not kw.get("frozen"):
+                return orig(c, unsafe_hash=True, **kw)
+            return orig(c, **kw)
+        return wrap if cls is None else wrap(cls)
+
+    dataclasses.dataclass = patched
+    try:
+        import torch.distributed.fsdp as fsdp
+    finally:
+        dataclasses.dataclass = orig
+    return fsdp
+
+
+class Parallel:
+    """The model wrapped for data parallelism and its optimizer, with
+    checkpoint state that is the same whatever the wrapping."""
+
+    def __init__(self, args, model, device, world):
+        self.kind, self.model, self.device = args.parallel, model, device
+        self.world = world
+        self.zero = None
+        decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+        other = [p for n, p in model.named_parameters() if p.dim() < 2]
+        groups = [{"params": decay, "weight_decay": args.weight_decay},
+                  {"params": other, "weight_decay": 0.0}]
+        if world == 1:
+            self.wrapped = model
+        elif self.kind == "fsdp" and device.type == "cuda":
+            fsdp = import_fsdp()
+            self.fsdp = fsdp
+            # One flat parameter for the whole (small) model; tied
+            # weights must stay in one FSDP unit.
+            self.wrapped = fsdp.FullyShardedDataParallel(
+                model, device_id=device,
+                sharding_strategy=fsdp.ShardingStrategy.FULL_SHARD)
+            groups = [{"params": list(self.wrapped.parameters()),
+                       "weight_decay": args.weight_decay}]
+        else:
+            if self.kind == "fsdp":
+                if dist.get_rank() == 0:
+                    print("train.py: FSDP in this PyTorch needs CUDA; on CPU"
+                          " DDP with ZeroRedundancyOptimizer (optimizer "
+                          "state sharded over the ranks)", flush=True)
+                self.zero = True
+            self.wrapped = nn.parallel.DistributedDataParallel(
+                model, device_ids=[device] if device.type == "cuda" else None)
+        if self.zero:
+            from torch.distributed.optim import ZeroRedundancyOptimizer
+            self.opt = ZeroRedundancyOptimizer(
+                decay, optimizer_class=torch.optim.AdamW, lr=args.lr,
+                betas=(0.9, 0.95), weight_decay=args.weight_decay)
+            self.opt.add_param_group({"params": other, "weight_decay": 0.0})
+        else:
+            self.opt = torch.optim.AdamW(groups, lr=args.lr,
+                                         betas=(0.9, 0.95))
+
+    def clip(self, norm):
+        if self.kind == "fsdp" and self.zero is None and self.world > 1:
+            return self.wrapped.clip_grad_norm_(norm)
+        return nn.utils.clip_grad_norm_(self.model.parameters(), norm)
+
+    def load_optimizer(self, state):
+        if self.kind == "fsdp" and self.zero is None and self.world > 1:
+            state = self.fsdp.FullyShardedDataParallel.shard_full_optim_state_dict(
+                state, self.wrapped, optim=self.opt)
+        self.opt.load_state_dict(state)
+
+    def state(self, rank):
+        """Model and optimizer state, full, on rank 0 (None elsewhere);
+        every rank must call it."""
+        if self.kind == "fsdp" and self.zero is None and self.world > 1:
+            F_ = self.fsdp.FullyShardedDataParallel
+            cfg = self.fsdp.FullStateDictConfig(offload_to_cpu=True,
+                                                rank0_only=True)
+            with F_.state_dict_type(self.wrapped,
+                                    self.fsdp.StateDictType.FULL_STATE_DICT,
+                                    cfg):
+                model = self.wrapped.state_dict()
+            opt = F_.full_optim_state_dict(self.wrapped, self.opt,
+                                           rank0_only=True)
+        else:
+            if self.zero:
+                self.opt.consolidate_state_dict(to=0)
+            model = self.model.state_dict() if rank == 0 else None
+            opt = self.opt.state_dict() if rank == 0 else None
+        if rank != 0:
+            return None, None
+        model = {k: v.detach().cpu() for k, v in model.items()}
+        return model, opt
+
+
+# ---- main ---------------------------------------------------------------------
+
+def main(argv=None):
+    args = parse(argv)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    if torch.cuda.is_available():
+        device = torch.device("cuda", local % torch.cuda.device_count())
+        torch.cuda.set_device(device)
+        backend = "nccl"
+    else:
+        device = torch.device("cpu")
+        backend = "gloo"
+    if world > 1:
+        dist.init_process_group(backend, rank=rank, world_size=world)
+    bf16 = args.precision == "bf16" or (
+        args.precision == "auto" and device.type == "cuda"
+        and torch.cuda.is_bf16_supported())
+
+    data = Shards(args.data, args.seq_len + 1)
+    torch.manual_seed(args.seed)
+    resume = os.environ.get("HERD_RESUME_FROM", "") or args.resume
+    base = None
+    if resume:
+        state = load_state(resume)
+        config = state["config"]
+    elif args.init_from:
+        src = newest_complete(args.init_from)
+        if src is None:
+            raise SystemExit(f"train.py: --init-from {args.init_from}: no "
+                             f"complete checkpoint there")
+        base = load_state(src)
+        config = dict(base["config"])
+    else:
+        layers, heads, width = SIZES[args.model_size]
+        config = {"vocab": data.vocab, "layers": layers, "heads": heads,
+                  "width": width, "seq_len": args.seq_len}
+    if config["seq_len"] < args.seq_len:
+        raise SystemExit(f"train.py: --seq-len {args.seq_len} exceeds the "
+                         f"checkpoint's model ({config['seq_len']})")
+    if config["vocab"] != data.vocab:
+        raise SystemExit(f"train.py: the data's vocabulary has {data.vocab}"
+                         f" tokens, the model's {config['vocab']}: tokenize "
+                         f"with the base model's tokenizer (--tokenizer)")
+    model = GPT(config["vocab"], config["layers"], config["heads"],
+                config["width"], config["seq_len"])
+    start = 0
+    if resume:
+        if "model" in state:
+            model.load_state_dict(state["model"])
+        elif not args.deepspeed:
+            raise SystemExit(f"train.py: {resume} is a DeepSpeed checkpoint:"
+                             f" resume it with --deepspeed CONFIG")
+        start = state["step"]
+    elif base is not None:
+        model.load_state_dict(base["model"])
+        del base
+    model.to(device)
+
+    ds = None
+    if args.deepspeed:
+        try:
+            import deepspeed  # not in Debian: untested by herd's tests
+        except ImportError:
+            deepspeed = None
+            if rank == 0:
+                print(f"train.py: deepspeed is not importable; "
+                      f"{args.deepspeed} unused, --parallel {args.parallel}",
+                      flush=True)
+        if deepspeed is None and resume and "model" not in state:
+            raise SystemExit(f"train.py: {resume} is a DeepSpeed checkpoint"
+                             f" and deepspeed is not importable")
+        if deepspeed is not None:
+            ds, _, _, _ = deepspeed.initialize(
+                model=model, model_parameters=model.parameters(),
+                config=args.deepspeed)
+            if resume and "model" not in state:
+                ds.load_checkpoint(os.path.join(resume, "deepspeed"),
+                                   tag="state")
+    par = None
+    if ds is None:
+        par = Parallel(args, model, device, world)
+        if resume:
+            try:
+                par.load_optimizer(state["optimizer"])
+            except (ValueError, KeyError, RuntimeError) as e:
+                # Saved with another --parallel: the weights are there,
+                # the optimizer's moments start again.
+                if rank == 0:
+                    print(f"train.py: {resume}: optimizer state not loaded"
+                          f" ({type(e).__name__}: {e}); a new optimizer",
+                          flush=True)
+            torch.set_rng_state(state["rng"]["cpu"])
+        opt = par.opt
+    else:
+        opt = ds.optimizer
+    if resume:
+        del state
+        if rank == 0:
+            print(f"rank 0: resumed from {resume} at step {start}",
+                  flush=True)
+    elif args.init_from and rank == 0:
+        print(f"rank 0: fine-tuning from {args.init_from} "
+              f"({config['layers']} layers, width {config['width']})",
+              flush=True)
+    if rank == 0:
+        n = sum(p.numel() for p in model.parameters())
+        print(f"rank 0: {n} parameters, world {world}, {device.type}, "
+              f"{'deepspeed' if ds else args.parallel}, "
+              f"{'bf16' if bf16 else 'fp32'}, {data.tokens} tokens of data",
+              flush=True)
+
+    herd = Herd()
+    autocast = (lambda: torch.autocast(device.type, dtype=torch.bfloat16)) \
+        if bf16 else contextlib.nullcontext
+    net = ds if ds is not None else par.wrapped
+    step_tokens = args.batch * args.seq_len
+    t_log, tok_log, loss_sum, loss_n = time.monotonic(), 0, 0.0, 0
+    for step in range(start, args.steps):
+        t0 = time.monotonic()
+        lr = args.lr * min(1.0, (step + 1) / max(1, args.warmup))
+        if step >= args.warmup and args.steps > args.warmup:
+            frac = (step - args.warmup) / (args.steps - args.warmup)
+            lr *= 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac))
+        for g in opt.param_groups:
+            g["lr"] = lr
+        x, y = data.batch(args.seed, step, rank, args.batch, args.seq_len)
+        x, y = x.to(device), y.to(device)
+        with autocast():
+            loss = net(x, y)
+        if ds is not None:
+            ds.backward(loss)
+            ds.step()
+        else:
+            opt.zero_grad(set_to_none=True)
+            loss.backward()  # DDP/FSDP all-reduce inside
+            par.clip(1.0)
+            opt.step()
+        lv = loss.item()
+        herd.step(step=step + 1, loss=lv, tokens=step_tokens,
+                  step_time=time.monotonic() - t0)
+        loss_sum += lv
+        loss_n += 1
+        tok_log += step_tokens * world
+        if (step + 1) % args.log_every == 0 or step + 1 == args.steps \
+                or step == start:
+            mean = torch.tensor([loss_sum / loss_n], device=device)
+            if world > 1:
+                dist.all_reduce(mean)
+                mean /= world
+            now = time.monotonic()
+            if rank == 0:
+                print(f"step {step + 1}/{args.steps} loss {mean.item():.4f} "
+                      f"tokens/s {tok_log / max(now - t_log, 1e-9):.0f} "
+                      f"lr {lr:.2e}", flush=True)
+            t_log, tok_log, loss_sum, loss_n = now, 0, 0.0, 0
+        if args.ckpt_dir and ((step + 1) % args.ckpt_every == 0
+                              or step + 1 == args.steps):
+            checkpoint(args, config, step + 1, rank, world, par, ds)
+        if args.step_sleep:
+            time.sleep(args.step_sleep)
+    if rank == 0:
+        print(f"rank 0: done at step {max(start, args.steps)} on "
+              f"{socket.gethostname()}", flush=True)
+    if world > 1:
+        dist.barrier()
+        dist.destroy_process_group()
+    return 0
+
+
+def checkpoint(args, config, step, rank, world, par, ds):
+    meta = {"model": config, "step": step, "args": vars(args),
+            "world_size": world}
+    if ds is not None:
+        # Every rank writes its DeepSpeed shards into one temporary
+        # directory (shared file system); rank 0 completes and renames it.
+        tmp = os.path.join(args.ckpt_dir, f".ds-step_{step:08d}")
+        ds.save_checkpoint(os.path.join(tmp, "deepspeed"), tag="state")
+        if world > 1:
+            dist.barrier()
+        if rank == 0:
+            write_checkpoint(args.ckpt_dir, step, None, meta, args.keep,
+                             extra=tmp)
+    else:
+        model, opt = par.state(rank)
+        if rank == 0:
+            state = {"model": model, "optimizer": opt, "step": step,
+                     "config": config, "args": vars(args),
+                     "rng": {"cpu": torch.get_rng_state()}}
+            path = write_checkpoint(args.ckpt_dir, step, state, meta,
+                                    args.keep)
+            print(f"rank 0: checkpoint {path}", flush=True)
+    if world > 1:
+        dist.barrier()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
