@@ -2,17 +2,22 @@
  * a whole project (job, training scripts, DeepSpeed config, batch
  * scripts, README) from one of herd's project templates (initproj.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "cli.h"
 #include "herd/render.h"
 #include "initproj.h"
 #include "template.h"
+#include "tune.h"
 
 /* Writing the project failed: not the user's input. */
 #define EXIT_RUNTIME 1
@@ -25,6 +30,7 @@ static void init_usage(FILE *out)
 	fprintf(out,
 		"usage: herd init TEMPLATE DIR [--set NAME=VALUE ...] "
 		"[--force]\n"
+		"                 [--tune [--platform FILE]]\n"
 		"       herd init --list\n"
 		"       herd init TEMPLATE --help\n"
 		"\n"
@@ -44,6 +50,13 @@ static void init_usage(FILE *out)
 		"must be given\n"
 		"  --force           replace files DIR holds already (each is "
 		"named)\n"
+		"  --tune            set ds_zero3.json's bucket sizes from the "
+		"network of\n"
+		"                    the project's nodes, as herd render "
+		"ds_zero3 --tune\n"
+		"                    does (a platform file, else a herd bench "
+		"run)\n"
+		"  --platform FILE   with --tune: the platform file to read\n"
 		"  --list            the templates, a line each\n"
 		"  -h, --help        this text; after TEMPLATE, the "
 		"template's values\n"
@@ -144,13 +157,87 @@ static int project_path(const char *dir, char *out, size_t size)
 	return 0;
 }
 
+/* --tune: the four sizes of the project's ds_zero3.json for the network
+ * of its job.yaml (tune.h), set through jansson and written back
+ * atomically (a new file in the project directory, renamed over it).
+ * Returns 0, or an exit status said on stderr. */
+static int tune_project(const char *proj, const char *platform)
+{
+	char job[PATH_MAX], ds[PATH_MAX], tmp[PATH_MAX];
+	struct tune_result r;
+	struct herd_err err;
+	json_error_t jerr;
+	json_t *doc, *z, *b, *f;
+	int rc, fd, elem;
+
+	herd_err_clear(&err);
+	if (snprintf(job, sizeof(job), "%s/job.yaml", proj) >=
+		(int)sizeof(job) ||
+	    snprintf(ds, sizeof(ds), "%s/ds_zero3.json", proj) >=
+		(int)sizeof(ds) ||
+	    snprintf(tmp, sizeof(tmp), "%s/.ds_zero3.json.XXXXXX", proj) >=
+		(int)sizeof(tmp)) {
+		cli_error("init: --tune: %s: path too long", proj);
+		return EXIT_SPEC;
+	}
+	if (!(doc = json_load_file(ds, JSON_REJECT_DUPLICATES, &jerr))) {
+		cli_error("init: --tune: %s:%d:%d: %s", ds, jerr.line,
+			  jerr.column, jerr.text);
+		return EXIT_SPEC;
+	}
+	z = json_object_get(doc, "zero_optimization");
+	b = json_object_get(json_object_get(doc, "bf16"), "enabled");
+	f = json_object_get(json_object_get(doc, "fp16"), "enabled");
+	if (!json_is_object(z)) {
+		cli_error("init: --tune: %s has no zero_optimization object",
+			  ds);
+		json_decref(doc);
+		return EXIT_SPEC;
+	}
+	elem = json_is_true(b) || json_is_true(f) ? 2 : 4;
+	if ((rc = tune_job(job, platform, elem, &r, &err)) != 0) {
+		cli_error("init: --tune: %s; the project is written, its "
+			  "ds_zero3.json keeps the template's sizes",
+			  err.text);
+		json_decref(doc);
+		return rc;
+	}
+	tune_print(stderr, &r);
+	json_object_set_new(z, "reduce_bucket_size",
+			    json_integer(r.tuned.reduce_bucket_size));
+	json_object_set_new(z, "allgather_bucket_size",
+			    json_integer(r.tuned.allgather_bucket_size));
+	json_object_set_new(z, "stage3_prefetch_bucket_size",
+			    json_integer(r.tuned.prefetch_bucket_size));
+	json_object_set_new(z, "stage3_param_persistence_threshold",
+			    json_integer(r.tuned.param_persistence_threshold));
+	rc = 0;
+	if ((fd = mkstemp(tmp)) < 0 || fchmod(fd, 0644) < 0 ||
+	    json_dumpfd(doc, fd, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0 ||
+	    write(fd, "\n", 1) != 1 || fsync(fd) < 0 || close(fd) < 0 ||
+	    rename(tmp, ds) < 0) {
+		cli_error("init: --tune: cannot write %s: %s", ds,
+			  strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+		rc = EXIT_RUNTIME;
+	} else {
+		printf("tuned %s (reduce_bucket_size %ld)\n", ds,
+		       r.tuned.reduce_bucket_size);
+	}
+	json_decref(doc);
+	return rc;
+}
+
 int cmd_init(int argc, char **argv)
 {
 	struct render_var sets[SETS_MAX];
 	char self[PATH_MAX], tdir[PATH_MAX], proj[PATH_MAX];
-	const char *tmpl = NULL, *dir = NULL;
+	const char *tmpl = NULL, *dir = NULL, *platform = NULL;
 	struct initproj *p = NULL;
-	bool list = false, help = false, force = false;
+	bool list = false, help = false, force = false, tune = false;
 	size_t n_sets = 0;
 	struct herd_err err;
 	int status = EXIT_SPEC, rc;
@@ -166,6 +253,14 @@ int cmd_init(int argc, char **argv)
 			list = true;
 		} else if (!strcmp(a, "--force")) {
 			force = true;
+		} else if (!strcmp(a, "--tune")) {
+			tune = true;
+		} else if (!strcmp(a, "--platform")) {
+			if (i + 1 >= argc) {
+				cli_error("init: --platform needs a FILE");
+				goto out;
+			}
+			platform = argv[++i];
 		} else if (!strcmp(a, "--set") || !strncmp(a, "--set=", 6)) {
 			if (a[5] == '=')
 				kv = a + 6;
@@ -211,6 +306,10 @@ int cmd_init(int argc, char **argv)
 				  a);
 			goto out;
 		}
+	}
+	if (platform && !tune) {
+		cli_error("init: --platform goes with --tune");
+		goto out;
 	}
 	if (help && !tmpl) {
 		init_usage(stdout);
@@ -270,6 +369,11 @@ int cmd_init(int argc, char **argv)
 		printf("%s %s/%s\n",
 		       p->files[i].replaced ? "replaced" : "wrote", proj,
 		       p->files[i].to);
+	fflush(stdout);
+	if (tune && (rc = tune_project(proj, platform)) != 0) {
+		status = rc;
+		goto out;
+	}
 	if (p->n_next) {
 		printf("\nnext steps:\n");
 		for (size_t i = 0; i < p->n_next; i++)

@@ -172,6 +172,23 @@ test_expect_success 'a DIR that is a symlink, not a directory, not yours or writ
 	grep "^herd: init: cannot make no/such/dir: No such file or directory\$" err
 '
 
+test_expect_success '--tune with a platform file: ds_zero3.json gets the rule'\''s sizes for 2 nodes x 8 ranks at 100 Gb/s InfiniBand (no network run)' '
+	cat >net.json <<-\EOF &&
+	{"network": {"nics": [{"name": "mlx5_0", "rate_gbps": 100, "fabric": "ib"}]}}
+	EOF
+	chmod 0644 net.json &&
+	herd init pretrain tuned --set corpus=/usr/lib/python3.11 \
+		--set "hosts=h[1-2]" --set ranks_per_node=8 \
+		--tune --platform net.json >out 2>err &&
+	grep "^herd: tune: chose reduce_bucket_size=14000000 allgather_bucket_size=14000000 stage3_prefetch_bucket_size=28000000 stage3_param_persistence_threshold=1000000" err &&
+	jq -e ".zero_optimization.reduce_bucket_size == 14000000 and .zero_optimization.allgather_bucket_size == 14000000 and .zero_optimization.stage3_prefetch_bucket_size == 28000000 and .zero_optimization.stage3_param_persistence_threshold == 1000000 and .zero_optimization.stage == 3" tuned/ds_zero3.json &&
+	test "$(mode tuned/ds_zero3.json)" = 644 &&
+	! ls tuned/.ds_zero3.json.* 2>/dev/null &&
+	test_expect_code 2 herd init pretrain t2 --set corpus=/usr/lib/python3.11 \
+		--set "hosts=h[1-2]" --platform net.json 2>err &&
+	grep "platform goes with --tune" err
+'
+
 test_expect_success 'cluster of 2 nodes with Slurm' '
 	cluster_up 2 &&
 	slurm_up
