@@ -137,9 +137,8 @@ void netprobe_on_frame(struct agent *a, struct proto_frame *f)
 	opts.group = PROC_GROUP_NEW;
 	opts.path = a->self_path[0] ? a->self_path : "/proc/self/exe";
 	{
-		char *argv_l[] = {"herd-agent",	  "netprobe", "listen",
-				  bytes,	  timeout,    (char *)peer,
-				  NULL};
+		char *argv_l[] = {"herd-agent", "netprobe",   "listen", bytes,
+				  timeout,	(char *)peer, NULL};
 		char *argv_c[] = {"herd-agent", "netprobe", "connect",
 				  (char *)addr, port,	    bytes,
 				  timeout,	NULL};

@@ -76,8 +76,8 @@ static const struct {
 	const char *unit;
 	int shift;
 } byte_units[] = {
-    {"T", 40}, {"TiB", 40}, {"G", 30}, {"GiB", 30}, {"M", 20},
-    {"MiB", 20}, {"K", 10}, {"KiB", 10}, {"", 0},
+    {"T", 40},	 {"TiB", 40}, {"G", 30},   {"GiB", 30}, {"M", 20},
+    {"MiB", 20}, {"K", 10},   {"KiB", 10}, {"", 0},
 };
 
 #define N_BYTE_UNITS (sizeof(byte_units) / sizeof(byte_units[0]))

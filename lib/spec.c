@@ -1092,7 +1092,7 @@ static const struct field health_keys[] = {
      .set = set_int,
      .off = OFF(health.quarantine_after),
      .lo = 0,
-     .hi = 32},	/* NODEREC_KEEP: the failures kept per host */
+     .hi = 32}, /* NODEREC_KEEP: the failures kept per host */
     {.name = "health.quarantine_for",
      .set = set_duration,
      .off = OFF(health.quarantine_for_ms),
@@ -2010,6 +2010,5 @@ const char *spec_bind_cpu_name(enum spec_bind_cpu cpu)
 
 const char *spec_straggler_name(enum spec_straggler straggler)
 {
-	return name_at(straggler_names, NAMES(straggler_names),
-		       (int)straggler);
+	return name_at(straggler_names, NAMES(straggler_names), (int)straggler);
 }
