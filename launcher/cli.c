@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "herd/render.h"
 #include "herd/spec.h"
 #include "resolve.h"
 
@@ -108,4 +109,45 @@ int cli_job_open(const char *cmd, const char *path, char *agent,
 	}
 	status = cli_resolve(*spec, res);
 	return status;
+}
+
+bool cli_set_name_ok(const char *s, size_t n)
+{
+	if (n == 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
+		      s[i] == '.'))
+			return false;
+	return true;
+}
+
+int cli_set_push(const char *what, const char *kv, struct render_var *vars,
+		 size_t *n, size_t max)
+{
+	const char *eq = strchr(kv, '=');
+
+	if (!eq || !cli_set_name_ok(kv, (size_t)(eq - kv))) {
+		cli_error("%s--set %s: expected NAME=VALUE, NAME of letters, "
+			  "digits, '_' and '.'",
+			  what, kv);
+		return -1;
+	}
+	if (*n == max) {
+		cli_error("%smore than %zu --set options", what, max);
+		return -1;
+	}
+	/* render_text takes the first match: the last --set of a name wins
+	 * by going first. */
+	memmove(vars + 1, vars, *n * sizeof(*vars));
+	if (!(vars[0].name = strndup(kv, (size_t)(eq - kv)))) {
+		memmove(vars, vars + 1, *n * sizeof(*vars));
+		cli_error("out of memory");
+		return -1;
+	}
+	vars[0].value = eq + 1;
+	(*n)++;
+	return 0;
 }

@@ -4,6 +4,9 @@
 #ifndef HERD_LAUNCHER_CLI_H
 #define HERD_LAUNCHER_CLI_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 /* Exit statuses shared by every command (DESIGN.md "end"). */
 #define EXIT_SPEC 2	/* bad job spec or bad usage */
 
@@ -55,5 +58,15 @@ int cli_agent_path(char *out, size_t len);
 
 /* Prints "herd: " + message to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A --set NAME (herd render, herd init): letters, digits, '_', '.'. */
+bool cli_set_name_ok(const char *s, size_t n);
+/* --set NAME=VALUE: kv checked and put in front of vars (*n of max), so
+ * that the last --set of a name is the first match render_text finds;
+ * vars[0].name is malloc'd, value points into kv.  what prefixes the
+ * errors ("init: " or "").  Returns 0, or -1 said on stderr. */
+struct render_var;
+int cli_set_push(const char *what, const char *kv, struct render_var *vars,
+		 size_t *n, size_t max);
 
 #endif

@@ -245,7 +245,7 @@ int cmd_init(int argc, char **argv)
 
 	herd_err_clear(&err);
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *kv = NULL, *eq;
+		const char *a = argv[i], *kv = NULL;
 
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			help = true;
@@ -270,27 +270,9 @@ int cmd_init(int argc, char **argv)
 				cli_error("init: --set needs NAME=VALUE");
 				goto out;
 			}
-			eq = strchr(kv, '=');
-			if (!eq || eq == kv) {
-				cli_error("init: --set %s: expected NAME=VALUE",
-					  kv);
+			if (cli_set_push("init: ", kv, sets, &n_sets,
+					 SETS_MAX) < 0)
 				goto out;
-			}
-			if (n_sets == SETS_MAX) {
-				cli_error("init: more than %d --set options",
-					  SETS_MAX);
-				goto out;
-			}
-			/* The first match wins: the last --set of a name
-			 * goes first. */
-			memmove(sets + 1, sets, n_sets * sizeof(*sets));
-			sets[0].name = strndup(kv, (size_t)(eq - kv));
-			sets[0].value = eq + 1;
-			n_sets++;
-			if (!sets[0].name) {
-				cli_error("out of memory");
-				goto out;
-			}
 		} else if (a[0] == '-' && a[1]) {
 			cli_error("init: unknown option '%s' (try 'herd init "
 				  "--help')",

@@ -78,19 +78,6 @@ static void render_usage(FILE *out)
 	    "does not check, or bad usage.\n");
 }
 
-static bool name_ok(const char *s, size_t n)
-{
-	if (n == 0)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') ||
-		      (s[i] >= 'A' && s[i] <= 'Z') ||
-		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
-		      s[i] == '.'))
-			return false;
-	return true;
-}
-
 static bool ends_with(const char *s, const char *suffix)
 {
 	size_t n = strlen(s), m = strlen(suffix);
@@ -358,7 +345,7 @@ int cmd_render(int argc, char **argv)
 
 	herd_err_clear(&err);
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *kv = NULL, *eq;
+		const char *a = argv[i], *kv = NULL;
 
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			render_usage(stdout);
@@ -374,28 +361,8 @@ int cmd_render(int argc, char **argv)
 				cli_error("--set needs NAME=VALUE");
 				goto out;
 			}
-			eq = strchr(kv, '=');
-			if (!eq || !name_ok(kv, (size_t)(eq - kv))) {
-				cli_error("--set %s: expected NAME=VALUE, NAME "
-					  "of letters, digits, '_' and '.'",
-					  kv);
+			if (cli_set_push("", kv, vars, &n_sets, SETS_MAX) < 0)
 				goto out;
-			}
-			if (n_sets == SETS_MAX) {
-				cli_error("more than %d --set options",
-					  SETS_MAX);
-				goto out;
-			}
-			/* render_text takes the first match: the last
-			 * --set of a name wins by going first. */
-			memmove(vars + 1, vars, n_sets * sizeof(*vars));
-			vars[0].name = strndup(kv, (size_t)(eq - kv));
-			vars[0].value = eq + 1;
-			n_sets++;
-			if (!vars[0].name) {
-				cli_error("out of memory");
-				goto out;
-			}
 		} else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
 			if (i + 1 >= argc) {
 				cli_error("%s needs a directory", a);
