@@ -107,7 +107,7 @@ static int pmix_lib_open(struct herd_err *err)
 /* A namespace name: "herd.<job>.<attempt>", cut to what PMIx allows. */
 #define PMIX_NSPACE_FMT "herd.%.*s.%d"
 
-enum req_kind { REQ_FENCE, REQ_ABORT, REQ_CONNECTED, REQ_FINALIZED };
+enum req_kind { REQ_FENCE, REQ_ABORT, REQ_CONNECTED, REQ_FINALIZED, REQ_REFUSE };
 
 /* Work handed from the PMIx progress thread to the loop. */
 struct req {
@@ -118,7 +118,7 @@ struct req {
 	int status;		/* abort */
 	char msg[512];		/* abort */
 	pmix_modex_cbfunc_t modex_cb;	/* fence */
-	pmix_op_cbfunc_t op_cb;		/* abort */
+	pmix_op_cbfunc_t op_cb;		/* abort, refuse */
 	void *cbdata;
 	struct req *next;
 };
@@ -251,11 +251,52 @@ static pmix_status_t on_fence(const pmix_proc_t procs[], size_t nprocs,
 	return PMIX_SUCCESS;
 }
 
+/* PMIx_Connect and PMIx_Disconnect: herd has no collective for a subset
+ * of ranks, so both are refused -- through the callback, from the loop,
+ * the way every other upcall completes.  Left unset (NULL), libpmix 4.2
+ * wedges its progress thread on them (issue 16). */
+static pmix_status_t on_refuse(pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+	struct req *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return PMIX_ERR_NOMEM;
+	r->kind = REQ_REFUSE;
+	r->op_cb = cbfunc;
+	r->cbdata = cbdata;
+	enqueue(r);
+	return PMIX_SUCCESS;
+}
+
+static pmix_status_t on_connect(const pmix_proc_t procs[], size_t nprocs,
+				const pmix_info_t info[], size_t ninfo,
+				pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+	(void)procs;
+	(void)nprocs;
+	(void)info;
+	(void)ninfo;
+	return on_refuse(cbfunc, cbdata);
+}
+
+static pmix_status_t on_disconnect(const pmix_proc_t procs[], size_t nprocs,
+				   const pmix_info_t info[], size_t ninfo,
+				   pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+	(void)procs;
+	(void)nprocs;
+	(void)info;
+	(void)ninfo;
+	return on_refuse(cbfunc, cbdata);
+}
+
 static pmix_server_module_t module = {
 	.client_connected = on_client_connected,
 	.client_finalized = on_client_finalized,
 	.abort = on_abort,
 	.fence_nb = on_fence,
+	.connect = on_connect,
+	.disconnect = on_disconnect,
 };
 
 /* --- loop side ----------------------------------------------------------- */
@@ -279,6 +320,10 @@ static void handle(struct pmix_state *p, struct req *r)
 			rk->pmix_connected = true;
 		break;
 	case REQ_FINALIZED:
+		break;
+	case REQ_REFUSE:
+		if (r->op_cb)
+			r->op_cb(PMIX_ERR_NOT_SUPPORTED, r->cbdata);
 		break;
 	case REQ_ABORT:
 		agent_send(a, PROTO_ABORT,
