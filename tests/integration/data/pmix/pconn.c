@@ -1,0 +1,33 @@
+/* pconn.c — issue 16: ranks 0-3 of 8 call PMIx_Connect (or, with the
+ * argument "disconnect", PMIx_Disconnect) on procs 0..3 of their
+ * namespace; every rank then finalizes.  herd's agents must answer (with
+ * NOT-SUPPORTED until connect is served), never hang. */
+#include <stdio.h>
+#include <string.h>
+
+#include <pmix.h>
+
+int main(int argc, char **argv)
+{
+	int disconnect = argc > 1 && !strcmp(argv[1], "disconnect");
+	pmix_proc_t me, procs[4];
+	pmix_status_t rc;
+
+	if ((rc = PMIx_Init(&me, NULL, 0)) != PMIX_SUCCESS) {
+		fprintf(stderr, "PMIx_Init: %s\n", PMIx_Error_string(rc));
+		return 1;
+	}
+	if (me.rank < 4) {
+		for (int i = 0; i < 4; i++)
+			PMIX_PROC_LOAD(&procs[i], me.nspace, (pmix_rank_t)i);
+		rc = disconnect ? PMIx_Disconnect(procs, 4, NULL, 0)
+				: PMIx_Connect(procs, 4, NULL, 0);
+		printf("rank %u %s: %s\n", me.rank,
+		       disconnect ? "disconnect" : "connect",
+		       PMIx_Error_string(rc));
+		fflush(stdout);
+	}
+	rc = PMIx_Finalize(NULL, 0);
+	printf("rank %u finalize: %s\n", me.rank, PMIx_Error_string(rc));
+	return rc == PMIX_SUCCESS ? 0 : 1;
+}
