@@ -209,7 +209,12 @@ static void cell(FILE *f, int col, const struct row *r)
 		snprintf(b, sizeof(b), "%.2f", r->v[col]);
 		break;
 	case COL_LOSS:
-		snprintf(b, sizeof(b), "%.4g", r->v[col]);
+		/* Fewer digits rather than a cut number: 8.589e-05 cut to
+		 * the column read 8.589e-0. */
+		for (int prec = 4; prec >= 1; prec--)
+			if (snprintf(b, sizeof(b), "%.*g", prec, r->v[col]) <
+			    w)
+				break;
 		break;
 	default:
 		svgplot_format(b, sizeof(b), r->v[col], SVGPLOT_PLAIN);
