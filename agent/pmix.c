@@ -27,56 +27,10 @@
 
 #include <dlfcn.h>
 #include <hwloc.h>
-#include <pmix.h>
-#include <pmix_server.h>
 
-#include "agent.h"
+#include "pmix_int.h"
 
-/* libpmix is opened at the first pmix launch, not linked: loading it
- * (with libevent and libmunge) cost every agent start about 1.3 ms of the
- * node's CPU, pmix job or not.  Every PMIx_ function this file calls,
- * directly or through pmix.h's macros (PMIX_INFO_LOAD...), is a pointer of
- * this table, filled by pmix_lib_open(); the names below make the calls
- * read as they would against the linked library. */
-#define PMIX_SONAME "libpmix.so.2"
-#define PMIX_LIB_FNS(X)                                                    \
-	X(PMIx_Error_string)                                               \
-	X(PMIx_Info_load)                                                  \
-	X(PMIx_Value_destruct)                                             \
-	X(PMIx_generate_ppn)                                               \
-	X(PMIx_generate_regex)                                             \
-	X(PMIx_server_deregister_nspace)                                   \
-	X(PMIx_server_finalize)                                            \
-	X(PMIx_server_generate_cpuset_string)                              \
-	X(PMIx_server_generate_locality_string)                            \
-	X(PMIx_server_init)                                                \
-	X(PMIx_server_register_client)                                     \
-	X(PMIx_server_register_nspace)                                     \
-	X(PMIx_server_setup_fork)
-
-static struct {
-	void *handle;
-#define PMIX_LIB_FIELD(name) __typeof__(name) *fn_##name;
-	PMIX_LIB_FNS(PMIX_LIB_FIELD)
-#undef PMIX_LIB_FIELD
-} pmix_lib;
-
-#define PMIx_Error_string (*pmix_lib.fn_PMIx_Error_string)
-#define PMIx_Info_load (*pmix_lib.fn_PMIx_Info_load)
-#define PMIx_Value_destruct (*pmix_lib.fn_PMIx_Value_destruct)
-#define PMIx_generate_ppn (*pmix_lib.fn_PMIx_generate_ppn)
-#define PMIx_generate_regex (*pmix_lib.fn_PMIx_generate_regex)
-#define PMIx_server_deregister_nspace                                      \
-	(*pmix_lib.fn_PMIx_server_deregister_nspace)
-#define PMIx_server_finalize (*pmix_lib.fn_PMIx_server_finalize)
-#define PMIx_server_generate_cpuset_string                                 \
-	(*pmix_lib.fn_PMIx_server_generate_cpuset_string)
-#define PMIx_server_generate_locality_string                               \
-	(*pmix_lib.fn_PMIx_server_generate_locality_string)
-#define PMIx_server_init (*pmix_lib.fn_PMIx_server_init)
-#define PMIx_server_register_client (*pmix_lib.fn_PMIx_server_register_client)
-#define PMIx_server_register_nspace (*pmix_lib.fn_PMIx_server_register_nspace)
-#define PMIx_server_setup_fork (*pmix_lib.fn_PMIx_server_setup_fork)
+struct pmix_lib pmix_lib;
 
 /* Opens libpmix once (it stays loaded); 0, or -1 with err. */
 static int pmix_lib_open(struct herd_err *err)
@@ -107,49 +61,25 @@ static int pmix_lib_open(struct herd_err *err)
 /* A namespace name: "herd.<job>.<attempt>", cut to what PMIx allows. */
 #define PMIX_NSPACE_FMT "herd.%.*s.%d"
 
-enum req_kind { REQ_FENCE, REQ_ABORT, REQ_CONNECTED, REQ_FINALIZED, REQ_REFUSE };
-
-/* Work handed from the PMIx progress thread to the loop. */
-struct req {
-	enum req_kind kind;
-	pmix_rank_t rank;
-	char *data;		/* fence: our copy of the contribution */
-	size_t ndata;
-	int status;		/* abort */
-	char msg[512];		/* abort */
-	pmix_modex_cbfunc_t modex_cb;	/* fence */
-	pmix_op_cbfunc_t op_cb;		/* abort, refuse */
-	void *cbdata;
-	struct req *next;
-};
-
-/* A fence sent to herd, waiting for FENCE_DONE. */
-struct fence {
-	int seq;
-	pmix_modex_cbfunc_t cb;
-	void *cbdata;
-	struct fence *next;
-};
-
-struct pmix_state {
-	struct agent *a;
-	bool server_up;
-	char nspace[PMIX_MAX_NSLEN + 1];	/* the current attempt's */
-	bool nspace_registered;
-	char tmpdir[300];
-	int wake[2];		/* progress thread → loop */
-	pthread_mutex_t lock;	/* guards queue */
-	struct req *queue, *queue_tail;
-	struct fence *fences;	/* pending, oldest first */
-	int fence_seq;
-};
-
 /* The one server of this process (the PMIx library has one too). */
 static struct pmix_state *the_pmix;
 
 /* --- progress thread side: queue and wake, nothing else ---------------- */
 
-static void enqueue(struct req *r)
+struct req *pmix_req_new(void (*run)(struct pmix_state *p, struct req *r),
+			 const pmix_proc_t *proc)
+{
+	struct req *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->run = run;
+	if (proc)
+		PMIX_PROC_LOAD(&r->proc, proc->nspace, proc->rank);
+	return r;
+}
+
+void pmix_enqueue(struct req *r)
 {
 	struct pmix_state *p = the_pmix;
 	char b = 1;
@@ -166,20 +96,57 @@ static void enqueue(struct req *r)
 	(void)n;	/* a full pipe already wakes the loop */
 }
 
+static void run_refuse(struct pmix_state *p, struct req *r)
+{
+	(void)p;
+	if (r->op_cb)
+		r->op_cb(PMIX_ERR_NOT_SUPPORTED, r->cbdata);
+}
+
+pmix_status_t pmix_refuse(pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+	struct req *r = pmix_req_new(run_refuse, NULL);
+
+	if (!r)
+		return PMIX_ERR_NOMEM;
+	r->op_cb = cbfunc;
+	r->cbdata = cbdata;
+	pmix_enqueue(r);
+	return PMIX_SUCCESS;
+}
+
+struct pmix_state *pmix_state_of(struct agent *a)
+{
+	return a->pmix;
+}
+
+static struct rank *rank_of(struct agent *a, pmix_rank_t rank)
+{
+	for (int i = 0; i < a->n_ranks; i++)
+		if ((pmix_rank_t)a->ranks[i].rank == rank)
+			return &a->ranks[i];
+	return NULL;
+}
+
+static void run_connected(struct pmix_state *p, struct req *r)
+{
+	struct rank *rk = rank_of(p->a, r->proc.rank);
+
+	if (rk)
+		rk->pmix_connected = true;
+}
+
 static pmix_status_t on_client_connected(const pmix_proc_t *proc,
 					 void *server_object,
 					 pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
-	struct req *r = calloc(1, sizeof(*r));
+	struct req *r = pmix_req_new(run_connected, proc);
 
 	(void)server_object;
 	(void)cbfunc;
 	(void)cbdata;
-	if (r) {
-		r->kind = REQ_CONNECTED;
-		r->rank = proc->rank;
-		enqueue(r);
-	}
+	if (r)
+		pmix_enqueue(r);
 	return PMIX_OPERATION_SUCCEEDED;
 }
 
@@ -187,17 +154,25 @@ static pmix_status_t on_client_finalized(const pmix_proc_t *proc,
 					 void *server_object,
 					 pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
-	struct req *r = calloc(1, sizeof(*r));
-
+	(void)proc;
 	(void)server_object;
 	(void)cbfunc;
 	(void)cbdata;
-	if (r) {
-		r->kind = REQ_FINALIZED;
-		r->rank = proc->rank;
-		enqueue(r);
-	}
 	return PMIX_OPERATION_SUCCEEDED;
+}
+
+static void run_abort(struct pmix_state *p, struct req *r)
+{
+	struct agent *a = p->a;
+
+	agent_send(a, PROTO_ABORT,
+		   json_pack("{s:i, s:i, s:i, s:s}", "attempt", a->attempt,
+			     "rank", (int)r->proc.rank, "status", r->status,
+			     "message", r->msg),
+		   NULL, 0);
+	/* The client waits for this before it exits. */
+	if (r->op_cb)
+		r->op_cb(PMIX_SUCCESS, r->cbdata);
 }
 
 static pmix_status_t on_abort(const pmix_proc_t *proc, void *server_object,
@@ -205,21 +180,40 @@ static pmix_status_t on_abort(const pmix_proc_t *proc, void *server_object,
 			      size_t nprocs, pmix_op_cbfunc_t cbfunc,
 			      void *cbdata)
 {
-	struct req *r = calloc(1, sizeof(*r));
+	struct req *r = pmix_req_new(run_abort, proc);
 
 	(void)server_object;
 	(void)procs;
 	(void)nprocs;
 	if (!r)
 		return PMIX_ERR_NOMEM;
-	r->kind = REQ_ABORT;
-	r->rank = proc->rank;
 	r->status = status;
 	snprintf(r->msg, sizeof(r->msg), "%s", msg ? msg : "");
 	r->op_cb = cbfunc;
 	r->cbdata = cbdata;
-	enqueue(r);
+	pmix_enqueue(r);
 	return PMIX_SUCCESS;
+}
+
+static void run_fence(struct pmix_state *p, struct req *r)
+{
+	struct agent *a = p->a;
+	struct fence *f = calloc(1, sizeof(*f)), **tail;
+
+	if (!f) {
+		r->modex_cb(PMIX_ERR_NOMEM, NULL, 0, r->cbdata, NULL, NULL);
+		return;
+	}
+	f->seq = ++p->fence_seq;
+	f->cb = r->modex_cb;
+	f->cbdata = r->cbdata;
+	for (tail = &p->fences; *tail; tail = &(*tail)->next)
+		;
+	*tail = f;
+	agent_send(a, PROTO_FENCE,
+		   json_pack("{s:i, s:i}", "attempt", a->attempt, "seq",
+			     f->seq),
+		   r->data, r->ndata);
 }
 
 static pmix_status_t on_fence(const pmix_proc_t procs[], size_t nprocs,
@@ -227,7 +221,7 @@ static pmix_status_t on_fence(const pmix_proc_t procs[], size_t nprocs,
 			      char *data, size_t ndata,
 			      pmix_modex_cbfunc_t cbfunc, void *cbdata)
 {
-	struct req *r = calloc(1, sizeof(*r));
+	struct req *r = pmix_req_new(run_fence, NULL);
 
 	(void)procs;
 	(void)nprocs;
@@ -235,7 +229,6 @@ static pmix_status_t on_fence(const pmix_proc_t procs[], size_t nprocs,
 	(void)ninfo;
 	if (!r)
 		return PMIX_ERR_NOMEM;
-	r->kind = REQ_FENCE;
 	r->ndata = ndata;
 	if (ndata) {
 		r->data = malloc(ndata);
@@ -247,7 +240,7 @@ static pmix_status_t on_fence(const pmix_proc_t procs[], size_t nprocs,
 	}
 	r->modex_cb = cbfunc;
 	r->cbdata = cbdata;
-	enqueue(r);
+	pmix_enqueue(r);
 	return PMIX_SUCCESS;
 }
 
@@ -255,19 +248,6 @@ static pmix_status_t on_fence(const pmix_proc_t procs[], size_t nprocs,
  * of ranks, so both are refused -- through the callback, from the loop,
  * the way every other upcall completes.  Left unset (NULL), libpmix 4.2
  * wedges its progress thread on them (issue 16). */
-static pmix_status_t on_refuse(pmix_op_cbfunc_t cbfunc, void *cbdata)
-{
-	struct req *r = calloc(1, sizeof(*r));
-
-	if (!r)
-		return PMIX_ERR_NOMEM;
-	r->kind = REQ_REFUSE;
-	r->op_cb = cbfunc;
-	r->cbdata = cbdata;
-	enqueue(r);
-	return PMIX_SUCCESS;
-}
-
 static pmix_status_t on_connect(const pmix_proc_t procs[], size_t nprocs,
 				const pmix_info_t info[], size_t ninfo,
 				pmix_op_cbfunc_t cbfunc, void *cbdata)
@@ -276,7 +256,7 @@ static pmix_status_t on_connect(const pmix_proc_t procs[], size_t nprocs,
 	(void)nprocs;
 	(void)info;
 	(void)ninfo;
-	return on_refuse(cbfunc, cbdata);
+	return pmix_refuse(cbfunc, cbdata);
 }
 
 static pmix_status_t on_disconnect(const pmix_proc_t procs[], size_t nprocs,
@@ -287,7 +267,7 @@ static pmix_status_t on_disconnect(const pmix_proc_t procs[], size_t nprocs,
 	(void)nprocs;
 	(void)info;
 	(void)ninfo;
-	return on_refuse(cbfunc, cbdata);
+	return pmix_refuse(cbfunc, cbdata);
 }
 
 static pmix_server_module_t module = {
@@ -301,61 +281,10 @@ static pmix_server_module_t module = {
 
 /* --- loop side ----------------------------------------------------------- */
 
-static struct rank *rank_of(struct agent *a, pmix_rank_t rank)
+static void req_free(struct req *r)
 {
-	for (int i = 0; i < a->n_ranks; i++)
-		if ((pmix_rank_t)a->ranks[i].rank == rank)
-			return &a->ranks[i];
-	return NULL;
-}
-
-static void handle(struct pmix_state *p, struct req *r)
-{
-	struct agent *a = p->a;
-	struct rank *rk;
-
-	switch (r->kind) {
-	case REQ_CONNECTED:
-		if ((rk = rank_of(a, r->rank)))
-			rk->pmix_connected = true;
-		break;
-	case REQ_FINALIZED:
-		break;
-	case REQ_REFUSE:
-		if (r->op_cb)
-			r->op_cb(PMIX_ERR_NOT_SUPPORTED, r->cbdata);
-		break;
-	case REQ_ABORT:
-		agent_send(a, PROTO_ABORT,
-			   json_pack("{s:i, s:i, s:i, s:s}", "attempt",
-				     a->attempt, "rank", (int)r->rank,
-				     "status", r->status, "message", r->msg),
-			   NULL, 0);
-		/* The client waits for this before it exits. */
-		if (r->op_cb)
-			r->op_cb(PMIX_SUCCESS, r->cbdata);
-		break;
-	case REQ_FENCE: {
-		struct fence *f = calloc(1, sizeof(*f)), **tail;
-
-		if (!f) {
-			r->modex_cb(PMIX_ERR_NOMEM, NULL, 0, r->cbdata, NULL,
-				    NULL);
-			break;
-		}
-		f->seq = ++p->fence_seq;
-		f->cb = r->modex_cb;
-		f->cbdata = r->cbdata;
-		for (tail = &p->fences; *tail; tail = &(*tail)->next)
-			;
-		*tail = f;
-		agent_send(a, PROTO_FENCE,
-			   json_pack("{s:i, s:i}", "attempt", a->attempt, "seq",
-				     f->seq),
-			   r->data, r->ndata);
-		break;
-	}
-	}
+	if (r->free_arg)
+		r->free_arg(r->arg);
 	free(r->data);
 	free(r);
 }
@@ -381,7 +310,8 @@ static void on_wake(struct loop *loop, int fd, short revents, void *arg)
 		pthread_mutex_unlock(&p->lock);
 		if (!r)
 			break;
-		handle(p, r);
+		r->run(p, r);
+		req_free(r);
 	}
 }
 
@@ -745,8 +675,7 @@ void pmix_fini(struct agent *a)
 	/* Requests the progress thread queued after the last wake-up. */
 	for (struct req *r = p->queue, *next; r; r = next) {
 		next = r->next;
-		free(r->data);
-		free(r);
+		req_free(r);
 	}
 	loop_fd_del(a->loop, p->wake[0]);
 	close(p->wake[0]);

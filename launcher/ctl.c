@@ -571,7 +571,6 @@ static void act_kill(struct ctl *c, struct ctl_ev *ev)
 
 /* --- failure and recovery ------------------------------------------------ */
 
-static void fences_clear(struct ctl *c);
 static void check_recovered(struct ctl *c);
 static void check_connected(struct ctl *c);
 
@@ -1038,7 +1037,7 @@ static void act_launch(struct ctl *c, struct ctl_ev *ev)
 	memset(&c->notes[c->attempt], 0, sizeof(*notes));
 	c->attempt++;
 	c->failed = false;
-	fences_clear(c);
+	ctl_pmix_clear(c);
 	c->status = 0;
 	before = c->checkpoint ? strdup(c->checkpoint) : NULL;
 	find_checkpoint(c);
@@ -1299,179 +1298,6 @@ static void on_hello(struct ctl *c, struct node *n, struct proto_frame *f)
 	ctl_post(c, CTL_EV_NODE_UP, n, 0, NULL);
 }
 
-/* --- PMIx fences and aborts ---------------------------------------------- */
-
-static void fence_free(struct ctl *c, int k)
-{
-	struct fence *f = &c->fences[k];
-
-	if (f->timer)
-		loop_timer_del(c->loop, f->timer);
-	for (int i = 0; f->parts && i < c->n_nodes; i++)
-		free(f->parts[i]);
-	free(f->parts);
-	free(f->part_len);
-	free(f->got);
-	c->fences[k] = c->fences[--c->n_fences];
-}
-
-static void fences_clear(struct ctl *c)
-{
-	while (c->n_fences > 0)
-		fence_free(c, 0);
-	free(c->fences);
-	c->fences = NULL;
-}
-
-static int fence_find(struct ctl *c, int seq)
-{
-	for (int k = 0; k < c->n_fences; k++)
-		if (c->fences[k].seq == seq)
-			return k;
-	return -1;
-}
-
-static bool fence_member(const struct node *n)
-{
-	return n->member && n->state == NODE_UP && n->n_ranks > 0;
-}
-
-/* Each fence has its own timer; the one that fires takes the fence that
- * is due first. */
-static void on_fence_timeout(struct loop *loop, void *arg)
-{
-	struct ctl *c = arg;
-	int64_t now = loop_now_ms();
-	int k = -1, seq;
-	char why[512];
-	size_t len;
-
-	(void)loop;
-	for (int i = 0; i < c->n_fences; i++)
-		if (c->fences[i].timer && c->fences[i].due_ms <= now &&
-		    (k < 0 || c->fences[i].due_ms < c->fences[k].due_ms))
-			k = i;
-	if (k < 0)
-		return;
-	seq = c->fences[k].seq;
-	c->fences[k].timer = 0;
-	len = (size_t)snprintf(why, sizeof(why),
-			       "PMIx fence %d timed out after %.0f s; never "
-			       "contributed:",
-			       seq, (double)c->spec->health.fence_timeout_ms /
-					    1000.0);
-	for (int i = 0; i < c->n_nodes && len < sizeof(why); i++)
-		if (fence_member(&c->nodes[i]) && !c->fences[k].got[i])
-			len += (size_t)snprintf(why + len, sizeof(why) - len,
-						" %s", c->nodes[i].host);
-	fence_free(c, k);
-	fprintf(stderr, "herd: %s\n", why);
-	ctl_post(c, CTL_EV_ATTEMPT_FAILED, NULL, 1, why);
-}
-
-static void on_fence(struct ctl *c, struct node *n, struct proto_frame *f)
-{
-	int seq = (int)json_integer_value(json_object_get(f->body, "seq"));
-	json_t *att = json_object_get(f->body, "attempt");
-	int idx = (int)(n - c->nodes), k, want = 0;
-	struct fence *fe;
-	char *all = NULL;
-	size_t total = 0, off = 0;
-
-	if (c->state != CTL_RUN || !fence_member(n) ||
-	    json_integer_value(att) != c->attempt)
-		return;
-	k = fence_find(c, seq);
-	if (k < 0) {
-		struct fence *nf = realloc(c->fences, (size_t)(c->n_fences + 1) *
-							      sizeof(*nf));
-
-		if (!nf)
-			return;
-		c->fences = nf;
-		k = c->n_fences++;
-		fe = &c->fences[k];
-		memset(fe, 0, sizeof(*fe));
-		fe->seq = seq;
-		fe->got = calloc((size_t)c->n_nodes, sizeof(*fe->got));
-		fe->parts = calloc((size_t)c->n_nodes, sizeof(*fe->parts));
-		fe->part_len = calloc((size_t)c->n_nodes, sizeof(*fe->part_len));
-		if (!fe->got || !fe->parts || !fe->part_len) {
-			fence_free(c, k);
-			return;
-		}
-		/* Before the timer, so that it is due when the timer
-		 * fires. */
-		fe->due_ms = loop_now_ms() + c->spec->health.fence_timeout_ms;
-		fe->timer = loop_timer_add(c->loop,
-					   c->spec->health.fence_timeout_ms,
-					   on_fence_timeout, c);
-	}
-	fe = &c->fences[k];
-	if (fe->got[idx])
-		return;
-	fe->got[idx] = true;
-	fe->n_got++;
-	if (f->data_len) {
-		fe->parts[idx] = malloc(f->data_len);
-		if (!fe->parts[idx])
-			return;
-		memcpy(fe->parts[idx], f->data, f->data_len);
-		fe->part_len[idx] = f->data_len;
-	}
-	for (int i = 0; i < c->n_nodes; i++) {
-		want += fence_member(&c->nodes[i]);
-		total += fe->part_len[i];
-	}
-	if (fe->n_got < want)
-		return;
-	/* Everyone is in: the concatenation, in node order, to all. */
-	if (total && !(all = malloc(total))) {
-		fence_free(c, k);
-		ctl_post(c, CTL_EV_ATTEMPT_FAILED, NULL, 1,
-			 "out of memory gathering a PMIx fence");
-		return;
-	}
-	for (int i = 0; i < c->n_nodes; i++) {
-		if (fe->part_len[i])
-			memcpy(all + off, fe->parts[i], fe->part_len[i]);
-		off += fe->part_len[i];
-	}
-	for (int i = 0; i < c->n_nodes; i++) {
-		json_t *body;
-
-		if (!fence_member(&c->nodes[i]))
-			continue;
-		body = json_pack("{s:i, s:i, s:i}", "attempt", c->attempt,
-				 "seq", seq, "status", 0);
-		conn_send(c->nodes[i].conn, PROTO_FENCE_DONE, body, all, total,
-			  NULL);
-		json_decref(body);
-	}
-	free(all);
-	fence_free(c, k);
-}
-
-/* MPI_Abort: the program itself ends the job, at once and everywhere,
- * with the abort's status; no restart. */
-static void on_abort(struct ctl *c, struct node *n, struct proto_frame *f)
-{
-	json_t *body = f->body;
-	int rank = (int)json_integer_value(json_object_get(body, "rank"));
-	int status = (int)json_integer_value(json_object_get(body, "status"));
-	const char *msg = json_string_value(json_object_get(body, "message"));
-	char why[512];
-
-	if (json_integer_value(json_object_get(body, "attempt")) != c->attempt)
-		return;
-	if (status <= 0 || status > 255)
-		status = 1;
-	snprintf(why, sizeof(why), "rank %d on %s called MPI_Abort (status %d)%s%.300s",
-		 rank, n->host, status, msg && *msg ? ": " : "",
-		 msg ? msg : "");
-	ctl_post(c, CTL_EV_ABORT, n, status, why);
-}
-
 static void act_abort(struct ctl *c, struct ctl_ev *ev)
 {
 	fprintf(stderr, "herd: %s; stopping every rank\n", ev->why);
@@ -1701,7 +1527,7 @@ static const frame_fn frame_handlers[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_HELLO] = on_hello,	  [PROTO_OUTPUT] = on_output,
 	[PROTO_EXIT] = on_rank_exit,	  [PROTO_HEARTBEAT] = on_heartbeat,
 	[PROTO_ERROR] = on_error,	  [PROTO_STOPPED] = on_stopped,
-	[PROTO_FENCE] = on_fence,	  [PROTO_ABORT] = on_abort,
+	[PROTO_FENCE] = ctl_pmix_fence,	  [PROTO_ABORT] = ctl_pmix_abort,
 	[PROTO_METRICS] = ctl_metrics_frame,
 	[PROTO_STACKS] = on_stacks,
 	[PROTO_CHECK] = ctl_check_frame,
@@ -2116,7 +1942,7 @@ void ctl_free(struct ctl *c)
 	free(c->nodes);
 	bind_platform_free(c->platform);
 	ctl_free_ranks(c);
-	fences_clear(c);
+	ctl_pmix_clear(c);
 	transport_free(c->transport);
 	events_close(c->ev);
 	logtree_free(c->lt);

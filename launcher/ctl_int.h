@@ -371,6 +371,12 @@ void ctl_nodes_flush(struct ctl *c);
 int ctl_nodes_quarantine(struct ctl *c, const struct resolved *res,
 			 bool *skip);
 
+/* ctl_pmix.c: the controller's part of PMIx (fences, aborts...). */
+void ctl_pmix_fence(struct ctl *c, struct node *n, struct proto_frame *f);
+void ctl_pmix_abort(struct ctl *c, struct node *n, struct proto_frame *f);
+/* Drops every PMIx operation in flight (the attempt is over). */
+void ctl_pmix_clear(struct ctl *c);
+
 /* ctl_hang.c (issue 14): evidence of a hang. */
 /* 10 s: what herd waits for the agents' stacks; an agent answers within
  * its own 8 s (agent/stacks.c STACKS_AGENT_MS). */

@@ -1,0 +1,125 @@
+/* pmix_int.h — what the agent's PMIx server files share (agent/pmix*.c).
+ *
+ * pmix.c owns the server: libpmix loaded by dlopen, the attempt's
+ * namespace, and the queue through which the library's progress thread
+ * hands every upcall to the agent's loop (STYLE.md rule 6).  An upcall
+ * copies what it needs into a struct req, sets its run function and
+ * queues it; the loop calls run(), which answers the library through the
+ * request's callback, at once or when herd replies.  Each PMIx feature
+ * lives in its own file (pmix_*.c) with its upcalls and frames.
+ */
+#ifndef HERD_AGENT_PMIX_INT_H
+#define HERD_AGENT_PMIX_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include <pmix.h>
+#include <pmix_server.h>
+
+#include "agent.h"
+
+/* libpmix is opened at the first pmix launch, not linked: loading it
+ * (with libevent and libmunge) cost every agent start about 1.3 ms of the
+ * node's CPU, pmix job or not.  Every PMIx_ function this file calls,
+ * directly or through pmix.h's macros (PMIX_INFO_LOAD...), is a pointer of
+ * this table, filled by pmix_lib_open(); the names below make the calls
+ * read as they would against the linked library. */
+#define PMIX_SONAME "libpmix.so.2"
+#define PMIX_LIB_FNS(X)                                                    \
+	X(PMIx_Error_string)                                               \
+	X(PMIx_Info_load)                                                  \
+	X(PMIx_Value_destruct)                                             \
+	X(PMIx_generate_ppn)                                               \
+	X(PMIx_generate_regex)                                             \
+	X(PMIx_server_deregister_nspace)                                   \
+	X(PMIx_server_finalize)                                            \
+	X(PMIx_server_generate_cpuset_string)                              \
+	X(PMIx_server_generate_locality_string)                            \
+	X(PMIx_server_init)                                                \
+	X(PMIx_server_register_client)                                     \
+	X(PMIx_server_register_nspace)                                     \
+	X(PMIx_server_setup_fork)
+
+struct pmix_lib {
+	void *handle;
+#define PMIX_LIB_FIELD(name) __typeof__(name) *fn_##name;
+	PMIX_LIB_FNS(PMIX_LIB_FIELD)
+#undef PMIX_LIB_FIELD
+};
+extern struct pmix_lib pmix_lib;
+
+#define PMIx_Error_string (*pmix_lib.fn_PMIx_Error_string)
+#define PMIx_Info_load (*pmix_lib.fn_PMIx_Info_load)
+#define PMIx_Value_destruct (*pmix_lib.fn_PMIx_Value_destruct)
+#define PMIx_generate_ppn (*pmix_lib.fn_PMIx_generate_ppn)
+#define PMIx_generate_regex (*pmix_lib.fn_PMIx_generate_regex)
+#define PMIx_server_deregister_nspace                                      \
+	(*pmix_lib.fn_PMIx_server_deregister_nspace)
+#define PMIx_server_finalize (*pmix_lib.fn_PMIx_server_finalize)
+#define PMIx_server_generate_cpuset_string                                 \
+	(*pmix_lib.fn_PMIx_server_generate_cpuset_string)
+#define PMIx_server_generate_locality_string                               \
+	(*pmix_lib.fn_PMIx_server_generate_locality_string)
+#define PMIx_server_init (*pmix_lib.fn_PMIx_server_init)
+#define PMIx_server_register_client (*pmix_lib.fn_PMIx_server_register_client)
+#define PMIx_server_register_nspace (*pmix_lib.fn_PMIx_server_register_nspace)
+#define PMIx_server_setup_fork (*pmix_lib.fn_PMIx_server_setup_fork)
+
+struct pmix_state;
+
+/* Work handed from the PMIx progress thread to the loop. */
+struct req {
+	/* Runs on the loop; answers the library through the callback
+	 * (now or later).  The request is freed after it returns. */
+	void (*run)(struct pmix_state *p, struct req *r);
+	pmix_proc_t proc;	/* the process the upcall is about */
+	char *data;		/* our copy of the upcall's blob */
+	size_t ndata;
+	int status;
+	char msg[512];
+	pmix_modex_cbfunc_t modex_cb;
+	pmix_op_cbfunc_t op_cb;
+	void *cbdata;
+	void *arg;		/* the feature's own payload, freed with */
+	void (*free_arg)(void *arg);
+	struct req *next;
+};
+
+/* A fence sent to herd, waiting for FENCE_DONE. */
+struct fence {
+	int seq;
+	pmix_modex_cbfunc_t cb;
+	void *cbdata;
+	struct fence *next;
+};
+
+struct pmix_state {
+	struct agent *a;
+	bool server_up;
+	char nspace[PMIX_MAX_NSLEN + 1];	/* the current attempt's */
+	bool nspace_registered;
+	char tmpdir[300];
+	int wake[2];		/* progress thread → loop */
+	pthread_mutex_t lock;	/* guards queue */
+	struct req *queue, *queue_tail;
+	struct fence *fences;	/* pending, oldest first */
+	int fence_seq;
+};
+
+/* Progress thread side.  A new request (NULL when out of memory) with
+ * proc copied from p (may be NULL); queue it with pmix_enqueue, which
+ * wakes the loop. */
+struct req *pmix_req_new(void (*run)(struct pmix_state *p, struct req *r),
+			 const pmix_proc_t *proc);
+void pmix_enqueue(struct req *r);
+
+/* An upcall herd does not serve: completes through cbfunc with
+ * PMIX_ERR_NOT_SUPPORTED, from the loop.  Returns what the upcall
+ * returns. */
+pmix_status_t pmix_refuse(pmix_op_cbfunc_t cbfunc, void *cbdata);
+
+/* Loop side: the one server of this agent, or NULL. */
+struct pmix_state *pmix_state_of(struct agent *a);
+
+#endif
