@@ -96,23 +96,96 @@ void pmix_enqueue(struct req *r)
 	(void)n;	/* a full pipe already wakes the loop */
 }
 
+/* Refusals: each answers its callback type with NOT_SUPPORTED. */
 static void run_refuse(struct pmix_state *p, struct req *r)
 {
+	const pmix_status_t no = PMIX_ERR_NOT_SUPPORTED;
+
 	(void)p;
 	if (r->op_cb)
-		r->op_cb(PMIX_ERR_NOT_SUPPORTED, r->cbdata);
+		r->op_cb(no, r->cbdata);
+	else if (r->modex_cb)
+		r->modex_cb(no, NULL, 0, r->cbdata, NULL, NULL);
+	else if (r->info_cb)
+		r->info_cb(no, NULL, 0, r->cbdata, NULL, NULL);
+	else if (r->lookup_cb)
+		r->lookup_cb(no, NULL, 0, r->cbdata);
+	else if (r->spawn_cb)
+		r->spawn_cb(no, NULL, r->cbdata);
+	else if (r->cred_cb)
+		r->cred_cb(no, NULL, NULL, 0, r->cbdata);
+	else if (r->valid_cb)
+		r->valid_cb(no, NULL, 0, r->cbdata);
+	else if (r->tool_cb)
+		r->tool_cb(no, NULL, r->cbdata);
 }
+
+/* Queues r (its one callback set by the caller) or, out of memory,
+ * says so at once. */
+static pmix_status_t refuse_queue(struct req *r)
+{
+	if (!r)
+		return PMIX_ERR_NOMEM;
+	pmix_enqueue(r);
+	return PMIX_SUCCESS;
+}
+
+#define REFUSE_WITH(field)                                                 \
+	struct req *r = pmix_req_new(run_refuse, NULL);                    \
+                                                                           \
+	if (r) {                                                           \
+		r->field = cbfunc;                                         \
+		r->cbdata = cbdata;                                        \
+	}                                                                  \
+	return refuse_queue(r)
 
 pmix_status_t pmix_refuse(pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
+	REFUSE_WITH(op_cb);
+}
+
+pmix_status_t pmix_refuse_modex(pmix_modex_cbfunc_t cbfunc, void *cbdata)
+{
+	REFUSE_WITH(modex_cb);
+}
+
+pmix_status_t pmix_refuse_info(pmix_info_cbfunc_t cbfunc, void *cbdata)
+{
+	REFUSE_WITH(info_cb);
+}
+
+pmix_status_t pmix_refuse_lookup(pmix_lookup_cbfunc_t cbfunc, void *cbdata)
+{
+	REFUSE_WITH(lookup_cb);
+}
+
+pmix_status_t pmix_refuse_spawn(pmix_spawn_cbfunc_t cbfunc, void *cbdata)
+{
+	REFUSE_WITH(spawn_cb);
+}
+
+pmix_status_t pmix_refuse_cred(pmix_credential_cbfunc_t cbfunc, void *cbdata)
+{
+	REFUSE_WITH(cred_cb);
+}
+
+pmix_status_t pmix_refuse_valid(pmix_validation_cbfunc_t cbfunc,
+				void *cbdata)
+{
+	REFUSE_WITH(valid_cb);
+}
+
+void pmix_refuse_tool(pmix_tool_connection_cbfunc_t cbfunc, void *cbdata)
+{
 	struct req *r = pmix_req_new(run_refuse, NULL);
 
-	if (!r)
-		return PMIX_ERR_NOMEM;
-	r->op_cb = cbfunc;
+	if (!r) {
+		cbfunc(PMIX_ERR_NOMEM, NULL, cbdata);
+		return;
+	}
+	r->tool_cb = cbfunc;
 	r->cbdata = cbdata;
 	pmix_enqueue(r);
-	return PMIX_SUCCESS;
 }
 
 struct pmix_state *pmix_state_of(struct agent *a)
@@ -244,39 +317,36 @@ static pmix_status_t on_fence(const pmix_proc_t procs[], size_t nprocs,
 	return PMIX_SUCCESS;
 }
 
-/* PMIx_Connect and PMIx_Disconnect: herd has no collective for a subset
- * of ranks, so both are refused -- through the callback, from the loop,
- * the way every other upcall completes.  Left unset (NULL), libpmix 4.2
- * wedges its progress thread on them (issue 16). */
-static pmix_status_t on_connect(const pmix_proc_t procs[], size_t nprocs,
-				const pmix_info_t info[], size_t ninfo,
-				pmix_op_cbfunc_t cbfunc, void *cbdata)
-{
-	(void)procs;
-	(void)nprocs;
-	(void)info;
-	(void)ninfo;
-	return pmix_refuse(cbfunc, cbdata);
-}
-
-static pmix_status_t on_disconnect(const pmix_proc_t procs[], size_t nprocs,
-				   const pmix_info_t info[], size_t ninfo,
-				   pmix_op_cbfunc_t cbfunc, void *cbdata)
-{
-	(void)procs;
-	(void)nprocs;
-	(void)info;
-	(void)ninfo;
-	return pmix_refuse(cbfunc, cbdata);
-}
-
+/* Every upcall is set: an unset one wedges libpmix 4.2 (issue 16).
+ * listener stays the library's own; client_connected2 unset makes it
+ * call client_connected. */
 static pmix_server_module_t module = {
 	.client_connected = on_client_connected,
 	.client_finalized = on_client_finalized,
 	.abort = on_abort,
 	.fence_nb = on_fence,
-	.connect = on_connect,
-	.disconnect = on_disconnect,
+	.direct_modex = pmix_up_direct_modex,
+	.publish = pmix_up_publish,
+	.lookup = pmix_up_lookup,
+	.unpublish = pmix_up_unpublish,
+	.spawn = pmix_up_spawn,
+	.connect = pmix_up_connect,
+	.disconnect = pmix_up_disconnect,
+	.register_events = pmix_up_register_events,
+	.deregister_events = pmix_up_deregister_events,
+	.notify_event = pmix_up_notify_event,
+	.query = pmix_up_query,
+	.tool_connected = pmix_up_tool_connected,
+	.log = pmix_up_log,
+	.allocate = pmix_up_allocate,
+	.job_control = pmix_up_job_control,
+	.monitor = pmix_up_monitor,
+	.get_credential = pmix_up_get_credential,
+	.validate_credential = pmix_up_validate_credential,
+	.iof_pull = pmix_up_iof_pull,
+	.push_stdin = pmix_up_push_stdin,
+	.group = pmix_up_group,
+	.fabric = pmix_up_fabric,
 };
 
 /* --- loop side ----------------------------------------------------------- */

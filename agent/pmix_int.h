@@ -80,6 +80,12 @@ struct req {
 	char msg[512];
 	pmix_modex_cbfunc_t modex_cb;
 	pmix_op_cbfunc_t op_cb;
+	pmix_info_cbfunc_t info_cb;
+	pmix_lookup_cbfunc_t lookup_cb;
+	pmix_spawn_cbfunc_t spawn_cb;
+	pmix_credential_cbfunc_t cred_cb;
+	pmix_validation_cbfunc_t valid_cb;
+	pmix_tool_connection_cbfunc_t tool_cb;
 	void *cbdata;
 	void *arg;		/* the feature's own payload, freed with */
 	void (*free_arg)(void *arg);
@@ -115,9 +121,52 @@ struct req *pmix_req_new(void (*run)(struct pmix_state *p, struct req *r),
 void pmix_enqueue(struct req *r);
 
 /* An upcall herd does not serve: completes through cbfunc with
- * PMIX_ERR_NOT_SUPPORTED, from the loop.  Returns what the upcall
- * returns. */
+ * PMIX_ERR_NOT_SUPPORTED, from the loop (an upcall left unset, or one
+ * that refuses synchronously, wedges libpmix 4.2's progress thread:
+ * issue 16).  Each returns what the upcall returns.  One per callback
+ * type. */
 pmix_status_t pmix_refuse(pmix_op_cbfunc_t cbfunc, void *cbdata);
+pmix_status_t pmix_refuse_modex(pmix_modex_cbfunc_t cbfunc, void *cbdata);
+pmix_status_t pmix_refuse_info(pmix_info_cbfunc_t cbfunc, void *cbdata);
+pmix_status_t pmix_refuse_lookup(pmix_lookup_cbfunc_t cbfunc, void *cbdata);
+pmix_status_t pmix_refuse_spawn(pmix_spawn_cbfunc_t cbfunc, void *cbdata);
+pmix_status_t pmix_refuse_cred(pmix_credential_cbfunc_t cbfunc, void *cbdata);
+pmix_status_t pmix_refuse_valid(pmix_validation_cbfunc_t cbfunc,
+				void *cbdata);
+void pmix_refuse_tool(pmix_tool_connection_cbfunc_t cbfunc, void *cbdata);
+
+/* The upcalls (pmix.c's module table); each file serves its own.  A
+ * declaration of function NAME of the upcall type TYPE (a pointer
+ * type in pmix_server.h): */
+#define PMIX_UPCALL(type, name) __typeof__(*(type)0) name
+
+/* pmix_modex.c: */
+PMIX_UPCALL(pmix_server_dmodex_req_fn_t, pmix_up_direct_modex);
+/* pmix_pubsub.c: */
+PMIX_UPCALL(pmix_server_publish_fn_t, pmix_up_publish);
+PMIX_UPCALL(pmix_server_lookup_fn_t, pmix_up_lookup);
+PMIX_UPCALL(pmix_server_unpublish_fn_t, pmix_up_unpublish);
+/* pmix_event.c: */
+PMIX_UPCALL(pmix_server_register_events_fn_t, pmix_up_register_events);
+PMIX_UPCALL(pmix_server_deregister_events_fn_t, pmix_up_deregister_events);
+PMIX_UPCALL(pmix_server_notify_event_fn_t, pmix_up_notify_event);
+/* pmix_spawn.c: */
+PMIX_UPCALL(pmix_server_spawn_fn_t, pmix_up_spawn);
+PMIX_UPCALL(pmix_server_connect_fn_t, pmix_up_connect);
+PMIX_UPCALL(pmix_server_disconnect_fn_t, pmix_up_disconnect);
+/* pmix_api.c: */
+PMIX_UPCALL(pmix_server_query_fn_t, pmix_up_query);
+PMIX_UPCALL(pmix_server_tool_connection_fn_t, pmix_up_tool_connected);
+PMIX_UPCALL(pmix_server_log_fn_t, pmix_up_log);
+PMIX_UPCALL(pmix_server_alloc_fn_t, pmix_up_allocate);
+PMIX_UPCALL(pmix_server_job_control_fn_t, pmix_up_job_control);
+PMIX_UPCALL(pmix_server_monitor_fn_t, pmix_up_monitor);
+PMIX_UPCALL(pmix_server_get_cred_fn_t, pmix_up_get_credential);
+PMIX_UPCALL(pmix_server_validate_cred_fn_t, pmix_up_validate_credential);
+PMIX_UPCALL(pmix_server_iof_fn_t, pmix_up_iof_pull);
+PMIX_UPCALL(pmix_server_stdin_fn_t, pmix_up_push_stdin);
+PMIX_UPCALL(pmix_server_grp_fn_t, pmix_up_group);
+PMIX_UPCALL(pmix_server_fabric_fn_t, pmix_up_fabric);
 
 /* Loop side: the one server of this agent, or NULL. */
 struct pmix_state *pmix_state_of(struct agent *a);
