@@ -474,9 +474,17 @@ static int server_up(struct agent *a, struct herd_err *err)
 		return 0;
 	if (pmix_lib_open(err) < 0)
 		return -1;
-	/* Its own directory for the rendezvous files (DESIGN.md). */
-	snprintf(p->tmpdir, sizeof(p->tmpdir), "%s/pmix",
-		 a->run_dir[0] ? a->run_dir : "/tmp");
+	/* Its own directory for the rendezvous files (DESIGN.md), in the
+	 * agent's private run directory: never a shared path such as
+	 * /tmp/pmix, which another user could make first and so read or
+	 * replace the server's rendezvous (its URI and socket). */
+	if (!a->run_dir[0])
+		return herd_errprintf(err,
+				      "launch.mode pmix: the agent has no "
+				      "private run directory (TMPDIR full or "
+				      "not writable?) for the PMIx server's "
+				      "rendezvous files");
+	snprintf(p->tmpdir, sizeof(p->tmpdir), "%s/pmix", a->run_dir);
 	if (mkdir(p->tmpdir, 0700) < 0 && errno != EEXIST)
 		return herd_errprintf(err, "cannot create %s: %s", p->tmpdir,
 				      strerror(errno));
