@@ -7,8 +7,11 @@
  * forwards it to the agent hosting the rank.  Requests wait in a table
  * indexed by rank (O(1) per request and answer, whatever the job size),
  * so that a duplicate libpmix did not collapse joins the one in flight.
- * Each has a timer: DMODEX_TIMEOUT_MS, or the client's PMIX_TIMEOUT when
- * shorter; then PMIX_ERR_TIMEOUT.  herd answers at once when the rank is
+ * Each has a deadline: DMODEX_TIMEOUT_MS, or the client's PMIX_TIMEOUT
+ * when shorter; then PMIX_ERR_TIMEOUT.  One sweep timer (every
+ * DMODEX_SWEEP_MS while any is pending) walks the list of pending
+ * requests: no timer per request, since the loop's timers are a plain
+ * array and thousands of requests in flight are normal at scale.  herd answers at once when the rank is
  * not in the attempt (PMIX_ERR_NOT_FOUND) or its node is not up
  * (PMIX_ERR_UNREACH).
  *
@@ -19,6 +22,7 @@
  * hands the blob to the library, which owns a copy until it calls the
  * release function.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +32,8 @@
 /* 60 s: the most a PMIx_Get waits for another node's data without a
  * PMIX_TIMEOUT of its own. */
 #define DMODEX_TIMEOUT_MS 60000
+/* How often the pending requests are checked for their deadline. */
+#define DMODEX_SWEEP_MS 250
 
 /* A request of ours in flight: one per remote rank. */
 struct dm_wait {
@@ -40,8 +46,9 @@ struct dm_pend {
 	struct pmix_state *p;
 	pmix_rank_t rank;
 	int seq;
-	long timer;
+	int64_t due_ms;
 	struct dm_wait *waiters;
+	struct dm_pend *prev, *next;	/* pending, oldest first */
 };
 
 /* A request we serve, until the library's callback: linked under
@@ -56,6 +63,8 @@ struct pmix_modex {
 	struct dm_pend **by_rank;	/* [job_size] */
 	uint32_t n;
 	int seq;
+	struct dm_pend *head, *tail;	/* pending */
+	long sweep;			/* timer, 0 when none */
 	struct dm_serve *serving;
 };
 
@@ -81,8 +90,16 @@ static void pend_finish(struct dm_pend *pend, pmix_status_t status,
 
 	if (m && pend->rank < m->n && m->by_rank[pend->rank] == pend)
 		m->by_rank[pend->rank] = NULL;
-	if (pend->timer > 0)
-		loop_timer_del(p->a->loop, pend->timer);
+	if (m) {
+		if (pend->prev)
+			pend->prev->next = pend->next;
+		else
+			m->head = pend->next;
+		if (pend->next)
+			pend->next->prev = pend->prev;
+		else
+			m->tail = pend->prev;
+	}
 	for (struct dm_wait *w = pend->waiters, *next; w; w = next) {
 		char *copy = NULL;
 		pmix_status_t st = status;
@@ -101,16 +118,25 @@ static void pend_finish(struct dm_pend *pend, pmix_status_t status,
 	free(pend);
 }
 
-static void on_pend_timeout(struct loop *loop, void *arg)
+static void on_sweep(struct loop *loop, void *arg)
 {
-	struct dm_pend *pend = arg;
+	struct pmix_state *p = arg;
+	struct pmix_modex *m = p->modex;
+	int64_t now = loop_now_ms();
 
-	(void)loop;
-	pend->timer = 0;
-	fprintf(stderr,
-		"herd-agent: PMIx direct modex for rank %u timed out\n",
-		pend->rank);
-	pend_finish(pend, PMIX_ERR_TIMEOUT, NULL, 0);
+	m->sweep = 0;
+	for (struct dm_pend *pend = m->head, *next; pend; pend = next) {
+		next = pend->next;
+		if (pend->due_ms > now)
+			continue;
+		fprintf(stderr,
+			"herd-agent: PMIx direct modex for rank %u timed "
+			"out\n",
+			pend->rank);
+		pend_finish(pend, PMIX_ERR_TIMEOUT, NULL, 0);
+	}
+	if (m->head)
+		m->sweep = loop_timer_add(loop, DMODEX_SWEEP_MS, on_sweep, p);
 }
 
 /* Loop side of the upcall: r->proc is the rank asked for, r->status the
@@ -166,7 +192,16 @@ static void run_request(struct pmix_state *p, struct req *r)
 	pend->waiters = w;
 	if (r->status > 0 && (int64_t)r->status * 1000 < ms)
 		ms = (int64_t)r->status * 1000;
-	pend->timer = loop_timer_add(a->loop, ms, on_pend_timeout, pend);
+	pend->due_ms = loop_now_ms() + ms;
+	pend->prev = m->tail;
+	if (m->tail)
+		m->tail->next = pend;
+	else
+		m->head = pend;
+	m->tail = pend;
+	if (m->sweep <= 0)	/* none, or none could be set: try again */
+		m->sweep = loop_timer_add(a->loop, DMODEX_SWEEP_MS, on_sweep,
+					  p);
 	m->by_rank[rank] = pend;
 	agent_send(a, PROTO_DMODEX,
 		   json_pack("{s:i, s:i, s:i}", "attempt", a->attempt, "seq",
@@ -182,10 +217,20 @@ pmix_status_t pmix_up_direct_modex(const pmix_proc_t *proc,
 
 	if (!r)
 		return PMIX_ERR_NOMEM;
-	for (size_t i = 0; i < ninfo; i++)
-		if (strncmp(info[i].key, PMIX_TIMEOUT, PMIX_MAX_KEYLEN) == 0 &&
-		    info[i].value.type == PMIX_INT)
-			r->status = info[i].value.data.integer;
+	for (size_t i = 0; i < ninfo; i++) {
+		const pmix_value_t *v = &info[i].value;
+
+		if (strncmp(info[i].key, PMIX_TIMEOUT, PMIX_MAX_KEYLEN) != 0)
+			continue;
+		if (v->type == PMIX_INT)
+			r->status = v->data.integer;
+		else if (v->type == PMIX_INT32)
+			r->status = v->data.int32;
+		else if (v->type == PMIX_UINT32)
+			r->status = v->data.uint32 > INT_MAX
+					    ? INT_MAX
+					    : (int)v->data.uint32;
+	}
 	r->modex_cb = cbfunc;
 	r->cbdata = cbdata;
 	pmix_enqueue(r);
@@ -327,11 +372,13 @@ void pmix_modex_clear(struct pmix_state *p)
 {
 	struct pmix_modex *m = p->modex;
 
-	if (!m || !m->by_rank)
+	if (!m)
 		return;
-	for (uint32_t i = 0; i < m->n; i++)
-		if (m->by_rank[i])
-			pend_finish(m->by_rank[i], PMIX_ERR_TIMEOUT, NULL, 0);
+	while (m->head)
+		pend_finish(m->head, PMIX_ERR_TIMEOUT, NULL, 0);
+	if (m->sweep > 0)
+		loop_timer_del(p->a->loop, m->sweep);
+	m->sweep = 0;
 	free(m->by_rank);
 	m->by_rank = NULL;
 	m->n = 0;
@@ -343,19 +390,16 @@ void pmix_modex_fini(struct pmix_state *p)
 
 	if (!m)
 		return;
-	for (uint32_t i = 0; m->by_rank && i < m->n; i++) {
-		struct dm_pend *pend = m->by_rank[i];
-
-		if (!pend)
-			continue;
-		if (pend->timer > 0)
-			loop_timer_del(p->a->loop, pend->timer);
+	for (struct dm_pend *pend = m->head, *pnext; pend; pend = pnext) {
+		pnext = pend->next;
 		for (struct dm_wait *w = pend->waiters, *next; w; w = next) {
 			next = w->next;
 			free(w);
 		}
 		free(pend);
 	}
+	if (m->sweep > 0)
+		loop_timer_del(p->a->loop, m->sweep);
 	free(m->by_rank);
 	/* The progress thread is gone: these are never called back. */
 	for (struct dm_serve *s = m->serving, *next; s; s = next) {
