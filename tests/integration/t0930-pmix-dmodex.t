@@ -36,6 +36,16 @@ test_expect_success 'a Get of a rank outside the job fails at once (under 2 s), 
 	test "$(sort -n ms | tail -1)" -lt 2000
 '
 
+test_expect_success 'many at once: 4 nodes x 6 ranks, each gets the 23 others (432 remote Gets, 24 ranks asking at once)' '
+	pmix_job many <<-EOF &&
+	nodes: {hosts: "$HERD_CLUSTER_HOSTLIST", slots: 6}
+	restart: {max: 0}
+	EOF
+	timeout 120 herd run many.yaml >out.many 2>err.many &&
+	test "$(grep -c "^\[\([0-9]*\)\] rank \1 dmodex: got 23 of 23\$" out.many)" = 24 &&
+	test "$(grep -c "^\[\([0-9]*\)\] rank \1 done\$" out.many)" = 24
+'
+
 test_expect_success 'late commit: PMIX_TIMEOUT 2 ends in a timeout after about 2 s, the next Get gets the value' '
 	pmix_job late late <<-EOF &&
 	nodes: {hosts: "$HERD_CLUSTER_HOSTLIST", slots: 2}
