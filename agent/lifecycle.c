@@ -285,6 +285,8 @@ static const frame_handler frame_table[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_STACKS] = on_stacks,
 	[PROTO_CHECK] = on_check,
 	[PROTO_NETPROBE] = on_netprobe,
+	[PROTO_DMODEX] = pmix_modex_on_request,
+	[PROTO_DMODEX_DATA] = pmix_modex_on_data,
 };
 
 void agent_dispatch(struct agent *a, struct proto_frame *f)

@@ -1532,6 +1532,8 @@ static const frame_fn frame_handlers[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_STACKS] = on_stacks,
 	[PROTO_CHECK] = ctl_check_frame,
 	[PROTO_NETPROBE] = ctl_netprobe_frame,
+	[PROTO_DMODEX] = ctl_pmix_dmodex,
+	[PROTO_DMODEX_DATA] = ctl_pmix_dmodex_data,
 };
 
 /* A conn's arg is its node: found in O(1).  A conn the node has dropped
