@@ -680,6 +680,7 @@ int pmix_prepare(struct agent *a, json_t *launch, struct herd_err *err)
 	}
 	a->pmix->fences = NULL;
 	a->pmix->fence_seq = 0;
+	pmix_pubsub_clear(a->pmix, false);
 	snprintf(a->pmix->nspace, sizeof(a->pmix->nspace), PMIX_NSPACE_FMT,
 		 PMIX_MAX_NSLEN - 16, job ? job : "job", a->attempt);
 	return register_nspace(a, pj, json_object_get(launch, "ranks"), err);
@@ -738,6 +739,7 @@ void pmix_fini(struct agent *a)
 		next = f->next;
 		free(f);
 	}
+	pmix_pubsub_clear(p, true);
 	if (p->server_up) {
 		deregister_nspace(p);
 		PMIx_server_finalize();
