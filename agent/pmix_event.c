@@ -92,12 +92,12 @@ static void run_notify(struct pmix_state *p, struct req *r)
 	    PMIX_CHECK_NSPACE(r->proc.nspace, p->nspace) &&
 	    is_local_rank(a, r->proc.rank) && n->range != PMIX_RANGE_LOCAL &&
 	    n->range != PMIX_RANGE_PROC_LOCAL) {
-		body = json_pack("{s:i, s:i, s:i, s:s, s:s}", "attempt",
+		body = json_pack("{s:i, s:i, s:i, s:s, s:s, s:o}", "attempt",
 				 a->attempt, "code", (int)n->code, "rank",
 				 (int)r->proc.rank, "nspace", p->nspace,
-				 "range", pmix_range_name(n->range));
-		if (body && n->procs)
-			json_object_set(body, "procs", n->procs);
+				 "range", pmix_range_name(n->range), "procs",
+				 n->procs ? json_incref(n->procs)
+					  : json_array());
 		agent_send(a, PROTO_EVENT, body, r->data, r->ndata);
 	}
 	if (r->op_cb)

@@ -1146,7 +1146,7 @@ static const struct proto_rule proto_rules[] = {
 	    .name = "EVENT",
 	    .to_herd =
 		{
-		    .format = "{s:I, s:I, s:I, s:s, s:s, s?o}",
+		    .format = "{s:I, s:I, s:I, s:s, s:s, s:o}",
 		    .keys = {"attempt", "code", "rank", "nspace", "range",
 			     "procs"},
 		    .ranges = {{"attempt", 0, INT_MAX},

@@ -193,8 +193,9 @@
  *              by PMIx (at most PROTO_EVENT_DATA_MAX bytes): a rank's
  *              PMIx_Notify_event for ranks elsewhere.  {attempt: I 0..,
  *              code: I, rank: I 0.. (the source), nspace: string, range:
- *              (as PUBLISH), procs?: [I 0..] (custom range: the ranks it
- *              is for; at most PROTO_LAUNCH_RANKS_MAX)}
+ *              (as PUBLISH), procs: [I 0..] (custom range: the ranks it
+ *              is for; empty: every rank; at most
+ *              PROTO_LAUNCH_RANKS_MAX)}
  *              herd -> agent, data as sent: deliver to the node's ranks.
  *              {attempt: I 1.., code: I, rank: I 0.., nspace: string,
  *               range: string (as PUBLISH)}
