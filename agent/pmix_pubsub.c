@@ -446,7 +446,6 @@ static void answer_lookup(struct pubsub_op *op, pmix_status_t rc,
 		size_t size = (size_t)json_integer_value(
 			json_object_get(e, "size"));
 		pmix_data_buffer_t buf;
-		pmix_value_t *v = NULL;
 		int32_t one = 1;
 
 		if (size > f->data_len - off) {
@@ -459,16 +458,12 @@ static void answer_lookup(struct pubsub_op *op, pmix_status_t rc,
 					 json_object_get(e, "rank")));
 		PMIX_LOAD_KEY(pd[i].key,
 			      json_string_value(json_object_get(e, "key")));
-		if (pmix_unpack_start(&buf, f->data + off, size) ==
-			    PMIX_SUCCESS &&
-		    PMIx_Data_unpack(NULL, &buf, &v, &one, PMIX_VALUE) ==
-			    PMIX_SUCCESS &&
-		    v) {
-			pd[i].value = *v;	/* the struct; its data moves */
-			free(v);
-		} else {
+		/* An array of values (here one), unpacked in place. */
+		if (pmix_unpack_start(&buf, f->data + off, size) !=
+			    PMIX_SUCCESS ||
+		    PMIx_Data_unpack(NULL, &buf, &pd[i].value, &one,
+				     PMIX_VALUE) != PMIX_SUCCESS)
 			rc = PMIX_ERR_UNPACK_FAILURE;
-		}
 		PMIX_DATA_BUFFER_DESTRUCT(&buf);
 		off += size;
 		if (rc == PMIX_ERR_UNPACK_FAILURE)
