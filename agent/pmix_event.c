@@ -100,8 +100,6 @@ static void run_notify(struct pmix_state *p, struct req *r)
 					  : json_array());
 		agent_send(a, PROTO_EVENT, body, r->data, r->ndata);
 	}
-	if (r->op_cb)
-		r->op_cb(r->status, r->cbdata);
 }
 
 /* The custom range's ranks in our namespace, or NULL: every rank (a
@@ -147,16 +145,18 @@ pmix_status_t pmix_up_notify_event(pmix_status_t code,
 	pmix_byte_object_t bo = {NULL, 0};
 	pmix_status_t rc;
 
+	/* Out of memory: not forwarded (the library is told all is done,
+	 * see below). */
 	if (!n) {
 		free(r);
-		return PMIX_ERR_NOMEM;
+		return PMIX_OPERATION_SUCCEEDED;
 	}
+	(void)cbfunc;
+	(void)cbdata;
 	n->code = code;
 	n->range = range;
 	r->arg = n;
 	r->free_arg = notify_free;
-	r->op_cb = cbfunc;
-	r->cbdata = cbdata;
 	for (size_t i = 0; range == PMIX_RANGE_CUSTOM && source && i < ninfo;
 	     i++)
 		if (PMIX_CHECK_KEY(&info[i], PMIX_EVENT_CUSTOM_RANGE))
@@ -176,7 +176,13 @@ pmix_status_t pmix_up_notify_event(pmix_status_t code,
 	r->data = bo.bytes;
 	r->ndata = rc == PMIX_SUCCESS ? bo.size : 0;
 	pmix_enqueue(r);
-	return PMIX_SUCCESS;
+	/* Done here: everything is copied.  libpmix 4.2 frees its request
+	 * when this upcall returns PMIX_SUCCESS (its prm framework counts
+	 * only OPERATION_IN_PROGRESS as pending), so a callback later is a
+	 * use after free that wedges its progress thread at the next event;
+	 * and it delivers to this node's own ranks only once we said we
+	 * are done. */
+	return PMIX_OPERATION_SUCCEEDED;
 }
 
 /* --- herd -> agent ------------------------------------------------------- */

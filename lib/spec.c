@@ -1797,7 +1797,7 @@ struct spec *spec_parse(const char *buf, size_t len, const char *path,
 	spec->health.grace_ms = 10 * 1000;
 	spec->health.progress_timeout_ms = -1;
 	spec->health.fence_timeout_ms = 5 * 60 * 1000;
-	spec->health.notify_grace_ms = 0;
+	spec->health.notify_grace_ms = 1000;
 	spec->health.min_free = 1LL << 30;
 	spec->health.straggler = SPEC_STRAGGLER_WARN;
 	spec->health.straggler_ratio = 1.3;

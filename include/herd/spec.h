@@ -150,7 +150,8 @@ struct spec {
 		long notify_grace_ms;	/* pmix: how long the surviving
 					 * ranks have, once told of a failure
 					 * (PMIx event), before herd stops
-					 * the attempt (default 0s: at once) */
+					 * the attempt (default 1s; 0s: at
+					 * once) */
 		char *check_command;	/* NULL: none; a site's own check,
 					 * run by sh -c on every node:
 					 * non-zero is unhealthy, its last

@@ -765,8 +765,8 @@ static void test_round_trip(void **state)
 	round_trip(MIN "nodes: {hosts: 'sim[1-3]', transport: local}\n");
 }
 
-/* health.notify_grace (issue 16): 0s by default, a duration, printed
- * back, errors at the value. */
+/* health.notify_grace (issue 16): 1s by default, a duration (0s: stop at
+ * once), printed back, errors at the value. */
 static void test_notify_grace(void **state)
 {
 	struct spec *s;
@@ -774,6 +774,9 @@ static void test_notify_grace(void **state)
 
 	(void)state;
 	s = ok(MIN);
+	assert_int_equal(s->health.notify_grace_ms, 1000);
+	spec_free(s);
+	s = ok(MIN "health: {notify_grace: 0s}\n");
 	assert_int_equal(s->health.notify_grace_ms, 0);
 	spec_free(s);
 	s = ok(MIN "health: {notify_grace: 2500ms}\n");
