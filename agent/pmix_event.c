@@ -61,7 +61,7 @@ pmix_status_t pmix_up_deregister_events(pmix_status_t *codes, size_t ncodes,
 struct notify {
 	pmix_status_t code;
 	pmix_data_range_t range;
-	json_t *procs;		/* custom range: the ranks, or NULL (all) */
+	json_t *procs; /* custom range: the ranks, or NULL (all) */
 };
 
 static void notify_free(void *arg)
@@ -92,12 +92,11 @@ static void run_notify(struct pmix_state *p, struct req *r)
 	    PMIX_CHECK_NSPACE(r->proc.nspace, p->nspace) &&
 	    is_local_rank(a, r->proc.rank) && n->range != PMIX_RANGE_LOCAL &&
 	    n->range != PMIX_RANGE_PROC_LOCAL) {
-		body = json_pack("{s:i, s:i, s:i, s:s, s:s, s:o}", "attempt",
-				 a->attempt, "code", (int)n->code, "rank",
-				 (int)r->proc.rank, "nspace", p->nspace,
-				 "range", pmix_range_name(n->range), "procs",
-				 n->procs ? json_incref(n->procs)
-					  : json_array());
+		body = json_pack(
+		    "{s:i, s:i, s:i, s:s, s:s, s:o}", "attempt", a->attempt,
+		    "code", (int)n->code, "rank", (int)r->proc.rank, "nspace",
+		    p->nspace, "range", pmix_range_name(n->range), "procs",
+		    n->procs ? json_incref(n->procs) : json_array());
 		agent_send(a, PROTO_EVENT, body, r->data, r->ndata);
 	}
 }
@@ -165,13 +164,13 @@ pmix_status_t pmix_up_notify_event(pmix_status_t code,
 	PMIX_DATA_BUFFER_CONSTRUCT(&buf);
 	rc = PMIx_Data_pack(NULL, &buf, &cnt, 1, PMIX_UINT32);
 	if (rc == PMIX_SUCCESS && ninfo)
-		rc = PMIx_Data_pack(NULL, &buf, info, (int32_t)ninfo,
-				    PMIX_INFO);
+		rc =
+		    PMIx_Data_pack(NULL, &buf, info, (int32_t)ninfo, PMIX_INFO);
 	if (rc == PMIX_SUCCESS)
 		rc = PMIx_Data_unload(&buf, &bo);
 	PMIX_DATA_BUFFER_DESTRUCT(&buf);
 	if (rc == PMIX_SUCCESS && bo.size > PROTO_EVENT_DATA_MAX)
-		rc = PMIX_ERR_BAD_PARAM;	/* too much info to forward */
+		rc = PMIX_ERR_BAD_PARAM; /* too much info to forward */
 	r->status = rc;
 	r->data = bo.bytes;
 	r->ndata = rc == PMIX_SUCCESS ? bo.size : 0;
@@ -216,7 +215,7 @@ static void deliver(pmix_status_t code, const pmix_proc_t *source,
 	d->info = info;
 	d->ninfo = ninfo;
 	rc = PMIx_Notify_event(code, source, range, info, ninfo, delivered, d);
-	if (rc != PMIX_SUCCESS)	/* no callback will come */
+	if (rc != PMIX_SUCCESS) /* no callback will come */
 		delivered(rc, d);
 }
 
@@ -236,7 +235,7 @@ void pmix_on_event(struct agent *a, struct proto_frame *f)
 		return;
 	if (pmix_unpack_start(&buf, f->data, f->data_len) != PMIX_SUCCESS ||
 	    PMIx_Data_unpack(NULL, &buf, &n, &one, PMIX_UINT32) !=
-		    PMIX_SUCCESS ||
+		PMIX_SUCCESS ||
 	    n > 1024) {
 		PMIX_DATA_BUFFER_DESTRUCT(&buf);
 		return;
@@ -245,8 +244,9 @@ void pmix_on_event(struct agent *a, struct proto_frame *f)
 		int32_t got = (int32_t)n;
 
 		PMIX_INFO_CREATE(info, n);
-		if (!info || PMIx_Data_unpack(NULL, &buf, info, &got,
-					      PMIX_INFO) != PMIX_SUCCESS ||
+		if (!info ||
+		    PMIx_Data_unpack(NULL, &buf, info, &got, PMIX_INFO) !=
+			PMIX_SUCCESS ||
 		    got != (int32_t)n) {
 			if (info)
 				PMIX_INFO_FREE(info, n);
@@ -255,8 +255,9 @@ void pmix_on_event(struct agent *a, struct proto_frame *f)
 		}
 	}
 	PMIX_DATA_BUFFER_DESTRUCT(&buf);
-	PMIX_LOAD_PROCID(&source, p->nspace,
-			 (pmix_rank_t)json_integer_value(json_object_get(b, "rank")));
+	PMIX_LOAD_PROCID(
+	    &source, p->nspace,
+	    (pmix_rank_t)json_integer_value(json_object_get(b, "rank")));
 	deliver((pmix_status_t)json_integer_value(json_object_get(b, "code")),
 		&source,
 		pmix_range_of(json_string_value(json_object_get(b, "range"))),
@@ -291,9 +292,9 @@ void pmix_on_proc_failed(struct agent *a, struct proto_frame *f)
 	}
 	procs = darray->array;
 	for (size_t i = 0; i < nr; i++)
-		PMIX_LOAD_PROCID(&procs[i], p->nspace,
-				 (pmix_rank_t)json_integer_value(
-					 json_array_get(ranks, i)));
+		PMIX_LOAD_PROCID(
+		    &procs[i], p->nspace,
+		    (pmix_rank_t)json_integer_value(json_array_get(ranks, i)));
 	PMIX_INFO_LOAD(&info[k++], PMIX_EVENT_AFFECTED_PROC, &procs[0],
 		       PMIX_PROC);
 	PMIX_LOAD_KEY(info[k].key, PMIX_EVENT_AFFECTED_PROCS);

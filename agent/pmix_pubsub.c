@@ -44,7 +44,7 @@ static const char *range_name(pmix_data_range_t r)
 		return "custom";
 	case PMIX_RANGE_PROC_LOCAL:
 		return "proc_local";
-	default:	/* UNDEF, RM, SESSION: the job */
+	default: /* UNDEF, RM, SESSION: the job */
 		return "session";
 	}
 }
@@ -122,7 +122,7 @@ pmix_status_t pmix_unpack_start(pmix_data_buffer_t *buf, const void *data,
 		return PMIX_ERR_NOMEM;
 	memcpy(bo.bytes, data, len);
 	bo.size = len;
-	return PMIx_Data_load(buf, &bo);	/* takes bo's bytes */
+	return PMIx_Data_load(buf, &bo); /* takes bo's bytes */
 }
 
 static struct pmix_pubsub *pubsub_of(struct pmix_state *p)
@@ -173,8 +173,8 @@ static void run_send(struct pmix_state *p, struct req *r, enum proto_type t)
 					.cbdata = r->cbdata};
 
 		free(op);
-		fail_op(&tmp, r->status != PMIX_SUCCESS ? r->status
-							: PMIX_ERR_NOMEM);
+		fail_op(&tmp,
+			r->status != PMIX_SUCCESS ? r->status : PMIX_ERR_NOMEM);
 		return;
 	}
 	op->id = ++ps->seq;
@@ -188,7 +188,7 @@ static void run_send(struct pmix_state *p, struct req *r, enum proto_type t)
 	json_object_set_new(body, "id", json_integer(op->id));
 	json_object_set_new(body, "rank", json_integer(r->proc.rank));
 	json_object_set_new(body, "nspace", json_string(p->nspace));
-	r->arg = NULL;	/* agent_send takes it */
+	r->arg = NULL; /* agent_send takes it */
 	agent_send(a, t, body, r->data, r->ndata);
 }
 
@@ -220,8 +220,10 @@ static bool directive(const pmix_info_t *i, pmix_data_range_t *range)
 			*range = i->value.data.range;
 		return true;
 	}
-	return PMIX_CHECK_KEY(i, PMIX_USERID) || PMIX_CHECK_KEY(i, PMIX_GRPID) ||
-	       PMIX_CHECK_KEY(i, PMIX_TIMEOUT) || PMIX_CHECK_KEY(i, PMIX_WAIT) ||
+	return PMIX_CHECK_KEY(i, PMIX_USERID) ||
+	       PMIX_CHECK_KEY(i, PMIX_GRPID) ||
+	       PMIX_CHECK_KEY(i, PMIX_TIMEOUT) ||
+	       PMIX_CHECK_KEY(i, PMIX_WAIT) ||
 	       PMIX_CHECK_KEY(i, PMIX_PERSISTENCE);
 }
 
@@ -251,9 +253,9 @@ static struct req *new_req(void (*run)(struct pmix_state *, struct req *),
 	return r;
 }
 
-pmix_status_t pmix_up_publish(const pmix_proc_t *proc,
-			      const pmix_info_t info[], size_t ninfo,
-			      pmix_op_cbfunc_t cbfunc, void *cbdata)
+pmix_status_t pmix_up_publish(const pmix_proc_t *proc, const pmix_info_t info[],
+			      size_t ninfo, pmix_op_cbfunc_t cbfunc,
+			      void *cbdata)
 {
 	/* PRRTE's data server's defaults (and the standard's). */
 	pmix_data_range_t range = PMIX_RANGE_SESSION;
@@ -286,7 +288,7 @@ pmix_status_t pmix_up_publish(const pmix_proc_t *proc,
 		if (len > PROTO_PUBSUB_VALUE_MAX ||
 		    total + len > PROTO_PUBSUB_DATA_MAX) {
 			free(blob);
-			rc = PMIX_ERR_BAD_PARAM;	/* too big to publish */
+			rc = PMIX_ERR_BAD_PARAM; /* too big to publish */
 			break;
 		}
 		grown = realloc(all, total + len + 1);
@@ -304,7 +306,7 @@ pmix_status_t pmix_up_publish(const pmix_proc_t *proc,
 						      (json_int_t)len));
 	}
 	if (rc == PMIX_SUCCESS && json_array_size(keys) == 0)
-		rc = PMIX_ERR_BAD_PARAM;	/* nothing to publish */
+		rc = PMIX_ERR_BAD_PARAM; /* nothing to publish */
 	r = new_req(run_publish, proc,
 		    keys ? json_pack("{s:s, s:s, s:o}", "range",
 				     range_name(range), "persist",
@@ -377,9 +379,9 @@ pmix_status_t pmix_up_lookup(const pmix_proc_t *proc, char **keys,
 		}
 	}
 	r = new_req(run_lookup, proc,
-		    json_pack("{s:s, s:o, s:I, s:I}", "range", range_name(range),
-			      "keys", keys_json(keys), "wait", wait,
-			      "timeout_ms", timeout_ms));
+		    json_pack("{s:s, s:o, s:I, s:I}", "range",
+			      range_name(range), "keys", keys_json(keys),
+			      "wait", wait, "timeout_ms", timeout_ms));
 	if (!r)
 		return PMIX_ERR_NOMEM;
 	if (!nkeys || !keys_ok(keys))
@@ -424,7 +426,7 @@ static pmix_status_t status_of(const char *s)
 		return PMIX_ERR_TIMEOUT;
 	if (!strcmp(s, "limit"))
 		return PMIX_ERR_OUT_OF_RESOURCE;
-	return PMIX_ERR_NOT_FOUND;	/* not_found, ended */
+	return PMIX_ERR_NOT_FOUND; /* not_found, ended */
 }
 
 /* LOOKUP's answer: every found value unpacked into pdata for the
@@ -443,8 +445,8 @@ static void answer_lookup(struct pubsub_op *op, pmix_status_t rc,
 	PMIX_PDATA_CREATE(pd, n);
 	for (size_t i = 0; pd && i < n; i++) {
 		json_t *e = json_array_get(found, i);
-		size_t size = (size_t)json_integer_value(
-			json_object_get(e, "size"));
+		size_t size =
+		    (size_t)json_integer_value(json_object_get(e, "size"));
 		pmix_data_buffer_t buf;
 		int32_t one = 1;
 
@@ -452,15 +454,16 @@ static void answer_lookup(struct pubsub_op *op, pmix_status_t rc,
 			rc = PMIX_ERR_UNPACK_FAILURE;
 			break;
 		}
-		PMIX_LOAD_PROCID(&pd[i].proc,
-				 json_string_value(json_object_get(e, "nspace")),
-				 (pmix_rank_t)json_integer_value(
-					 json_object_get(e, "rank")));
+		PMIX_LOAD_PROCID(
+		    &pd[i].proc,
+		    json_string_value(json_object_get(e, "nspace")),
+		    (pmix_rank_t)json_integer_value(
+			json_object_get(e, "rank")));
 		PMIX_LOAD_KEY(pd[i].key,
 			      json_string_value(json_object_get(e, "key")));
 		/* An array of values (here one), unpacked in place. */
 		if (pmix_unpack_start(&buf, f->data + off, size) !=
-			    PMIX_SUCCESS ||
+			PMIX_SUCCESS ||
 		    PMIx_Data_unpack(NULL, &buf, &pd[i].value, &one,
 				     PMIX_VALUE) != PMIX_SUCCESS)
 			rc = PMIX_ERR_UNPACK_FAILURE;
@@ -484,8 +487,8 @@ void pmix_on_pubsub_done(struct agent *a, struct proto_frame *f)
 	struct pmix_state *p = a->pmix;
 	int id = (int)json_integer_value(json_object_get(f->body, "id"));
 	int att = (int)json_integer_value(json_object_get(f->body, "attempt"));
-	pmix_status_t rc = status_of(
-		json_string_value(json_object_get(f->body, "status")));
+	pmix_status_t rc =
+	    status_of(json_string_value(json_object_get(f->body, "status")));
 	struct pubsub_op **pp, *op;
 
 	if (!p || !p->pubsub || att != a->attempt)

@@ -87,13 +87,12 @@ void ctl_event_proc_failed(struct ctl *c, const char *kind, int status,
 		told++;
 	}
 	if (body)
-		events_emit(c->ev, "ranks_notified",
-			    json_pack("{s:i, s:s, s:s, s:O, s:i, s:I}",
-				      "attempt", c->attempt, "kind", kind,
-				      "host", host, "ranks", arr, "nodes",
-				      told, "grace_ms",
-				      (json_int_t)c->spec->health
-					      .notify_grace_ms));
+		events_emit(
+		    c->ev, "ranks_notified",
+		    json_pack("{s:i, s:s, s:s, s:O, s:i, s:I}", "attempt",
+			      c->attempt, "kind", kind, "host", host, "ranks",
+			      arr, "nodes", told, "grace_ms",
+			      (json_int_t)c->spec->health.notify_grace_ms));
 	json_decref(body);
 	json_decref(arr);
 }

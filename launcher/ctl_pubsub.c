@@ -51,7 +51,7 @@ struct pub_entry {
 	char *nspace;
 	int rank;
 	int attempt;
-	int node;		/* index in ctl.nodes */
+	int node; /* index in ctl.nodes */
 	enum pub_range range;
 	enum pub_persist persist;
 	char *value;
@@ -73,8 +73,8 @@ struct pub_wait {
 	int node, attempt, id, rank;
 	char *nspace;
 	enum pub_range range;
-	json_t *keys;		/* [{key}] */
-	int need;		/* keys that must be found */
+	json_t *keys; /* [{key}] */
+	int need;     /* keys that must be found */
 	long timer;
 	struct pub_wait *next;
 };
@@ -94,7 +94,7 @@ static enum pub_range range_of(const char *s)
 		return R_LOCAL;
 	if (!strcmp(s, "namespace"))
 		return R_NSPACE;
-	return R_JOB;	/* session, global, custom */
+	return R_JOB; /* session, global, custom */
 }
 
 static enum pub_persist persist_of(const char *s)
@@ -217,7 +217,7 @@ static bool try_lookup(struct ctl *c, int node, int id,
 
 	for (size_t i = 0; i < nkeys && i < PROTO_PUBSUB_KEYS_MAX; i++) {
 		const char *k = json_string_value(
-			json_object_get(json_array_get(keys, i), "key"));
+		    json_object_get(json_array_get(keys, i), "key"));
 
 		hit[i] = ps ? find(ps, k, who) : NULL;
 		if (hit[i]) {
@@ -233,25 +233,24 @@ static bool try_lookup(struct ctl *c, int node, int id,
 		answer(c, node, id, "limit", NULL, NULL, 0);
 		return true;
 	}
-	for (size_t i = 0; arr && i < nkeys && i < PROTO_PUBSUB_KEYS_MAX;
-	     i++) {
+	for (size_t i = 0; arr && i < nkeys && i < PROTO_PUBSUB_KEYS_MAX; i++) {
 		struct pub_entry *e;
 
 		if (!hit[i])
 			continue;
 		e = *hit[i];
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:i, s:I}",
-						     "key", e->key, "nspace",
-						     e->nspace, "rank", e->rank,
-						     "size", (json_int_t)e->len));
+		json_array_append_new(
+		    arr, json_pack("{s:s, s:s, s:i, s:I}", "key", e->key,
+				   "nspace", e->nspace, "rank", e->rank, "size",
+				   (json_int_t)e->len));
 		if (e->len)
 			memcpy(data + off, e->value, e->len);
 		off += e->len;
 	}
-	status = found == (int)nkeys ? "ok"
+	status = found == (int)nkeys	     ? "ok"
 		 : timed_out && found < need ? "timeout"
-		 : found ? "partial"
-			 : "not_found";
+		 : found		     ? "partial"
+					     : "not_found";
 	answer(c, node, id, status, found ? arr : NULL, data, total);
 	if (!found)
 		json_decref(arr);
@@ -260,7 +259,7 @@ static bool try_lookup(struct ctl *c, int node, int id,
 	 * moved, so look again). */
 	for (size_t i = 0; ps && i < nkeys && i < PROTO_PUBSUB_KEYS_MAX; i++) {
 		const char *k = json_string_value(
-			json_object_get(json_array_get(keys, i), "key"));
+		    json_object_get(json_array_get(keys, i), "key"));
 		struct pub_entry **pp = hit[i] ? find(ps, k, who) : NULL;
 
 		if (pp && (*pp)->persist == P_FIRST_READ)
@@ -323,8 +322,8 @@ void ctl_pubsub_publish(struct ctl *c, struct node *n, struct proto_frame *f)
 {
 	json_t *keys = json_object_get(f->body, "keys");
 	int id = (int)json_integer_value(json_object_get(f->body, "id"));
-	enum pub_persist persist = persist_of(
-		json_string_value(json_object_get(f->body, "persist")));
+	enum pub_persist persist =
+	    persist_of(json_string_value(json_object_get(f->body, "persist")));
 	struct ctl_pubsub *ps = ps_of(c);
 	size_t nkeys = json_array_size(keys), total = 0, off = 0;
 	struct pub_who who;
@@ -337,7 +336,7 @@ void ctl_pubsub_publish(struct ctl *c, struct node *n, struct proto_frame *f)
 	}
 	for (size_t i = 0; i < nkeys; i++)
 		total += (size_t)json_integer_value(
-			json_object_get(json_array_get(keys, i), "size"));
+		    json_object_get(json_array_get(keys, i), "size"));
 	if (total != f->data_len) {
 		answer(c, who.node, id, "limit", NULL, NULL, 0);
 		return;
@@ -356,7 +355,7 @@ void ctl_pubsub_publish(struct ctl *c, struct node *n, struct proto_frame *f)
 	 * that could see either entry would see two values. */
 	for (size_t i = 0; i < nkeys; i++) {
 		const char *k = json_string_value(
-			json_object_get(json_array_get(keys, i), "key"));
+		    json_object_get(json_array_get(keys, i), "key"));
 
 		for (struct pub_entry **pp = &ps->entries; *pp;) {
 			struct pub_entry *e = *pp;
@@ -373,7 +372,7 @@ void ctl_pubsub_publish(struct ctl *c, struct node *n, struct proto_frame *f)
 				continue;
 			}
 			if (e->attempt < c->attempt) {
-				entry_free(ps, pp);	/* its owner is gone */
+				entry_free(ps, pp); /* its owner is gone */
 				continue;
 			}
 			answer(c, who.node, id, "duplicate", NULL, NULL, 0);
@@ -382,12 +381,13 @@ void ctl_pubsub_publish(struct ctl *c, struct node *n, struct proto_frame *f)
 	}
 	for (size_t i = 0; i < nkeys; i++) {
 		json_t *k = json_array_get(keys, i);
-		size_t len = (size_t)json_integer_value(
-			json_object_get(k, "size"));
+		size_t len =
+		    (size_t)json_integer_value(json_object_get(k, "size"));
 		struct pub_entry *e = calloc(1, sizeof(*e));
 
-		if (!e || !(e->key = strdup(json_string_value(
-				    json_object_get(k, "key")))) ||
+		if (!e ||
+		    !(e->key = strdup(
+			  json_string_value(json_object_get(k, "key")))) ||
 		    !(e->nspace = strdup(who.nspace)) ||
 		    (len && !(e->value = malloc(len)))) {
 			if (e) {
@@ -422,7 +422,7 @@ void ctl_pubsub_lookup(struct ctl *c, struct node *n, struct proto_frame *f)
 	int id = (int)json_integer_value(json_object_get(b, "id"));
 	int wait = (int)json_integer_value(json_object_get(b, "wait"));
 	json_int_t timeout_ms =
-		json_integer_value(json_object_get(b, "timeout_ms"));
+	    json_integer_value(json_object_get(b, "timeout_ms"));
 	int nkeys = (int)json_array_size(keys);
 	struct ctl_pubsub *ps = ps_of(c);
 	struct pub_who who;
@@ -431,7 +431,10 @@ void ctl_pubsub_lookup(struct ctl *c, struct node *n, struct proto_frame *f)
 	if (!who_of(c, n, f, &who))
 		return;
 	if (try_lookup(c, who.node, id, &who, keys,
-		       wait < 0 ? 0 : wait == 0 ? nkeys : wait, false))
+		       wait < 0	   ? 0
+		       : wait == 0 ? nkeys
+				   : wait,
+		       false))
 		return;
 	/* Not there yet, and the caller waits. */
 	if (!ps || ps->n_waits >= CTL_PUBSUB_WAITS_MAX ||
@@ -453,15 +456,14 @@ void ctl_pubsub_lookup(struct ctl *c, struct node *n, struct proto_frame *f)
 	w->keys = json_incref(keys);
 	w->need = wait == 0 ? nkeys : wait;
 	if (timeout_ms > 0)
-		w->timer = loop_timer_add(c->loop, timeout_ms, on_wait_timeout,
-					  w);
+		w->timer =
+		    loop_timer_add(c->loop, timeout_ms, on_wait_timeout, w);
 	w->next = ps->waits;
 	ps->waits = w;
 	ps->n_waits++;
 }
 
-void ctl_pubsub_unpublish(struct ctl *c, struct node *n,
-			  struct proto_frame *f)
+void ctl_pubsub_unpublish(struct ctl *c, struct node *n, struct proto_frame *f)
 {
 	json_t *keys = json_object_get(f->body, "keys");
 	int id = (int)json_integer_value(json_object_get(f->body, "id"));
@@ -474,14 +476,14 @@ void ctl_pubsub_unpublish(struct ctl *c, struct node *n,
 		return;
 	for (struct pub_entry **pp = ps ? &ps->entries : NULL; pp && *pp;) {
 		struct pub_entry *e = *pp;
-		bool mine = !strcmp(e->nspace, who.nspace) &&
-			    e->rank == who.rank;
+		bool mine =
+		    !strcmp(e->nspace, who.nspace) && e->rank == who.rank;
 		bool named = nkeys == 0;
 
 		for (size_t i = 0; !named && i < nkeys; i++)
 			named = !strcmp(e->key,
 					json_string_value(json_object_get(
-						json_array_get(keys, i), "key")));
+					    json_array_get(keys, i), "key")));
 		if (mine && named) {
 			entry_free(ps, pp);
 			gone++;
