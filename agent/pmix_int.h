@@ -68,6 +68,10 @@ extern struct pmix_lib pmix_lib;
 
 struct pmix_state;
 
+/* The most ranks a job's namespace registers (each rank's data is sent
+ * to every node's library). */
+#define PMIX_JOB_RANKS_MAX (1u << 20)
+
 /* Work handed from the PMIx progress thread to the loop. */
 struct req {
 	/* Runs on the loop; answers the library through the callback
@@ -106,6 +110,8 @@ struct pmix_state {
 	char nspace[PMIX_MAX_NSLEN + 1];	/* the current attempt's */
 	bool nspace_registered;
 	char tmpdir[300];
+	char nsdir[300 + PMIX_MAX_NSLEN + 2];	/* tmpdir/nspace: PMIX_NSDIR */
+	bool wedged;		/* a call's callback never came (pmix.c) */
 	int wake[2];		/* progress thread → loop */
 	pthread_mutex_t lock;	/* guards queue */
 	struct req *queue, *queue_tail;
