@@ -101,6 +101,9 @@ void pmix_enqueue(struct req *r)
 static void run_refuse(struct pmix_state *p, struct req *r)
 {
 	const pmix_status_t no = PMIX_ERR_NOT_SUPPORTED;
+	/* libpmix 4.2's tool callback reads proc even on error (a NULL
+	 * one killed every agent a tool connected to: t0920). */
+	pmix_proc_t nobody;
 
 	(void)p;
 	if (r->op_cb)
@@ -117,8 +120,10 @@ static void run_refuse(struct pmix_state *p, struct req *r)
 		r->cred_cb(no, NULL, NULL, 0, r->cbdata);
 	else if (r->valid_cb)
 		r->valid_cb(no, NULL, 0, r->cbdata);
-	else if (r->tool_cb)
-		r->tool_cb(no, NULL, r->cbdata);
+	else if (r->tool_cb) {
+		PMIX_PROC_LOAD(&nobody, "", PMIX_RANK_UNDEF);
+		r->tool_cb(no, &nobody, r->cbdata);
+	}
 }
 
 /* Queues r (its one callback set by the caller) or, out of memory,
@@ -179,9 +184,11 @@ pmix_status_t pmix_refuse_valid(pmix_validation_cbfunc_t cbfunc,
 void pmix_refuse_tool(pmix_tool_connection_cbfunc_t cbfunc, void *cbdata)
 {
 	struct req *r = pmix_req_new(run_refuse, NULL);
+	pmix_proc_t nobody;
 
 	if (!r) {
-		cbfunc(PMIX_ERR_NOMEM, NULL, cbdata);
+		PMIX_PROC_LOAD(&nobody, "", PMIX_RANK_UNDEF);
+		cbfunc(PMIX_ERR_NOMEM, &nobody, cbdata);
 		return;
 	}
 	r->tool_cb = cbfunc;
@@ -318,7 +325,8 @@ static pmix_status_t on_fence(const pmix_proc_t procs[], size_t nprocs,
 	return PMIX_SUCCESS;
 }
 
-/* Every upcall is set: an unset one wedges libpmix 4.2 (issue 16).
+/* Every upcall but tool_connected is set: an unset one wedges libpmix
+ * 4.2 (issue 16).
  * listener stays the library's own; client_connected2 unset makes it
  * call client_connected. */
 static pmix_server_module_t module = {
@@ -337,7 +345,12 @@ static pmix_server_module_t module = {
 	.deregister_events = pmix_up_deregister_events,
 	.notify_event = pmix_up_notify_event,
 	.query = pmix_up_query,
-	.tool_connected = pmix_up_tool_connected,
+	/* tool_connected stays unset: libpmix 4.2.2 crashes on any tool
+	 * the host refuses through the callback (its error path frees the
+	 * tool's peer and unlinks a namespace from a list it is not in:
+	 * t0920), while unset it refuses a tool that asks for an identity
+	 * at once, itself.  A tool that names itself is taken as a tool,
+	 * never as a rank (client_connected is not called for it). */
 	.log = pmix_up_log,
 	.allocate = pmix_up_allocate,
 	.job_control = pmix_up_job_control,
@@ -896,6 +909,21 @@ static int register_nspace(struct agent *a, json_t *launch, json_t *pj,
 		goto out;
 	}
 	p->nspace_registered = true;
+	{
+		const char **rh = malloc(job_size * sizeof(*rh));
+		bool *loc = calloc(job_size, sizeof(*loc));
+
+		for (uint32_t r = 0; rh && loc && r < job_size; r++) {
+			rh[r] = m.host[m.node_of[r]];
+			loc[r] = nlocal && m.node_of[r] == node_id;
+		}
+		if (rh && loc)
+			pmix_api_job_set(p->nspace, job_size, rh, loc,
+					 json_string_value(json_object_get(
+						 launch, "command")));
+		free(rh);
+		free(loc);
+	}
 	ret = 0;
 	goto out;
 bad_local:
@@ -917,6 +945,7 @@ static void deregister_nspace(struct pmix_state *p)
 	if (!p->nspace_registered)
 		return;
 	p->nspace_registered = false;
+	pmix_api_job_set(NULL, 0, NULL, NULL, NULL);
 	if (p->wedged || !(w = op_wait_new()))
 		return;
 	PMIx_server_deregister_nspace(p->nspace, op_done, w);

@@ -162,7 +162,6 @@ PMIX_UPCALL(pmix_server_connect_fn_t, pmix_up_connect);
 PMIX_UPCALL(pmix_server_disconnect_fn_t, pmix_up_disconnect);
 /* pmix_api.c: */
 PMIX_UPCALL(pmix_server_query_fn_t, pmix_up_query);
-PMIX_UPCALL(pmix_server_tool_connection_fn_t, pmix_up_tool_connected);
 PMIX_UPCALL(pmix_server_log_fn_t, pmix_up_log);
 PMIX_UPCALL(pmix_server_alloc_fn_t, pmix_up_allocate);
 PMIX_UPCALL(pmix_server_job_control_fn_t, pmix_up_job_control);
@@ -173,6 +172,12 @@ PMIX_UPCALL(pmix_server_iof_fn_t, pmix_up_iof_pull);
 PMIX_UPCALL(pmix_server_stdin_fn_t, pmix_up_push_stdin);
 PMIX_UPCALL(pmix_server_grp_fn_t, pmix_up_group);
 PMIX_UPCALL(pmix_server_fabric_fn_t, pmix_up_fabric);
+
+/* pmix_api.c, loop side: the attempt's job for PMIx_Query_info (copied;
+ * NULL nspace: none). */
+void pmix_api_job_set(const char *nspace, uint32_t size,
+		      const char *const *rank_host, const bool *local,
+		      const char *exe);
 
 /* Loop side: the one server of this agent, or NULL. */
 struct pmix_state *pmix_state_of(struct agent *a);
