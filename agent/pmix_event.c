@@ -32,5 +32,7 @@ pmix_status_t pmix_up_notify_event(pmix_status_t code,
 	(void)range;
 	(void)info;
 	(void)ninfo;
-	return pmix_refuse(cbfunc, cbdata);
+	(void)cbfunc;
+	(void)cbdata;
+	return PMIX_ERR_NOT_SUPPORTED;
 }
