@@ -147,15 +147,23 @@ static bool query_key(const char *key, const pmix_query_t *q,
 		pmix_data_array_t *d, *e;
 		pmix_info_t *ni;
 
-		PMIX_DATA_ARRAY_CREATE(d, 1, PMIX_DATA_ARRAY);
-		PMIX_DATA_ARRAY_CREATE(e, 2, PMIX_INFO);
-		if (!d || !e)
+		/* One element per namespace: an info of that key holding
+		 * the namespace's own array. */
+		PMIX_DATA_ARRAY_CREATE(d, 1, PMIX_INFO);
+		PMIX_DATA_ARRAY_CREATE(e, 3, PMIX_INFO);
+		if (!d || !e || !d->array || !e->array) {
+			PMIX_DATA_ARRAY_FREE(d);
+			PMIX_DATA_ARRAY_FREE(e);
 			return false;
+		}
 		ni = e->array;
 		PMIX_INFO_LOAD(&ni[0], PMIX_NSPACE, j->nspace, PMIX_STRING);
 		PMIX_INFO_LOAD(&ni[1], PMIX_JOB_SIZE, &j->size, PMIX_UINT32);
-		((pmix_data_array_t *)d->array)[0] = *e;
-		free(e);
+		PMIX_INFO_LOAD(&ni[2], PMIX_CMD_LINE, j->exe, PMIX_STRING);
+		ni = d->array;
+		PMIX_LOAD_KEY(ni[0].key, PMIX_QUERY_NAMESPACE_INFO);
+		ni[0].value.type = PMIX_DATA_ARRAY;
+		ni[0].value.data.darray = e;
 		PMIX_LOAD_KEY(out->key, key);
 		out->value.type = PMIX_DATA_ARRAY;
 		out->value.data.darray = d;
@@ -225,17 +233,93 @@ pmix_status_t pmix_up_query(pmix_proc_t *proct, pmix_query_t *queries,
 	return PMIX_SUCCESS;
 }
 
+/* --- PMIx_Log -------------------------------------------------------------
+ *
+ * What a rank logs goes to herd's event log ("pmix_log" events): the
+ * progress thread copies the entries as text (strings as they are,
+ * numbers and flags printed; other types are skipped), at most
+ * PROTO_PMIX_LOG_ENTRIES_MAX of PROTO_PMIX_LOG_VALUE_MAX bytes each; the
+ * loop sends them in one PMIX_LOG frame and completes the call.  The
+ * callback goes from the loop, never from here: the library's log path
+ * holds a lock around this upcall that its callback takes again. */
+static void run_log(struct pmix_state *p, struct req *r)
+{
+	struct agent *a = p->a;
+	json_t *entries = r->arg;
+
+	agent_send(a, PROTO_PMIX_LOG,
+		   json_pack("{s:i, s:i, s:O}", "attempt", a->attempt, "rank",
+			     (int)r->proc.rank, "entries", entries),
+		   NULL, 0);
+	r->op_cb(PMIX_SUCCESS, r->cbdata);
+}
+
+static void free_json(void *arg)
+{
+	json_decref(arg);
+}
+
+/* VALUE as text into buf; false for a type not logged. */
+static bool log_text(const pmix_value_t *v, char *buf, size_t len)
+{
+	switch (v->type) {
+	case PMIX_STRING:
+		snprintf(buf, len, "%s", v->data.string ? v->data.string : "");
+		return true;
+	case PMIX_INT:
+		snprintf(buf, len, "%d", v->data.integer);
+		return true;
+	case PMIX_UINT32:
+		snprintf(buf, len, "%u", v->data.uint32);
+		return true;
+	case PMIX_INT64:
+		snprintf(buf, len, "%lld", (long long)v->data.int64);
+		return true;
+	case PMIX_UINT64:
+		snprintf(buf, len, "%llu", (unsigned long long)v->data.uint64);
+		return true;
+	case PMIX_BOOL:
+		snprintf(buf, len, "%s", v->data.flag ? "true" : "false");
+		return true;
+	default:
+		return false;
+	}
+}
+
 void pmix_up_log(const pmix_proc_t *client, const pmix_info_t data[],
 		 size_t ndata, const pmix_info_t directives[], size_t ndirs,
 		 pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
-	(void)client;
-	(void)data;
-	(void)ndata;
+	char text[PROTO_PMIX_LOG_VALUE_MAX + 1];
+	json_t *entries = json_array();
+	struct req *r;
+
 	(void)directives;
 	(void)ndirs;
-	if (pmix_refuse(cbfunc, cbdata) != PMIX_SUCCESS && cbfunc)
+	for (size_t i = 0; entries && i < ndata &&
+			   json_array_size(entries) < PROTO_PMIX_LOG_ENTRIES_MAX;
+	     i++)
+		if (data[i].key[0] && log_text(&data[i].value, text,
+					       sizeof(text)))
+			json_array_append_new(
+				entries, json_pack("{s:s, s:s}", "key",
+						   data[i].key, "value", text));
+	if (!entries || json_array_size(entries) == 0 || !cbfunc) {
+		json_decref(entries);
+		if (pmix_refuse(cbfunc, cbdata) != PMIX_SUCCESS && cbfunc)
+			cbfunc(PMIX_ERR_NOMEM, cbdata);
+		return;
+	}
+	if (!(r = pmix_req_new(run_log, client))) {
+		json_decref(entries);
 		cbfunc(PMIX_ERR_NOMEM, cbdata);
+		return;
+	}
+	r->arg = entries;
+	r->free_arg = free_json;
+	r->op_cb = cbfunc;
+	r->cbdata = cbdata;
+	pmix_enqueue(r);
 }
 
 pmix_status_t pmix_up_allocate(const pmix_proc_t *client,

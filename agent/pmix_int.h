@@ -27,6 +27,7 @@
  * read as they would against the linked library. */
 #define PMIX_SONAME "libpmix.so.2"
 #define PMIX_LIB_FNS(X)                                                    \
+	X(PMIx_Data_array_destruct)                                        \
 	X(PMIx_Error_string)                                               \
 	X(PMIx_Info_load)                                                  \
 	X(PMIx_Value_destruct)                                             \
@@ -49,6 +50,7 @@ struct pmix_lib {
 };
 extern struct pmix_lib pmix_lib;
 
+#define PMIx_Data_array_destruct (*pmix_lib.fn_PMIx_Data_array_destruct)
 #define PMIx_Error_string (*pmix_lib.fn_PMIx_Error_string)
 #define PMIx_Info_load (*pmix_lib.fn_PMIx_Info_load)
 #define PMIx_Value_destruct (*pmix_lib.fn_PMIx_Value_destruct)

@@ -374,6 +374,8 @@ int ctl_nodes_quarantine(struct ctl *c, const struct resolved *res,
 /* ctl_pmix.c: the controller's part of PMIx (fences, aborts...). */
 void ctl_pmix_fence(struct ctl *c, struct node *n, struct proto_frame *f);
 void ctl_pmix_abort(struct ctl *c, struct node *n, struct proto_frame *f);
+/* ctl_pmix_api.c: PMIx_Log to the event log (PMIX_LOG). */
+void ctl_pmix_log(struct ctl *c, struct node *n, struct proto_frame *f);
 /* Drops every PMIx operation in flight (the attempt is over). */
 void ctl_pmix_clear(struct ctl *c);
 
