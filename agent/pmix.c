@@ -861,14 +861,12 @@ static int register_nspace(struct agent *a, json_t *launch, json_t *pj,
 		info_u32(&ni[3], PMIX_NODE_SIZE, m.nsize[i]);
 		info_str(&ni[4], PMIX_LOCAL_PEERS, m.peers[i]);
 		d->size = 5;
-		for (uint32_t r = 0; r < job_size; r++)
-			if (m.node_of[r] == i) {
-				ldr = r;
-				PMIX_INFO_LOAD(&ni[5], PMIX_LOCALLDR, &ldr,
-					       PMIX_PROC_RANK);
-				d->size = 6;
-				break;
-			}
+		if (m.nsize[i]) {	/* the first of its list */
+			ldr = (pmix_rank_t)strtoul(m.peers[i], NULL, 10);
+			PMIX_INFO_LOAD(&ni[5], PMIX_LOCALLDR, &ldr,
+				       PMIX_PROC_RANK);
+			d->size = 6;
+		}
 	}
 	/* Every rank: PMIX_RANK first (DESIGN.md); this node's also get
 	 * their binding. */
