@@ -193,17 +193,9 @@ struct pmix_state *pmix_state_of(struct agent *a)
 	return a->pmix;
 }
 
-static struct rank *rank_of(struct agent *a, pmix_rank_t rank)
-{
-	for (int i = 0; i < a->n_ranks; i++)
-		if ((pmix_rank_t)a->ranks[i].rank == rank)
-			return &a->ranks[i];
-	return NULL;
-}
-
 static void run_connected(struct pmix_state *p, struct req *r)
 {
-	struct rank *rk = rank_of(p->a, r->proc.rank);
+	struct rank *rk = pmix_rank_of(p, &r->proc);
 
 	if (rk)
 		rk->pmix_connected = true;
@@ -649,6 +641,28 @@ out:
 	return ret;
 }
 
+pmix_status_t pmix_register_nspace_wait(const char *nspace, int nlocal,
+					pmix_info_t *info, size_t ninfo)
+{
+	struct op_wait w = OP_WAIT_INIT;
+
+	return op_wait_for(&w, PMIx_server_register_nspace(
+				       nspace, nlocal, info, ninfo, op_done, &w));
+}
+
+void pmix_deregister_nspace_wait(const char *nspace)
+{
+	struct op_wait w = OP_WAIT_INIT;
+
+	PMIx_server_deregister_nspace(nspace, op_done, &w);
+	op_wait_for(&w, PMIX_SUCCESS);
+}
+
+size_t pmix_cpuset_info(pmix_info_t *pi, const char *cpus)
+{
+	return cpuset_info(pi, cpus);
+}
+
 static void deregister_nspace(struct pmix_state *p)
 {
 	struct op_wait w = OP_WAIT_INIT;
@@ -672,6 +686,7 @@ int pmix_prepare(struct agent *a, json_t *launch, struct herd_err *err)
 	if (server_up(a, err) < 0)
 		return -1;
 	/* Ranks of the last attempt are gone (rank_launch checked). */
+	pmix_spawn_reset(a->pmix);
 	deregister_nspace(a->pmix);
 	for (struct fence *f = a->pmix->fences, *next; f; f = next) {
 		next = f->next;
@@ -689,15 +704,24 @@ int pmix_setup_rank(struct agent *a, struct rank *r, struct envv *env,
 		    struct herd_err *err)
 {
 	struct pmix_state *p = a->pmix;
+
+	if (!p || !p->nspace_registered)
+		return 0;
+	return pmix_setup_proc(a, p->nspace, (uint32_t)r->rank, env, err);
+}
+
+int pmix_setup_proc(struct agent *a, const char *nspace, uint32_t rank,
+		    struct envv *env, struct herd_err *err)
+{
 	struct op_wait w = OP_WAIT_INIT;
 	char **penv = NULL;
 	pmix_proc_t proc;
 	pmix_status_t rc;
 	int ret = 0;
 
-	if (!p || !p->nspace_registered)
-		return 0;
-	PMIX_PROC_LOAD(&proc, p->nspace, (pmix_rank_t)r->rank);
+	if (!a->pmix || !a->pmix->server_up)
+		return herd_errprintf(err, "no PMIx server on this node");
+	PMIX_PROC_LOAD(&proc, nspace, (pmix_rank_t)rank);
 	rc = op_wait_for(&w, PMIx_server_register_client(&proc, getuid(),
 							 getgid(), NULL,
 							 op_done, &w));
@@ -739,6 +763,7 @@ void pmix_fini(struct agent *a)
 		free(f);
 	}
 	if (p->server_up) {
+		pmix_spawn_reset(p);
 		deregister_nspace(p);
 		PMIx_server_finalize();
 	}

@@ -111,6 +111,7 @@ struct pmix_state {
 	struct req *queue, *queue_tail;
 	struct fence *fences;	/* pending, oldest first */
 	int fence_seq;
+	struct pmix_spawn_state *spawn;	/* pmix_spawn.c, or NULL */
 };
 
 /* Progress thread side.  A new request (NULL when out of memory) with
@@ -167,6 +168,20 @@ PMIX_UPCALL(pmix_server_iof_fn_t, pmix_up_iof_pull);
 PMIX_UPCALL(pmix_server_stdin_fn_t, pmix_up_push_stdin);
 PMIX_UPCALL(pmix_server_grp_fn_t, pmix_up_group);
 PMIX_UPCALL(pmix_server_fabric_fn_t, pmix_up_fabric);
+
+/* pmix.c, loop side: register (deregister) a namespace and wait for the
+ * library's answer; the PMIX_CPUSET and PMIX_LOCALITY_STRING of a cpu
+ * list into pi[0..1] (returns how many). */
+pmix_status_t pmix_register_nspace_wait(const char *nspace, int nlocal,
+					pmix_info_t *info, size_t ninfo);
+void pmix_deregister_nspace_wait(const char *nspace);
+size_t pmix_cpuset_info(pmix_info_t *pi, const char *cpus);
+
+/* pmix_spawn.c, loop side: the rank or spawned process proc names, or
+ * NULL; at a new attempt and at exit: pending spawns and connects fail,
+ * spawned namespaces are deregistered. */
+struct rank *pmix_rank_of(struct pmix_state *p, const pmix_proc_t *proc);
+void pmix_spawn_reset(struct pmix_state *p);
 
 /* Loop side: the one server of this agent, or NULL. */
 struct pmix_state *pmix_state_of(struct agent *a);

@@ -157,6 +157,9 @@ struct node {
 
 struct rank_slot {
 	int node;		/* index into ctl.nodes */
+	int spawn;		/* 0: a rank of the job; N: a process of
+				 * PMIx_Spawn N (ctl_spawn.c) */
+	int srank;		/* spawned: its rank in spawn N */
 	bool done;
 	struct logfile *log;	/* RUN-ID/attempt-N/rank-R.log */
 	/* A partial line waiting for its end (prefixing needs lines); at
@@ -201,6 +204,10 @@ struct ctl {
 	int attempt;		/* 0 before the first launch */
 	struct attempt_note *notes;	/* [attempt-1] */
 	int world_size;
+	/* ranks[0..world_size) the job's ranks, then the processes
+	 * PMIx_Spawn started in this attempt (ctl_spawn.c), n_slots in
+	 * all; every one must end for the attempt to be done. */
+	int n_slots;
 	struct rank_slot *ranks;
 	int ranks_done;
 	char *master_addr;
@@ -210,6 +217,7 @@ struct ctl {
 
 	struct fence *fences;	/* pmix: fences in flight */
 	int n_fences;
+	struct ctl_dyn *dyn;	/* ctl_spawn.c: spawns, connects */
 
 	int status;		/* the exit status so far */
 	bool failed;		/* this attempt's first failure is recorded */
@@ -376,6 +384,15 @@ void ctl_pmix_fence(struct ctl *c, struct node *n, struct proto_frame *f);
 void ctl_pmix_abort(struct ctl *c, struct node *n, struct proto_frame *f);
 /* Drops every PMIx operation in flight (the attempt is over). */
 void ctl_pmix_clear(struct ctl *c);
+
+/* ctl_spawn.c (issue 16): PMIx_Spawn, PMIx_Connect/Disconnect. */
+void ctl_spawn_frame(struct ctl *c, struct node *n, struct proto_frame *f);
+void ctl_spawn_up(struct ctl *c, struct node *n, struct proto_frame *f);
+void ctl_connect_frame(struct ctl *c, struct node *n, struct proto_frame *f);
+/* Drops spawns and connects in flight (the attempt is over). */
+void ctl_spawn_clear(struct ctl *c);
+/* "[s1:0] " for spawned process slot (a rank of spawn 1), into buf. */
+void ctl_spawn_tag(struct ctl *c, int slot, char *buf, size_t size);
 
 /* ctl_hang.c (issue 14): evidence of a hang. */
 /* 10 s: what herd waits for the agents' stacks; an agent answers within

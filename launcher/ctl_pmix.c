@@ -34,6 +34,7 @@ static void fence_free(struct ctl *c, int k)
 
 void ctl_pmix_clear(struct ctl *c)
 {
+	ctl_spawn_clear(c);
 	while (c->n_fences > 0)
 		fence_free(c, 0);
 	free(c->fences);
