@@ -65,6 +65,20 @@ test_expect_success 'the spawn is in the events and each child has its log' '
 	grep -x "child 2 of 4, parent 0, spawned 1" "$run/attempt-1/spawn-1-rank-2.log"
 '
 
+test_expect_success 'spawn of two apps (PMIx spawn_multiple: 2 + 1): one namespace of 3, PMIX_APPNUM 0, 0, 1' '
+	pmix_job multi multiple 2 <<-EOF &&
+	nodes: {hosts: "$HERD_CLUSTER_HOSTLIST", slots: 2}
+	restart: {max: 0}
+	EOF
+	timeout 90 herd run multi.yaml >out 2>err &&
+	grep -x "\[0\] rank 0 spawn: SUCCESS" out &&
+	grep -x "\[s1:0\] child 0 app 0" out &&
+	grep -x "\[s1:1\] child 1 app 0" out &&
+	grep -x "\[s1:2\] child 2 app 1" out &&
+	test "$(grep -c "^\[s1:[0-2]\] child [0-2] of 3, parent 0, spawned 1\$" out)" = 3 &&
+	none_left
+'
+
 test_expect_success 'PMIX_HOST naming one node of the job: every child there' '
 	host=$(cluster_node 3) &&
 	pmix_job onhost plain 3 "$host" <<-EOF &&

@@ -6,7 +6,10 @@
  * Rank 0 spawns NP copies of this program ("child MODE"), on HOSTS
  * (PMIX_HOST, comma-separated) when given, and prints
  *   "rank 0 spawn: STATUS" and, on success, "rank 0 spawned .sN"
- * (the new namespace's suffix).  Every rank of the job then finalizes
+ * (the new namespace's suffix) and "spawn_ms T" (call to return, for
+ * bench/pmix).  MODE multiple spawns two apps, NP processes of "child
+ * plain" and 1 of "child app1"; each child also prints "child R app A"
+ * (its PMIX_APPNUM).  Every rank of the job then finalizes
  * ("rank R finalize: STATUS").  MODE says what happens next:
  *   plain    each child prints "child R of N, parent P, spawned B" and
  *            exits 0
@@ -22,11 +25,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <pmix.h>
 
 static pmix_proc_t me;
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
 
 static int get_u32(const char *nspace, const char *key, uint32_t *v)
 {
@@ -92,6 +104,17 @@ static int child(const char *mode)
 		PMIX_VALUE_RELEASE(val);
 	printf("child %u of %u, parent %u, spawned %d\n", me.rank, size,
 	       parent.rank, (int)spawned);
+	if (!strcmp(mode, "app1") || !strcmp(mode, "multiple")) {
+		uint32_t app = 99;
+
+		val = NULL;
+		if (PMIx_Get(&me, PMIX_APPNUM, NULL, 0, &val) == PMIX_SUCCESS &&
+		    val->type == PMIX_UINT32)
+			app = val->data.uint32;
+		if (val)
+			PMIX_VALUE_RELEASE(val);
+		printf("child %u app %u\n", me.rank, app);
+	}
 	fflush(stdout);
 	snprintf(who, sizeof(who), "child %u", me.rank);
 	if (!strcmp(mode, "connect"))
@@ -126,34 +149,43 @@ int main(int argc, char **argv)
 	}
 	mode = argv[1];
 	if (me.rank == 0) {
-		char *cargv[] = {argv[0], "child", (char *)mode, NULL};
-		pmix_app_t app;
+		bool multi = !strcmp(mode, "multiple");
+		pmix_app_t app[2];
 		pmix_info_t host;
 		pmix_nspace_t ns;
+		double t0;
 
-		PMIX_APP_CONSTRUCT(&app);
-		app.cmd = strdup(argv[0]);
-		PMIX_ARGV_APPEND(rc, app.argv, cargv[0]);
-		PMIX_ARGV_APPEND(rc, app.argv, cargv[1]);
-		PMIX_ARGV_APPEND(rc, app.argv, cargv[2]);
-		app.maxprocs = atoi(argv[2]);
+		for (int i = 0; i < 2; i++) {
+			PMIX_APP_CONSTRUCT(&app[i]);
+			app[i].cmd = strdup(argv[0]);
+			PMIX_ARGV_APPEND(rc, app[i].argv, argv[0]);
+			PMIX_ARGV_APPEND(rc, app[i].argv, "child");
+			PMIX_ARGV_APPEND(rc, app[i].argv,
+					 i ? "app1" : multi ? "multiple" : mode);
+		}
+		app[0].maxprocs = atoi(argv[2]);
+		app[1].maxprocs = 1;
 		if (argc > 3) {
 			PMIX_INFO_LOAD(&host, PMIX_HOST, argv[3], PMIX_STRING);
-			app.info = &host;
-			app.ninfo = 1;
+			app[0].info = &host;
+			app[0].ninfo = 1;
 		}
 		memset(ns, 0, sizeof(ns));
-		rc = PMIx_Spawn(NULL, 0, &app, 1, ns);
+		t0 = now_ms();
+		rc = PMIx_Spawn(NULL, 0, app, multi ? 2 : 1, ns);
+		printf("spawn_ms %.1f\n", now_ms() - t0);
 		printf("rank 0 spawn: %s\n", PMIx_Error_string(rc));
 		if (rc == PMIX_SUCCESS)
-			printf("rank 0 spawned %s\n", strrchr(ns, '.'));
+			printf("rank 0 spawned %s\n",
+			       strrchr(ns, '.') ? strrchr(ns, '.') : ns);
 		fflush(stdout);
 		if (argc > 3) {
-			app.info = NULL;
-			app.ninfo = 0;
+			app[0].info = NULL;
+			app[0].ninfo = 0;
 			PMIX_INFO_DESTRUCT(&host);
 		}
-		PMIX_APP_DESTRUCT(&app);
+		PMIX_APP_DESTRUCT(&app[0]);
+		PMIX_APP_DESTRUCT(&app[1]);
 		if (rc == PMIX_SUCCESS && !strcmp(mode, "connect"))
 			connect_pair("rank 0", me.nspace, ns, ns);
 	}
