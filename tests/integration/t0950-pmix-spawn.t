@@ -150,4 +150,33 @@ test_expect_success 'a child killed by SIGKILL: the job ends with 137, every pro
 	none_left
 '
 
+test_expect_success 'with a restart: each attempt spawns anew (s1 of attempt 2), a failing child fails both, the job exits 3' '
+	pmix_job again fail 2 <<-EOF &&
+	nodes: {hosts: "$HERD_CLUSTER_HOSTLIST", slots: 2}
+	restart: {max: 1, backoff: 0s}
+	EOF
+	test_expect_code 3 timeout 120 herd run again.yaml >again.out 2>again.err &&
+	test "$(grep -c "^\[0\] rank 0 spawn: SUCCESS\$" again.out)" = 2 &&
+	test "$(jq -c "select(.event == \"spawn\") | .attempt" runs/again/latest/events.jsonl | tr "\n" " ")" = "1 2 " &&
+	test "$(grep -c "spawned process s1:1 on .* exited with status 3; stopping the attempt" again.err)" = 2 &&
+	none_left
+'
+
+test_expect_success 'herd killed (SIGKILL) while children run: every agent, rank and child is gone' '
+	pmix_job orphan sleep 4 <<-EOF &&
+	nodes: {hosts: "$HERD_CLUSTER_HOSTLIST", slots: 2}
+	restart: {max: 0}
+	EOF
+	herd run orphan.yaml >out 2>err &
+	hpid=$! &&
+	i=0 &&
+	while test "$(grep -c "^\[s1:[0-3]\] child [0-3] pid " out)" != 4; do
+		i=$((i + 1)) && test $i -lt 600 || { kill $hpid; cat out err; return 1; }
+		sleep 0.1   # poll interval of a bounded wait
+	done &&
+	test "$(procs pspawn | wc -l)" = 4 &&
+	kill -9 $hpid &&
+	none_left
+'
+
 test_done
