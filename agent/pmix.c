@@ -263,9 +263,12 @@ static pmix_status_t on_abort(const pmix_proc_t *proc, void *server_object,
 static void run_fence(struct pmix_state *p, struct req *r)
 {
 	struct agent *a = p->a;
-	struct fence *f = calloc(1, sizeof(*f)), **tail;
+	struct fence *f, **tail;
 
-	if (!f) {
+	/* Over processes of a spawned namespace: pmix_spawn.c's. */
+	if (pmix_spawn_fence(p, r))
+		return;
+	if (!(f = calloc(1, sizeof(*f)))) {
 		r->modex_cb(PMIX_ERR_NOMEM, NULL, 0, r->cbdata, NULL, NULL);
 		return;
 	}
@@ -288,12 +291,17 @@ static pmix_status_t on_fence(const pmix_proc_t procs[], size_t nprocs,
 {
 	struct req *r = pmix_req_new(run_fence, NULL);
 
-	(void)procs;
-	(void)nprocs;
 	(void)info;
 	(void)ninfo;
 	if (!r)
 		return PMIX_ERR_NOMEM;
+	/* The procs, for pmix_spawn_fence (the loop tells namespaces). */
+	if (procs && nprocs && nprocs <= PROTO_CONNECT_PROCS_MAX &&
+	    (r->arg = malloc(nprocs * sizeof(*procs)))) {
+		memcpy(r->arg, procs, nprocs * sizeof(*procs));
+		r->free_arg = free;
+		r->status = (int)nprocs;
+	}
 	r->ndata = ndata;
 	if (ndata) {
 		r->data = malloc(ndata);

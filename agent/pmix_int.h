@@ -182,6 +182,11 @@ size_t pmix_cpuset_info(pmix_info_t *pi, const char *cpus);
  * spawned namespaces are deregistered. */
 struct rank *pmix_rank_of(struct pmix_state *p, const pmix_proc_t *proc);
 void pmix_spawn_reset(struct pmix_state *p);
+/* A fence (r: its data, r->arg its r->status procs) over processes of a
+ * spawned namespace is gathered as a collective over those processes
+ * (CONNECT "fence", pmix_spawn.c): true when taken (answered through
+ * r->modex_cb then); false for a fence of the job's namespace alone. */
+bool pmix_spawn_fence(struct pmix_state *p, struct req *r);
 
 /* Loop side: the one server of this agent, or NULL. */
 struct pmix_state *pmix_state_of(struct agent *a);

@@ -16,7 +16,10 @@
  *   disconnect  namespaces, like a fence without data: the library calls
  *               us once its local participants are in; CONNECT goes to
  *               herd, which answers CONNECT_DONE when every node hosting
- *               them sent the same.  Every member agent knows every
+ *               them sent the same.  A fence over processes of a spawned
+ *               namespace (or of several) goes the same way with its
+ *               data ("fence"): herd hands back the concatenation.
+ *               Every member agent knows every
  *               namespace of the attempt (SPAWN_LAUNCH registers a
  *               spawn's everywhere, even with no process here), as the
  *               library needs for the job info it hands the clients.
@@ -34,9 +37,10 @@
 /* A request sent to herd, waiting for SPAWN_DONE or CONNECT_DONE. */
 struct pending {
 	int seq;
-	bool spawn;		/* else connect or disconnect */
+	bool spawn;		/* else connect, disconnect or fence */
 	pmix_spawn_cbfunc_t spawn_cb;
 	pmix_op_cbfunc_t op_cb;
+	pmix_modex_cbfunc_t modex_cb;	/* a fence */
 	void *cbdata;
 	struct pending *next;
 };
@@ -154,6 +158,9 @@ void pmix_spawn_reset(struct pmix_state *p)
 		next = pd->next;
 		if (pd->spawn)
 			pd->spawn_cb(PMIX_ERR_TIMEOUT, NULL, pd->cbdata);
+		else if (pd->modex_cb)
+			pd->modex_cb(PMIX_ERR_TIMEOUT, NULL, 0, pd->cbdata,
+				     NULL, NULL);
 		else
 			pd->op_cb(PMIX_ERR_TIMEOUT, pd->cbdata);
 		free(pd);
@@ -560,14 +567,14 @@ answer:
 
 /* --- connect, disconnect -------------------------------------------------- */
 
-static void run_connect(struct pmix_state *p, struct req *r)
+/* procs as CONNECT names them ({ns, rank}; -1: every rank), or NULL
+ * with *st the status why not. */
+static json_t *procs_json(struct pmix_state *p, const pmix_proc_t *procs,
+			  size_t n, pmix_status_t *st)
 {
-	const pmix_proc_t *procs = (const pmix_proc_t *)(void *)r->data;
-	size_t n = r->ndata / sizeof(*procs);
-	struct agent *a = p->a;
 	json_t *arr = json_array();
-	struct pending *pd;
 
+	*st = PMIX_ERR_NOMEM;
 	for (size_t i = 0; arr && i < n; i++) {
 		int ns = ns_index(p, procs[i].nspace);
 		json_int_t rank = procs[i].rank == PMIX_RANK_WILDCARD
@@ -575,18 +582,28 @@ static void run_connect(struct pmix_state *p, struct req *r)
 					  : (json_int_t)procs[i].rank;
 
 		if (ns < 0 || rank > INT32_MAX) {
+			*st = ns < 0 ? PMIX_ERR_NOT_FOUND : PMIX_ERR_BAD_PARAM;
 			json_decref(arr);
-			r->op_cb(ns < 0 ? PMIX_ERR_NOT_FOUND
-					: PMIX_ERR_BAD_PARAM,
-				 r->cbdata);
-			return;
+			return NULL;
 		}
 		json_array_append_new(arr, json_pack("{s:i, s:I}", "ns", ns,
 						     "rank", rank));
 	}
+	return arr;
+}
+
+static void run_connect(struct pmix_state *p, struct req *r)
+{
+	const pmix_proc_t *procs = (const pmix_proc_t *)(void *)r->data;
+	size_t n = r->ndata / sizeof(*procs);
+	struct agent *a = p->a;
+	pmix_status_t st;
+	json_t *arr = procs_json(p, procs, n, &st);
+	struct pending *pd;
+
 	if (!arr || !(pd = pending_add(p, false))) {
 		json_decref(arr);
-		r->op_cb(PMIX_ERR_NOMEM, r->cbdata);
+		r->op_cb(arr ? PMIX_ERR_NOMEM : st, r->cbdata);
 		return;
 	}
 	pd->op_cb = r->op_cb;
@@ -597,6 +614,36 @@ static void run_connect(struct pmix_state *p, struct req *r)
 			     r->status ? "disconnect" : "connect", "procs",
 			     arr),
 		   NULL, 0);
+}
+
+bool pmix_spawn_fence(struct pmix_state *p, struct req *r)
+{
+	const pmix_proc_t *procs = r->arg;
+	size_t n = r->arg ? (size_t)r->status : 0;
+	struct agent *a = p->a;
+	struct pending *pd;
+	pmix_status_t st;
+	bool other = false;
+	json_t *arr;
+
+	for (size_t i = 0; i < n && !other; i++)
+		other = strncmp(procs[i].nspace, p->nspace, PMIX_MAX_NSLEN) != 0;
+	if (!other)
+		return false;
+	arr = procs_json(p, procs, n, &st);
+	if (!arr || !(pd = pending_add(p, false))) {
+		json_decref(arr);
+		r->modex_cb(arr ? PMIX_ERR_NOMEM : st, NULL, 0, r->cbdata, NULL,
+			    NULL);
+		return true;
+	}
+	pd->modex_cb = r->modex_cb;
+	pd->cbdata = r->cbdata;
+	agent_send(a, PROTO_CONNECT,
+		   json_pack("{s:i, s:i, s:s, s:o}", "attempt", a->attempt,
+			     "seq", pd->seq, "op", "fence", "procs", arr),
+		   r->data, r->ndata);
+	return true;
 }
 
 static void run_refuse_op(struct pmix_state *p, struct req *r)
@@ -648,6 +695,11 @@ pmix_status_t pmix_up_disconnect(const pmix_proc_t procs[], size_t nprocs,
 	return connect_queue(procs, nprocs, 1, cbfunc, cbdata);
 }
 
+static void free_data(void *cbdata)
+{
+	free(cbdata);
+}
+
 void pmix_on_connect_done(struct agent *a, struct proto_frame *f)
 {
 	struct pmix_state *p = a->pmix;
@@ -656,9 +708,23 @@ void pmix_on_connect_done(struct agent *a, struct proto_frame *f)
 	int st = (int)json_integer_value(json_object_get(f->body, "status"));
 	struct pending *pd;
 
+	char *copy = NULL;
+
 	if (!p || att != a->attempt || !(pd = pending_take(p, seq, false)))
 		return;
-	pd->op_cb(st == 0 ? PMIX_SUCCESS : st > 0 ? PMIX_ERROR : st,
-		  pd->cbdata);
+	st = st == 0 ? PMIX_SUCCESS : st > 0 ? PMIX_ERROR : st;
+	if (!pd->modex_cb) {
+		pd->op_cb(st, pd->cbdata);
+	} else if (st != PMIX_SUCCESS) {
+		pd->modex_cb(st, NULL, 0, pd->cbdata, NULL, NULL);
+	} else if (f->data_len && !(copy = malloc(f->data_len))) {
+		pd->modex_cb(PMIX_ERR_NOMEM, NULL, 0, pd->cbdata, NULL, NULL);
+	} else {
+		/* The library owns the data until it calls free. */
+		if (copy)
+			memcpy(copy, f->data, f->data_len);
+		pd->modex_cb(PMIX_SUCCESS, copy, f->data_len, pd->cbdata,
+			     free_data, copy);
+	}
 	free(pd);
 }

@@ -18,7 +18,10 @@
  *   CONNECT      a collective over processes of any namespaces: done when
  *                every node hosting them sent the same list (and op);
  *                CONNECT_DONE to each, or a timeout status after
- *                health.fence_timeout.
+ *                health.fence_timeout.  A fence over processes of a
+ *                spawned namespace (op "fence") is the same with data:
+ *                the contributions, concatenated in node order, go back
+ *                to each.
  *
  * Limits (said to the asker as a PMIx status): PROTO_SPAWN_PROCS_MAX (256)
  * processes per spawn and per attempt in all, CTL_SPAWN_LOCAL_MAX (64)
@@ -60,6 +63,8 @@ struct dyn_connect {
 	char *key;		/* op and the sorted process list */
 	bool *want;		/* [node index] */
 	int *seq;		/* [node index]: its CONNECT's, 0: not yet */
+	char **parts;		/* [node index]: a fence's contribution */
+	size_t *part_len;
 	int n_want, n_got;
 	int64_t due_ms;
 	long timer;
@@ -98,6 +103,10 @@ static void dconn_free(struct ctl *c, int k)
 
 	if (x->timer)
 		loop_timer_del(c->loop, x->timer);
+	for (int i = 0; x->parts && i < c->n_nodes; i++)
+		free(x->parts[i]);
+	free(x->parts);
+	free(x->part_len);
 	free(x->key);
 	free(x->want);
 	free(x->seq);
@@ -573,15 +582,41 @@ static int mark_proc(struct ctl *c, int ns, json_int_t rank, bool *want)
 	return 0;
 }
 
-static void connect_answer(struct ctl *c, int node, int seq, int status)
+static void connect_answer(struct ctl *c, int node, int seq, int status,
+			   const char *data, size_t len)
 {
 	json_t *body = json_pack("{s:i, s:i, s:i}", "attempt", c->attempt,
 				 "seq", seq, "status", status);
 
 	if (c->nodes[node].conn)
-		conn_send(c->nodes[node].conn, PROTO_CONNECT_DONE, body, NULL,
-			  0, NULL);
+		conn_send(c->nodes[node].conn, PROTO_CONNECT_DONE, body, data,
+			  len, NULL);
 	json_decref(body);
+}
+
+/* Everyone is in: a fence's contributions, concatenated in node order,
+ * or none, to each. */
+static void connect_complete(struct ctl *c, int k)
+{
+	struct dyn_connect *x = &c->dyn->conns[k];
+	size_t total = 0, off = 0;
+	char *all = NULL;
+	int st = 0;
+
+	for (int m = 0; m < c->n_nodes; m++)
+		total += x->part_len[m];
+	if (total && !(all = malloc(total)))
+		st = ST_ERROR;
+	for (int m = 0; all && m < c->n_nodes; m++) {
+		if (x->part_len[m])
+			memcpy(all + off, x->parts[m], x->part_len[m]);
+		off += x->part_len[m];
+	}
+	for (int m = 0; m < c->n_nodes; m++)
+		if (x->seq[m])
+			connect_answer(c, m, x->seq[m], st, all, all ? total : 0);
+	free(all);
+	dconn_free(c, k);
 }
 
 static void on_connect_timeout(struct loop *loop, void *arg)
@@ -605,7 +640,7 @@ static void on_connect_timeout(struct loop *loop, void *arg)
 	for (int i = 0; i < c->n_nodes; i++) {
 		if (c->dyn->conns[k].seq[i])
 			connect_answer(c, i, c->dyn->conns[k].seq[i],
-				       ST_TIMEOUT);
+				       ST_TIMEOUT, NULL, 0);
 		else if (c->dyn->conns[k].want[i])
 			fprintf(stderr, " %s", c->nodes[i].host);
 	}
@@ -630,7 +665,7 @@ void ctl_connect_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 	    c->attempt)
 		return;
 	if (c->state != CTL_RUN || !node_in(n) || !(d = dyn_of(c))) {
-		connect_answer(c, idx, seq, ST_ERROR);
+		connect_answer(c, idx, seq, ST_ERROR, NULL, 0);
 		return;
 	}
 	want = calloc((size_t)c->n_nodes, sizeof(bool));
@@ -681,7 +716,12 @@ void ctl_connect_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 		x = &d->conns[d->n_conns];
 		memset(x, 0, sizeof(*x));
 		x->seq = calloc((size_t)c->n_nodes, sizeof(int));
-		if (!x->seq) {
+		x->parts = calloc((size_t)c->n_nodes, sizeof(*x->parts));
+		x->part_len = calloc((size_t)c->n_nodes, sizeof(size_t));
+		if (!x->seq || !x->parts || !x->part_len) {
+			free(x->seq);
+			free(x->parts);
+			free(x->part_len);
 			st = ST_ERROR;
 			goto out;
 		}
@@ -702,17 +742,21 @@ void ctl_connect_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 		st = ST_BAD_PARAM;	/* the same again before it is done */
 		goto out;
 	}
+	if (f->data_len) {
+		if (!(x->parts[idx] = malloc(f->data_len))) {
+			st = ST_ERROR;
+			goto out;
+		}
+		memcpy(x->parts[idx], f->data, f->data_len);
+		x->part_len[idx] = f->data_len;
+	}
 	x->seq[idx] = seq;
 	x->n_got++;
-	if (x->n_got == x->n_want) {
-		for (int m = 0; m < c->n_nodes; m++)
-			if (x->seq[m])
-				connect_answer(c, m, x->seq[m], 0);
-		dconn_free(c, k);
-	}
+	if (x->n_got == x->n_want)
+		connect_complete(c, k);
 out:
 	if (st)
-		connect_answer(c, idx, seq, st);
+		connect_answer(c, idx, seq, st, NULL, 0);
 	for (i = 0; names && i < np; i++)
 		free(names[i]);
 	free(names);

@@ -794,13 +794,27 @@ static int proto_connect_more(const json_t *body, struct herd_err *err)
 {
 	const char *op = json_string_value(json_object_get(body, "op"));
 
-	if (strcmp(op, "connect") && strcmp(op, "disconnect"))
+	if (strcmp(op, "connect") && strcmp(op, "disconnect") &&
+	    strcmp(op, "fence"))
 		return herd_errprintf(err, "key \"op\": \"%s\" is not "
-				      "connect or disconnect", op);
+				      "connect, disconnect or fence", op);
 	if (json_array_size(json_object_get(body, "procs")) == 0)
 		return herd_errprintf(err, "key \"procs\": no process");
 	return proto_check_array(body, "procs", &proto_connect_proc_body,
 				 PROTO_CONNECT_PROCS_MAX, err);
+}
+
+/* CONNECT: data only with op "fence" (its contribution). */
+static int proto_connect_data(const json_t *body, size_t data_len,
+			      struct herd_err *err)
+{
+	const char *op = json_string_value(json_object_get(body, "op"));
+
+	if (data_len && op && strcmp(op, "fence"))
+		return herd_errprintf(err, "%zu bytes of data with op \"%s\" "
+				      "(only a fence carries data)",
+				      data_len, op);
+	return 0;
 }
 
 /* The table.  proto.h's comment table says the same in words: change
@@ -1137,6 +1151,8 @@ static const struct proto_rule proto_rules[] = {
 		    .ranges = {{"attempt", 0, INT_MAX}, {"seq", 1, INT_MAX}},
 		    .more = proto_connect_more,
 		},
+	    .data_max = PROTO_FRAME_MAX,
+	    .data_more = proto_connect_data,
 	},
     [PROTO_CONNECT_DONE] =
 	{
@@ -1149,6 +1165,7 @@ static const struct proto_rule proto_rules[] = {
 			       {"seq", 1, INT_MAX},
 			       {"status", INT_MIN, INT_MAX}},
 		},
+	    .data_max = PROTO_FRAME_MAX,
 	},
 };
 

@@ -174,6 +174,8 @@
  *                       ("NAME=VALUE"), cwd?: string,
  *                       np: I 1..PROTO_SPAWN_PROCS_MAX,
  *                       hosts?: [string] (PMIX_HOST, PMIX_ADD_HOST)}]
+ *                      (argv: the arguments after argv[0]; cmd is looked
+ *                      up in PATH)
  *                      (1..PROTO_SPAWN_APPS_MAX; argv and env at most
  *                      PROTO_SPAWN_ARGS_MAX each)}
  *  SPAWN_LAUNCH herd -> agent, no data: spawn N's namespace, to every
@@ -193,13 +195,17 @@
  *  SPAWN_DONE  herd -> agent, no data: the answer to SPAWN.
  *              {attempt: I 1.., seq: I 1.., status: I (0 or a PMIx
  *               status), spawn?: I 1.. (status 0), error?: string}
- *  CONNECT     agent -> herd, no data: PMIx_Connect (op "connect") or
- *              PMIx_Disconnect ("disconnect") by the node's processes.
+ *  CONNECT     agent -> herd: PMIx_Connect (op "connect") or
+ *              PMIx_Disconnect ("disconnect") by the node's processes, or
+ *              a PMIx fence over processes of a spawned namespace
+ *              ("fence"; data: the node's contribution,
+ *              0..PROTO_FRAME_MAX bytes; no data with the other ops).
  *              {attempt: I 0.., seq: I 1.., op: string,
  *               procs: [{ns: I 0.., rank: I -1.. (-1: all)}]
  *                      (1..PROTO_CONNECT_PROCS_MAX)}
- *  CONNECT_DONE herd -> agent, no data: every node hosting the procs
- *              sent the same CONNECT.  {attempt: I 1.., seq: I 1..,
+ *  CONNECT_DONE herd -> agent: every node hosting the procs sent the
+ *              same CONNECT (op and procs, in any order); data: a fence's
+ *              contributions in node order.  {attempt: I 1.., seq: I 1..,
  *               status: I (0 or a PMIx status)}
  *
  * Integers named "I 0.." without an upper bound fit in an int when they

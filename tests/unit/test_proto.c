@@ -788,6 +788,12 @@ static const struct valid_frame valid_frames[] = {
      0},
     {"connect-done", PROTO_CONNECT_DONE, PROTO_TO_AGENT,
      "{\"attempt\":1,\"seq\":1,\"status\":0}", 0},
+    {"connect-fence", PROTO_CONNECT, PROTO_TO_HERD,
+     "{\"attempt\":1,\"seq\":2,\"op\":\"fence\",\"procs\":["
+     "{\"ns\":1,\"rank\":-1}]}",
+     40},
+    {"connect-done-data", PROTO_CONNECT_DONE, PROTO_TO_AGENT,
+     "{\"attempt\":1,\"seq\":2,\"status\":0}", 80},
 };
 
 #define N_VALID (sizeof(valid_frames) / sizeof(valid_frames[0]))
