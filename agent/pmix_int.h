@@ -181,6 +181,10 @@ size_t pmix_cpuset_info(pmix_info_t *pi, const char *cpus);
  * NULL; at a new attempt and at exit: pending spawns and connects fail,
  * spawned namespaces are deregistered. */
 struct rank *pmix_rank_of(struct pmix_state *p, const pmix_proc_t *proc);
+/* Namespaces by number, as herd names them: 0 the job's, N spawn N's
+ * ("<job's>.sN"); -1 for one this agent does not know. */
+int pmix_ns_index(struct pmix_state *p, const char *nspace);
+void pmix_ns_name(struct pmix_state *p, int id, char *buf, size_t size);
 void pmix_spawn_reset(struct pmix_state *p);
 /* A fence (r: its data, r->arg its r->status procs) over processes of a
  * spawned namespace is gathered as a collective over those processes

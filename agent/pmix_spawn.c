@@ -69,7 +69,7 @@ static struct pmix_spawn_state *state_of(struct pmix_state *p)
 	return p->spawn;
 }
 
-static void ns_name(struct pmix_state *p, int id, char *buf, size_t size)
+void pmix_ns_name(struct pmix_state *p, int id, char *buf, size_t size)
 {
 	if (id == 0)
 		snprintf(buf, size, "%s", p->nspace);
@@ -78,8 +78,7 @@ static void ns_name(struct pmix_state *p, int id, char *buf, size_t size)
 			 id);
 }
 
-/* 0 for the job's namespace, N for spawn N's, -1 for one not known. */
-static int ns_index(struct pmix_state *p, const char *nspace)
+int pmix_ns_index(struct pmix_state *p, const char *nspace)
 {
 	struct pmix_spawn_state *s = p->spawn;
 
@@ -104,7 +103,7 @@ static bool ns_known(struct pmix_state *p, int id)
 struct rank *pmix_rank_of(struct pmix_state *p, const pmix_proc_t *proc)
 {
 	struct agent *a = p->a;
-	int ns = ns_index(p, proc->nspace);
+	int ns = pmix_ns_index(p, proc->nspace);
 
 	if (ns < 0)
 		return NULL;
@@ -312,7 +311,7 @@ static void run_spawn(struct pmix_state *p, struct req *r)
 		r->spawn_cb(r->status, NULL, r->cbdata);
 		return;
 	}
-	ns = ns_index(p, r->proc.nspace);
+	ns = pmix_ns_index(p, r->proc.nspace);
 	if (ns < 0 || !(pd = pending_add(p, true))) {
 		r->spawn_cb(ns < 0 ? PMIX_ERR_NOT_FOUND : PMIX_ERR_NOMEM, NULL,
 			    r->cbdata);
@@ -361,7 +360,7 @@ void pmix_on_spawn_done(struct agent *a, struct proto_frame *f)
 	if (st == 0 && !ns_known(p, id))
 		st = PMIX_ERR_NOT_FOUND;
 	if (st == 0) {
-		ns_name(p, id, name, sizeof(name));
+		pmix_ns_name(p, id, name, sizeof(name));
 		pd->spawn_cb(PMIX_SUCCESS, name, pd->cbdata);
 	} else {
 		pd->spawn_cb(st > 0 ? PMIX_ERROR : st, NULL, pd->cbdata);
@@ -403,7 +402,7 @@ static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 	bool yes = true;
 	int ret = -1;
 
-	ns_name(p, (int)json_integer_value(json_object_get(b, "parent_ns")),
+	pmix_ns_name(p, (int)json_integer_value(json_object_get(b, "parent_ns")),
 		parent_ns, sizeof(parent_ns));
 	PMIX_PROC_LOAD(&parent, parent_ns,
 		       (pmix_rank_t)json_integer_value(
@@ -521,7 +520,7 @@ void pmix_on_spawn_launch(struct agent *a, struct proto_frame *f)
 	s->ns = ns;
 	ns = &s->ns[s->n_ns];
 	ns->id = id;
-	ns_name(p, id, ns->name, sizeof(ns->name));
+	pmix_ns_name(p, id, ns->name, sizeof(ns->name));
 	if (register_spawn(p, b, ns->name, local, &err) < 0)
 		goto answer;
 	s->n_ns++;
@@ -576,7 +575,7 @@ static json_t *procs_json(struct pmix_state *p, const pmix_proc_t *procs,
 
 	*st = PMIX_ERR_NOMEM;
 	for (size_t i = 0; arr && i < n; i++) {
-		int ns = ns_index(p, procs[i].nspace);
+		int ns = pmix_ns_index(p, procs[i].nspace);
 		json_int_t rank = procs[i].rank == PMIX_RANK_WILDCARD
 					  ? -1
 					  : (json_int_t)procs[i].rank;

@@ -560,6 +560,19 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+int ctl_spawn_node_of(struct ctl *c, int ns, int rank)
+{
+	struct dyn_spawn *s;
+
+	if (ns == 0)
+		return rank >= 0 && rank < c->world_size && c->ranks
+			       ? c->ranks[rank].node
+			       : -1;
+	if (!(s = spawn_by_id(c, ns)) || rank < 0 || rank >= s->size)
+		return -1;
+	return c->ranks[s->first_slot + rank].node;
+}
+
 /* Marks the nodes hosting (ns, rank) in want.  Returns 0, or -1 when
  * there is no such process. */
 static int mark_proc(struct ctl *c, int ns, json_int_t rank, bool *want)
