@@ -290,6 +290,10 @@ int pmix_setup_proc(struct agent *a, const char *nspace, uint32_t rank,
 void pmix_on_spawn_launch(struct agent *a, struct proto_frame *f);
 void pmix_on_spawn_done(struct agent *a, struct proto_frame *f);
 void pmix_on_connect_done(struct agent *a, struct proto_frame *f);
+/* Runs what the PMIx progress thread queued, now: a rank's EXIT must not
+ * overtake its client_connected (the loop may have been busy, e.g.
+ * registering a spawn's namespace, while the rank connected and ended). */
+void pmix_drain(struct agent *a);
 /* herd's FENCE_DONE: completes the matching fence. */
 void pmix_on_fence_done(struct agent *a, struct proto_frame *f);
 /* At exit: fails pending fences, finalizes the server. */

@@ -359,16 +359,10 @@ static void req_free(struct req *r)
 	free(r);
 }
 
-static void on_wake(struct loop *loop, int fd, short revents, void *arg)
+static void run_queue(struct pmix_state *p)
 {
-	struct pmix_state *p = arg;
-	char buf[256];
 	struct req *r;
 
-	(void)loop;
-	(void)revents;
-	while (read(fd, buf, sizeof(buf)) > 0)
-		;
 	for (;;) {
 		pthread_mutex_lock(&p->lock);
 		r = p->queue;
@@ -383,6 +377,29 @@ static void on_wake(struct loop *loop, int fd, short revents, void *arg)
 		r->run(p, r);
 		req_free(r);
 	}
+}
+
+static void on_wake(struct loop *loop, int fd, short revents, void *arg)
+{
+	struct pmix_state *p = arg;
+	char buf[256];
+
+	(void)loop;
+	(void)revents;
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	run_queue(p);
+}
+
+void pmix_drain(struct agent *a)
+{
+	static bool draining;
+
+	if (!a->pmix || draining)
+		return;
+	draining = true;
+	run_queue(a->pmix);
+	draining = false;
 }
 
 static void release_fence_data(void *cbdata)

@@ -178,6 +178,8 @@ static void maybe_send_exit(struct agent *a, struct rank *r)
 
 	if (r->running || r->exit_sent || r->out.fd >= 0 || r->err.fd >= 0)
 		return;
+	if (a->pmix_mode && !r->pmix_connected)
+		pmix_drain(a);
 	r->exit_sent = true;
 	if (WIFSIGNALED(r->status))
 		body = json_pack("{s:i, s:n, s:i}", "rank", r->rank, "code",
