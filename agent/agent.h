@@ -296,6 +296,10 @@ void pmix_on_connect_done(struct agent *a, struct proto_frame *f);
 void pmix_drain(struct agent *a);
 /* herd's FENCE_DONE: completes the matching fence. */
 void pmix_on_fence_done(struct agent *a, struct proto_frame *f);
+/* pmix_modex.c: herd's DMODEX (serve one of our ranks' data) and
+ * DMODEX_DATA (the answer to one of our requests). */
+void pmix_modex_on_request(struct agent *a, struct proto_frame *f);
+void pmix_modex_on_data(struct agent *a, struct proto_frame *f);
 /* At exit: fails pending fences, finalizes the server. */
 void pmix_fini(struct agent *a);
 

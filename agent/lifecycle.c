@@ -291,6 +291,8 @@ static const frame_handler frame_table[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_SPAWN_LAUNCH] = pmix_on_spawn_launch,
 	[PROTO_SPAWN_DONE] = pmix_on_spawn_done,
 	[PROTO_CONNECT_DONE] = pmix_on_connect_done,
+	[PROTO_DMODEX] = pmix_modex_on_request,
+	[PROTO_DMODEX_DATA] = pmix_modex_on_data,
 };
 
 void agent_dispatch(struct agent *a, struct proto_frame *f)

@@ -7,16 +7,18 @@
  * on its own progress thread; those callbacks never block and never touch
  * the agent's state: they queue a request and wake the loop through a
  * pipe, and the loop does the work (STYLE.md rule 6):
- *   fence_nb  → FENCE to herd, which gathers every node's contribution and
- *               answers FENCE_DONE with the concatenation; then the
- *               library's callback, whose data we free in its release
- *               function;
+ *   fence_nb  → FENCE to herd, which gathers the contributions of the
+ *               nodes hosting the fence's procs and answers FENCE_DONE
+ *               with the concatenation; then the library's callback,
+ *               whose data we free in its release function;
+ *   direct_modex → pmix_modex.c;
  *   abort     → ABORT to herd, which ends the attempt everywhere;
  *   client_connected / client_finalized → noted per rank: a rank that
  *               exits 0 without ever connecting ran as a singleton.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -260,16 +262,135 @@ static pmix_status_t on_abort(const pmix_proc_t *proc, void *server_object,
 	return PMIX_SUCCESS;
 }
 
+/* Fences over any set of processes.  libpmix calls fence_nb once per node
+ * and fence, with the procs every participant passed (the same array on
+ * every node).  The fence's name, the same on every node without a word
+ * between them: its procs in a canonical form (FENCE's "procs": "*" or
+ * sorted rank ranges) and how many fences over those procs this agent has
+ * joined in the attempt (two fences over the same procs complete in the
+ * same order everywhere: no participant starts the second before the
+ * first is done).  herd gathers from exactly the nodes hosting procs. */
+struct fence_set {
+	char *procs;
+	int count;
+	struct fence_set *next;
+};
+
+static int cmp_rank(const void *x, const void *y)
+{
+	pmix_rank_t a = *(const pmix_rank_t *)x, b = *(const pmix_rank_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/* The canonical procs of a fence: "*" or "0-3,6"; NULL with *rc set
+ * (procs of another namespace, a rank outside the job, no memory). */
+static char *fence_procs(struct pmix_state *p, const pmix_proc_t *procs,
+			 size_t nprocs, pmix_status_t *rc)
+{
+	pmix_rank_t *rk;
+	size_t n = 0, len = 0, cap;
+	char *s;
+
+	*rc = PMIX_ERR_NOMEM;
+	for (size_t i = 0; i < nprocs; i++) {
+		if (strncmp(procs[i].nspace, p->nspace, PMIX_MAX_NSLEN) != 0) {
+			*rc = PMIX_ERR_NOT_SUPPORTED;
+			return NULL;
+		}
+		if (procs[i].rank == PMIX_RANK_WILDCARD)
+			return strdup("*");
+		if (procs[i].rank >= p->job_size) {
+			*rc = PMIX_ERR_BAD_PARAM;
+			return NULL;
+		}
+	}
+	if (nprocs == 0)
+		return strdup("*");
+	if (!(rk = malloc(nprocs * sizeof(*rk))))
+		return NULL;
+	for (size_t i = 0; i < nprocs; i++)
+		rk[i] = procs[i].rank;
+	qsort(rk, nprocs, sizeof(*rk), cmp_rank);
+	cap = nprocs * 24 + 1;	/* "lo-hi," per range at most */
+	if (!(s = malloc(cap))) {
+		free(rk);
+		return NULL;
+	}
+	while (n < nprocs) {
+		pmix_rank_t lo = rk[n], hi = lo;
+
+		while (n < nprocs && rk[n] <= hi + 1) {
+			if (rk[n] > hi)
+				hi = rk[n];
+			n++;
+		}
+		len += (size_t)snprintf(s + len, cap - len, lo == hi ? "%s%u"
+							: "%s%u-%u",
+					len ? "," : "", lo, hi);
+	}
+	free(rk);
+	if (len * 2 > PROTO_JSON_MAX) {	/* would not fit FENCE */
+		free(s);
+		*rc = PMIX_ERR_NOT_SUPPORTED;
+		return NULL;
+	}
+	return s;
+}
+
+/* This agent's count of fences over procs, this one included. */
+static int fence_count(struct pmix_state *p, const char *procs)
+{
+	struct fence_set *fs;
+
+	for (fs = p->fence_sets; fs; fs = fs->next)
+		if (strcmp(fs->procs, procs) == 0)
+			return ++fs->count;
+	if (!(fs = calloc(1, sizeof(*fs))) || !(fs->procs = strdup(procs))) {
+		free(fs);
+		return -1;
+	}
+	fs->count = 1;
+	fs->next = p->fence_sets;
+	p->fence_sets = fs;
+	return 1;
+}
+
+static void fences_clear(struct pmix_state *p, bool answer)
+{
+	for (struct fence *f = p->fences, *next; f; f = next) {
+		next = f->next;
+		if (answer)
+			f->cb(PMIX_ERR_TIMEOUT, NULL, 0, f->cbdata, NULL, NULL);
+		free(f);
+	}
+	p->fences = NULL;
+	p->fence_seq = 0;
+	for (struct fence_set *fs = p->fence_sets, *next; fs; fs = next) {
+		next = fs->next;
+		free(fs->procs);
+		free(fs);
+	}
+	p->fence_sets = NULL;
+}
+
 static void run_fence(struct pmix_state *p, struct req *r)
 {
 	struct agent *a = p->a;
 	struct fence *f, **tail;
+	pmix_status_t rc;
+	char *procs;
+	int count;
 
 	/* Over processes of a spawned namespace: pmix_spawn.c's. */
 	if (pmix_spawn_fence(p, r))
 		return;
-	if (!(f = calloc(1, sizeof(*f)))) {
-		r->modex_cb(PMIX_ERR_NOMEM, NULL, 0, r->cbdata, NULL, NULL);
+	procs = fence_procs(p, r->arg, (size_t)r->status, &rc);
+	count = procs ? fence_count(p, procs) : -1;
+	if (!procs || count < 0 || !(f = calloc(1, sizeof(*f)))) {
+		free(procs);
+		r->modex_cb(procs ? PMIX_ERR_NOMEM : rc, NULL, 0, r->cbdata,
+			    NULL, NULL);
 		return;
 	}
 	f->seq = ++p->fence_seq;
@@ -279,9 +400,10 @@ static void run_fence(struct pmix_state *p, struct req *r)
 		;
 	*tail = f;
 	agent_send(a, PROTO_FENCE,
-		   json_pack("{s:i, s:i}", "attempt", a->attempt, "seq",
-			     f->seq),
+		   json_pack("{s:i, s:i, s:s, s:i}", "attempt", a->attempt,
+			     "seq", f->seq, "procs", procs, "count", count),
 		   r->data, r->ndata);
+	free(procs);
 }
 
 static pmix_status_t on_fence(const pmix_proc_t procs[], size_t nprocs,
@@ -295,13 +417,6 @@ static pmix_status_t on_fence(const pmix_proc_t procs[], size_t nprocs,
 	(void)ninfo;
 	if (!r)
 		return PMIX_ERR_NOMEM;
-	/* The procs, for pmix_spawn_fence (the loop tells namespaces). */
-	if (procs && nprocs && nprocs <= PROTO_CONNECT_PROCS_MAX &&
-	    (r->arg = malloc(nprocs * sizeof(*procs)))) {
-		memcpy(r->arg, procs, nprocs * sizeof(*procs));
-		r->free_arg = free;
-		r->status = (int)nprocs;
-	}
 	r->ndata = ndata;
 	if (ndata) {
 		r->data = malloc(ndata);
@@ -311,6 +426,17 @@ static pmix_status_t on_fence(const pmix_proc_t procs[], size_t nprocs,
 		}
 		memcpy(r->data, data, ndata);
 	}
+	/* The procs, for the loop to name the fence (r->status: how many). */
+	if (nprocs) {
+		if (nprocs > INT_MAX || !(r->arg = malloc(nprocs * sizeof(*procs)))) {
+			free(r->data);
+			free(r);
+			return PMIX_ERR_NOMEM;
+		}
+		memcpy(r->arg, procs, nprocs * sizeof(*procs));
+		r->free_arg = free;
+	}
+	r->status = (int)nprocs;
 	r->modex_cb = cbfunc;
 	r->cbdata = cbdata;
 	pmix_enqueue(r);
@@ -491,9 +617,17 @@ static int server_up(struct agent *a, struct herd_err *err)
 		return 0;
 	if (pmix_lib_open(err) < 0)
 		return -1;
-	/* Its own directory for the rendezvous files (DESIGN.md). */
-	snprintf(p->tmpdir, sizeof(p->tmpdir), "%s/pmix",
-		 a->run_dir[0] ? a->run_dir : "/tmp");
+	/* Its own directory for the rendezvous files (DESIGN.md), in the
+	 * agent's private run directory: never a shared path such as
+	 * /tmp/pmix, which another user could make first and so read or
+	 * replace the server's rendezvous (its URI and socket). */
+	if (!a->run_dir[0])
+		return herd_errprintf(err,
+				      "launch.mode pmix: the agent has no "
+				      "private run directory (TMPDIR full or "
+				      "not writable?) for the PMIx server's "
+				      "rendezvous files");
+	snprintf(p->tmpdir, sizeof(p->tmpdir), "%s/pmix", a->run_dir);
 	if (mkdir(p->tmpdir, 0700) < 0 && errno != EEXIST)
 		return herd_errprintf(err, "cannot create %s: %s", p->tmpdir,
 				      strerror(errno));
@@ -657,6 +791,7 @@ static int register_nspace(struct agent *a, json_t *pj, json_t *ranks,
 		goto out;
 	}
 	p->nspace_registered = true;
+	p->job_size = job_size;
 	ret = 0;
 out:
 	if (info)
@@ -711,15 +846,11 @@ int pmix_prepare(struct agent *a, json_t *launch, struct herd_err *err)
 	if (server_up(a, err) < 0)
 		return -1;
 	/* Ranks of the last attempt are gone (rank_launch checked). */
+	/* Direct modex requests answered while libpmix still knows them. */
+	pmix_modex_clear(a->pmix);
 	pmix_spawn_reset(a->pmix);
 	deregister_nspace(a->pmix);
-	for (struct fence *f = a->pmix->fences, *next; f; f = next) {
-		next = f->next;
-		f->cb(PMIX_ERR_TIMEOUT, NULL, 0, f->cbdata, NULL, NULL);
-		free(f);
-	}
-	a->pmix->fences = NULL;
-	a->pmix->fence_seq = 0;
+	fences_clear(a->pmix, true);
 	snprintf(a->pmix->nspace, sizeof(a->pmix->nspace), PMIX_NSPACE_FMT,
 		 PMIX_MAX_NSLEN - 16, job ? job : "job", a->attempt);
 	return register_nspace(a, pj, json_object_get(launch, "ranks"), err);
@@ -783,15 +914,14 @@ void pmix_fini(struct agent *a)
 
 	if (!p)
 		return;
-	for (struct fence *f = p->fences, *next; f; f = next) {
-		next = f->next;
-		free(f);
-	}
+	fences_clear(p, false);
 	if (p->server_up) {
 		pmix_spawn_reset(p);
 		deregister_nspace(p);
 		PMIx_server_finalize();
 	}
+	/* After the progress thread is gone: nothing calls back any more. */
+	pmix_modex_fini(p);
 	/* Requests the progress thread queued after the last wake-up. */
 	for (struct req *r = p->queue, *next; r; r = next) {
 		next = r->next;

@@ -33,6 +33,7 @@
 	X(PMIx_generate_ppn)                                               \
 	X(PMIx_generate_regex)                                             \
 	X(PMIx_server_deregister_nspace)                                   \
+	X(PMIx_server_dmodex_request)                                      \
 	X(PMIx_server_finalize)                                            \
 	X(PMIx_server_generate_cpuset_string)                              \
 	X(PMIx_server_generate_locality_string)                            \
@@ -56,6 +57,8 @@ extern struct pmix_lib pmix_lib;
 #define PMIx_generate_regex (*pmix_lib.fn_PMIx_generate_regex)
 #define PMIx_server_deregister_nspace                                      \
 	(*pmix_lib.fn_PMIx_server_deregister_nspace)
+#define PMIx_server_dmodex_request                                         \
+	(*pmix_lib.fn_PMIx_server_dmodex_request)
 #define PMIx_server_finalize (*pmix_lib.fn_PMIx_server_finalize)
 #define PMIx_server_generate_cpuset_string                                 \
 	(*pmix_lib.fn_PMIx_server_generate_cpuset_string)
@@ -112,6 +115,9 @@ struct pmix_state {
 	struct fence *fences;	/* pending, oldest first */
 	int fence_seq;
 	struct pmix_spawn_state *spawn;	/* pmix_spawn.c, or NULL */
+	struct fence_set *fence_sets;	/* fences joined per procs */
+	uint32_t job_size;		/* of the attempt's namespace */
+	struct pmix_modex *modex;	/* pmix_modex.c */
 };
 
 /* Progress thread side.  A new request (NULL when out of memory) with
@@ -143,6 +149,10 @@ void pmix_refuse_tool(pmix_tool_connection_cbfunc_t cbfunc, void *cbdata);
 
 /* pmix_modex.c: */
 PMIX_UPCALL(pmix_server_dmodex_req_fn_t, pmix_up_direct_modex);
+/* A new attempt: fails what is pending (loop side). */
+void pmix_modex_clear(struct pmix_state *p);
+/* After PMIx_server_finalize: frees what is left. */
+void pmix_modex_fini(struct pmix_state *p);
 /* pmix_pubsub.c: */
 PMIX_UPCALL(pmix_server_publish_fn_t, pmix_up_publish);
 PMIX_UPCALL(pmix_server_lookup_fn_t, pmix_up_lookup);

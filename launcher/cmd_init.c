@@ -60,6 +60,9 @@ static void init_usage(FILE *out)
 		"  --list            the templates, a line each\n"
 		"  -h, --help        this text; after TEMPLATE, the "
 		"template's values\n"
+		"  --                what follows is TEMPLATE and DIR, even "
+		"when it\n"
+		"                    starts with '-'\n"
 		"\n"
 		"Paths given with --set are made absolute.  What is written "
 		"is checked\n"
@@ -241,13 +244,27 @@ int cmd_init(int argc, char **argv)
 	size_t n_sets = 0;
 	struct herd_err err;
 	int status = EXIT_SPEC, rc;
+	bool opts = true;	/* until "--" */
 	ssize_t len;
 
 	herd_err_clear(&err);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *kv = NULL;
 
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+		if (opts && !strcmp(a, "--")) {
+			opts = false;
+		} else if (!opts || a[0] != '-' || !a[1]) {
+			if (!tmpl)
+				tmpl = a;
+			else if (!dir)
+				dir = a;
+			else {
+				cli_error("init: one template and one "
+					  "directory ('%s' is a third)",
+					  a);
+				goto out;
+			}
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			help = true;
 		} else if (!strcmp(a, "--list")) {
 			list = true;
@@ -273,18 +290,9 @@ int cmd_init(int argc, char **argv)
 			if (cli_set_push("init: ", kv, sets, &n_sets,
 					 SETS_MAX) < 0)
 				goto out;
-		} else if (a[0] == '-' && a[1]) {
+		} else {
 			cli_error("init: unknown option '%s' (try 'herd init "
 				  "--help')",
-				  a);
-			goto out;
-		} else if (!tmpl) {
-			tmpl = a;
-		} else if (!dir) {
-			dir = a;
-		} else {
-			cli_error("init: one template and one directory ('%s' "
-				  "is a third)",
 				  a);
 			goto out;
 		}

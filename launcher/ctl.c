@@ -1594,6 +1594,8 @@ static const frame_fn frame_handlers[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_SPAWN] = ctl_spawn_frame,
 	[PROTO_SPAWN_UP] = ctl_spawn_up,
 	[PROTO_CONNECT] = ctl_connect_frame,
+	[PROTO_DMODEX] = ctl_pmix_dmodex,
+	[PROTO_DMODEX_DATA] = ctl_pmix_dmodex_data,
 };
 
 /* A conn's arg is its node: found in O(1).  A conn the node has dropped

@@ -168,13 +168,20 @@ struct rank_slot {
 	size_t partial_len[3];
 };
 
-/* A PMIx fence being gathered: one contribution from every member node
- * with ranks, concatenated in node order and sent back to all. */
+/* A PMIx fence being gathered: one contribution from every node hosting
+ * its procs ("*": every member node with ranks), concatenated in node
+ * order and sent back to them.  Named by (procs, count), which every
+ * involved agent computes alike (FENCE in proto.h). */
 struct fence {
-	int seq;
+	char *procs;		/* "*" or rank ranges "0-3,6" */
+	int count;
+	int seq;		/* the first contributor's, for messages */
 	int64_t due_ms;		/* when the fence times out (monotonic) */
 	int n_got;
-	bool *got;		/* [node index in ctl.nodes] */
+	int want;		/* nodes in it */
+	bool *in;		/* [node index in ctl.nodes] hosts its procs */
+	bool *got;		/* [node index] contributed */
+	int *ids;		/* [node index] that agent's seq for it */
 	char **parts;		/* [node index] contribution */
 	size_t *part_len;
 	long timer;
@@ -382,6 +389,9 @@ int ctl_nodes_quarantine(struct ctl *c, const struct resolved *res,
 /* ctl_pmix.c: the controller's part of PMIx (fences, aborts...). */
 void ctl_pmix_fence(struct ctl *c, struct node *n, struct proto_frame *f);
 void ctl_pmix_abort(struct ctl *c, struct node *n, struct proto_frame *f);
+void ctl_pmix_dmodex(struct ctl *c, struct node *n, struct proto_frame *f);
+void ctl_pmix_dmodex_data(struct ctl *c, struct node *n,
+			  struct proto_frame *f);
 /* Drops every PMIx operation in flight (the attempt is over). */
 void ctl_pmix_clear(struct ctl *c);
 

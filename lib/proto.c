@@ -287,6 +287,57 @@ static const struct proto_body proto_pmix_body = {
     .more = proto_pmix_more,
 };
 
+/* --- FENCE's procs -------------------------------------------------------- */
+
+int proto_procs_walk(const char *s, int (*fn)(void *arg, int lo, int hi),
+		     void *arg)
+{
+	long prev = -1;
+
+	if (!s || !*s)
+		return -1;
+	if (strcmp(s, "*") == 0)
+		return 1;
+	for (;;) {
+		char *end;
+		long lo, hi;
+
+		if (*s < '0' || *s > '9')
+			return -1;
+		errno = 0;
+		lo = strtol(s, &end, 10);
+		hi = lo;
+		if (*end == '-') {
+			s = end + 1;
+			if (*s < '0' || *s > '9')
+				return -1;
+			hi = strtol(s, &end, 10);
+		}
+		if (errno || lo <= prev || hi < lo || hi > INT_MAX)
+			return -1;
+		if (fn && fn(arg, (int)lo, (int)hi) < 0)
+			return -1;
+		prev = hi;
+		if (*end == '\0')
+			return 0;
+		if (*end != ',')
+			return -1;
+		s = end + 1;
+	}
+}
+
+static int proto_fence_more(const json_t *body, struct herd_err *err)
+{
+	const json_t *procs = json_object_get(body, "procs");
+
+	if (procs &&
+	    proto_procs_walk(json_string_value(procs), NULL, NULL) < 0)
+		return herd_errprintf(err,
+				      "procs: \"*\" or ascending rank "
+				      "ranges (\"0-3,6\") expected");
+	return 0;
+}
+
 /* --- LAUNCH's metrics.patterns and METRICS' names --------------------------
  */
 
@@ -943,9 +994,12 @@ static const struct proto_rule proto_rules[] = {
 	    .name = "FENCE",
 	    .to_herd =
 		{
-		    .format = "{s:I, s:I}",
-		    .keys = {"attempt", "seq"},
-		    .ranges = {{"attempt", 0, INT_MAX}, {"seq", 1, INT_MAX}},
+		    .format = "{s:I, s:I, s?s, s?I}",
+		    .keys = {"attempt", "seq", "procs", "count"},
+		    .ranges = {{"attempt", 0, INT_MAX},
+			       {"seq", 1, INT_MAX},
+			       {"count", 1, INT_MAX}},
+		    .more = proto_fence_more,
 		},
 	    .data_max = PROTO_FRAME_MAX,
 	},
@@ -959,6 +1013,51 @@ static const struct proto_rule proto_rules[] = {
 		    .ranges = {{"attempt", 1, INT_MAX},
 			       {"seq", 1, INT_MAX},
 			       {"status", INT_MIN, INT_MAX}},
+		},
+	    .data_max = PROTO_FRAME_MAX,
+	},
+    [PROTO_DMODEX] =
+	{
+	    .name = "DMODEX",
+	    .to_herd =
+		{
+		    .format = "{s:I, s:I, s:I}",
+		    .keys = {"attempt", "seq", "rank"},
+		    .ranges = {{"attempt", 0, INT_MAX},
+			       {"seq", 1, INT_MAX},
+			       {"rank", 0, INT_MAX}},
+		},
+	    .to_agent =
+		{
+		    .format = "{s:I, s:I, s:I, s:I}",
+		    .keys = {"attempt", "seq", "rank", "from"},
+		    .ranges = {{"attempt", 1, INT_MAX},
+			       {"seq", 1, INT_MAX},
+			       {"rank", 0, INT_MAX},
+			       {"from", 0, INT_MAX}},
+		},
+	},
+    [PROTO_DMODEX_DATA] =
+	{
+	    .name = "DMODEX_DATA",
+	    .to_herd =
+		{
+		    .format = "{s:I, s:I, s:I, s:I, s:I}",
+		    .keys = {"attempt", "seq", "rank", "from", "status"},
+		    .ranges = {{"attempt", 0, INT_MAX},
+			       {"seq", 1, INT_MAX},
+			       {"rank", 0, INT_MAX},
+			       {"from", 0, INT_MAX},
+			       {"status", INT_MIN, 0}},
+		},
+	    .to_agent =
+		{
+		    .format = "{s:I, s:I, s:I, s:I}",
+		    .keys = {"attempt", "seq", "rank", "status"},
+		    .ranges = {{"attempt", 1, INT_MAX},
+			       {"seq", 1, INT_MAX},
+			       {"rank", 0, INT_MAX},
+			       {"status", INT_MIN, PROTO_DMODEX_UNREACH}},
 		},
 	    .data_max = PROTO_FRAME_MAX,
 	},

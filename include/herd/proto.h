@@ -77,9 +77,18 @@
  *              ("connect", "auth", "host key", "agent", "srun").
  *  STOPPED     agent -> herd, no data: {attempt: I 0..}: every rank is gone
  *  FENCE       agent -> herd, data: the node's PMIx fence contribution
- *              (0..PROTO_FRAME_MAX bytes).  {attempt: I 0.., seq: I 1..}
- *  FENCE_DONE  herd -> agent, data: every node's contribution in node
- *              order.  {attempt: I 1.., seq: I 1.., status: I (0: done)}
+ *              (0..PROTO_FRAME_MAX bytes).  {attempt: I 0.., seq: I 1..
+ *              (the agent's own number for it, unique per attempt),
+ *              procs?: string (the fence's processes, the same on every
+ *              node: "*" every rank of the job, or sorted rank ranges
+ *              "0-3,6"; absent: "*"), count?: I 1.. (how many fences over
+ *              these procs this agent has joined in the attempt, this one
+ *              included; absent: seq)}.  (procs, count) names the fence
+ *              everywhere; herd gathers from exactly the nodes hosting
+ *              procs.
+ *  FENCE_DONE  herd -> agent, data: the contributions of the fence's
+ *              nodes in node order.  {attempt: I 1.., seq: I 1.. (that
+ *              agent's own seq), status: I (0: done)}
  *  ABORT       agent -> herd, no data: a rank called PMIx_Abort.
  *              {attempt: I 0.., rank: I 0.., status: I, message: string}
  *  METRICS     agent -> herd, no data, every metrics interval once ranks
@@ -167,6 +176,20 @@
  *               peer and how long they took, in microseconds), error?:
  *               string (result:
  *               instead of rx_bytes and rx_us)}
+ *  DMODEX      agent -> herd, no data: a PMIx direct modex request, the
+ *              data a remote rank committed.  {attempt: I 0.., seq: I 1..
+ *              (the agent's request number), rank: I 0..}
+ *              herd -> agent, no data: the same request, for the agent
+ *              hosting rank, from node `from`.  {attempt: I 1.., seq: I
+ *              1.., rank: I 0.., from: I 0.. (herd's node index)}
+ *  DMODEX_DATA agent -> herd, data: the answer (0..PROTO_FRAME_MAX bytes,
+ *              PMIx_server_dmodex_request's blob).  {attempt: I 0.., seq:
+ *              I 1.., rank: I 0.., from: I 0.., status: I (0: done;
+ *              < 0: the PMIx status of the failure)}
+ *              herd -> agent, data: the same, relayed to the node that
+ *              asked.  {attempt: I 1.., seq: I 1.., rank: I 0.., status: I
+ *              (0: done; PROTO_DMODEX_NOT_FOUND: no such rank;
+ *              PROTO_DMODEX_UNREACH: its node is gone; < 0: PMIx status)}
  *  SPAWN       agent -> herd, no data: a process called PMIx_Spawn.
  *              {attempt: I 0.., seq: I 1.., ns: I 0.. (the asker's
  *               namespace: 0 the job's, N spawn N), rank: I 0..,
@@ -254,6 +277,8 @@ enum proto_type {
 	PROTO_STACKS,	/* issue 14: stacks of hung ranks */
 	PROTO_CHECK,	/* issue 14: the health gate's checks */
 	PROTO_NETPROBE,	/* issue 14: the gate's pairwise network probe */
+	PROTO_DMODEX,	   /* issue 16: PMIx direct modex request */
+	PROTO_DMODEX_DATA, /* issue 16: its answer */
 	PROTO_SPAWN,	    /* issue 16: PMIx_Spawn asked by a rank */
 	PROTO_SPAWN_LAUNCH, /* issue 16: start a spawn's processes */
 	PROTO_SPAWN_UP,	    /* issue 16: a node's part of a spawn started */
@@ -262,6 +287,11 @@ enum proto_type {
 	PROTO_CONNECT_DONE, /* issue 16: every node hosting them is in */
 	PROTO_TYPE_MAX_ = PROTO_CONNECT_DONE,
 };
+
+/* DMODEX_DATA's status from herd itself (the rank's node could not be
+ * asked). */
+#define PROTO_DMODEX_NOT_FOUND 1 /* the rank is not in the attempt */
+#define PROTO_DMODEX_UNREACH   2 /* its node is not up */
 
 /* Which way a frame travels, named by its receiver.  The control socket
  * of a job (launcher/ctl_sock.c) carries CTL_REQ and CTL_MSG only; the
@@ -308,6 +338,12 @@ enum proto_dir {
 /* A metric name (metrics.patterns, METRICS' values, $HERD_METRICS keys):
  * letters, digits and '_', 1 to 64 bytes, not a digit first. */
 bool proto_metric_name_ok(const char *name);
+
+/* FENCE's procs: "*" (returns 1) or ascending, disjoint rank ranges
+ * "0-3,6,9-12" (returns 0 after calling fn, when not NULL, for each
+ * range, lo <= hi); -1 when malformed or when fn returns < 0. */
+int proto_procs_walk(const char *s, int (*fn)(void *arg, int lo, int hi),
+		     void *arg);
 
 /* "HELLO", "LAUNCH", ...; "?" for unknown values. */
 const char *proto_type_name(int type);

@@ -47,6 +47,17 @@ test_expect_success '--help, --list and a template'\''s values' '
 	test ! -e p
 '
 
+test_expect_success 'after --, a DIR that starts with "-" is a directory, not an option' '
+	mkdir texts-dash &&
+	test_expect_code 2 herd init pretrain -p 2>err &&
+	grep "unknown option .-p." err &&
+	herd init --set corpus=texts-dash --set hosts="node[01-02]" -- pretrain -p >out &&
+	test -f ./-p/job.yaml &&
+	herd validate ./-p/job.yaml &&
+	test_expect_code 2 herd init -- pretrain -p -q 2>err &&
+	grep "is a third" err
+'
+
 test_expect_success 'pretrain: every file, its mode, absolute paths, a valid job, JSON, scripts bash reads' '
 	mkdir texts &&
 	herd init pretrain proj --set corpus=texts --set steps=40 \

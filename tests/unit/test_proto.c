@@ -668,6 +668,23 @@ static const struct valid_frame valid_frames[] = {
      0},
     {"fence-done", PROTO_FENCE_DONE, PROTO_TO_AGENT,
      "{\"attempt\":1,\"seq\":1,\"status\":0}", 80},
+    {"fence-subset", PROTO_FENCE, PROTO_TO_HERD,
+     "{\"attempt\":1,\"seq\":3,\"procs\":\"0-3,6,9-12\",\"count\":2}",
+     40},
+    {"fence-all", PROTO_FENCE, PROTO_TO_HERD,
+     "{\"attempt\":1,\"seq\":4,\"procs\":\"*\",\"count\":4}", 0},
+    {"dmodex-agent", PROTO_DMODEX, PROTO_TO_HERD,
+     "{\"attempt\":1,\"seq\":7,\"rank\":5}", 0},
+    {"dmodex-herd", PROTO_DMODEX, PROTO_TO_AGENT,
+     "{\"attempt\":1,\"seq\":7,\"rank\":5,\"from\":0}", 0},
+    {"dmodex-data-agent", PROTO_DMODEX_DATA, PROTO_TO_HERD,
+     "{\"attempt\":1,\"seq\":7,\"rank\":5,\"from\":0,\"status\":0}",
+     120},
+    {"dmodex-data-agent-err", PROTO_DMODEX_DATA, PROTO_TO_HERD,
+     "{\"attempt\":1,\"seq\":7,\"rank\":5,\"from\":0,\"status\":-46}",
+     0},
+    {"dmodex-data-herd", PROTO_DMODEX_DATA, PROTO_TO_AGENT,
+     "{\"attempt\":1,\"seq\":7,\"rank\":5,\"status\":2}", 0},
     {"abort", PROTO_ABORT, PROTO_TO_HERD,
      "{\"attempt\":1,\"rank\":2,\"status\":3,\"message\":\"bad input\"}", 0},
     {"metrics", PROTO_METRICS, PROTO_TO_HERD,
@@ -888,7 +905,8 @@ static void test_check_valid(void **state)
 }
 
 /* Every frame refused the other way: by its direction, or (HEARTBEAT,
- * CHECK and NETPROBE, whose bodies differ) by its body. */
+ * CHECK, NETPROBE, DMODEX and DMODEX_DATA, whose bodies differ) by its
+ * body. */
 static void test_check_direction(void **state)
 {
 	(void)state;
@@ -909,7 +927,10 @@ static void test_check_direction(void **state)
 			     : v->type == PROTO_STACKS	? "STACKS frame"
 			     : v->type == PROTO_CHECK	 ? "CHECK frame"
 			     : v->type == PROTO_NETPROBE ? "NETPROBE frame"
-							 : want);
+			     : v->type == PROTO_DMODEX	 ? "DMODEX frame"
+			     : v->type == PROTO_DMODEX_DATA
+				 ? "DMODEX_DATA frame"
+				 : want);
 	}
 	expect_frame(PROTO_LAUNCH, PROTO_TO_HERD, json_object(), 0,
 		     "protocol error: LAUNCH frame from agent: only herd "
@@ -1356,6 +1377,24 @@ static void test_check_range(void **state)
 	     0, "key \"pmix.job_size\": 0 is out of range"},
 	    {PROTO_FENCE, PROTO_TO_HERD, "{\"attempt\":1,\"seq\":0}", 0,
 	     "key \"seq\": 0 is out of range"},
+	    {PROTO_FENCE, PROTO_TO_HERD,
+	     "{\"attempt\":1,\"seq\":1,\"procs\":\"3,1\",\"count\":1}", 0,
+	     "procs: \"*\" or ascending rank ranges"},
+	    {PROTO_FENCE, PROTO_TO_HERD,
+	     "{\"attempt\":1,\"seq\":1,\"procs\":\"0-3,x\",\"count\":1}",
+	     0, "procs: \"*\" or ascending rank ranges"},
+	    {PROTO_FENCE, PROTO_TO_HERD,
+	     "{\"attempt\":1,\"seq\":1,\"procs\":\"*\",\"count\":0}", 0,
+	     "key \"count\": 0 is out of range"},
+	    {PROTO_DMODEX_DATA, PROTO_TO_HERD,
+	     "{\"attempt\":1,\"seq\":1,\"rank\":0,\"from\":0,\"status\":1}",
+	     0, "key \"status\": 1 is out of range"},
+	    {PROTO_DMODEX_DATA, PROTO_TO_AGENT,
+	     "{\"attempt\":1,\"seq\":1,\"rank\":0,\"status\":3}", 0,
+	     "key \"status\": 3 is out of range"},
+	    {PROTO_DMODEX, PROTO_TO_AGENT,
+	     "{\"attempt\":1,\"seq\":1,\"rank\":-1,\"from\":0}", 0,
+	     "key \"rank\": -1 is out of range"},
 	    {PROTO_FENCE_DONE, PROTO_TO_AGENT,
 	     "{\"attempt\":1,\"seq\":1,\"status\":4294967296}", 0,
 	     "key \"status\": 4294967296 is out of range"},
@@ -1582,6 +1621,41 @@ static void write_seeds(const char *dir)
 	write_valid_seeds(dir);
 }
 
+static int walk_sum(void *arg, int lo, int hi)
+{
+	int *acc = arg;
+
+	acc[0] += hi - lo + 1;
+	acc[1]++;
+	return 0;
+}
+
+/* FENCE's procs: "*", ascending disjoint ranges, nothing else. */
+static void test_procs_walk(void **state)
+{
+	int acc[2] = {0, 0};
+
+	(void)state;
+	assert_int_equal(proto_procs_walk("*", walk_sum, acc), 1);
+	assert_int_equal(acc[1], 0);
+	assert_int_equal(proto_procs_walk("0-3,6,9-12", walk_sum, acc), 0);
+	assert_int_equal(acc[0], 9);
+	assert_int_equal(acc[1], 3);
+	assert_int_equal(proto_procs_walk("7", NULL, NULL), 0);
+	assert_int_equal(proto_procs_walk("2147483647", NULL, NULL), 0);
+	assert_int_equal(proto_procs_walk("2147483648", NULL, NULL), -1);
+	assert_int_equal(proto_procs_walk("", NULL, NULL), -1);
+	assert_int_equal(proto_procs_walk(NULL, NULL, NULL), -1);
+	assert_int_equal(proto_procs_walk("1,1", NULL, NULL), -1);
+	assert_int_equal(proto_procs_walk("0-3,2", NULL, NULL), -1);
+	assert_int_equal(proto_procs_walk("3-1", NULL, NULL), -1);
+	assert_int_equal(proto_procs_walk("-1", NULL, NULL), -1);
+	assert_int_equal(proto_procs_walk("1,", NULL, NULL), -1);
+	assert_int_equal(proto_procs_walk("1-", NULL, NULL), -1);
+	assert_int_equal(proto_procs_walk("*,1", NULL, NULL), -1);
+	assert_int_equal(proto_procs_walk(" 1", NULL, NULL), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1607,6 +1681,7 @@ int main(void)
 	    cmocka_unit_test(test_check_data),
 	    cmocka_unit_test(test_check_other_version),
 	    cmocka_unit_test(test_check_after_codec),
+	    cmocka_unit_test(test_procs_walk),
 	};
 	const char *seeds = getenv("HERD_PROTO_SEEDS");
 
