@@ -201,6 +201,10 @@ void pmix_spawn_reset(struct pmix_state *p);
  * (CONNECT "fence", pmix_spawn.c): true when taken (answered through
  * r->modex_cb then); false for a fence of the job's namespace alone. */
 bool pmix_spawn_fence(struct pmix_state *p, struct req *r);
+/* Direct modex of a spawned namespace's process (r->proc): DMODEX with
+ * its namespace's number; herd's DMODEX_DATA with "ns" answers it. */
+void pmix_spawn_dmodex(struct pmix_state *p, struct req *r);
+void pmix_spawn_on_dmodex_data(struct agent *a, struct proto_frame *f);
 
 /* Loop side: the one server of this agent, or NULL. */
 struct pmix_state *pmix_state_of(struct agent *a);

@@ -727,3 +727,58 @@ void pmix_on_connect_done(struct agent *a, struct proto_frame *f)
 	}
 	free(pd);
 }
+
+/* --- direct modex of spawned processes ------------------------------------ */
+
+void pmix_spawn_dmodex(struct pmix_state *p, struct req *r)
+{
+	struct agent *a = p->a;
+	int ns = pmix_ns_index(p, r->proc.nspace);
+	struct pending *pd;
+
+	if (ns <= 0 || r->proc.rank > INT32_MAX) {
+		r->modex_cb(PMIX_ERR_NOT_FOUND, NULL, 0, r->cbdata, NULL, NULL);
+		return;
+	}
+	if (!(pd = pending_add(p, false))) {
+		r->modex_cb(PMIX_ERR_NOMEM, NULL, 0, r->cbdata, NULL, NULL);
+		return;
+	}
+	pd->modex_cb = r->modex_cb;
+	pd->cbdata = r->cbdata;
+	agent_send(a, PROTO_DMODEX,
+		   json_pack("{s:i, s:i, s:i, s:i}", "attempt", a->attempt,
+			     "seq", pd->seq, "rank", (int)r->proc.rank, "ns",
+			     ns),
+		   NULL, 0);
+}
+
+void pmix_spawn_on_dmodex_data(struct agent *a, struct proto_frame *f)
+{
+	struct pmix_state *p = a->pmix;
+	int att = (int)json_integer_value(json_object_get(f->body, "attempt"));
+	int seq = (int)json_integer_value(json_object_get(f->body, "seq"));
+	int st = (int)json_integer_value(json_object_get(f->body, "status"));
+	struct pending *pd;
+	char *copy = NULL;
+
+	if (!p || att != a->attempt || !(pd = pending_take(p, seq, false)) ||
+	    !pd->modex_cb) {
+		return;
+	}
+	if (st != 0) {
+		pd->modex_cb(st == PROTO_DMODEX_NOT_FOUND ? PMIX_ERR_NOT_FOUND
+			     : st == PROTO_DMODEX_UNREACH ? PMIX_ERR_UNREACH
+			     : st > 0			  ? PMIX_ERROR
+							  : st,
+			     NULL, 0, pd->cbdata, NULL, NULL);
+	} else if (f->data_len && !(copy = malloc(f->data_len))) {
+		pd->modex_cb(PMIX_ERR_NOMEM, NULL, 0, pd->cbdata, NULL, NULL);
+	} else {
+		if (copy)
+			memcpy(copy, f->data, f->data_len);
+		pd->modex_cb(PMIX_SUCCESS, copy, f->data_len, pd->cbdata,
+			     free_data, copy);
+	}
+	free(pd);
+}

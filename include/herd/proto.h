@@ -190,6 +190,9 @@
  *              asked.  {attempt: I 1.., seq: I 1.., rank: I 0.., status: I
  *              (0: done; PROTO_DMODEX_NOT_FOUND: no such rank;
  *              PROTO_DMODEX_UNREACH: its node is gone; < 0: PMIx status)}
+ *              Each of the four may carry ns?: I 0.. (issue 16: the
+ *              rank is of spawn ns's namespace; absent or 0: the job's),
+ *              relayed as it came.
  *  SPAWN       agent -> herd, no data: a process called PMIx_Spawn.
  *              {attempt: I 0.., seq: I 1.., ns: I 0.. (the asker's
  *               namespace: 0 the job's, N spawn N), rank: I 0..,
