@@ -300,6 +300,14 @@ void pmix_on_fence_done(struct agent *a, struct proto_frame *f);
  * DMODEX_DATA (the answer to one of our requests). */
 void pmix_modex_on_request(struct agent *a, struct proto_frame *f);
 void pmix_modex_on_data(struct agent *a, struct proto_frame *f);
+/* herd's PUBSUB_DONE: answers the matching publish, lookup or
+ * unpublish (pmix_pubsub.c). */
+void pmix_on_pubsub_done(struct agent *a, struct proto_frame *f);
+/* herd's EVENT (another node's rank notified an event) and PROC_FAILED
+ * (ranks of the attempt failed): delivered to the node's ranks
+ * (pmix_event.c). */
+void pmix_on_event(struct agent *a, struct proto_frame *f);
+void pmix_on_proc_failed(struct agent *a, struct proto_frame *f);
 /* At exit: fails pending fences, finalizes the server. */
 void pmix_fini(struct agent *a);
 

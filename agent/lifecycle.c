@@ -293,6 +293,9 @@ static const frame_handler frame_table[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_CONNECT_DONE] = pmix_on_connect_done,
 	[PROTO_DMODEX] = pmix_modex_on_request,
 	[PROTO_DMODEX_DATA] = pmix_modex_on_data,
+	[PROTO_PUBSUB_DONE] = pmix_on_pubsub_done,
+	[PROTO_EVENT] = pmix_on_event,
+	[PROTO_PROC_FAILED] = pmix_on_proc_failed,
 };
 
 void agent_dispatch(struct agent *a, struct proto_frame *f)

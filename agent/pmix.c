@@ -851,6 +851,7 @@ int pmix_prepare(struct agent *a, json_t *launch, struct herd_err *err)
 	pmix_spawn_reset(a->pmix);
 	deregister_nspace(a->pmix);
 	fences_clear(a->pmix, true);
+	pmix_pubsub_clear(a->pmix, false);
 	snprintf(a->pmix->nspace, sizeof(a->pmix->nspace), PMIX_NSPACE_FMT,
 		 PMIX_MAX_NSLEN - 16, job ? job : "job", a->attempt);
 	return register_nspace(a, pj, json_object_get(launch, "ranks"), err);
@@ -915,6 +916,7 @@ void pmix_fini(struct agent *a)
 	if (!p)
 		return;
 	fences_clear(p, false);
+	pmix_pubsub_clear(p, true);
 	if (p->server_up) {
 		pmix_spawn_reset(p);
 		deregister_nspace(p);

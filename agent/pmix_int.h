@@ -27,8 +27,13 @@
  * read as they would against the linked library. */
 #define PMIX_SONAME "libpmix.so.2"
 #define PMIX_LIB_FNS(X)                                                    \
+	X(PMIx_Data_load)                                                  \
+	X(PMIx_Data_pack)                                                  \
+	X(PMIx_Data_unload)                                                \
+	X(PMIx_Data_unpack)                                                \
 	X(PMIx_Error_string)                                               \
 	X(PMIx_Info_load)                                                  \
+	X(PMIx_Notify_event)                                               \
 	X(PMIx_Value_destruct)                                             \
 	X(PMIx_generate_ppn)                                               \
 	X(PMIx_generate_regex)                                             \
@@ -50,8 +55,13 @@ struct pmix_lib {
 };
 extern struct pmix_lib pmix_lib;
 
+#define PMIx_Data_load (*pmix_lib.fn_PMIx_Data_load)
+#define PMIx_Data_pack (*pmix_lib.fn_PMIx_Data_pack)
+#define PMIx_Data_unload (*pmix_lib.fn_PMIx_Data_unload)
+#define PMIx_Data_unpack (*pmix_lib.fn_PMIx_Data_unpack)
 #define PMIx_Error_string (*pmix_lib.fn_PMIx_Error_string)
 #define PMIx_Info_load (*pmix_lib.fn_PMIx_Info_load)
+#define PMIx_Notify_event (*pmix_lib.fn_PMIx_Notify_event)
 #define PMIx_Value_destruct (*pmix_lib.fn_PMIx_Value_destruct)
 #define PMIx_generate_ppn (*pmix_lib.fn_PMIx_generate_ppn)
 #define PMIx_generate_regex (*pmix_lib.fn_PMIx_generate_regex)
@@ -118,6 +128,7 @@ struct pmix_state {
 	struct fence_set *fence_sets;	/* fences joined per procs */
 	uint32_t job_size;		/* of the attempt's namespace */
 	struct pmix_modex *modex;	/* pmix_modex.c */
+	struct pmix_pubsub *pubsub;	/* pmix_pubsub.c: pending operations */
 };
 
 /* Progress thread side.  A new request (NULL when out of memory) with
@@ -205,6 +216,21 @@ bool pmix_spawn_fence(struct pmix_state *p, struct req *r);
  * its namespace's number; herd's DMODEX_DATA with "ns" answers it. */
 void pmix_spawn_dmodex(struct pmix_state *p, struct req *r);
 void pmix_spawn_on_dmodex_data(struct agent *a, struct proto_frame *f);
+/* pmix_pubsub.c, shared with pmix_event.c: a PMIx range's wire name
+ * ("session" for UNDEF and RM) and back (unknown: SESSION); data packed
+ * by PMIx into a new blob (*out, free()); a buffer over a copy of data to
+ * unpack (PMIX_DATA_BUFFER_DESTRUCT it after).  Both return PMIX_SUCCESS
+ * or the library's error. */
+const char *pmix_range_name(pmix_data_range_t r);
+pmix_data_range_t pmix_range_of(const char *name);
+pmix_status_t pmix_pack_blob(void *src, int32_t n, pmix_data_type_t type,
+			     char **out, size_t *len);
+pmix_status_t pmix_unpack_start(pmix_data_buffer_t *buf, const void *data,
+				size_t len);
+/* Pending publish/lookup/unpublish: failed (PMIX_ERR_TIMEOUT: the attempt
+ * is over) and dropped; free_all also frees their list (the agent's end,
+ * then without calling back: the server is gone). */
+void pmix_pubsub_clear(struct pmix_state *p, bool free_all);
 
 /* Loop side: the one server of this agent, or NULL. */
 struct pmix_state *pmix_state_of(struct agent *a);

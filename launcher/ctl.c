@@ -72,6 +72,12 @@ static void act_preflight(struct ctl *c, struct ctl_ev *ev);
 static void act_preflight_step(struct ctl *c, struct ctl_ev *ev);
 static void act_node_failed_preflight(struct ctl *c, struct ctl_ev *ev);
 static void act_straggler(struct ctl *c, struct ctl_ev *ev);
+static void act_notify(struct ctl *c, struct ctl_ev *ev);
+static void act_notify_rank(struct ctl *c, struct ctl_ev *ev);
+static void act_notify_node(struct ctl *c, struct ctl_ev *ev);
+static void act_notify_check(struct ctl *c, struct ctl_ev *ev);
+static void act_notify_over(struct ctl *c, struct ctl_ev *ev);
+static void act_notify_finish(struct ctl *c, struct ctl_ev *ev);
 
 /* Every transition of the job (flux-core broker/state_machine.c is the
  * model).  An event without a row in the current state is dropped when it
@@ -151,6 +157,24 @@ const struct ctl_row ctl_table[] = {
 	{CTL_PREFLIGHT, CTL_EV_FINISH, CTL_STOPPING, act_finish},
 	{CTL_PREFLIGHT, CTL_EV_INTERRUPT, CTL_STOPPING, act_finish},
 
+	/* Issue 16: a rank or node failed in a PMIx job and the survivors
+	 * were told (PMIx event): they have health.notify_grace to act
+	 * before the attempt is stopped; it ends sooner when every one of
+	 * them exited.  Further failures are told too; an MPI_Abort now is
+	 * a survivor's reaction (Open MPI aborts on the event), not the
+	 * program ending the job. */
+	{CTL_RUN, CTL_EV_NOTIFY, CTL_NOTIFY, act_notify},
+	{CTL_NOTIFY, CTL_EV_RANK_FAILED, CTL_NOTIFY, act_notify_rank},
+	{CTL_NOTIFY, CTL_EV_NODE_FAILED, CTL_NOTIFY, act_notify_node},
+	{CTL_NOTIFY, CTL_EV_RANK_EXITED, CTL_NOTIFY, act_notify_check},
+	{CTL_NOTIFY, CTL_EV_RANKS_DONE, CTL_NOTIFY, act_notify_check},
+	{CTL_NOTIFY, CTL_EV_ABORT, CTL_NOTIFY, NULL},
+	{CTL_NOTIFY, CTL_EV_READMIT, CTL_NOTIFY, act_readmit},
+	{CTL_NOTIFY, CTL_EV_NOTIFY_OVER, CTL_RUN, act_notify_over},
+	{CTL_NOTIFY, CTL_EV_ATTEMPT_FAILED, CTL_RUN, act_notify_over},
+	{CTL_NOTIFY, CTL_EV_FINISH, CTL_STOPPING, act_notify_finish},
+	{CTL_NOTIFY, CTL_EV_INTERRUPT, CTL_STOPPING, act_notify_finish},
+
 	/* The loop is stopping: nothing is left to do. */
 	{CTL_END, CTL_EV_ANY_, CTL_END, NULL},
 };
@@ -160,7 +184,7 @@ static const char *const ctl_state_names[] = {
 	[CTL_CONNECT] = "connect", [CTL_RUN] = "run", [CTL_STACKS] = "stacks",
 	[CTL_RECOVER] = "recover", [CTL_BACKOFF] = "backoff",
 	[CTL_STOPPING] = "stopping", [CTL_END] = "end",
-	[CTL_PREFLIGHT] = "preflight"};
+	[CTL_PREFLIGHT] = "preflight", [CTL_NOTIFY] = "notify"};
 
 /* late: the event reports on an attempt or phase that may be over when it
  * is handled (a rank's exit after the attempt failed, a timer that was
@@ -193,6 +217,9 @@ static const struct {
 	[CTL_EV_CHECKED] = {"checked", true},
 	[CTL_EV_PROBED] = {"probed", true},
 	[CTL_EV_STRAGGLER] = {"straggler", true},
+	[CTL_EV_NOTIFY] = {"notify", false},
+	[CTL_EV_NOTIFY_OVER] = {"notify over", true},
+	[CTL_EV_RANK_EXITED] = {"rank exited", true},
 };
 
 const char *ctl_state_name(enum ctl_state s)
@@ -527,8 +554,17 @@ static void send_stop(struct node *n, long grace_ms, int sig,
 
 /* The end of the job: every agent stops its ranks (sig, SIGKILL after
  * grace) and exits. */
+/* CTL_NOTIFY's timer, if any, is over. */
+static void notify_stop(struct ctl *c)
+{
+	if (c->notify_timer)
+		loop_timer_del(c->loop, c->notify_timer);
+	c->notify_timer = 0;
+}
+
 static void stop_all(struct ctl *c, long grace_ms, int sig)
 {
+	notify_stop(c);
 	if (c->backoff_timer) {
 		loop_timer_del(c->loop, c->backoff_timer);
 		c->backoff_timer = 0;
@@ -781,6 +817,34 @@ static void act_node_failed_connect(struct ctl *c, struct ctl_ev *ev)
 	check_connected(c);
 }
 
+/* launch.mode pmix: the ranks that were on node n (and not done) are
+ * told to the survivors as failed. */
+static void notify_node_lost(struct ctl *c, struct node *n)
+{
+	int idx = (int)(n - c->nodes), *ranks, k = 0;
+
+	if (c->spec->launch.mode != SPEC_MODE_PMIX || !c->ranks ||
+	    !(ranks = calloc((size_t)c->world_size, sizeof(*ranks))))
+		return;
+	for (int r = 0; r < c->world_size; r++)
+		if (c->ranks[r].node == idx && !c->ranks[r].done)
+			ranks[k++] = r;
+	ctl_event_proc_failed(c, "node", 1, n->host, ranks, k);
+	free(ranks);
+}
+
+/* The attempt failed (status, why): with launch.mode pmix and
+ * health.notify_grace, the survivors (already told) get their grace
+ * first. */
+static void fail_or_notify(struct ctl *c, int status, const char *why)
+{
+	if (c->spec->launch.mode == SPEC_MODE_PMIX &&
+	    c->spec->health.notify_grace_ms > 0)
+		ctl_post(c, CTL_EV_NOTIFY, NULL, status, why);
+	else
+		ctl_post(c, CTL_EV_ATTEMPT_FAILED, NULL, status, why);
+}
+
 static void act_node_failed_run(struct ctl *c, struct ctl_ev *ev)
 {
 	char why[sizeof(ev->why) + 64];
@@ -789,7 +853,89 @@ static void act_node_failed_run(struct ctl *c, struct ctl_ev *ev)
 		return;
 	snprintf(why, sizeof(why), "node %s failed: %s", ev->node->host,
 		 ev->why);
-	ctl_post(c, CTL_EV_ATTEMPT_FAILED, NULL, 1, why);
+	notify_node_lost(c, ev->node);
+	fail_or_notify(c, 1, why);
+}
+
+/* --- CTL_NOTIFY (issue 16) ------------------------------------------------ */
+
+static void on_notify_timeout(struct loop *loop, void *arg)
+{
+	struct ctl *c = arg;
+
+	(void)loop;
+	c->notify_timer = 0;
+	ctl_post(c, CTL_EV_NOTIFY_OVER, NULL, 0, NULL);
+}
+
+/* RUN -> NOTIFY: the failure is kept for when the grace is over. */
+static void act_notify(struct ctl *c, struct ctl_ev *ev)
+{
+	c->notify_status = ev->status;
+	snprintf(c->notify_why, sizeof(c->notify_why), "%s", ev->why);
+	/* The attempt's first failure, whatever comes in the grace
+	 * (Ctrl-C included). */
+	record_failure(c, ev->status, ev->why);
+	fprintf(stderr,
+		"herd: the surviving ranks were told; stopping them in %.1f s "
+		"(health.notify_grace) unless they all exit first\n",
+		(double)c->spec->health.notify_grace_ms / 1000.0);
+	notify_stop(c);
+	c->notify_timer = loop_timer_add(c->loop,
+					 c->spec->health.notify_grace_ms,
+					 on_notify_timeout, c);
+	act_notify_check(c, ev);
+}
+
+/* Every rank on a node still up exited: nobody is left to wait for. */
+static void act_notify_check(struct ctl *c, struct ctl_ev *ev)
+{
+	(void)ev;
+	for (int r = 0; c->ranks && r < c->world_size; r++) {
+		struct node *n = &c->nodes[c->ranks[r].node];
+
+		if (!c->ranks[r].done && n->member && n->state == NODE_UP)
+			return;
+	}
+	notify_stop(c);
+	ctl_post(c, CTL_EV_NOTIFY_OVER, NULL, 0, NULL);
+}
+
+static void act_notify_rank(struct ctl *c, struct ctl_ev *ev)
+{
+	int rank = (int)json_integer_value(json_object_get(ev->body, "rank"));
+
+	if (ev->body)
+		ctl_event_proc_failed(c,
+				      json_is_true(json_object_get(ev->body,
+								   "signal"))
+					      ? "signal"
+					      : "exit",
+				      ev->status, ev->node->host, &rank, 1);
+	act_notify_check(c, ev);
+}
+
+static void act_notify_node(struct ctl *c, struct ctl_ev *ev)
+{
+	if (node_out(c, ev->node, ev->why, false))
+		notify_node_lost(c, ev->node);
+	act_notify_check(c, ev);
+}
+
+/* NOTIFY -> RUN: the grace is over (or another failure came); the
+ * attempt fails with its first failure, as it would have at once. */
+static void act_notify_over(struct ctl *c, struct ctl_ev *ev)
+{
+	(void)ev;
+	notify_stop(c);
+	ctl_post(c, CTL_EV_ATTEMPT_FAILED, NULL, c->notify_status,
+		 c->notify_why);
+}
+
+static void act_notify_finish(struct ctl *c, struct ctl_ev *ev)
+{
+	notify_stop(c);
+	act_finish(c, ev);
 }
 
 static void act_node_failed_recover(struct ctl *c, struct ctl_ev *ev)
@@ -1038,6 +1184,8 @@ static void act_launch(struct ctl *c, struct ctl_ev *ev)
 	c->attempt++;
 	c->failed = false;
 	ctl_pmix_clear(c);
+	ctl_pubsub_attempt_over(c);
+	notify_stop(c);
 	c->status = 0;
 	before = c->checkpoint ? strdup(c->checkpoint) : NULL;
 	find_checkpoint(c);
@@ -1360,6 +1508,8 @@ static void spawned_exit(struct ctl *c, struct node *n, int slot,
 	}
 	if (c->ranks_done == c->n_slots)
 		ctl_post(c, CTL_EV_RANKS_DONE, NULL, 0, NULL);
+	else
+		ctl_post(c, CTL_EV_RANK_EXITED, n, 0, NULL);
 }
 
 static void on_rank_exit(struct ctl *c, struct node *n, struct proto_frame *f)
@@ -1391,6 +1541,7 @@ static void on_rank_exit(struct ctl *c, struct node *n, struct proto_frame *f)
 		return;
 	r->done = true;
 	c->ranks_done++;
+	ctl_pubsub_rank_gone(c, rank);
 	ctl_print(c, rank, 1, "", 0, true);
 	ctl_print(c, rank, 2, "", 0, true);
 	ctl_close_rank_log(c, rank);
@@ -1411,7 +1562,10 @@ static void on_rank_exit(struct ctl *c, struct node *n, struct proto_frame *f)
 	events_emit(c->ev, "rank_exit", ev);
 	if (status != 0) {
 		struct ctl_ev fail = {.type = CTL_EV_RANK_FAILED, .node = n,
-				      .status = status, .flag = error != NULL};
+				      .status = status, .flag = error != NULL,
+				      .body = json_pack("{s:i, s:b}", "rank",
+							rank, "signal",
+							json_is_integer(sig))};
 
 		if (error)
 			snprintf(fail.why, sizeof(fail.why),
@@ -1433,17 +1587,29 @@ static void on_rank_exit(struct ctl *c, struct node *n, struct proto_frame *f)
 				 "rank %d on %s exited with status %d", rank,
 				 n->host, status);
 		post(c, &fail);
+		json_decref(fail.body);
 		return;
 	}
 	if (c->ranks_done == c->n_slots)
 		ctl_post(c, CTL_EV_RANKS_DONE, NULL, 0, NULL);
+	else
+		ctl_post(c, CTL_EV_RANK_EXITED, n, 0, NULL);
 }
 
 /* RUN, a rank failed: the attempt is over. */
 static void act_rank_failed(struct ctl *c, struct ctl_ev *ev)
 {
+	int rank = (int)json_integer_value(json_object_get(ev->body, "rank"));
+
 	fprintf(stderr, "herd: %s; stopping the attempt\n", ev->why);
-	ctl_post(c, CTL_EV_ATTEMPT_FAILED, NULL, ev->status, ev->why);
+	if (ev->body)
+		ctl_event_proc_failed(c,
+				      json_is_true(json_object_get(ev->body,
+								   "signal"))
+					      ? "signal"
+					      : "exit",
+				      ev->status, ev->node->host, &rank, 1);
+	fail_or_notify(c, ev->status, ev->why);
 }
 
 /* A rank failed while the attempt is already stopping for another
@@ -1596,6 +1762,10 @@ static const frame_fn frame_handlers[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_CONNECT] = ctl_connect_frame,
 	[PROTO_DMODEX] = ctl_pmix_dmodex,
 	[PROTO_DMODEX_DATA] = ctl_pmix_dmodex_data,
+	[PROTO_PUBLISH] = ctl_pubsub_publish,
+	[PROTO_LOOKUP] = ctl_pubsub_lookup,
+	[PROTO_UNPUBLISH] = ctl_pubsub_unpublish,
+	[PROTO_EVENT] = ctl_event_frame,
 };
 
 /* A conn's arg is its node: found in O(1).  A conn the node has dropped
@@ -2007,6 +2177,8 @@ void ctl_free(struct ctl *c)
 	bind_platform_free(c->platform);
 	ctl_free_ranks(c);
 	ctl_pmix_clear(c);
+	ctl_pubsub_free(c);
+	notify_stop(c);
 	transport_free(c->transport);
 	events_close(c->ev);
 	logtree_free(c->lt);

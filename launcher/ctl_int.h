@@ -33,6 +33,9 @@ enum ctl_state {
 	CTL_END,	/* every agent gone; exit status known */
 	CTL_PREFLIGHT,	/* the health gate (issue 14): members checked
 			 * before an attempt (health.preflight, herd check) */
+	CTL_NOTIFY,	/* issue 16: ranks failed; the survivors were told
+			 * (PMIx event) and have health.notify_grace before
+			 * the attempt is stopped */
 	CTL_STATE_COUNT_
 };
 
@@ -68,6 +71,12 @@ enum ctl_event {
 	CTL_EV_PROBED,	       /* network probe progress (node or NULL) */
 	CTL_EV_STRAGGLER,      /* evict straggler node now: a checkpoint
 				* boundary (node, why) */
+	CTL_EV_NOTIFY,	       /* survivors told of a failure: give them
+				* health.notify_grace (status, why: the
+				* failure) */
+	CTL_EV_NOTIFY_OVER,    /* notify_grace passed, or every surviving
+				* rank exited */
+	CTL_EV_RANK_EXITED,    /* a rank exited 0, not the last */
 	CTL_EV_COUNT_,
 	CTL_EV_ANY_ = CTL_EV_COUNT_,	/* table rows only: every event */
 };
@@ -225,6 +234,12 @@ struct ctl {
 	struct fence *fences;	/* pmix: fences in flight */
 	int n_fences;
 	struct ctl_dyn *dyn;	/* ctl_spawn.c: spawns, connects */
+	struct ctl_pubsub *pubsub;	/* ctl_pubsub.c: published data */
+	/* CTL_NOTIFY (issue 16): the failure that ends the attempt once
+	 * health.notify_grace is over. */
+	long notify_timer;
+	int notify_status;
+	char notify_why[512];
 
 	int status;		/* the exit status so far */
 	bool failed;		/* this attempt's first failure is recorded */
@@ -406,6 +421,28 @@ void ctl_spawn_clear(struct ctl *c);
 int ctl_spawn_node_of(struct ctl *c, int ns, int rank);
 /* "[s1:0] " for spawned process slot (a rank of spawn 1), into buf. */
 void ctl_spawn_tag(struct ctl *c, int slot, char *buf, size_t size);
+/* ctl_pubsub.c (issue 16): PMIx publish / lookup / unpublish, held for
+ * the job.  The frames answer with PUBSUB_DONE (now, or when a waited-for
+ * key comes). */
+void ctl_pubsub_publish(struct ctl *c, struct node *n, struct proto_frame *f);
+void ctl_pubsub_lookup(struct ctl *c, struct node *n, struct proto_frame *f);
+void ctl_pubsub_unpublish(struct ctl *c, struct node *n,
+			  struct proto_frame *f);
+/* Rank of the current attempt exited: its "proc" entries go. */
+void ctl_pubsub_rank_gone(struct ctl *c, int rank);
+/* The attempt is over (a new one starts): waiting lookups dropped (the
+ * agents fail them), "proc" and "app" entries go. */
+void ctl_pubsub_attempt_over(struct ctl *c);
+void ctl_pubsub_free(struct ctl *c);
+
+/* ctl_event.c (issue 16): PMIx events across nodes. */
+/* EVENT from node n: forwarded to the other nodes in its range. */
+void ctl_event_frame(struct ctl *c, struct node *n, struct proto_frame *f);
+/* launch.mode pmix: tells every surviving node that ranks failed
+ * (kind "exit", "signal" or "node"; status the exit status; host where
+ * they ran), and a ranks_notified event.  Nothing for other modes. */
+void ctl_event_proc_failed(struct ctl *c, const char *kind, int status,
+			   const char *host, const int *ranks, int n_ranks);
 
 /* ctl_hang.c (issue 14): evidence of a hang. */
 /* 10 s: what herd waits for the agents' stacks; an agent answers within

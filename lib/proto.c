@@ -871,6 +871,135 @@ static int proto_connect_data(const json_t *body, size_t data_len,
 /* The table.  proto.h's comment table says the same in words: change
  * both together (tests/unit/test_proto.c holds a valid body of every
  * row). */
+/* --- publish / lookup and events (issue 16) ----------------------------- */
+
+static int proto_pubsub_range_ok(const char *r)
+{
+	static const char *const ok[] = {"local",  "namespace", "session",
+					 "global", "custom",    "proc_local"};
+
+	for (size_t i = 0; r && i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (!strcmp(r, ok[i]))
+			return 1;
+	return 0;
+}
+
+static int proto_pubsub_key_more(const json_t *body, struct herd_err *err)
+{
+	const char *k = json_string_value(json_object_get(body, "key"));
+	const char *ns = json_string_value(json_object_get(body, "nspace"));
+
+	if (!k || !k[0] || strlen(k) > PROTO_PUBSUB_KEY_MAX)
+		return herd_errprintf(err, "key \"key\": 1..%d bytes expected",
+				      PROTO_PUBSUB_KEY_MAX);
+	if (ns && strlen(ns) > PROTO_PUBSUB_NSPACE_MAX)
+		return herd_errprintf(err, "key \"nspace\": at most %d bytes",
+				      PROTO_PUBSUB_NSPACE_MAX);
+	return 0;
+}
+
+static const struct proto_body proto_pubsub_key_body = {
+    .format = "{s:s, s?I, s?s, s?I}",
+    .keys = {"key", "size", "nspace", "rank"},
+    .ranges = {{"size", 0, PROTO_PUBSUB_VALUE_MAX}, {"rank", 0, INT_MAX}},
+    .more = proto_pubsub_key_more,
+};
+
+/* What PUBLISH, LOOKUP and UNPUBLISH share: nspace, range, keys. */
+static int proto_pubsub_common(const json_t *body, size_t min_keys,
+			       struct herd_err *err)
+{
+	const char *ns = json_string_value(json_object_get(body, "nspace"));
+	const char *r = json_string_value(json_object_get(body, "range"));
+	size_t n = json_array_size(json_object_get(body, "keys"));
+
+	if (strlen(ns) > PROTO_PUBSUB_NSPACE_MAX)
+		return herd_errprintf(err, "key \"nspace\": at most %d bytes",
+				      PROTO_PUBSUB_NSPACE_MAX);
+	if (!proto_pubsub_range_ok(r))
+		return herd_errprintf(err, "key \"range\": \"%s\" is not a "
+				      "PMIx range", r);
+	if (n < min_keys)
+		return herd_errprintf(err, "key \"keys\": at least %zu "
+				      "expected", min_keys);
+	return proto_check_array(body, "keys", &proto_pubsub_key_body,
+				 PROTO_PUBSUB_KEYS_MAX, err);
+}
+
+static int proto_publish_more(const json_t *body, struct herd_err *err)
+{
+	const char *p = json_string_value(json_object_get(body, "persist"));
+	const json_t *keys = json_object_get(body, "keys");
+
+	if (strcmp(p, "indef") && strcmp(p, "first_read") &&
+	    strcmp(p, "proc") && strcmp(p, "app") && strcmp(p, "session"))
+		return herd_errprintf(err, "key \"persist\": \"%s\" is not a "
+				      "PMIx persistence", p);
+	if (proto_pubsub_common(body, 1, err) < 0)
+		return -1;
+	for (size_t i = 0; i < json_array_size(keys); i++)
+		if (!json_is_integer(json_object_get(json_array_get(keys, i),
+						     "size")))
+			return herd_errprintf(err, "keys[%zu]: no size", i);
+	return 0;
+}
+
+static int proto_lookup_more(const json_t *body, struct herd_err *err)
+{
+	return proto_pubsub_common(body, 1, err);
+}
+
+static int proto_unpublish_more(const json_t *body, struct herd_err *err)
+{
+	return proto_pubsub_common(body, 0, err);
+}
+
+static int proto_pubsub_done_more(const json_t *body, struct herd_err *err)
+{
+	const char *s = json_string_value(json_object_get(body, "status"));
+	static const char *const ok[] = {"ok",	    "partial", "not_found",
+					 "duplicate", "timeout", "limit",
+					 "ended"};
+	size_t i;
+
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (!strcmp(s, ok[i]))
+			break;
+	if (i == sizeof(ok) / sizeof(ok[0]))
+		return herd_errprintf(err, "key \"status\": \"%s\" unknown", s);
+	return proto_check_array(body, "found", &proto_pubsub_key_body,
+				 PROTO_PUBSUB_KEYS_MAX, err);
+}
+
+static int proto_event_more(const json_t *body, struct herd_err *err)
+{
+	const char *ns = json_string_value(json_object_get(body, "nspace"));
+
+	if (strlen(ns) > PROTO_PUBSUB_NSPACE_MAX)
+		return herd_errprintf(err, "key \"nspace\": at most %d bytes",
+				      PROTO_PUBSUB_NSPACE_MAX);
+	if (!proto_pubsub_range_ok(
+		    json_string_value(json_object_get(body, "range"))))
+		return herd_errprintf(err, "key \"range\": not a PMIx range");
+	if (json_object_get(body, "procs"))
+		return proto_check_ints(body, "procs", PROTO_LAUNCH_RANKS_MAX, 0,
+					INT_MAX, err);
+	return 0;
+}
+
+static int proto_proc_failed_more(const json_t *body, struct herd_err *err)
+{
+	const char *k = json_string_value(json_object_get(body, "kind"));
+
+	if (strcmp(k, "exit") && strcmp(k, "signal") && strcmp(k, "node"))
+		return herd_errprintf(err, "key \"kind\": \"%s\" is not exit, "
+				      "signal or node", k);
+	if (json_array_size(json_object_get(body, "ranks")) < 1)
+		return herd_errprintf(err, "key \"ranks\": empty");
+	return proto_check_ints(body, "ranks", PROTO_LAUNCH_RANKS_MAX, 0,
+				INT_MAX, err);
+}
+
 static const struct proto_rule proto_rules[] = {
     [PROTO_HELLO] =
 	{
@@ -1269,6 +1398,98 @@ static const struct proto_rule proto_rules[] = {
 			       {"status", INT_MIN, INT_MAX}},
 		},
 	    .data_max = PROTO_FRAME_MAX,
+	},
+    [PROTO_PUBLISH] =
+	{
+	    .name = "PUBLISH",
+	    .to_herd =
+		{
+		    .format = "{s:I, s:I, s:I, s:s, s:s, s:s, s:o}",
+		    .keys = {"attempt", "id", "rank", "nspace", "range",
+			     "persist", "keys"},
+		    .ranges = {{"attempt", 0, INT_MAX},
+			       {"id", 1, INT_MAX},
+			       {"rank", 0, INT_MAX}},
+		    .more = proto_publish_more,
+		},
+	    .data_max = PROTO_PUBSUB_DATA_MAX,
+	},
+    [PROTO_LOOKUP] =
+	{
+	    .name = "LOOKUP",
+	    .to_herd =
+		{
+		    .format = "{s:I, s:I, s:I, s:s, s:s, s:o, s:I, s:I}",
+		    .keys = {"attempt", "id", "rank", "nspace", "range",
+			     "keys", "wait", "timeout_ms"},
+		    .ranges = {{"attempt", 0, INT_MAX},
+			       {"id", 1, INT_MAX},
+			       {"rank", 0, INT_MAX},
+			       {"wait", -1, PROTO_PUBSUB_KEYS_MAX},
+			       {"timeout_ms", 0, PROTO_INT_ANY}},
+		    .more = proto_lookup_more,
+		},
+	},
+    [PROTO_UNPUBLISH] =
+	{
+	    .name = "UNPUBLISH",
+	    .to_herd =
+		{
+		    .format = "{s:I, s:I, s:I, s:s, s:s, s:o}",
+		    .keys = {"attempt", "id", "rank", "nspace", "range",
+			     "keys"},
+		    .ranges = {{"attempt", 0, INT_MAX},
+			       {"id", 1, INT_MAX},
+			       {"rank", 0, INT_MAX}},
+		    .more = proto_unpublish_more,
+		},
+	},
+    [PROTO_PUBSUB_DONE] =
+	{
+	    .name = "PUBSUB_DONE",
+	    .to_agent =
+		{
+		    .format = "{s:I, s:I, s:s, s?o}",
+		    .keys = {"attempt", "id", "status", "found"},
+		    .ranges = {{"attempt", 1, INT_MAX}, {"id", 1, INT_MAX}},
+		    .more = proto_pubsub_done_more,
+		},
+	    .data_max = PROTO_PUBSUB_KEYS_MAX * PROTO_PUBSUB_VALUE_MAX,
+	},
+    [PROTO_EVENT] =
+	{
+	    .name = "EVENT",
+	    .to_herd =
+		{
+		    .format = "{s:I, s:I, s:I, s:s, s:s, s:o}",
+		    .keys = {"attempt", "code", "rank", "nspace", "range",
+			     "procs"},
+		    .ranges = {{"attempt", 0, INT_MAX},
+			       {"code", INT_MIN, INT_MAX},
+			       {"rank", 0, INT_MAX}},
+		    .more = proto_event_more,
+		},
+	    .to_agent =
+		{
+		    .format = "{s:I, s:I, s:I, s:s, s:s}",
+		    .keys = {"attempt", "code", "rank", "nspace", "range"},
+		    .ranges = {{"attempt", 1, INT_MAX},
+			       {"code", INT_MIN, INT_MAX},
+			       {"rank", 0, INT_MAX}},
+		    .more = proto_event_more,
+		},
+	    .data_max = PROTO_EVENT_DATA_MAX,
+	},
+    [PROTO_PROC_FAILED] =
+	{
+	    .name = "PROC_FAILED",
+	    .to_agent =
+		{
+		    .format = "{s:I, s:s, s:I, s:s, s:o}",
+		    .keys = {"attempt", "kind", "status", "host", "ranks"},
+		    .ranges = {{"attempt", 1, INT_MAX}, {"status", 0, 255}},
+		    .more = proto_proc_failed_more,
+		},
 	},
 };
 

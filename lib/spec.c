@@ -1072,6 +1072,9 @@ static const struct field health_keys[] = {
      .set = set_duration,
      .off = OFF(health.fence_timeout_ms),
      .lo = 1},
+    {.name = "health.notify_grace",
+     .set = set_duration,
+     .off = OFF(health.notify_grace_ms)},
     {.name = "health.check_command",
      .set = set_str,
      .off = OFF(health.check_command)},
@@ -1794,6 +1797,7 @@ struct spec *spec_parse(const char *buf, size_t len, const char *path,
 	spec->health.grace_ms = 10 * 1000;
 	spec->health.progress_timeout_ms = -1;
 	spec->health.fence_timeout_ms = 5 * 60 * 1000;
+	spec->health.notify_grace_ms = 1000;
 	spec->health.min_free = 1LL << 30;
 	spec->health.straggler = SPEC_STRAGGLER_WARN;
 	spec->health.straggler_ratio = 1.3;

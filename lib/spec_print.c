@@ -230,6 +230,7 @@ static void body(struct out *o, const struct spec *s)
 	dur(o, "grace", s->health.grace_ms, NULL);
 	dur(o, "progress_timeout", s->health.progress_timeout_ms, "off");
 	dur(o, "fence_timeout", s->health.fence_timeout_ms, NULL);
+	dur(o, "notify_grace", s->health.notify_grace_ms, NULL);
 	str(o, "check_command", s->health.check_command);
 	word(o, "preflight", s->health.preflight ? "true" : "false");
 	if (spec_bytes_format(s->health.min_free, bytes, sizeof(bytes)) < 0)

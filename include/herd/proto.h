@@ -190,6 +190,43 @@
  *              asked.  {attempt: I 1.., seq: I 1.., rank: I 0.., status: I
  *              (0: done; PROTO_DMODEX_NOT_FOUND: no such rank;
  *              PROTO_DMODEX_UNREACH: its node is gone; < 0: PMIx status)}
+ *  PUBLISH     agent -> herd, data: each key's value packed by PMIx
+ *              (PMIx_Data_pack of one pmix_value_t), in key order, sizes
+ *              in keys[].size; at most PROTO_PUBSUB_DATA_MAX bytes.
+ *              {attempt: I 0.., id: I 1.., rank: I 0.., nspace: string,
+ *               range: "local" | "namespace" | "session" | "global" |
+ *               "custom" | "proc_local", persist: "indef" | "first_read" |
+ *               "proc" | "app" | "session",
+ *               keys: [{key: string, size: I 0..PROTO_PUBSUB_VALUE_MAX}]}
+ *              (1..PROTO_PUBSUB_KEYS_MAX keys of 1..PROTO_PUBSUB_KEY_MAX
+ *              bytes; nspace at most PROTO_PUBSUB_NSPACE_MAX)
+ *  LOOKUP      agent -> herd, no data: {attempt, id, rank, nspace, range
+ *              (as PUBLISH), keys: [{key: string}], wait: I -1..
+ *              PROTO_PUBSUB_KEYS_MAX (-1: answer at once; 0: wait for
+ *              every key; N: for N of them), timeout_ms: I 0.. (0: until
+ *              the attempt ends)}
+ *  UNPUBLISH   agent -> herd, no data: {attempt, id, rank, nspace, range,
+ *              keys: [{key: string}] (0 keys: every key of the rank)}
+ *  PUBSUB_DONE herd -> agent, data: the values found, packed as sent, in
+ *              found[] order.  {attempt: I 1.., id: I 1.., status: "ok" |
+ *              "partial" | "not_found" | "duplicate" | "timeout" |
+ *              "limit" | "ended", found?: [{key, nspace: string, rank: I
+ *              0.., size: I 0..PROTO_PUBSUB_VALUE_MAX}] (LOOKUP only)}
+ *  EVENT       agent -> herd, data: the event's pmix_info_t array packed
+ *              by PMIx (at most PROTO_EVENT_DATA_MAX bytes): a rank's
+ *              PMIx_Notify_event for ranks elsewhere.  {attempt: I 0..,
+ *              code: I, rank: I 0.. (the source), nspace: string, range:
+ *              (as PUBLISH), procs: [I 0..] (custom range: the ranks it
+ *              is for; empty: every rank; at most
+ *              PROTO_LAUNCH_RANKS_MAX)}
+ *              herd -> agent, data as sent: deliver to the node's ranks.
+ *              {attempt: I 1.., code: I, rank: I 0.., nspace: string,
+ *               range: string (as PUBLISH)}
+ *  PROC_FAILED herd -> agent, no data: ranks of the attempt failed; the
+ *              agent notifies its ranks (PMIx event) before herd stops
+ *              them.  {attempt: I 1.., kind: "exit" | "signal" | "node",
+ *               status: I 0..255, host: string,
+ *               ranks: [I 0..] (1..PROTO_LAUNCH_RANKS_MAX)}
  *              Each of the four may carry ns?: I 0.. (issue 16: the
  *              rank is of spawn ns's namespace; absent or 0: the job's),
  *              relayed as it came.
@@ -282,6 +319,12 @@ enum proto_type {
 	PROTO_NETPROBE,	/* issue 14: the gate's pairwise network probe */
 	PROTO_DMODEX,	   /* issue 16: PMIx direct modex request */
 	PROTO_DMODEX_DATA, /* issue 16: its answer */
+	PROTO_PUBLISH,	/* issue 16: PMIx publish / lookup / unpublish */
+	PROTO_LOOKUP,
+	PROTO_UNPUBLISH,
+	PROTO_PUBSUB_DONE,
+	PROTO_EVENT,	/* issue 16: PMIx events between ranks */
+	PROTO_PROC_FAILED, /* issue 16: herd's failures as PMIx events */
 	PROTO_SPAWN,	    /* issue 16: PMIx_Spawn asked by a rank */
 	PROTO_SPAWN_LAUNCH, /* issue 16: start a spawn's processes */
 	PROTO_SPAWN_UP,	    /* issue 16: a node's part of a spawn started */
@@ -325,6 +368,16 @@ enum proto_dir {
 #define PROTO_NETPROBE_BYTES_MAX (1LL << 30)
 #define PROTO_NETPROBE_TIMEOUT_MAX 600000
 
+/* Issue 16, publish/lookup: at most 64 keys per call, a key of at most
+ * 511 bytes (PMIX_MAX_KEYLEN), a namespace of 255 (PMIX_MAX_NSLEN), a
+ * value of 64 KiB packed, 1 MiB in one PUBLISH.  An event's packed info
+ * is at most 64 KiB. */
+#define PROTO_PUBSUB_KEYS_MAX	 64
+#define PROTO_PUBSUB_KEY_MAX	 511
+#define PROTO_PUBSUB_NSPACE_MAX	 255
+#define PROTO_PUBSUB_VALUE_MAX	 (64 * 1024)
+#define PROTO_PUBSUB_DATA_MAX	 (1024u * 1024)
+#define PROTO_EVENT_DATA_MAX	 (64u * 1024)
 /* issue 16, PMIx_Spawn: apps of one spawn, processes of one spawn (and
  * of all spawns of an attempt together: ctl_spawn.c), argv or env
  * entries of one app; processes named in one PMIx_Connect. */

@@ -147,6 +147,11 @@ struct spec {
 		long progress_timeout_ms;	/* -1: off (default) */
 		long fence_timeout_ms;	/* pmix: a fence some node never
 					 * joins fails the attempt (5m) */
+		long notify_grace_ms;	/* pmix: how long the surviving
+					 * ranks have, once told of a failure
+					 * (PMIx event), before herd stops
+					 * the attempt (default 1s; 0s: at
+					 * once) */
 		char *check_command;	/* NULL: none; a site's own check,
 					 * run by sh -c on every node:
 					 * non-zero is unhealthy, its last

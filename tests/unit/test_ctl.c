@@ -9,9 +9,10 @@
  *
  * Agent logs: L = LAUNCH, s = STOP (recover: stop ranks, stay),
  * S = STOP (stop and exit), K = STOP with SIGKILL (and exit),
- * T = STACKS (the stacks of its ranks).
+ * T = STACKS (the stacks of its ranks), F = PROC_FAILED (issue 16:
+ * ranks failed, told to the survivors), e = EVENT.
  * States: C connect, R run, H stacks (a hang), V recover, B backoff,
- * S stopping, E end.
+ * S stopping, E end, P preflight, N notify.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -75,6 +76,12 @@ struct hostcfg {
 	bool close_at_check;	/* hangs up when CHECK comes */
 	long check_ms;		/* answers CHECK this late */
 	int slow_recv;		/* probe: its first N receptions are slow */
+	/* PROC_FAILED (issue 16): its ranks exit 0, it calls MPI_Abort, or
+	 * it hangs up; fence: a FENCE at launch (attempt 1). */
+	bool exit_on_notify;
+	bool abort_on_notify;
+	bool close_on_notify;
+	bool fence;
 	/* What it received, over all its starts. */
 	char log[64];
 	int starts;
@@ -126,7 +133,7 @@ struct world {
 /* Rows of ctl_table[] some test went through. */
 static bool row_hit[128];
 
-static const char state_letter[] = "CRHVBSEP";
+static const char state_letter[] = "CRHVBSEPN";
 
 /* --- the fake agents ------------------------------------------------------- */
 
@@ -264,6 +271,9 @@ static void on_launch(struct agent *a, json_t *body)
 	} else if (a->attempt <= MAX_ATTEMPTS && !h->hold[a->attempt]) {
 		a->t_exit = loop_timer_add(a->w->loop, h->run_ms, agent_exit, a);
 	}
+	if (a->attempt == 1 && h->fence)
+		agent_send(a, PROTO_FENCE,
+			   json_pack("{s:i, s:i}", "attempt", 1, "seq", 1));
 }
 
 static void on_stop(struct agent *a, json_t *body)
@@ -374,6 +384,21 @@ static void on_netprobe(struct agent *a, json_t *body)
 	}
 }
 
+static void on_proc_failed(struct agent *a)
+{
+	struct hostcfg *h = a->cfg;
+
+	if (h->exit_on_notify && a->running)
+		send_exits(a, 0, 0, NULL);
+	if (h->abort_on_notify)
+		agent_send(a, PROTO_ABORT,
+			   json_pack("{s:i, s:i, s:i, s:s}", "attempt",
+				     a->attempt, "rank", a->ranks[0], "status",
+				     6, "message", "the event's default"));
+	if (h->close_on_notify)
+		hang_up_soon(a, 0);
+}
+
 static void agent_frame(struct conn *conn, struct proto_frame *f, void *arg)
 {
 	struct agent *a = arg;
@@ -397,6 +422,13 @@ static void agent_frame(struct conn *conn, struct proto_frame *f, void *arg)
 					     "hung"));
 		break;
 	case PROTO_FENCE_DONE:
+		break;
+	case PROTO_PROC_FAILED:
+		log_frame(a, 'F');
+		on_proc_failed(a);
+		break;
+	case PROTO_EVENT:
+		log_frame(a, 'e');
 		break;
 	case PROTO_STACKS:
 		log_frame(a, 'T');
@@ -1894,6 +1926,155 @@ static void test_check_probe_slow(void **state)
 	assert_int_equal(host(w, "n3")->slow_recv, 100 - 4);
 }
 
+/* --- PMIx failure events (issue 16) ----------------------------------- */
+
+static void pmix_world(struct world *w, long grace_ms)
+{
+	w->spec->launch.mode = SPEC_MODE_PMIX;
+	w->spec->health.notify_grace_ms = grace_ms;
+	w->spec->restart.max = 1;
+}
+
+/* A rank exits 1: every node with ranks is told before any STOP; the
+ * survivor holds, so the attempt waits notify_grace (a second failure
+ * told too), then recovers and restarts as without it. */
+static void test_notify_grace(void **state)
+{
+	struct world *w = *state;
+
+	pmix_world(w, 200);
+	set_hosts(w, "n[1-3]", NULL);
+	host(w, "n1")->exit_code[1] = 1;
+	host(w, "n1")->run_ms = 20;
+	host(w, "n2")->exit_code[1] = 2;
+	host(w, "n2")->run_ms = 100;
+	host(w, "n3")->hold[1] = true;
+	host(w, "n3")->abort_on_notify = true;	/* not the program's end */
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRNRVBRSE");
+	/* n1 told of its own rank; n1 (none left running) and n3 of n2's. */
+	assert_string_equal(host(w, "n1")->log, "LFFsLS");
+	assert_string_equal(host(w, "n3")->log, "LFFsLS");
+	assert_int_equal(count_ev(w, "ranks_notified", "\"kind\":\"exit\""),
+			 2);
+	assert_int_equal(count_ev(w, "attempt_end", "exited with status 1"),
+			 1);
+}
+
+/* Every survivor exits 0 (one once told, one by itself later): the
+ * attempt ends then, long before a notify_grace of 60 s. */
+static void test_notify_survivors_exit(void **state)
+{
+	struct world *w = *state;
+	int64_t t0 = loop_now_ms();
+
+	pmix_world(w, 60000);
+	w->spec->restart.max = 0;
+	set_hosts(w, "n[1-3]", NULL);
+	host(w, "n1")->exit_code[1] = 3;
+	host(w, "n1")->run_ms = 20;
+	host(w, "n2")->hold[1] = true;
+	host(w, "n2")->exit_on_notify = true;
+	host(w, "n3")->run_ms = 300;	/* the last one, by itself */
+	assert_int_equal(run(w), 3);
+	assert_string_equal(w->states, "CRNRSE");
+	assert_true(loop_now_ms() - t0 < 10000);
+}
+
+/* A survivor's node is lost while waiting: evicted, its ranks told to
+ * the others; it is readmitted meanwhile (nodes.readmit_after). */
+static void test_notify_node_lost(void **state)
+{
+	struct world *w = *state;
+
+	pmix_world(w, 400);
+	w->spec->nodes.min = 1;
+	w->spec->nodes.readmit_after_ms = 20;
+	set_hosts(w, "n[1-3]", NULL);
+	host(w, "n1")->exit_code[1] = 1;
+	host(w, "n1")->run_ms = 20;
+	host(w, "n2")->hold[1] = true;
+	host(w, "n2")->close_on_notify = true;
+	host(w, "n3")->hold[1] = true;
+	assert_int_equal(run(w), 0);
+	assert_int_equal(strncmp(w->states, "CRNRV", 5), 0);
+	assert_int_equal(count_ev(w, "ranks_notified", "\"kind\":\"node\""),
+			 1);
+	assert_int_equal(count_ev(w, "node_evicted", "\"host\":\"n2\""), 1);
+}
+
+/* Another failure while waiting (a fence times out): the attempt ends
+ * at once, with the first failure. */
+static void test_notify_then_fence_timeout(void **state)
+{
+	struct world *w = *state;
+
+	pmix_world(w, 20000);
+	w->spec->restart.max = 0;
+	w->spec->health.fence_timeout_ms = 300;
+	host(w, "n1")->exit_code[1] = 4;
+	host(w, "n1")->run_ms = 20;
+	host(w, "n2")->hold[1] = true;
+	host(w, "n2")->fence = true;
+	assert_int_equal(run(w), 4);
+	assert_string_equal(w->states, "CRNRSE");
+	assert_int_equal(count_ev(w, "attempt_end", "status 4"), 1);
+}
+
+/* Ctrl-C, and an internal FINISH, while the survivors have their
+ * grace. */
+static void test_notify_interrupt(void **state)
+{
+	struct world *w = *state;
+
+	pmix_world(w, 20000);
+	host(w, "n1")->exit_code[1] = 1;
+	host(w, "n1")->run_ms = 20;
+	host(w, "n2")->hold[1] = true;
+	w->raise_state = CTL_NOTIFY;
+	w->hook = raise_in;
+	assert_int_equal(run(w), 1);
+	assert_string_equal(w->states, "CRNSE");
+}
+
+static void post_finish_in_notify(struct world *w, enum ctl_state from,
+				  const struct ctl_ev *ev,
+				  const struct ctl_row *row)
+{
+	(void)ev;
+	if (row && from == CTL_RUN && row->next == CTL_NOTIFY && !w->t_post)
+		w->t_post = loop_timer_add(w->loop, 0, post_finish, w);
+}
+
+static void test_notify_finish(void **state)
+{
+	struct world *w = *state;
+
+	pmix_world(w, 20000);
+	host(w, "n1")->exit_code[1] = 1;
+	host(w, "n1")->run_ms = 20;
+	host(w, "n2")->hold[1] = true;
+	w->hook = post_finish_in_notify;
+	run(w);
+	assert_string_equal(w->states, "CRNSE");
+}
+
+/* notify_grace 0s (the default): told, then stopped at once, as
+ * before; no NOTIFY state. */
+static void test_notify_no_grace(void **state)
+{
+	struct world *w = *state;
+
+	pmix_world(w, 0);
+	w->spec->restart.max = 0;
+	host(w, "n1")->exit_code[1] = 1;
+	host(w, "n1")->run_ms = 20;
+	host(w, "n2")->hold[1] = true;
+	assert_int_equal(run(w), 1);
+	assert_string_equal(w->states, "CRSE");
+	assert_string_equal(host(w, "n2")->log, "LFS");
+}
+
 static void test_every_row(void **state)
 {
 	int missing = 0;
@@ -1916,6 +2097,20 @@ static void test_every_row(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_notify_grace, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_notify_survivors_exit,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_notify_node_lost, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_notify_then_fence_timeout,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_notify_interrupt, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_notify_finish, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_notify_no_grace, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_complete, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_node_starts, setup,
 						teardown),

@@ -821,6 +821,38 @@ static const struct valid_frame valid_frames[] = {
      40},
     {"connect-done-data", PROTO_CONNECT_DONE, PROTO_TO_AGENT,
      "{\"attempt\":1,\"seq\":2,\"status\":0}", 80},
+    {"publish", PROTO_PUBLISH, PROTO_TO_HERD,
+     "{\"attempt\":1,\"id\":1,\"rank\":3,\"nspace\":\"herd.j.1\","
+     "\"range\":\"session\",\"persist\":\"first_read\",\"keys\":["
+     "{\"key\":\"ompi-port\",\"size\":20},{\"key\":\"b\",\"size\":4}]}",
+     24},
+    {"lookup", PROTO_LOOKUP, PROTO_TO_HERD,
+     "{\"attempt\":1,\"id\":2,\"rank\":0,\"nspace\":\"herd.j.1\","
+     "\"range\":\"namespace\",\"keys\":[{\"key\":\"ompi-port\"}],"
+     "\"wait\":0,\"timeout_ms\":10000}",
+     0},
+    {"unpublish-all", PROTO_UNPUBLISH, PROTO_TO_HERD,
+     "{\"attempt\":1,\"id\":3,\"rank\":3,\"nspace\":\"herd.j.1\","
+     "\"range\":\"session\",\"keys\":[]}",
+     0},
+    {"pubsub-done", PROTO_PUBSUB_DONE, PROTO_TO_AGENT,
+     "{\"attempt\":1,\"id\":2,\"status\":\"ok\",\"found\":[{\"key\":"
+     "\"ompi-port\",\"nspace\":\"herd.j.1\",\"rank\":3,\"size\":20}]}",
+     20},
+    {"pubsub-duplicate", PROTO_PUBSUB_DONE, PROTO_TO_AGENT,
+     "{\"attempt\":1,\"id\":1,\"status\":\"duplicate\"}", 0},
+    {"event-agent", PROTO_EVENT, PROTO_TO_HERD,
+     "{\"attempt\":1,\"code\":-20001,\"rank\":2,\"nspace\":\"herd.j.1\","
+     "\"range\":\"custom\",\"procs\":[0,5]}",
+     40},
+    {"event-herd", PROTO_EVENT, PROTO_TO_AGENT,
+     "{\"attempt\":1,\"code\":-20001,\"rank\":2,\"nspace\":\"herd.j.1\","
+     "\"range\":\"namespace\"}",
+     40},
+    {"proc-failed", PROTO_PROC_FAILED, PROTO_TO_AGENT,
+     "{\"attempt\":1,\"kind\":\"node\",\"status\":1,\"host\":\"n2\","
+     "\"ranks\":[2,3]}",
+     0},
 };
 
 #define N_VALID (sizeof(valid_frames) / sizeof(valid_frames[0]))
@@ -940,7 +972,8 @@ static void test_check_direction(void **state)
 			     : v->type == PROTO_DMODEX	 ? "DMODEX frame"
 			     : v->type == PROTO_DMODEX_DATA
 				 ? "DMODEX_DATA frame"
-				 : want);
+			     : v->type == PROTO_EVENT	 ? "EVENT frame"
+							 : want);
 	}
 	expect_frame(PROTO_LAUNCH, PROTO_TO_HERD, json_object(), 0,
 		     "protocol error: LAUNCH frame from agent: only herd "
@@ -1185,6 +1218,51 @@ static void test_check_range(void **state)
 		size_t data_len;
 		const char *want;
 	} bad[] = {
+	    /* Issue 16: publish / lookup and events. */
+	    {PROTO_PUBLISH, PROTO_TO_HERD,
+	     "{\"attempt\":1,\"id\":1,\"rank\":3,\"nspace\":\"n\","
+	     "\"range\":\"everywhere\",\"persist\":\"indef\",\"keys\":["
+	     "{\"key\":\"k\",\"size\":1}]}",
+	     1, "key \"range\": \"everywhere\" is not a PMIx range"},
+	    {PROTO_PUBLISH, PROTO_TO_HERD,
+	     "{\"attempt\":1,\"id\":1,\"rank\":3,\"nspace\":\"n\","
+	     "\"range\":\"local\",\"persist\":\"forever\",\"keys\":["
+	     "{\"key\":\"k\",\"size\":1}]}",
+	     1, "key \"persist\": \"forever\" is not a PMIx persistence"},
+	    {PROTO_PUBLISH, PROTO_TO_HERD,
+	     "{\"attempt\":1,\"id\":1,\"rank\":3,\"nspace\":\"n\","
+	     "\"range\":\"local\",\"persist\":\"indef\",\"keys\":[]}",
+	     0, "key \"keys\": at least 1 expected"},
+	    {PROTO_PUBLISH, PROTO_TO_HERD,
+	     "{\"attempt\":1,\"id\":1,\"rank\":3,\"nspace\":\"n\","
+	     "\"range\":\"local\",\"persist\":\"indef\",\"keys\":["
+	     "{\"key\":\"k\",\"size\":65537}]}",
+	     1, "key \"keys[0].size\": 65537 is out of range"},
+	    {PROTO_PUBLISH, PROTO_TO_HERD,
+	     "{\"attempt\":1,\"id\":1,\"rank\":3,\"nspace\":\"n\","
+	     "\"range\":\"local\",\"persist\":\"indef\",\"keys\":["
+	     "{\"key\":\"\",\"size\":1}]}",
+	     1, "1..511 bytes expected"},
+	    {PROTO_LOOKUP, PROTO_TO_HERD,
+	     "{\"attempt\":1,\"id\":1,\"rank\":3,\"nspace\":\"n\","
+	     "\"range\":\"local\",\"keys\":[{\"key\":\"k\"}],\"wait\":65,"
+	     "\"timeout_ms\":0}",
+	     0, "key \"wait\": 65 is out of range"},
+	    {PROTO_PUBSUB_DONE, PROTO_TO_AGENT,
+	     "{\"attempt\":1,\"id\":1,\"status\":\"maybe\"}", 0,
+	     "key \"status\": \"maybe\" unknown"},
+	    {PROTO_EVENT, PROTO_TO_HERD,
+	     "{\"attempt\":1,\"code\":1,\"rank\":2,\"nspace\":\"n\","
+	     "\"range\":\"custom\",\"procs\":[-1]}",
+	     0, "procs"},
+	    {PROTO_PROC_FAILED, PROTO_TO_AGENT,
+	     "{\"attempt\":1,\"kind\":\"crash\",\"status\":1,\"host\":"
+	     "\"n\",\"ranks\":[2]}",
+	     0, "key \"kind\": \"crash\" is not exit, signal or node"},
+	    {PROTO_PROC_FAILED, PROTO_TO_AGENT,
+	     "{\"attempt\":1,\"kind\":\"exit\",\"status\":1,\"host\":"
+	     "\"n\",\"ranks\":[]}",
+	     0, "key \"ranks\": empty"},
 	    {PROTO_METRICS, PROTO_TO_HERD,
 	     "{\"t\":0,\"attempt\":0,\"load1\":0,\"cpus\":1,\"ranks\":["
 	     "{\"rank\":0,\"cpu_ms\":1,\"rss_kb\":2,\"touches\":-1}],"

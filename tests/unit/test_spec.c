@@ -765,6 +765,35 @@ static void test_round_trip(void **state)
 	round_trip(MIN "nodes: {hosts: 'sim[1-3]', transport: local}\n");
 }
 
+/* health.notify_grace (issue 16): 1s by default, a duration (0s: stop at
+ * once), printed back, errors at the value. */
+static void test_notify_grace(void **state)
+{
+	struct spec *s;
+	char *t;
+
+	(void)state;
+	s = ok(MIN);
+	assert_int_equal(s->health.notify_grace_ms, 1000);
+	spec_free(s);
+	s = ok(MIN "health: {notify_grace: 0s}\n");
+	assert_int_equal(s->health.notify_grace_ms, 0);
+	spec_free(s);
+	s = ok(MIN "health: {notify_grace: 2500ms}\n");
+	assert_int_equal(s->health.notify_grace_ms, 2500);
+	t = printed(s);
+	assert_non_null(strstr(t, "\n  notify_grace: 2500ms\n"));
+	free(t);
+	spec_free(s);
+	fails_with(MIN "health: {notify_grace: soon}\n",
+		   "job.yaml:2:24: bad duration 'soon' for "
+		   "health.notify_grace: ");
+	fails(MIN "health: {notify_grace: 5}\n",
+	      "job.yaml:2:24: bad duration '5' for health.notify_grace: a "
+	      "duration needs a unit: write 5s or 5ms (units: ms, s, m, h)");
+	round_trip(MIN "health: {notify_grace: 3s}\n");
+}
+
 /* ssh.agent_dir: absolute or under the remote home, one line, bounded. */
 static void test_agent_dir(void **state)
 {
@@ -872,6 +901,7 @@ int main(void)
 	    cmocka_unit_test(test_log_mode),
 	    cmocka_unit_test(test_round_trip),
 	    cmocka_unit_test(test_health_gate_keys),
+	    cmocka_unit_test(test_notify_grace),
 	    cmocka_unit_test(test_agent_dir),
 	    cmocka_unit_test(test_round_trip_full_example),
 	};
