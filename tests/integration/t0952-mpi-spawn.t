@@ -1,6 +1,6 @@
 #!/bin/sh
 
-test_description='issue 16: Open MPI 4.1 dynamic processes under herd (4 nodes x 2): MPI_Comm_spawn, MPI_Comm_spawn_multiple (MPI_APPNUM), MPI_Intercomm_merge + MPI_Intercomm_create across the namespaces; the children talk to the job over the intercommunicator; nothing left. Needs publish/lookup (Open MPI 4.1 exchanges the port through PMIx_Publish/Lookup: p16-pubsub) besides spawn, connect and direct modex of either namespace; passes with it'
+test_description='issue 16: Open MPI 4.1 dynamic processes under herd (4 nodes x 2): MPI_Comm_spawn, MPI_Comm_spawn_multiple (MPI_APPNUM), MPI_Intercomm_merge + MPI_Intercomm_create across the namespaces; the children talk to the job over the intercommunicator; nothing left. Uses spawn, connect, publish/lookup (Open MPI 4.1 exchanges the port through PMIx_Publish/Lookup), fences over both namespaces and direct modex of either namespace'
 
 . "$(dirname "$0")/test-lib.sh"
 . "$HERD_ROOT/tests/cluster/lib.sh"

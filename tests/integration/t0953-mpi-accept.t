@@ -1,6 +1,6 @@
 #!/bin/sh
 
-test_description='issue 16: MPI_Comm_connect / MPI_Comm_accept under herd (4 nodes x 2, Open MPI 4.1): rank 0 opens a port and publishes it (MPI_Publish_name), spawns 2 children that look it up (MPI_Lookup_name) and connect while rank 0 alone accepts; one int each way. Needs publish/lookup (p16-pubsub) besides spawn, connect and direct modex of either namespace; passes with it'
+test_description='issue 16: MPI_Comm_connect / MPI_Comm_accept under herd (4 nodes x 2, Open MPI 4.1): rank 0 opens a port and publishes it (MPI_Publish_name), spawns 2 children that look it up (MPI_Lookup_name) and connect while rank 0 alone accepts; one int each way. Uses spawn, connect, publish/lookup and direct modex of either namespace'
 
 . "$(dirname "$0")/test-lib.sh"
 . "$HERD_ROOT/tests/cluster/lib.sh"
