@@ -37,10 +37,10 @@
 /* A request sent to herd, waiting for SPAWN_DONE or CONNECT_DONE. */
 struct pending {
 	int seq;
-	bool spawn;		/* else connect, disconnect or fence */
+	bool spawn; /* else connect, disconnect or fence */
 	pmix_spawn_cbfunc_t spawn_cb;
 	pmix_op_cbfunc_t op_cb;
-	pmix_modex_cbfunc_t modex_cb;	/* a fence */
+	pmix_modex_cbfunc_t modex_cb; /* a fence */
 	void *cbdata;
 	struct pending *next;
 };
@@ -185,8 +185,7 @@ static void hosts_add(json_t *arr, const char *list)
 	free(copy);
 }
 
-static void hosts_from_info(json_t *arr, const pmix_info_t *info,
-			    size_t ninfo)
+static void hosts_from_info(json_t *arr, const pmix_info_t *info, size_t ninfo)
 {
 	for (size_t i = 0; info && i < ninfo; i++)
 		if ((PMIX_CHECK_KEY(&info[i], PMIX_HOST) ||
@@ -246,8 +245,8 @@ static void spawn_copy(struct req *r, const pmix_info_t job_info[],
 		if (!ap->cmd || !*ap->cmd || ap->maxprocs < 1 ||
 		    ap->maxprocs > PROTO_SPAWN_PROCS_MAX) {
 			r->status = ap->maxprocs > PROTO_SPAWN_PROCS_MAX
-					    ? PMIX_ERR_OUT_OF_RESOURCE
-					    : PMIX_ERR_BAD_PARAM;
+					? PMIX_ERR_OUT_OF_RESOURCE
+					: PMIX_ERR_BAD_PARAM;
 			snprintf(r->msg, sizeof(r->msg),
 				 "app %zu: no command or %d processes "
 				 "(1..%d)",
@@ -320,8 +319,8 @@ static void run_spawn(struct pmix_state *p, struct req *r)
 	pd->spawn_cb = r->spawn_cb;
 	pd->cbdata = r->cbdata;
 	agent_send(a, PROTO_SPAWN,
-		   json_pack("{s:i, s:i, s:i, s:i, s:O}", "attempt",
-			     a->attempt, "seq", pd->seq, "ns", ns, "rank",
+		   json_pack("{s:i, s:i, s:i, s:i, s:O}", "attempt", a->attempt,
+			     "seq", pd->seq, "ns", ns, "rank",
 			     (int)r->proc.rank, "apps", r->arg),
 		   NULL, 0);
 }
@@ -386,13 +385,13 @@ static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 	const char *nodes = json_string_value(json_object_get(b, "nodes"));
 	const char *ppn = json_string_value(json_object_get(b, "ppn"));
 	const char *host = json_string_value(json_object_get(b, "hostname"));
-	uint32_t size = (uint32_t)json_integer_value(json_object_get(b, "size"));
+	uint32_t size =
+	    (uint32_t)json_integer_value(json_object_get(b, "size"));
 	uint32_t num_nodes =
-		(uint32_t)json_integer_value(json_object_get(b, "num_nodes"));
+	    (uint32_t)json_integer_value(json_object_get(b, "num_nodes"));
 	uint32_t node_id =
-		(uint32_t)json_integer_value(json_object_get(b, "node_id"));
-	uint32_t napps =
-		(uint32_t)json_array_size(json_object_get(b, "apps"));
+	    (uint32_t)json_integer_value(json_object_get(b, "node_id"));
+	uint32_t napps = (uint32_t)json_array_size(json_object_get(b, "apps"));
 	size_t nlocal = json_array_size(local), ninfo, k = 0, plen = 0;
 	char *node_regex = NULL, *proc_regex = NULL, peers[4096] = "";
 	char parent_ns[PMIX_MAX_NSLEN + 1];
@@ -402,11 +401,12 @@ static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 	bool yes = true;
 	int ret = -1;
 
-	pmix_ns_name(p, (int)json_integer_value(json_object_get(b, "parent_ns")),
-		parent_ns, sizeof(parent_ns));
-	PMIX_PROC_LOAD(&parent, parent_ns,
-		       (pmix_rank_t)json_integer_value(
-			       json_object_get(b, "parent_rank")));
+	pmix_ns_name(p,
+		     (int)json_integer_value(json_object_get(b, "parent_ns")),
+		     parent_ns, sizeof(parent_ns));
+	PMIX_PROC_LOAD(
+	    &parent, parent_ns,
+	    (pmix_rank_t)json_integer_value(json_object_get(b, "parent_rank")));
 	if (PMIx_generate_regex(nodes, &node_regex) != PMIX_SUCCESS ||
 	    PMIx_generate_ppn(ppn, &proc_regex) != PMIX_SUCCESS) {
 		herd_errprintf(err, "cannot encode spawn maps for PMIx");
@@ -414,10 +414,9 @@ static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 	}
 	for (size_t i = 0; i < nlocal && plen < sizeof(peers) - 16; i++)
 		plen += (size_t)snprintf(
-			peers + plen, sizeof(peers) - plen, "%s%d",
-			i ? "," : "",
-			(int)json_integer_value(json_object_get(
-				json_array_get(local, i), "rank")));
+		    peers + plen, sizeof(peers) - plen, "%s%d", i ? "," : "",
+		    (int)json_integer_value(
+			json_object_get(json_array_get(local, i), "rank")));
 	ninfo = 16 + nlocal;
 	PMIX_INFO_CREATE(info, ninfo);
 	PMIX_INFO_LOAD(&info[k++], PMIX_NODE_MAP, node_regex, PMIX_REGEX);
@@ -442,9 +441,9 @@ static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 	for (size_t i = 0; i < nlocal; i++) {
 		json_t *jl = json_array_get(local, i);
 		pmix_rank_t rank = (pmix_rank_t)json_integer_value(
-			json_object_get(jl, "rank"));
-		uint32_t app = (uint32_t)json_integer_value(
-			json_object_get(jl, "app"));
+		    json_object_get(jl, "rank"));
+		uint32_t app =
+		    (uint32_t)json_integer_value(json_object_get(jl, "app"));
 		uint16_t lr = (uint16_t)i;
 		pmix_data_array_t *darray;
 		pmix_info_t *pi;
@@ -456,9 +455,10 @@ static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 		PMIX_INFO_LOAD(&pi[2], PMIX_NODE_RANK, &lr, PMIX_UINT16);
 		PMIX_INFO_LOAD(&pi[3], PMIX_HOSTNAME, host, PMIX_STRING);
 		PMIX_INFO_LOAD(&pi[4], PMIX_APPNUM, &app, PMIX_UINT32);
-		darray->size = 5 + pmix_cpuset_info(
-				       &pi[5], json_string_value(json_object_get(
-						       jl, "cpus")));
+		darray->size =
+		    5 +
+		    pmix_cpuset_info(
+			&pi[5], json_string_value(json_object_get(jl, "cpus")));
 		PMIX_LOAD_KEY(info[k].key, PMIX_PROC_DATA);
 		info[k].value.type = PMIX_DATA_ARRAY;
 		info[k].value.data.darray = darray;
@@ -527,21 +527,21 @@ void pmix_on_spawn_launch(struct agent *a, struct proto_frame *f)
 	json_array_foreach(local, i, jl)
 	{
 		json_t *app = json_array_get(
-			apps, (size_t)json_integer_value(
-				      json_object_get(jl, "app")));
+		    apps,
+		    (size_t)json_integer_value(json_object_get(jl, "app")));
 		char **argv = str_vec(json_object_get(app, "argv"));
 		char **env = str_vec(json_object_get(app, "env"));
 		struct rank_proc rp = {
-			.id = (int)json_integer_value(json_object_get(jl, "id")),
-			.spawn = id,
-			.srank = (int)json_integer_value(
-				json_object_get(jl, "rank")),
-			.nspace = ns->name,
-			.cmd = json_string_value(json_object_get(app, "cmd")),
-			.argv = argv,
-			.env = env,
-			.cwd = json_string_value(json_object_get(app, "cwd")),
-			.cpus = json_string_value(json_object_get(jl, "cpus")),
+		    .id = (int)json_integer_value(json_object_get(jl, "id")),
+		    .spawn = id,
+		    .srank =
+			(int)json_integer_value(json_object_get(jl, "rank")),
+		    .nspace = ns->name,
+		    .cmd = json_string_value(json_object_get(app, "cmd")),
+		    .argv = argv,
+		    .env = env,
+		    .cwd = json_string_value(json_object_get(app, "cwd")),
+		    .cpus = json_string_value(json_object_get(jl, "cpus")),
 		};
 		int rc = -1;
 
@@ -555,13 +555,13 @@ void pmix_on_spawn_launch(struct agent *a, struct proto_frame *f)
 			break;
 	}
 answer:
-	agent_send(a, PROTO_SPAWN_UP,
-		   err.text[0] ? json_pack("{s:i, s:i, s:s}", "attempt",
-					   a->attempt, "spawn", id, "error",
-					   err.text)
-			       : json_pack("{s:i, s:i}", "attempt", a->attempt,
-					   "spawn", id),
-		   NULL, 0);
+	agent_send(
+	    a, PROTO_SPAWN_UP,
+	    err.text[0]
+		? json_pack("{s:i, s:i, s:s}", "attempt", a->attempt, "spawn",
+			    id, "error", err.text)
+		: json_pack("{s:i, s:i}", "attempt", a->attempt, "spawn", id),
+	    NULL, 0);
 }
 
 /* --- connect, disconnect -------------------------------------------------- */
@@ -577,16 +577,16 @@ static json_t *procs_json(struct pmix_state *p, const pmix_proc_t *procs,
 	for (size_t i = 0; arr && i < n; i++) {
 		int ns = pmix_ns_index(p, procs[i].nspace);
 		json_int_t rank = procs[i].rank == PMIX_RANK_WILDCARD
-					  ? -1
-					  : (json_int_t)procs[i].rank;
+				      ? -1
+				      : (json_int_t)procs[i].rank;
 
 		if (ns < 0 || rank > INT32_MAX) {
 			*st = ns < 0 ? PMIX_ERR_NOT_FOUND : PMIX_ERR_BAD_PARAM;
 			json_decref(arr);
 			return NULL;
 		}
-		json_array_append_new(arr, json_pack("{s:i, s:I}", "ns", ns,
-						     "rank", rank));
+		json_array_append_new(
+		    arr, json_pack("{s:i, s:I}", "ns", ns, "rank", rank));
 	}
 	return arr;
 }
@@ -626,7 +626,8 @@ bool pmix_spawn_fence(struct pmix_state *p, struct req *r)
 	json_t *arr;
 
 	for (size_t i = 0; i < n && !other; i++)
-		other = strncmp(procs[i].nspace, p->nspace, PMIX_MAX_NSLEN) != 0;
+		other =
+		    strncmp(procs[i].nspace, p->nspace, PMIX_MAX_NSLEN) != 0;
 	if (!other)
 		return false;
 	arr = procs_json(p, procs, n, &st);

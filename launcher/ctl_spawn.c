@@ -38,20 +38,20 @@
 #define CTL_SPAWN_LOCAL_MAX 64
 
 /* PMIx status values (the standard's numbers) herd answers with. */
-#define ST_ERROR		  (-1)
-#define ST_TIMEOUT		  (-24)
-#define ST_BAD_PARAM		  (-27)
-#define ST_OUT_OF_RESOURCE	  (-29)
-#define ST_NOT_FOUND		  (-46)
+#define ST_ERROR		(-1)
+#define ST_TIMEOUT		(-24)
+#define ST_BAD_PARAM		(-27)
+#define ST_OUT_OF_RESOURCE	(-29)
+#define ST_NOT_FOUND		(-46)
 #define ST_JOB_FAILED_TO_LAUNCH (-181)
 
 struct dyn_spawn {
 	int id;
-	int asker;		/* node index */
+	int asker; /* node index */
 	int seq;
 	int size;
 	int first_slot;
-	bool *want, *got;	/* [node index] */
+	bool *want, *got; /* [node index] */
 	int n_want, n_got;
 	bool answered;
 	char error[256];
@@ -60,10 +60,10 @@ struct dyn_spawn {
 };
 
 struct dyn_connect {
-	char *key;		/* op and the sorted process list */
-	bool *want;		/* [node index] */
-	int *seq;		/* [node index]: its CONNECT's, 0: not yet */
-	char **parts;		/* [node index]: a fence's contribution */
+	char *key;    /* op and the sorted process list */
+	bool *want;   /* [node index] */
+	int *seq;     /* [node index]: its CONNECT's, 0: not yet */
+	char **parts; /* [node index]: a fence's contribution */
 	size_t *part_len;
 	int n_want, n_got;
 	int64_t due_ms;
@@ -73,8 +73,8 @@ struct dyn_connect {
 struct ctl_dyn {
 	struct dyn_spawn *spawns;
 	int n_spawns;
-	int n_procs;		/* spawned in this attempt */
-	int *per_node;		/* spawned per node index */
+	int n_procs;   /* spawned in this attempt */
+	int *per_node; /* spawned per node index */
 	struct dyn_connect *conns;
 	int n_conns;
 };
@@ -88,8 +88,8 @@ static struct ctl_dyn *dyn_of(struct ctl *c)
 {
 	if (!c->dyn) {
 		c->dyn = calloc(1, sizeof(*c->dyn));
-		if (c->dyn &&
-		    !(c->dyn->per_node = calloc((size_t)c->n_nodes, sizeof(int)))) {
+		if (c->dyn && !(c->dyn->per_node =
+				    calloc((size_t)c->n_nodes, sizeof(int)))) {
 			free(c->dyn);
 			c->dyn = NULL;
 		}
@@ -153,8 +153,8 @@ static struct dyn_spawn *spawn_by_id(struct ctl *c, int id)
 	return NULL;
 }
 
-static void spawn_answer(struct ctl *c, int node, int seq, int status,
-			 int id, const char *error)
+static void spawn_answer(struct ctl *c, int node, int seq, int status, int id,
+			 const char *error)
 {
 	json_t *body = json_pack("{s:i, s:i, s:i}", "attempt", c->attempt,
 				 "seq", seq, "status", status);
@@ -176,9 +176,8 @@ static int host_node(struct ctl *c, const char *host)
 	for (int i = 0; i < c->n_nodes; i++) {
 		struct node *n = &c->nodes[i];
 
-		if (node_in(n) &&
-		    (!strcmp(n->host, host) ||
-		     (n->hostname && !strcmp(n->hostname, host))))
+		if (node_in(n) && (!strcmp(n->host, host) ||
+				   (n->hostname && !strcmp(n->hostname, host))))
 			return i;
 	}
 	return -1;
@@ -289,8 +288,8 @@ static json_t *launch_body(struct ctl *c, struct dyn_spawn *s, int k,
 			if (first) {
 				fprintf(fn, "%s%s", num_nodes ? "," : "",
 					c->nodes[m].hostname
-						? c->nodes[m].hostname
-						: c->nodes[m].host);
+					    ? c->nodes[m].hostname
+					    : c->nodes[m].host);
 				fputs(num_nodes ? ";" : "", fp);
 				num_nodes++;
 			}
@@ -312,8 +311,8 @@ static json_t *launch_body(struct ctl *c, struct dyn_spawn *s, int k,
 		/* The binding of the node's local rank of the same index. */
 		if (n->bind && n->n_ranks > 0 && n->bind[loc % n->n_ranks].cpus)
 			json_object_set_new(
-				jl, "cpus",
-				json_string(n->bind[loc % n->n_ranks].cpus));
+			    jl, "cpus",
+			    json_string(n->bind[loc % n->n_ranks].cpus));
 		json_array_append_new(local, jl);
 		loc++;
 	}
@@ -324,14 +323,14 @@ static json_t *launch_body(struct ctl *c, struct dyn_spawn *s, int k,
 		json_object_del(a, "hosts");
 		json_array_append_new(lapps, a);
 	}
-	body = json_pack("{s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:i, s:i, s:s, "
-			 "s:o, s:o}",
-			 "attempt", c->attempt, "spawn", s->id, "parent_ns",
-			 parent_ns, "parent_rank", parent_rank, "size", s->size,
-			 "nodes", nodes ? nodes : "", "ppn", ppn ? ppn : "",
-			 "num_nodes", num_nodes ? num_nodes : 1, "node_id",
-			 node_id, "hostname", n->hostname ? n->hostname : n->host,
-			 "apps", lapps, "local", local);
+	body = json_pack(
+	    "{s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:i, s:i, s:s, "
+	    "s:o, s:o}",
+	    "attempt", c->attempt, "spawn", s->id, "parent_ns", parent_ns,
+	    "parent_rank", parent_rank, "size", s->size, "nodes",
+	    nodes ? nodes : "", "ppn", ppn ? ppn : "", "num_nodes",
+	    num_nodes ? num_nodes : 1, "node_id", node_id, "hostname",
+	    n->hostname ? n->hostname : n->host, "apps", lapps, "local", local);
 	free(nodes);
 	free(ppn);
 	return body;
@@ -368,8 +367,8 @@ void ctl_spawn_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 			     "the asker's namespace is not known");
 		return;
 	}
-	json_array_foreach(apps, i, app)
-		total += (int)json_integer_value(json_object_get(app, "np"));
+	json_array_foreach(apps, i, app) total +=
+	    (int)json_integer_value(json_object_get(app, "np"));
 	if (total > PROTO_SPAWN_PROCS_MAX - d->n_procs) {
 		snprintf(why, sizeof(why),
 			 "%d more processes: at most %d per attempt (%d "
@@ -384,8 +383,8 @@ void ctl_spawn_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 	s = realloc(d->spawns, (size_t)(d->n_spawns + 1) * sizeof(*s));
 	if (s)
 		d->spawns = s;
-	slots = realloc(c->ranks,
-			(size_t)(c->n_slots + total) * sizeof(*c->ranks));
+	slots =
+	    realloc(c->ranks, (size_t)(c->n_slots + total) * sizeof(*c->ranks));
 	if (slots)
 		c->ranks = slots;
 	if (!node_of || !app_of || !load || !s || !slots) {
@@ -399,8 +398,8 @@ void ctl_spawn_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 
 		json_array_foreach(apps, i, app)
 		{
-			int np = (int)json_integer_value(
-				json_object_get(app, "np"));
+			int np =
+			    (int)json_integer_value(json_object_get(app, "np"));
 
 			st = place_app(c, app, np, node_of + at, load, why,
 				       sizeof(why));
@@ -445,9 +444,9 @@ void ctl_spawn_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 		open_spawn_log(c, s->first_slot + r);
 	events_emit(c->ev, "spawn",
 		    json_pack("{s:i, s:i, s:i, s:s, s:i, s:i, s:o}", "attempt",
-			      c->attempt, "spawn", s->id, "size", total,
-			      "host", n->host, "ns", ns, "rank", prank,
-			      "procs", procs));
+			      c->attempt, "spawn", s->id, "size", total, "host",
+			      n->host, "ns", ns, "rank", prank, "procs",
+			      procs));
 	for (int k = 0; k < c->n_nodes; k++) {
 		json_t *body;
 
@@ -465,8 +464,7 @@ void ctl_spawn_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 				  on_spawn_timeout, c);
 	goto out;
 refuse:
-	fprintf(stderr, "herd: PMIx_Spawn from %s refused: %s\n", n->host,
-		why);
+	fprintf(stderr, "herd: PMIx_Spawn from %s refused: %s\n", n->host, why);
 	spawn_answer(c, idx, seq, st, 0, why);
 out:
 	free(node_of);
@@ -499,8 +497,8 @@ static void spawn_finish(struct ctl *c, struct dyn_spawn *s, const char *why)
 	}
 	spawn_answer(c, s->asker, s->seq, 0, s->id, NULL);
 	events_emit(c->ev, "spawn_up",
-		    json_pack("{s:i, s:i, s:I}", "attempt", c->attempt,
-			      "spawn", s->id, "ms",
+		    json_pack("{s:i, s:i, s:I}", "attempt", c->attempt, "spawn",
+			      s->id, "ms",
 			      (json_int_t)(loop_now_ms() - s->t0_ms)));
 }
 
@@ -516,15 +514,16 @@ static void on_spawn_timeout(struct loop *loop, void *arg)
 	for (int i = 0; c->dyn && i < c->dyn->n_spawns; i++) {
 		struct dyn_spawn *x = &c->dyn->spawns[i];
 
-		if (x->timer && x->due_ms <= now && (!s || x->due_ms < s->due_ms))
+		if (x->timer && x->due_ms <= now &&
+		    (!s || x->due_ms < s->due_ms))
 			s = x;
 	}
 	if (!s)
 		return;
 	s->timer = 0;
-	len = (size_t)snprintf(why, sizeof(why), "no answer in %.0f s from",
-			       (double)c->spec->health.fence_timeout_ms /
-				       1000.0);
+	len =
+	    (size_t)snprintf(why, sizeof(why), "no answer in %.0f s from",
+			     (double)c->spec->health.fence_timeout_ms / 1000.0);
 	for (int k = 0; k < c->n_nodes && len < sizeof(why); k++)
 		if (s->want[k] && !s->got[k])
 			len += (size_t)snprintf(why + len, sizeof(why) - len,
@@ -536,12 +535,12 @@ void ctl_spawn_up(struct ctl *c, struct node *n, struct proto_frame *f)
 {
 	int id = (int)json_integer_value(json_object_get(f->body, "spawn"));
 	const char *error =
-		json_string_value(json_object_get(f->body, "error"));
+	    json_string_value(json_object_get(f->body, "error"));
 	int idx = (int)(n - c->nodes);
 	struct dyn_spawn *s;
 
 	if (json_integer_value(json_object_get(f->body, "attempt")) !=
-		    c->attempt ||
+		c->attempt ||
 	    !(s = spawn_by_id(c, id)) || s->answered || !s->want[idx] ||
 	    s->got[idx])
 		return;
@@ -566,8 +565,8 @@ int ctl_spawn_node_of(struct ctl *c, int ns, int rank)
 
 	if (ns == 0)
 		return rank >= 0 && rank < c->world_size && c->ranks
-			       ? c->ranks[rank].node
-			       : -1;
+			   ? c->ranks[rank].node
+			   : -1;
 	if (!(s = spawn_by_id(c, ns)) || rank < 0 || rank >= s->size)
 		return -1;
 	return c->ranks[s->first_slot + rank].node;
@@ -627,7 +626,8 @@ static void connect_complete(struct ctl *c, int k)
 	}
 	for (int m = 0; m < c->n_nodes; m++)
 		if (x->seq[m])
-			connect_answer(c, m, x->seq[m], st, all, all ? total : 0);
+			connect_answer(c, m, x->seq[m], st, all,
+				       all ? total : 0);
 	free(all);
 	dconn_free(c, k);
 }
@@ -641,12 +641,14 @@ static void on_connect_timeout(struct loop *loop, void *arg)
 	(void)loop;
 	for (int i = 0; c->dyn && i < c->dyn->n_conns; i++)
 		if (c->dyn->conns[i].due_ms <= now &&
-		    (k < 0 || c->dyn->conns[i].due_ms < c->dyn->conns[k].due_ms))
+		    (k < 0 ||
+		     c->dyn->conns[i].due_ms < c->dyn->conns[k].due_ms))
 			k = i;
 	if (k < 0)
 		return;
 	c->dyn->conns[k].timer = 0;
-	fprintf(stderr, "herd: PMIx %.40s timed out after %.0f s; nodes "
+	fprintf(stderr,
+		"herd: PMIx %.40s timed out after %.0f s; nodes "
 		"that never joined:",
 		c->dyn->conns[k].key,
 		(double)c->spec->health.fence_timeout_ms / 1000.0);
@@ -690,7 +692,8 @@ void ctl_connect_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 	json_array_foreach(procs, i, p)
 	{
 		int ns = (int)json_integer_value(json_object_get(p, "ns"));
-		json_int_t rank = json_integer_value(json_object_get(p, "rank"));
+		json_int_t rank =
+		    json_integer_value(json_object_get(p, "rank"));
 
 		if (mark_proc(c, ns, rank, want) < 0) {
 			st = ST_NOT_FOUND;
@@ -703,7 +706,7 @@ void ctl_connect_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 		}
 	}
 	if (!want[idx]) {
-		st = ST_BAD_PARAM;	/* none of them is on this node */
+		st = ST_BAD_PARAM; /* none of them is on this node */
 		goto out;
 	}
 	qsort(names, np, sizeof(*names), cmp_str);
@@ -745,14 +748,14 @@ void ctl_connect_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 		for (int m = 0; m < c->n_nodes; m++)
 			x->n_want += x->want[m];
 		x->due_ms = loop_now_ms() + c->spec->health.fence_timeout_ms;
-		x->timer = loop_timer_add(c->loop,
-					  c->spec->health.fence_timeout_ms,
-					  on_connect_timeout, c);
+		x->timer =
+		    loop_timer_add(c->loop, c->spec->health.fence_timeout_ms,
+				   on_connect_timeout, c);
 		k = d->n_conns++;
 	}
 	x = &d->conns[k];
 	if (x->seq[idx]) {
-		st = ST_BAD_PARAM;	/* the same again before it is done */
+		st = ST_BAD_PARAM; /* the same again before it is done */
 		goto out;
 	}
 	if (f->data_len) {

@@ -161,7 +161,9 @@ int main(int argc, char **argv)
 			PMIX_ARGV_APPEND(rc, app[i].argv, argv[0]);
 			PMIX_ARGV_APPEND(rc, app[i].argv, "child");
 			PMIX_ARGV_APPEND(rc, app[i].argv,
-					 i ? "app1" : multi ? "multiple" : mode);
+					 i	 ? "app1"
+					 : multi ? "multiple"
+						 : mode);
 		}
 		app[0].maxprocs = atoi(argv[2]);
 		app[1].maxprocs = 1;
