@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <dlfcn.h>
@@ -102,6 +103,9 @@ void pmix_enqueue(struct req *r)
 static void run_refuse(struct pmix_state *p, struct req *r)
 {
 	const pmix_status_t no = PMIX_ERR_NOT_SUPPORTED;
+	/* libpmix 4.2's tool callback reads proc even on error (a NULL
+	 * one killed every agent a tool connected to: t0920). */
+	pmix_proc_t nobody;
 
 	(void)p;
 	if (r->op_cb)
@@ -118,8 +122,10 @@ static void run_refuse(struct pmix_state *p, struct req *r)
 		r->cred_cb(no, NULL, NULL, 0, r->cbdata);
 	else if (r->valid_cb)
 		r->valid_cb(no, NULL, 0, r->cbdata);
-	else if (r->tool_cb)
-		r->tool_cb(no, NULL, r->cbdata);
+	else if (r->tool_cb) {
+		PMIX_PROC_LOAD(&nobody, "", PMIX_RANK_UNDEF);
+		r->tool_cb(no, &nobody, r->cbdata);
+	}
 }
 
 /* Queues r (its one callback set by the caller) or, out of memory,
@@ -180,9 +186,11 @@ pmix_status_t pmix_refuse_valid(pmix_validation_cbfunc_t cbfunc,
 void pmix_refuse_tool(pmix_tool_connection_cbfunc_t cbfunc, void *cbdata)
 {
 	struct req *r = pmix_req_new(run_refuse, NULL);
+	pmix_proc_t nobody;
 
 	if (!r) {
-		cbfunc(PMIX_ERR_NOMEM, NULL, cbdata);
+		PMIX_PROC_LOAD(&nobody, "", PMIX_RANK_UNDEF);
+		cbfunc(PMIX_ERR_NOMEM, &nobody, cbdata);
 		return;
 	}
 	r->tool_cb = cbfunc;
@@ -443,7 +451,8 @@ static pmix_status_t on_fence(const pmix_proc_t procs[], size_t nprocs,
 	return PMIX_SUCCESS;
 }
 
-/* Every upcall is set: an unset one wedges libpmix 4.2 (issue 16).
+/* Every upcall but tool_connected is set: an unset one wedges libpmix
+ * 4.2 (issue 16).
  * listener stays the library's own; client_connected2 unset makes it
  * call client_connected. */
 static pmix_server_module_t module = {
@@ -462,7 +471,12 @@ static pmix_server_module_t module = {
 	.deregister_events = pmix_up_deregister_events,
 	.notify_event = pmix_up_notify_event,
 	.query = pmix_up_query,
-	.tool_connected = pmix_up_tool_connected,
+	/* tool_connected stays unset: libpmix 4.2.2 crashes on any tool
+	 * the host refuses through the callback (its error path frees the
+	 * tool's peer and unlinks a namespace from a list it is not in:
+	 * t0920), while unset it refuses a tool that asks for an identity
+	 * at once, itself.  A tool that names itself is taken as a tool,
+	 * never as a rank (client_connected is not called for it). */
 	.log = pmix_up_log,
 	.allocate = pmix_up_allocate,
 	.job_control = pmix_up_job_control,
@@ -569,13 +583,42 @@ void pmix_on_fence_done(struct agent *a, struct proto_frame *f)
 
 /* --- setup ---------------------------------------------------------------- */
 
-/* Waits for a PMIx operation's callback (run on the progress thread). */
+/* Waits for a PMIx operation's callback (run on the progress thread),
+ * at most PMIX_OP_WAIT_S: a wedged library (issue 16: a progress thread
+ * stuck in its message handler) must not make the agent unkillable.  The
+ * waiter lives on the heap: one that timed out is left to the callback
+ * that may still come (a few bytes, once), and the server is marked
+ * wedged: no later wait, and no PMIx_server_finalize. */
+#define PMIX_OP_WAIT_S 30
+
 struct op_wait {
 	pthread_mutex_t m;
 	pthread_cond_t cv;
 	bool done;
 	pmix_status_t status;
 };
+
+static struct op_wait *op_wait_new(void)
+{
+	struct op_wait *w = calloc(1, sizeof(*w));
+	pthread_condattr_t ca;
+
+	if (!w)
+		return NULL;
+	pthread_mutex_init(&w->m, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	return w;
+}
+
+static void op_wait_free(struct op_wait *w)
+{
+	pthread_mutex_destroy(&w->m);
+	pthread_cond_destroy(&w->cv);
+	free(w);
+}
 
 static void op_done(pmix_status_t status, void *cbdata)
 {
@@ -588,24 +631,35 @@ static void op_done(pmix_status_t status, void *cbdata)
 	pthread_mutex_unlock(&w->m);
 }
 
-static pmix_status_t op_wait_for(struct op_wait *w, pmix_status_t rc)
+/* rc: what the call returned.  Frees w, except after a timeout. */
+static pmix_status_t op_wait_for(struct pmix_state *p, struct op_wait *w,
+				 pmix_status_t rc)
 {
-	if (rc == PMIX_OPERATION_SUCCEEDED)
-		return PMIX_SUCCESS;
-	if (rc != PMIX_SUCCESS)
-		return rc;
-	pthread_mutex_lock(&w->m);
-	while (!w->done)
-		pthread_cond_wait(&w->cv, &w->m);
-	pthread_mutex_unlock(&w->m);
-	return w->status;
-}
+	struct timespec until;
+	int e = 0;
 
-#define OP_WAIT_INIT                                                       \
-	{                                                                  \
-		PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, \
-			PMIX_SUCCESS                                       \
+	if (rc == PMIX_OPERATION_SUCCEEDED || rc != PMIX_SUCCESS) {
+		op_wait_free(w);
+		return rc == PMIX_OPERATION_SUCCEEDED ? PMIX_SUCCESS : rc;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += PMIX_OP_WAIT_S;
+	pthread_mutex_lock(&w->m);
+	while (!w->done && e != ETIMEDOUT)
+		e = pthread_cond_timedwait(&w->cv, &w->m, &until);
+	rc = w->done ? w->status : PMIX_ERR_TIMEOUT;
+	pthread_mutex_unlock(&w->m);
+	if (rc == PMIX_ERR_TIMEOUT && !w->done) {
+		p->wedged = true;
+		fprintf(stderr,
+			"herd-agent: the PMIx library did not answer in %d s; "
+			"its server is given up\n",
+			PMIX_OP_WAIT_S);
+		return rc;	/* w stays: the callback may still come */
+	}
+	op_wait_free(w);
+	return rc;
+}
 
 static int server_up(struct agent *a, struct herd_err *err)
 {
@@ -712,8 +766,143 @@ static size_t cpuset_info(pmix_info_t *pi, const char *cpus)
 	return n;
 }
 
-static int register_nspace(struct agent *a, json_t *pj, json_t *ranks,
-			   struct herd_err *err)
+/* The job's map as LAUNCH's "nodes" and "ppn" give it, for every rank:
+ * its node (index in "nodes") and its local rank there; per node its
+ * host, size and "ppn" segment (the peers).  Parsed from copies. */
+struct job_map {
+	char *hosts_buf, *ppn_buf;
+	char **host;		/* [nnodes] */
+	char **peers;		/* [nnodes] "r,r,..." */
+	uint32_t *nsize;	/* [nnodes] */
+	uint32_t *node_of;	/* [job_size] */
+	uint16_t *lrank_of;	/* [job_size] */
+	size_t nnodes;
+	uint32_t job_size;
+};
+
+static void job_map_free(struct job_map *m)
+{
+	free(m->hosts_buf);
+	free(m->ppn_buf);
+	free(m->host);
+	free(m->peers);
+	free(m->nsize);
+	free(m->node_of);
+	free(m->lrank_of);
+}
+
+static size_t count_char(const char *s, char c)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += *s == c;
+	return n;
+}
+
+/* 0, or -1 with err: every rank 0..job_size-1 placed once, as many ppn
+ * segments as nodes, at most 65535 ranks a node. */
+static int job_map_parse(struct job_map *m, const char *nodes,
+			 const char *ppn, uint32_t job_size,
+			 struct herd_err *err)
+{
+	char *save = NULL, *tok;
+	size_t i = 0;
+
+	memset(m, 0, sizeof(*m));
+	m->job_size = job_size;
+	m->nnodes = count_char(nodes, ',') + 1;
+	if (count_char(ppn, ';') + 1 != m->nnodes)
+		return herd_errprintf(err, "LAUNCH's pmix map: %zu nodes, "
+					   "%zu rank lists",
+				      m->nnodes, count_char(ppn, ';') + 1);
+	m->hosts_buf = strdup(nodes);
+	m->ppn_buf = strdup(ppn);
+	m->host = calloc(m->nnodes, sizeof(*m->host));
+	m->peers = calloc(m->nnodes, sizeof(*m->peers));
+	m->nsize = calloc(m->nnodes, sizeof(*m->nsize));
+	m->node_of = malloc(job_size * sizeof(*m->node_of));
+	m->lrank_of = malloc(job_size * sizeof(*m->lrank_of));
+	if (!m->hosts_buf || !m->ppn_buf || !m->host || !m->peers ||
+	    !m->nsize || !m->node_of || !m->lrank_of)
+		return herd_errprintf(err, "out of memory");
+	for (uint32_t r = 0; r < job_size; r++)
+		m->node_of[r] = UINT32_MAX;
+	for (tok = strtok_r(m->hosts_buf, ",", &save); tok && i < m->nnodes;
+	     tok = strtok_r(NULL, ",", &save))
+		m->host[i++] = tok;
+	if (i != m->nnodes)
+		return herd_errprintf(err, "LAUNCH's pmix map: empty host");
+	/* Segments may be empty (";;"): split by hand. */
+	tok = m->ppn_buf;
+	for (i = 0; i < m->nnodes; i++) {
+		char *end = strchr(tok, ';'), *p;
+
+		if (end)
+			*end = '\0';
+		m->peers[i] = tok;
+		for (p = tok; *p;) {
+			char *e;
+			unsigned long r = strtoul(p, &e, 10);
+
+			if (e == p || r >= job_size ||
+			    m->node_of[r] != UINT32_MAX ||
+			    m->nsize[i] >= UINT16_MAX || (*e && *e != ','))
+				return herd_errprintf(err,
+						      "LAUNCH's pmix map: bad "
+						      "rank list \"%.40s\"",
+						      tok);
+			m->node_of[r] = (uint32_t)i;
+			m->lrank_of[r] = (uint16_t)m->nsize[i]++;
+			p = *e ? e + 1 : e;
+		}
+		tok = end ? end + 1 : tok + strlen(tok);
+	}
+	for (uint32_t r = 0; r < job_size; r++)
+		if (m->node_of[r] == UINT32_MAX)
+			return herd_errprintf(err, "LAUNCH's pmix map: rank "
+						   "%u is on no node",
+					      r);
+	return 0;
+}
+
+/* The ranks' working directory, absolute (launch.workdir, relative to
+ * where the agent runs, or that directory). */
+static void job_wdir(json_t *launch, char *buf, size_t len)
+{
+	const char *wd = json_string_value(json_object_get(launch, "workdir"));
+	char cwd[4096];
+
+	if (wd && wd[0] == '/') {
+		snprintf(buf, len, "%s", wd);
+		return;
+	}
+	if (!getcwd(cwd, sizeof(cwd)))
+		snprintf(cwd, sizeof(cwd), "/");
+	if (wd && wd[0] && snprintf(buf, len, "%s/%s", cwd, wd) < (int)len)
+		return;
+	snprintf(buf, len, "%s", cwd);
+}
+
+static pmix_info_t *info_array(pmix_info_t *i, const char *key, size_t n,
+			       pmix_data_array_t **out)
+{
+	pmix_data_array_t *d;
+
+	PMIX_DATA_ARRAY_CREATE(d, n, PMIX_INFO);
+	PMIX_LOAD_KEY(i->key, key);
+	i->value.type = PMIX_DATA_ARRAY;
+	i->value.data.darray = d;
+	*out = d;
+	return d ? (pmix_info_t *)d->array : NULL;
+}
+
+/* Registers the attempt's namespace: the job (maps, sizes, directories),
+ * its one app, every node and EVERY rank of the job (not only this
+ * node's: a rank may ask for a remote rank's node, local rank...), with
+ * this node's ranks' bindings. */
+static int register_nspace(struct agent *a, json_t *launch, json_t *pj,
+			   json_t *ranks, struct herd_err *err)
 {
 	struct pmix_state *p = a->pmix;
 	const char *nodes = json_string_value(json_object_get(pj, "nodes"));
@@ -722,69 +911,147 @@ static int register_nspace(struct agent *a, json_t *pj, json_t *ranks,
 	json_t *local = json_object_get(pj, "local");
 	uint32_t job_size =
 		(uint32_t)json_integer_value(json_object_get(pj, "job_size"));
-	uint32_t num_nodes =
-		(uint32_t)json_integer_value(json_object_get(pj, "num_nodes"));
 	uint32_t node_id =
 		(uint32_t)json_integer_value(json_object_get(pj, "node_id"));
-	size_t nlocal = json_array_size(local), ninfo, k = 0;
-	char *node_regex = NULL, *proc_regex = NULL, peers[8192] = "";
-	struct op_wait w = OP_WAIT_INIT;
+	size_t nlocal = json_array_size(local), ninfo = 0, k = 0;
+	char *node_regex = NULL, *proc_regex = NULL, wdir[4096];
+	struct op_wait *w = NULL;
+	struct job_map m;
 	pmix_info_t *info = NULL;
 	pmix_status_t rc;
-	size_t plen = 0;
+	const bool no = false;
 	int ret = -1;
 
-	if (!nodes || !ppn || !host || !json_is_array(local) || !job_size)
+	memset(&m, 0, sizeof(m));
+	if (!nodes || !ppn || !host || !json_is_array(local) || !job_size ||
+	    job_size > PMIX_JOB_RANKS_MAX)
 		return herd_errprintf(err, "LAUNCH lacks the pmix job map");
+	if (job_map_parse(&m, nodes, ppn, job_size, err) < 0)
+		goto out;
+	/* This node: the one holding its first rank (the map's order). */
+	if (nlocal) {
+		json_int_t r0 = json_integer_value(json_array_get(local, 0));
+
+		if (r0 < 0 || r0 >= job_size)
+			goto bad_local;
+		node_id = m.node_of[r0];
+		for (size_t i = 0; i < nlocal; i++) {
+			json_int_t r = json_integer_value(json_array_get(local, i));
+
+			if (r < 0 || r >= job_size || m.node_of[r] != node_id ||
+			    m.lrank_of[r] != i)
+				goto bad_local;
+		}
+	}
 	if (PMIx_generate_regex(nodes, &node_regex) != PMIX_SUCCESS ||
 	    PMIx_generate_ppn(ppn, &proc_regex) != PMIX_SUCCESS) {
 		herd_errprintf(err, "cannot encode the job map for PMIx");
 		goto out;
 	}
-	for (size_t i = 0; i < nlocal && plen < sizeof(peers) - 16; i++)
-		plen += (size_t)snprintf(peers + plen, sizeof(peers) - plen,
-					 "%s%d", i ? "," : "",
-					 (int)json_integer_value(
-						 json_array_get(local, i)));
+	job_wdir(launch, wdir, sizeof(wdir));
+	snprintf(p->nsdir, sizeof(p->nsdir), "%s/%s", p->tmpdir, p->nspace);
+	if (mkdir(p->nsdir, 0700) < 0 && errno != EEXIST) {
+		herd_errprintf(err, "cannot create %s: %s", p->nsdir,
+			       strerror(errno));
+		goto out;
+	}
 
-	ninfo = 12 + nlocal;
+	ninfo = 24 + m.nnodes + job_size;
 	PMIX_INFO_CREATE(info, ninfo);
+	if (!info) {
+		herd_errprintf(err, "out of memory");
+		goto out;
+	}
 	PMIX_INFO_LOAD(&info[k++], PMIX_NODE_MAP, node_regex, PMIX_REGEX);
 	PMIX_INFO_LOAD(&info[k++], PMIX_PROC_MAP, proc_regex, PMIX_REGEX);
 	info_u32(&info[k++], PMIX_JOB_SIZE, job_size);
 	info_u32(&info[k++], PMIX_MAX_PROCS, job_size);
 	info_u32(&info[k++], PMIX_UNIV_SIZE, job_size);
-	info_u32(&info[k++], PMIX_LOCAL_SIZE, (uint32_t)nlocal);
-	info_str(&info[k++], PMIX_LOCAL_PEERS, peers);
-	info_u32(&info[k++], PMIX_NUM_NODES, num_nodes);
+	info_u32(&info[k++], PMIX_NUM_NODES, (uint32_t)m.nnodes);
+	info_u32(&info[k++], PMIX_JOB_NUM_APPS, 1);
+	info_str(&info[k++], PMIX_JOBID, p->nspace);
+	PMIX_INFO_LOAD(&info[k++], PMIX_SPAWNED, &no, PMIX_BOOL);
+	info_str(&info[k++], PMIX_WDIR, wdir);
+	info_str(&info[k++], PMIX_TMPDIR, p->tmpdir);
+	info_str(&info[k++], PMIX_NSDIR, p->nsdir);
+	/* This node (the library's local view). */
+	if (nlocal) {
+		info_u32(&info[k++], PMIX_LOCAL_SIZE, (uint32_t)nlocal);
+		info_u32(&info[k++], PMIX_NODE_SIZE, (uint32_t)nlocal);
+		info_str(&info[k++], PMIX_LOCAL_PEERS, m.peers[node_id]);
+		PMIX_INFO_LOAD(&info[k++], PMIX_LOCALLDR,
+			       &(pmix_rank_t){(pmix_rank_t)json_integer_value(
+				       json_array_get(local, 0))},
+			       PMIX_PROC_RANK);
+	}
 	info_u32(&info[k++], PMIX_NODEID, node_id);
 	info_str(&info[k++], PMIX_HOSTNAME, host);
-	info_str(&info[k++], PMIX_JOBID, p->nspace);
 	info_u32(&info[k++], PMIX_APPNUM, 0);
-	/* Per rank: PMIX_RANK first (DESIGN.md), then its local and node
-	 * ranks and host. */
-	for (size_t i = 0; i < nlocal; i++) {
-		pmix_data_array_t *darray;
-		pmix_info_t *pi;
-		pmix_rank_t rank =
-			(pmix_rank_t)json_integer_value(json_array_get(local, i));
-		uint16_t lr = (uint16_t)i;
+	/* The one app. */
+	{
+		pmix_data_array_t *d;
+		pmix_info_t *ai = info_array(&info[k++], PMIX_APP_INFO_ARRAY,
+					     4, &d);
+		pmix_rank_t ldr = 0;
 
-		PMIX_DATA_ARRAY_CREATE(darray, 6, PMIX_INFO);
-		pi = (pmix_info_t *)darray->array;
+		info_u32(&ai[0], PMIX_APPNUM, 0);
+		info_u32(&ai[1], PMIX_APP_SIZE, job_size);
+		PMIX_INFO_LOAD(&ai[2], PMIX_APPLDR, &ldr, PMIX_PROC_RANK);
+		info_str(&ai[3], PMIX_WDIR, wdir);
+	}
+	/* Every node. */
+	for (size_t i = 0; i < m.nnodes; i++) {
+		pmix_data_array_t *d;
+		pmix_info_t *ni = info_array(&info[k++], PMIX_NODE_INFO_ARRAY,
+					     6, &d);
+		pmix_rank_t ldr = 0;
+
+		info_u32(&ni[0], PMIX_NODEID, (uint32_t)i);
+		info_str(&ni[1], PMIX_HOSTNAME, m.host[i]);
+		info_u32(&ni[2], PMIX_LOCAL_SIZE, m.nsize[i]);
+		info_u32(&ni[3], PMIX_NODE_SIZE, m.nsize[i]);
+		info_str(&ni[4], PMIX_LOCAL_PEERS, m.peers[i]);
+		d->size = 5;
+		if (m.nsize[i]) {	/* the first of its list */
+			ldr = (pmix_rank_t)strtoul(m.peers[i], NULL, 10);
+			PMIX_INFO_LOAD(&ni[5], PMIX_LOCALLDR, &ldr,
+				       PMIX_PROC_RANK);
+			d->size = 6;
+		}
+	}
+	/* Every rank: PMIX_RANK first (DESIGN.md); this node's also get
+	 * their binding. */
+	for (uint32_t r = 0; r < job_size; r++) {
+		pmix_data_array_t *d;
+		pmix_info_t *pi = info_array(&info[k++], PMIX_PROC_DATA, 10,
+					     &d);
+		pmix_rank_t rank = r;
+		uint16_t lr = m.lrank_of[r];
+		uint32_t nid = m.node_of[r];
+
 		PMIX_INFO_LOAD(&pi[0], PMIX_RANK, &rank, PMIX_PROC_RANK);
 		PMIX_INFO_LOAD(&pi[1], PMIX_LOCAL_RANK, &lr, PMIX_UINT16);
 		PMIX_INFO_LOAD(&pi[2], PMIX_NODE_RANK, &lr, PMIX_UINT16);
-		PMIX_INFO_LOAD(&pi[3], PMIX_HOSTNAME, host, PMIX_STRING);
-		darray->size = 4 + cpuset_info(&pi[4], json_string_value(
-			json_object_get(json_array_get(ranks, i), "cpus")));
-		PMIX_LOAD_KEY(info[k].key, PMIX_PROC_DATA);
-		info[k].value.type = PMIX_DATA_ARRAY;
-		info[k].value.data.darray = darray;
-		k++;
+		info_u32(&pi[3], PMIX_APPNUM, 0);
+		PMIX_INFO_LOAD(&pi[4], PMIX_APP_RANK, &rank, PMIX_PROC_RANK);
+		PMIX_INFO_LOAD(&pi[5], PMIX_GLOBAL_RANK, &rank,
+			       PMIX_PROC_RANK);
+		info_u32(&pi[6], PMIX_NODEID, nid);
+		info_str(&pi[7], PMIX_HOSTNAME, m.host[nid]);
+		d->size = 8;
+		if (nlocal && nid == node_id)
+			d->size += cpuset_info(
+				&pi[8], json_string_value(json_object_get(
+						json_array_get(ranks, lr),
+						"cpus")));
 	}
-	rc = op_wait_for(&w, PMIx_server_register_nspace(p->nspace, (int)nlocal,
-							 info, k, op_done, &w));
+	if (!(w = op_wait_new())) {
+		herd_errprintf(err, "out of memory");
+		goto out;
+	}
+	rc = op_wait_for(p, w, PMIx_server_register_nspace(p->nspace,
+							   (int)nlocal, info,
+							   k, op_done, w));
 	if (rc != PMIX_SUCCESS) {
 		herd_errprintf(err, "PMIx_server_register_nspace: %s",
 			       PMIx_Error_string(rc));
@@ -792,30 +1059,58 @@ static int register_nspace(struct agent *a, json_t *pj, json_t *ranks,
 	}
 	p->nspace_registered = true;
 	p->job_size = job_size;
+	{
+		const char **rh = malloc(job_size * sizeof(*rh));
+		bool *loc = calloc(job_size, sizeof(*loc));
+
+		for (uint32_t r = 0; rh && loc && r < job_size; r++) {
+			rh[r] = m.host[m.node_of[r]];
+			loc[r] = nlocal && m.node_of[r] == node_id;
+		}
+		if (rh && loc)
+			pmix_api_job_set(p->nspace, job_size, rh, loc,
+					 json_string_value(json_object_get(
+						 launch, "command")));
+		free(rh);
+		free(loc);
+	}
 	ret = 0;
+	goto out;
+bad_local:
+	herd_errprintf(err, "LAUNCH's pmix map: this node's ranks are not "
+			    "one node's of the map");
 out:
 	if (info)
 		PMIX_INFO_FREE(info, ninfo);
 	free(node_regex);
 	free(proc_regex);
+	job_map_free(&m);
 	return ret;
 }
 
-pmix_status_t pmix_register_nspace_wait(const char *nspace, int nlocal,
+pmix_status_t pmix_register_nspace_wait(struct pmix_state *p,
+					const char *nspace, int nlocal,
 					pmix_info_t *info, size_t ninfo)
 {
-	struct op_wait w = OP_WAIT_INIT;
+	struct op_wait *w;
 
-	return op_wait_for(&w, PMIx_server_register_nspace(
-				       nspace, nlocal, info, ninfo, op_done, &w));
+	if (p->wedged)
+		return PMIX_ERR_TIMEOUT;
+	if (!(w = op_wait_new()))
+		return PMIX_ERR_NOMEM;
+	return op_wait_for(p, w,
+			   PMIx_server_register_nspace(nspace, nlocal, info,
+						       ninfo, op_done, w));
 }
 
-void pmix_deregister_nspace_wait(const char *nspace)
+void pmix_deregister_nspace_wait(struct pmix_state *p, const char *nspace)
 {
-	struct op_wait w = OP_WAIT_INIT;
+	struct op_wait *w;
 
-	PMIx_server_deregister_nspace(nspace, op_done, &w);
-	op_wait_for(&w, PMIX_SUCCESS);
+	if (p->wedged || !(w = op_wait_new()))
+		return;
+	PMIx_server_deregister_nspace(nspace, op_done, w);
+	op_wait_for(p, w, PMIX_SUCCESS);
 }
 
 size_t pmix_cpuset_info(pmix_info_t *pi, const char *cpus)
@@ -825,13 +1120,18 @@ size_t pmix_cpuset_info(pmix_info_t *pi, const char *cpus)
 
 static void deregister_nspace(struct pmix_state *p)
 {
-	struct op_wait w = OP_WAIT_INIT;
+	struct op_wait *w;
 
 	if (!p->nspace_registered)
 		return;
-	PMIx_server_deregister_nspace(p->nspace, op_done, &w);
-	op_wait_for(&w, PMIX_SUCCESS);
 	p->nspace_registered = false;
+	pmix_api_job_set(NULL, 0, NULL, NULL, NULL);
+	if (p->wedged || !(w = op_wait_new()))
+		return;
+	PMIx_server_deregister_nspace(p->nspace, op_done, w);
+	op_wait_for(p, w, PMIX_SUCCESS);
+	if (p->nsdir[0])
+		rmdir(p->nsdir);	/* a rank's files stay, with run_dir */
 }
 
 int pmix_prepare(struct agent *a, json_t *launch, struct herd_err *err)
@@ -854,7 +1154,12 @@ int pmix_prepare(struct agent *a, json_t *launch, struct herd_err *err)
 	pmix_pubsub_clear(a->pmix, false);
 	snprintf(a->pmix->nspace, sizeof(a->pmix->nspace), PMIX_NSPACE_FMT,
 		 PMIX_MAX_NSLEN - 16, job ? job : "job", a->attempt);
-	return register_nspace(a, pj, json_object_get(launch, "ranks"), err);
+	if (a->pmix->wedged)
+		return herd_errprintf(err, "the PMIx library stopped answering "
+					   "(an earlier call waited %d s)",
+				      PMIX_OP_WAIT_S);
+	return register_nspace(a, launch, pj, json_object_get(launch, "ranks"),
+			       err);
 }
 
 int pmix_setup_rank(struct agent *a, struct rank *r, struct envv *env,
@@ -870,18 +1175,23 @@ int pmix_setup_rank(struct agent *a, struct rank *r, struct envv *env,
 int pmix_setup_proc(struct agent *a, const char *nspace, uint32_t rank,
 		    struct envv *env, struct herd_err *err)
 {
-	struct op_wait w = OP_WAIT_INIT;
+	struct pmix_state *p = a->pmix;
+	struct op_wait *w;
 	char **penv = NULL;
 	pmix_proc_t proc;
 	pmix_status_t rc;
 	int ret = 0;
 
-	if (!a->pmix || !a->pmix->server_up)
+	if (!p || !p->server_up)
 		return herd_errprintf(err, "no PMIx server on this node");
+	if (p->wedged)
+		return herd_errprintf(err, "the PMIx library stopped answering");
+	if (!(w = op_wait_new()))
+		return herd_errprintf(err, "out of memory");
 	PMIX_PROC_LOAD(&proc, nspace, (pmix_rank_t)rank);
-	rc = op_wait_for(&w, PMIx_server_register_client(&proc, getuid(),
-							 getgid(), NULL,
-							 op_done, &w));
+	rc = op_wait_for(p, w, PMIx_server_register_client(&proc, getuid(),
+							   getgid(), NULL,
+							   op_done, w));
 	if (rc != PMIX_SUCCESS)
 		return herd_errprintf(err, "PMIx_server_register_client: %s",
 				      PMIx_Error_string(rc));
@@ -920,7 +1230,9 @@ void pmix_fini(struct agent *a)
 	if (p->server_up) {
 		pmix_spawn_reset(p);
 		deregister_nspace(p);
-		PMIx_server_finalize();
+		/* A wedged library would hang here too. */
+		if (!p->wedged)
+			PMIx_server_finalize();
 	}
 	/* After the progress thread is gone: nothing calls back any more. */
 	pmix_modex_fini(p);

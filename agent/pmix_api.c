@@ -1,39 +1,325 @@
 /* pmix_api.c — the rest of the PMIx server upcalls: queries, logging,
- * tools, allocation, job control, monitoring, credentials, I/O
- * forwarding, groups, fabric (issue 16).  Not served yet: each is
- * refused through its callback. */
+ * allocation, job control, monitoring, credentials, I/O forwarding,
+ * groups, fabric (issue 16).
+ *
+ * Refusals.  libpmix 4.2.2 answers the client of allocate, job_control,
+ * monitor, get/validate_credential (and query) from the host's callback
+ * by queueing the reply on the client's socket WITHOUT moving to its
+ * progress thread (PMIX_SERVER_QUEUE_REPLY): called from the agent's
+ * loop that races the progress thread (lost replies: the rank hangs;
+ * a corrupt heap: the agent dies; t0920).  iof_pull frees its request
+ * when the host says it will call back.  So these are refused by
+ * returning PMIX_ERR_NOT_SUPPORTED at once: the library sends that reply
+ * itself, on its thread, and nothing is left waiting.  group and fabric
+ * are collective or move to the library's thread themselves: they keep
+ * the refusal through the callback (a synchronous one would leave the
+ * other members of a group waiting). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "pmix_int.h"
+
+/* The most keys one PMIx_Query_info may ask. */
+#define PMIX_QUERY_MAX 64
+
+/* --- PMIx_Query_info ------------------------------------------------------
+ *
+ * Answered on the library's thread, at once (see the top), from a copy
+ * of the attempt's job the loop leaves here at registration: the
+ * library's thread never reads the agent's state.  Keys: the namespaces,
+ * their info and size, the process table (every rank: host, executable,
+ * state; pid 0, unknown: a remote rank's would need a
+ * round trip through herd, and are not known here either: the agent's
+ * child is the rank's keeper), psets (none), spawn and debug support (none).
+ * Any other key: PMIX_ERR_NOT_SUPPORTED, or PMIX_QUERY_PARTIAL_SUCCESS
+ * with what was answered. */
+struct api_job {
+	char nspace[PMIX_MAX_NSLEN + 1];
+	uint32_t size;
+	char **host;		/* [size], into hosts */
+	char *hosts;
+	bool *local;		/* [size] */
+	char *exe;
+};
+
+static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct api_job *api_job;	/* guarded by api_lock */
+
+static void api_job_free(struct api_job *j)
+{
+	if (!j)
+		return;
+	free(j->host);
+	free(j->hosts);
+	free(j->local);
+	free(j->exe);
+	free(j);
+}
+
+void pmix_api_job_set(const char *nspace, uint32_t size,
+		      const char *const *rank_host, const bool *local,
+		      const char *exe)
+{
+	struct api_job *j = calloc(1, sizeof(*j)), *old;
+	size_t len = 0, off = 0;
+
+	if (j && nspace) {
+		for (uint32_t r = 0; r < size; r++)
+			len += strlen(rank_host[r]) + 1;
+		j->host = calloc(size, sizeof(*j->host));
+		j->hosts = malloc(len ? len : 1);
+		j->local = calloc(size, sizeof(*j->local));
+		j->exe = strdup(exe ? exe : "");
+	}
+	if (!j || !nspace || !j->host || !j->hosts || !j->local ||
+	    !j->exe) {
+		api_job_free(j);
+		j = NULL;	/* queries answer NOT_SUPPORTED */
+	} else {
+		snprintf(j->nspace, sizeof(j->nspace), "%s", nspace);
+		j->size = size;
+		for (uint32_t r = 0; r < size; r++) {
+			j->host[r] = j->hosts + off;
+			off += (size_t)sprintf(j->hosts + off, "%s",
+					       rank_host[r]) + 1;
+			j->local[r] = local[r];
+		}
+	}
+	pthread_mutex_lock(&api_lock);
+	old = api_job;
+	api_job = j;
+	pthread_mutex_unlock(&api_lock);
+	api_job_free(old);
+}
+
+/* The namespace a query names (PMIX_NSPACE qualifier): ours or none. */
+static bool query_ours(const pmix_query_t *q, const struct api_job *j)
+{
+	for (size_t i = 0; i < q->nqual; i++)
+		if (PMIX_CHECK_KEY(&q->qualifiers[i], PMIX_NSPACE) &&
+		    q->qualifiers[i].value.type == PMIX_STRING &&
+		    strcmp(q->qualifiers[i].value.data.string, j->nspace))
+			return false;
+	return true;
+}
+
+static void proc_table(pmix_info_t *out, const char *key,
+		       const struct api_job *j, bool local_only)
+{
+	pmix_data_array_t *d;
+	pmix_proc_info_t *pi;
+	size_t n = 0;
+
+	for (uint32_t r = 0; r < j->size; r++)
+		n += !local_only || j->local[r];
+	PMIX_DATA_ARRAY_CREATE(d, n, PMIX_PROC_INFO);
+	PMIX_LOAD_KEY(out->key, key);
+	out->value.type = PMIX_DATA_ARRAY;
+	out->value.data.darray = d;
+	if (!d || !n)
+		return;
+	pi = d->array;
+	n = 0;
+	for (uint32_t r = 0; r < j->size; r++) {
+		if (local_only && !j->local[r])
+			continue;
+		PMIX_PROC_LOAD(&pi[n].proc, j->nspace, r);
+		pi[n].hostname = strdup(j->host[r]);
+		pi[n].executable_name = strdup(j->exe);
+		pi[n].pid = 0;
+		pi[n].exit_code = 0;
+		pi[n].state = PMIX_PROC_STATE_RUNNING;
+		n++;
+	}
+}
+
+/* One answer for KEY into *out; false when herd has none. */
+static bool query_key(const char *key, const pmix_query_t *q,
+		      const struct api_job *j, pmix_info_t *out)
+{
+	bool ours = query_ours(q, j);
+
+	if (!strcmp(key, PMIX_QUERY_NAMESPACES)) {
+		PMIX_INFO_LOAD(out, key, j->nspace, PMIX_STRING);
+	} else if (!strcmp(key, PMIX_QUERY_NAMESPACE_INFO)) {
+		pmix_data_array_t *d, *e;
+		pmix_info_t *ni;
+
+		/* One element per namespace: an info of that key holding
+		 * the namespace's own array. */
+		PMIX_DATA_ARRAY_CREATE(d, 1, PMIX_INFO);
+		PMIX_DATA_ARRAY_CREATE(e, 3, PMIX_INFO);
+		if (!d || !e || !d->array || !e->array) {
+			PMIX_DATA_ARRAY_FREE(d);
+			PMIX_DATA_ARRAY_FREE(e);
+			return false;
+		}
+		ni = e->array;
+		PMIX_INFO_LOAD(&ni[0], PMIX_NSPACE, j->nspace, PMIX_STRING);
+		PMIX_INFO_LOAD(&ni[1], PMIX_JOB_SIZE, &j->size, PMIX_UINT32);
+		PMIX_INFO_LOAD(&ni[2], PMIX_CMD_LINE, j->exe, PMIX_STRING);
+		ni = d->array;
+		PMIX_LOAD_KEY(ni[0].key, PMIX_QUERY_NAMESPACE_INFO);
+		ni[0].value.type = PMIX_DATA_ARRAY;
+		ni[0].value.data.darray = e;
+		PMIX_LOAD_KEY(out->key, key);
+		out->value.type = PMIX_DATA_ARRAY;
+		out->value.data.darray = d;
+	} else if (!strcmp(key, PMIX_JOB_SIZE) && ours) {
+		PMIX_INFO_LOAD(out, key, &j->size, PMIX_UINT32);
+	} else if (!strcmp(key, PMIX_QUERY_NUM_PSETS)) {
+		size_t zero = 0;
+
+		PMIX_INFO_LOAD(out, key, &zero, PMIX_SIZE);
+	} else if (!strcmp(key, PMIX_QUERY_PROC_TABLE) && ours) {
+		proc_table(out, key, j, false);
+	} else if (!strcmp(key, PMIX_QUERY_LOCAL_PROC_TABLE) && ours) {
+		proc_table(out, key, j, true);
+	} else if (!strcmp(key, PMIX_QUERY_SPAWN_SUPPORT) ||
+		   !strcmp(key, PMIX_QUERY_DEBUG_SUPPORT)) {
+		PMIX_INFO_LOAD(out, key, "", PMIX_STRING);	/* none */
+	} else {
+		return false;
+	}
+	return true;
+}
+
+/* The answers stay with the library until it calls query_done. */
+static void query_done(void *cbdata)
+{
+	pmix_info_t *info = cbdata;
+	size_t n = 0;
+
+	while (info && info[n].key[0])
+		n++;
+	if (info)
+		PMIX_INFO_FREE(info, n + 1);
+}
 
 pmix_status_t pmix_up_query(pmix_proc_t *proct, pmix_query_t *queries,
 			    size_t nqueries, pmix_info_cbfunc_t cbfunc,
 			    void *cbdata)
 {
+	size_t nkeys = 0, n = 0, asked = 0;
+	pmix_info_t *info;
+	pmix_status_t st;
+
 	(void)proct;
-	(void)queries;
-	(void)nqueries;
-	return pmix_refuse_info(cbfunc, cbdata);
+	for (size_t q = 0; q < nqueries && q < PMIX_QUERY_MAX; q++)
+		for (char **k = queries[q].keys; k && *k; k++)
+			nkeys++;
+	if (!cbfunc || nkeys == 0 || nkeys > PMIX_QUERY_MAX)
+		return PMIX_ERR_NOT_SUPPORTED;
+	/* One more, empty: the end for query_done. */
+	PMIX_INFO_CREATE(info, nkeys + 1);
+	if (!info)
+		return PMIX_ERR_NOMEM;
+	pthread_mutex_lock(&api_lock);
+	for (size_t q = 0; api_job && q < nqueries; q++)
+		for (char **k = queries[q].keys; k && *k; k++, asked++)
+			if (query_key(*k, &queries[q], api_job, &info[n]))
+				n++;
+	pthread_mutex_unlock(&api_lock);
+	if (n == 0) {
+		PMIX_INFO_FREE(info, nkeys + 1);
+		return PMIX_ERR_NOT_SUPPORTED;
+	}
+	st = n < nkeys ? PMIX_QUERY_PARTIAL_SUCCESS : PMIX_SUCCESS;
+	(void)asked;
+	/* On the library's thread: its callback may reply from here. */
+	cbfunc(st, info, n, cbdata, query_done, info);
+	return PMIX_SUCCESS;
 }
 
-/* A PMIx tool (an attach or debugger) is not taken. */
-void pmix_up_tool_connected(pmix_info_t *info, size_t ninfo,
-			    pmix_tool_connection_cbfunc_t cbfunc, void *cbdata)
+/* --- PMIx_Log -------------------------------------------------------------
+ *
+ * What a rank logs goes to herd's event log ("pmix_log" events): the
+ * progress thread copies the entries as text (strings as they are,
+ * numbers and flags printed; other types are skipped), at most
+ * PROTO_PMIX_LOG_ENTRIES_MAX of PROTO_PMIX_LOG_VALUE_MAX bytes each; the
+ * loop sends them in one PMIX_LOG frame and completes the call.  The
+ * callback goes from the loop, never from here: the library's log path
+ * holds a lock around this upcall that its callback takes again. */
+static void run_log(struct pmix_state *p, struct req *r)
 {
-	(void)info;
-	(void)ninfo;
-	pmix_refuse_tool(cbfunc, cbdata);
+	struct agent *a = p->a;
+	json_t *entries = r->arg;
+
+	agent_send(a, PROTO_PMIX_LOG,
+		   json_pack("{s:i, s:i, s:O}", "attempt", a->attempt, "rank",
+			     (int)r->proc.rank, "entries", entries),
+		   NULL, 0);
+	r->op_cb(PMIX_SUCCESS, r->cbdata);
+}
+
+static void free_json(void *arg)
+{
+	json_decref(arg);
+}
+
+/* VALUE as text into buf; false for a type not logged. */
+static bool log_text(const pmix_value_t *v, char *buf, size_t len)
+{
+	switch (v->type) {
+	case PMIX_STRING:
+		snprintf(buf, len, "%s", v->data.string ? v->data.string : "");
+		return true;
+	case PMIX_INT:
+		snprintf(buf, len, "%d", v->data.integer);
+		return true;
+	case PMIX_UINT32:
+		snprintf(buf, len, "%u", v->data.uint32);
+		return true;
+	case PMIX_INT64:
+		snprintf(buf, len, "%lld", (long long)v->data.int64);
+		return true;
+	case PMIX_UINT64:
+		snprintf(buf, len, "%llu", (unsigned long long)v->data.uint64);
+		return true;
+	case PMIX_BOOL:
+		snprintf(buf, len, "%s", v->data.flag ? "true" : "false");
+		return true;
+	default:
+		return false;
+	}
 }
 
 void pmix_up_log(const pmix_proc_t *client, const pmix_info_t data[],
 		 size_t ndata, const pmix_info_t directives[], size_t ndirs,
 		 pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
-	(void)client;
-	(void)data;
-	(void)ndata;
+	char text[PROTO_PMIX_LOG_VALUE_MAX + 1];
+	json_t *entries = json_array();
+	struct req *r;
+
 	(void)directives;
 	(void)ndirs;
-	if (pmix_refuse(cbfunc, cbdata) != PMIX_SUCCESS && cbfunc)
+	for (size_t i = 0; entries && i < ndata &&
+			   json_array_size(entries) < PROTO_PMIX_LOG_ENTRIES_MAX;
+	     i++)
+		if (data[i].key[0] && log_text(&data[i].value, text,
+					       sizeof(text)))
+			json_array_append_new(
+				entries, json_pack("{s:s, s:s}", "key",
+						   data[i].key, "value", text));
+	if (!entries || json_array_size(entries) == 0 || !cbfunc) {
+		json_decref(entries);
+		if (pmix_refuse(cbfunc, cbdata) != PMIX_SUCCESS && cbfunc)
+			cbfunc(PMIX_ERR_NOMEM, cbdata);
+		return;
+	}
+	if (!(r = pmix_req_new(run_log, client))) {
+		json_decref(entries);
 		cbfunc(PMIX_ERR_NOMEM, cbdata);
+		return;
+	}
+	r->arg = entries;
+	r->free_arg = free_json;
+	r->op_cb = cbfunc;
+	r->cbdata = cbdata;
+	pmix_enqueue(r);
 }
 
 pmix_status_t pmix_up_allocate(const pmix_proc_t *client,
@@ -45,7 +331,9 @@ pmix_status_t pmix_up_allocate(const pmix_proc_t *client,
 	(void)directive;
 	(void)data;
 	(void)ndata;
-	return pmix_refuse_info(cbfunc, cbdata);
+	(void)cbfunc;
+	(void)cbdata;
+	return PMIX_ERR_NOT_SUPPORTED;	/* see the top */
 }
 
 pmix_status_t pmix_up_job_control(const pmix_proc_t *requestor,
@@ -58,7 +346,9 @@ pmix_status_t pmix_up_job_control(const pmix_proc_t *requestor,
 	(void)ntargets;
 	(void)directives;
 	(void)ndirs;
-	return pmix_refuse_info(cbfunc, cbdata);
+	(void)cbfunc;
+	(void)cbdata;
+	return PMIX_ERR_NOT_SUPPORTED;	/* see the top */
 }
 
 pmix_status_t pmix_up_monitor(const pmix_proc_t *requestor,
@@ -71,7 +361,9 @@ pmix_status_t pmix_up_monitor(const pmix_proc_t *requestor,
 	(void)error;
 	(void)directives;
 	(void)ndirs;
-	return pmix_refuse_info(cbfunc, cbdata);
+	(void)cbfunc;
+	(void)cbdata;
+	return PMIX_ERR_NOT_SUPPORTED;	/* see the top */
 }
 
 pmix_status_t pmix_up_get_credential(const pmix_proc_t *proc,
@@ -83,7 +375,9 @@ pmix_status_t pmix_up_get_credential(const pmix_proc_t *proc,
 	(void)proc;
 	(void)directives;
 	(void)ndirs;
-	return pmix_refuse_cred(cbfunc, cbdata);
+	(void)cbfunc;
+	(void)cbdata;
+	return PMIX_ERR_NOT_SUPPORTED;	/* see the top */
 }
 
 pmix_status_t pmix_up_validate_credential(const pmix_proc_t *proc,
@@ -97,7 +391,9 @@ pmix_status_t pmix_up_validate_credential(const pmix_proc_t *proc,
 	(void)cred;
 	(void)directives;
 	(void)ndirs;
-	return pmix_refuse_valid(cbfunc, cbdata);
+	(void)cbfunc;
+	(void)cbdata;
+	return PMIX_ERR_NOT_SUPPORTED;	/* see the top */
 }
 
 pmix_status_t pmix_up_iof_pull(const pmix_proc_t procs[], size_t nprocs,
@@ -110,7 +406,9 @@ pmix_status_t pmix_up_iof_pull(const pmix_proc_t procs[], size_t nprocs,
 	(void)directives;
 	(void)ndirs;
 	(void)channels;
-	return pmix_refuse(cbfunc, cbdata);
+	(void)cbfunc;
+	(void)cbdata;
+	return PMIX_ERR_NOT_SUPPORTED;	/* see the top */
 }
 
 pmix_status_t pmix_up_push_stdin(const pmix_proc_t *source,
@@ -125,7 +423,9 @@ pmix_status_t pmix_up_push_stdin(const pmix_proc_t *source,
 	(void)directives;
 	(void)ndirs;
 	(void)bo;
-	return pmix_refuse(cbfunc, cbdata);
+	(void)cbfunc;
+	(void)cbdata;
+	return PMIX_ERR_NOT_SUPPORTED;	/* see the top */
 }
 
 pmix_status_t pmix_up_group(pmix_group_operation_t op, char grp[],

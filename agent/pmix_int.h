@@ -31,6 +31,7 @@
 	X(PMIx_Data_pack)                                                  \
 	X(PMIx_Data_unload)                                                \
 	X(PMIx_Data_unpack)                                                \
+	X(PMIx_Data_array_destruct)                                        \
 	X(PMIx_Error_string)                                               \
 	X(PMIx_Info_load)                                                  \
 	X(PMIx_Notify_event)                                               \
@@ -59,6 +60,7 @@ extern struct pmix_lib pmix_lib;
 #define PMIx_Data_pack (*pmix_lib.fn_PMIx_Data_pack)
 #define PMIx_Data_unload (*pmix_lib.fn_PMIx_Data_unload)
 #define PMIx_Data_unpack (*pmix_lib.fn_PMIx_Data_unpack)
+#define PMIx_Data_array_destruct (*pmix_lib.fn_PMIx_Data_array_destruct)
 #define PMIx_Error_string (*pmix_lib.fn_PMIx_Error_string)
 #define PMIx_Info_load (*pmix_lib.fn_PMIx_Info_load)
 #define PMIx_Notify_event (*pmix_lib.fn_PMIx_Notify_event)
@@ -80,6 +82,10 @@ extern struct pmix_lib pmix_lib;
 #define PMIx_server_setup_fork (*pmix_lib.fn_PMIx_server_setup_fork)
 
 struct pmix_state;
+
+/* The most ranks a job's namespace registers (each rank's data is sent
+ * to every node's library). */
+#define PMIX_JOB_RANKS_MAX (1u << 20)
 
 /* Work handed from the PMIx progress thread to the loop. */
 struct req {
@@ -119,6 +125,8 @@ struct pmix_state {
 	char nspace[PMIX_MAX_NSLEN + 1];	/* the current attempt's */
 	bool nspace_registered;
 	char tmpdir[300];
+	char nsdir[300 + PMIX_MAX_NSLEN + 2];	/* tmpdir/nspace: PMIX_NSDIR */
+	bool wedged;		/* a call's callback never came (pmix.c) */
 	int wake[2];		/* progress thread → loop */
 	pthread_mutex_t lock;	/* guards queue */
 	struct req *queue, *queue_tail;
@@ -178,7 +186,6 @@ PMIX_UPCALL(pmix_server_connect_fn_t, pmix_up_connect);
 PMIX_UPCALL(pmix_server_disconnect_fn_t, pmix_up_disconnect);
 /* pmix_api.c: */
 PMIX_UPCALL(pmix_server_query_fn_t, pmix_up_query);
-PMIX_UPCALL(pmix_server_tool_connection_fn_t, pmix_up_tool_connected);
 PMIX_UPCALL(pmix_server_log_fn_t, pmix_up_log);
 PMIX_UPCALL(pmix_server_alloc_fn_t, pmix_up_allocate);
 PMIX_UPCALL(pmix_server_job_control_fn_t, pmix_up_job_control);
@@ -193,9 +200,10 @@ PMIX_UPCALL(pmix_server_fabric_fn_t, pmix_up_fabric);
 /* pmix.c, loop side: register (deregister) a namespace and wait for the
  * library's answer; the PMIX_CPUSET and PMIX_LOCALITY_STRING of a cpu
  * list into pi[0..1] (returns how many). */
-pmix_status_t pmix_register_nspace_wait(const char *nspace, int nlocal,
+pmix_status_t pmix_register_nspace_wait(struct pmix_state *p,
+					const char *nspace, int nlocal,
 					pmix_info_t *info, size_t ninfo);
-void pmix_deregister_nspace_wait(const char *nspace);
+void pmix_deregister_nspace_wait(struct pmix_state *p, const char *nspace);
 size_t pmix_cpuset_info(pmix_info_t *pi, const char *cpus);
 
 /* pmix_spawn.c, loop side: the rank or spawned process proc names, or
@@ -231,6 +239,11 @@ pmix_status_t pmix_unpack_start(pmix_data_buffer_t *buf, const void *data,
  * is over) and dropped; free_all also frees their list (the agent's end,
  * then without calling back: the server is gone). */
 void pmix_pubsub_clear(struct pmix_state *p, bool free_all);
+/* pmix_api.c, loop side: the attempt's job for PMIx_Query_info (copied;
+ * NULL nspace: none). */
+void pmix_api_job_set(const char *nspace, uint32_t size,
+		      const char *const *rank_host, const bool *local,
+		      const char *exe);
 
 /* Loop side: the one server of this agent, or NULL. */
 struct pmix_state *pmix_state_of(struct agent *a);

@@ -165,7 +165,7 @@ void pmix_spawn_reset(struct pmix_state *p)
 		free(pd);
 	}
 	for (int i = 0; i < s->n_ns; i++)
-		pmix_deregister_nspace_wait(s->ns[i].name);
+		pmix_deregister_nspace_wait(p, s->ns[i].name);
 	free(s->ns);
 	free(s);
 	p->spawn = NULL;
@@ -464,7 +464,7 @@ static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 		info[k].value.data.darray = darray;
 		k++;
 	}
-	rc = pmix_register_nspace_wait(name, (int)nlocal, info, k);
+	rc = pmix_register_nspace_wait(p, name, (int)nlocal, info, k);
 	if (rc != PMIX_SUCCESS) {
 		herd_errprintf(err, "PMIx_server_register_nspace %s: %s", name,
 			       PMIx_Error_string(rc));

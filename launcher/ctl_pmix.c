@@ -339,7 +339,10 @@ void ctl_pmix_abort(struct ctl *c, struct node *n, struct proto_frame *f)
 
 	if (json_integer_value(json_object_get(body, "attempt")) != c->attempt)
 		return;
-	if (status <= 0 || status > 255)
+	/* As mpirun and srun: the low byte (MPI_Abort(-1) exits 255); 0
+	 * (mpirun: 0) still fails the job. */
+	status &= 0xff;
+	if (status == 0)
 		status = 1;
 	snprintf(why, sizeof(why), "rank %d on %s called MPI_Abort (status %d)%s%.300s",
 		 rank, n->host, status, msg && *msg ? ": " : "",

@@ -663,6 +663,37 @@ static int proto_ctl_msg_data(const json_t *body, size_t data_len,
 	return 0;
 }
 
+/* --- PMIX_LOG (issue 16) ------------------------------------------------- */
+
+static int proto_pmix_log_entry_more(const json_t *body, struct herd_err *err)
+{
+	size_t k = strlen(json_string_value(json_object_get(body, "key")));
+	size_t v = strlen(json_string_value(json_object_get(body, "value")));
+
+	if (k < 1 || k > 511)
+		return herd_errprintf(err, "key \"key\": %zu bytes, 1..511",
+				      k);
+	if (v > PROTO_PMIX_LOG_VALUE_MAX)
+		return herd_errprintf(err, "key \"value\": %zu bytes, at most "
+					   "%d",
+				      v, PROTO_PMIX_LOG_VALUE_MAX);
+	return 0;
+}
+
+static const struct proto_body proto_pmix_log_entry_body = {
+    .format = "{s:s, s:s}",
+    .keys = {"key", "value"},
+    .more = proto_pmix_log_entry_more,
+};
+
+static int proto_pmix_log_more(const json_t *body, struct herd_err *err)
+{
+	if (json_array_size(json_object_get(body, "entries")) == 0)
+		return herd_errprintf(err, "key \"entries\": none");
+	return proto_check_array(body, "entries", &proto_pmix_log_entry_body,
+				 PROTO_PMIX_LOG_ENTRIES_MAX, err);
+}
+
 /* --- CHECK and NETPROBE (issue 14, the health gate) --------------------- */
 
 static int proto_check_entry_more(const json_t *body, struct herd_err *err)
@@ -1489,6 +1520,17 @@ static const struct proto_rule proto_rules[] = {
 		    .keys = {"attempt", "kind", "status", "host", "ranks"},
 		    .ranges = {{"attempt", 1, INT_MAX}, {"status", 0, 255}},
 		    .more = proto_proc_failed_more,
+		},
+	},
+    [PROTO_PMIX_LOG] =
+	{
+	    .name = "PMIX_LOG",
+	    .to_herd =
+		{
+		    .format = "{s:I, s:I, s:o}",
+		    .keys = {"attempt", "rank", "entries"},
+		    .ranges = {{"attempt", 0, INT_MAX}, {"rank", 0, INT_MAX}},
+		    .more = proto_pmix_log_more,
 		},
 	},
 };

@@ -91,6 +91,11 @@
  *              agent's own seq), status: I (0: done)}
  *  ABORT       agent -> herd, no data: a rank called PMIx_Abort.
  *              {attempt: I 0.., rank: I 0.., status: I, message: string}
+ *  PMIX_LOG    agent -> herd, no data: a rank called PMIx_Log; what it
+ *              logged as text.  {attempt: I 0.., rank: I 0..,
+ *               entries: [{key: string (1..PMIX_MAX_KEYLEN bytes),
+ *                          value: string (..PROTO_PMIX_LOG_VALUE_MAX
+ *                          bytes)}] (1..PROTO_PMIX_LOG_ENTRIES_MAX)}
  *  METRICS     agent -> herd, no data, every metrics interval once ranks
  *              were launched: the node's sample; counters are cumulative
  *              since the agent started (herd computes rates).
@@ -325,6 +330,7 @@ enum proto_type {
 	PROTO_PUBSUB_DONE,
 	PROTO_EVENT,	/* issue 16: PMIx events between ranks */
 	PROTO_PROC_FAILED, /* issue 16: herd's failures as PMIx events */
+	PROTO_PMIX_LOG,	/* issue 16: PMIx_Log to herd's event log */
 	PROTO_SPAWN,	    /* issue 16: PMIx_Spawn asked by a rank */
 	PROTO_SPAWN_LAUNCH, /* issue 16: start a spawn's processes */
 	PROTO_SPAWN_UP,	    /* issue 16: a node's part of a spawn started */
@@ -364,6 +370,9 @@ enum proto_dir {
 #define PROTO_TRAIN_VALUES_MAX 64
 /* 256: the checks of one node in a CHECK answer (a few per RDMA port). */
 #define PROTO_CHECKS_MAX 256
+/* PMIX_LOG: entries of one PMIx_Log, and each value's bytes. */
+#define PROTO_PMIX_LOG_ENTRIES_MAX 16
+#define PROTO_PMIX_LOG_VALUE_MAX   1024
 /* 1 GiB and 10 minutes: the most a NETPROBE transfer may move and take. */
 #define PROTO_NETPROBE_BYTES_MAX (1LL << 30)
 #define PROTO_NETPROBE_TIMEOUT_MAX 600000

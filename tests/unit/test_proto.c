@@ -853,6 +853,10 @@ static const struct valid_frame valid_frames[] = {
      "{\"attempt\":1,\"kind\":\"node\",\"status\":1,\"host\":\"n2\","
      "\"ranks\":[2,3]}",
      0},
+    {"pmix-log", PROTO_PMIX_LOG, PROTO_TO_HERD,
+     "{\"attempt\":1,\"rank\":3,\"entries\":[{\"key\":\"pmix.log.msg\","
+     "\"value\":\"checkpoint 7 written\"}]}",
+     0},
 };
 
 #define N_VALID (sizeof(valid_frames) / sizeof(valid_frames[0]))
@@ -1310,6 +1314,17 @@ static void test_check_range(void **state)
 	     "key \"checks\": expected an array"},
 	    {PROTO_CHECK, PROTO_TO_HERD, "{\"held_ms\":0,\"checks\":[]}", 0,
 	     "missing key \"t_ms\""},
+	    {PROTO_PMIX_LOG, PROTO_TO_HERD,
+	     "{\"attempt\":1,\"rank\":0,\"entries\":[]}", 0,
+	     "key \"entries\": none"},
+	    {PROTO_PMIX_LOG, PROTO_TO_HERD,
+	     "{\"attempt\":1,\"rank\":0,\"entries\":[{\"key\":\"\","
+	     "\"value\":\"x\"}]}",
+	     0, "key \"key\": 0 bytes"},
+	    {PROTO_PMIX_LOG, PROTO_TO_HERD,
+	     "{\"attempt\":1,\"rank\":-1,\"entries\":[{\"key\":\"k\","
+	     "\"value\":\"x\"}]}",
+	     0, "rank"},
 	    {PROTO_NETPROBE, PROTO_TO_AGENT,
 	     "{\"round\":1,\"op\":\"listen\",\"addr\":\"a\",\"port\":1,"
 	     "\"bytes\":1,\"timeout_ms\":1}",
