@@ -23,7 +23,11 @@ struct rank_stream {
 };
 
 struct rank {
-	int rank;		/* global rank */
+	int rank;		/* global rank; a spawned process: its id on
+				 * the wire (herd's, past the job's ranks) */
+	int spawn;		/* 0: a rank of the job; N: a process of
+				 * PMIx_Spawn N (pmix_spawn.c) */
+	int srank;		/* spawned: its rank in spawn N's namespace */
 	int local_rank;
 	pid_t pid;		/* the keeper: leader of the rank's group */
 	bool running;		/* not reaped yet */
@@ -88,6 +92,8 @@ enum agent_event {
 	AGENT_EV_HERD_SILENT, /* no word from herd in time: exit at once */
 	AGENT_EV_RANKS_GONE,  /* the last rank's EXIT is sent */
 	AGENT_EV_STACKS,      /* herd's STACKS (data: its body) */
+	AGENT_EV_SPAWN,	      /* SPAWN_LAUNCH brings processes of the
+			       * running attempt (pmix_spawn.c) */
 	AGENT_NEVENTS,
 };
 
@@ -97,6 +103,10 @@ struct agent {
 	struct conn *conn;	/* to herd */
 	struct rank *ranks;
 	int n_ranks;
+	int ranks_cap;		/* room in ranks: the LAUNCH's, then
+				 * AGENT_SPAWN_LOCAL_MAX for spawned ones */
+	json_t *launch;		/* the attempt's LAUNCH body (env, workdir
+				 * for spawned processes), or NULL */
 	int attempt;
 	int64_t grace_ms;
 	int stop_signal;	/* what rank_stop_all sends first (SIGTERM) */
@@ -187,6 +197,26 @@ pid_t keeper_spawn(struct loop *loop, const struct keeper_rank *k,
 int keeper_main(int argc, char **argv);
 
 /* rank.c */
+/* Processes PMIx_Spawn may start on one node per attempt (the room kept
+ * in a->ranks, whose entries never move while the attempt runs). */
+#define AGENT_SPAWN_LOCAL_MAX 64
+
+/* A spawned process (pmix_spawn.c) to start like a rank: its keeper,
+ * group, output and EXIT as any rank's, under id on the wire. */
+struct rank_proc {
+	int id;			/* on the wire (OUTPUT, EXIT) */
+	int spawn;		/* spawn N */
+	int srank;		/* rank in its namespace */
+	const char *nspace;	/* its PMIx namespace */
+	const char *cmd;	/* what to exec (PATH searched) */
+	char *const *argv;	/* its arguments after argv[0], NULL-ended */
+	char *const *env;	/* "NAME=VALUE" on top of the job's, NULL-ended */
+	const char *cwd;	/* NULL: the job's workdir */
+	const char *cpus;	/* cpu list, NULL: unbound */
+};
+/* Starts p; returns 0 or -1 with err (no room, setup, fork). */
+int rank_spawn_proc(struct agent *a, const struct rank_proc *p,
+		    struct herd_err *err);
 int rank_launch(struct agent *a, json_t *launch, struct herd_err *err);
 void rank_signal_all(struct agent *a, int sig);
 /* Starts the stop sequence: stop_signal (SIGTERM unless STOP named
@@ -252,6 +282,18 @@ int pmix_prepare(struct agent *a, json_t *launch, struct herd_err *err);
  * env (PMIx_server_setup_fork, OMPI_MCA_schizo).  Returns 0 or -1. */
 int pmix_setup_rank(struct agent *a, struct rank *r, struct envv *env,
 		    struct herd_err *err);
+/* Registers a client nspace:rank and adds what it needs to env (as
+ * pmix_setup_rank, for any namespace of this agent). */
+int pmix_setup_proc(struct agent *a, const char *nspace, uint32_t rank,
+		    struct envv *env, struct herd_err *err);
+/* pmix_spawn.c: herd's SPAWN_LAUNCH, SPAWN_DONE and CONNECT_DONE. */
+void pmix_on_spawn_launch(struct agent *a, struct proto_frame *f);
+void pmix_on_spawn_done(struct agent *a, struct proto_frame *f);
+void pmix_on_connect_done(struct agent *a, struct proto_frame *f);
+/* Runs what the PMIx progress thread queued, now: a rank's EXIT must not
+ * overtake its client_connected (the loop may have been busy, e.g.
+ * registering a spawn's namespace, while the rank connected and ended). */
+void pmix_drain(struct agent *a);
 /* herd's FENCE_DONE: completes the matching fence. */
 void pmix_on_fence_done(struct agent *a, struct proto_frame *f);
 /* pmix_modex.c: herd's DMODEX (serve one of our ranks' data) and

@@ -131,6 +131,8 @@ static const struct agent_row agent_table[AGENT_NSTATES][AGENT_NEVENTS] = {
 		[AGENT_EV_HERD_SILENT] = ROW(AGENT_EXITING, act_herd_silent),
 		[AGENT_EV_RANKS_GONE] = ROW(AGENT_IDLE, act_ranks_gone),
 		[AGENT_EV_STACKS] = ROW(AGENT_IDLE, act_stacks_none),
+		/* the attempt's own ranks ended here, it goes on elsewhere */
+		[AGENT_EV_SPAWN] = ROW(AGENT_RUNNING, NULL),
 	},
 	[AGENT_RUNNING] = {
 		/* rank_launch refuses while ranks of an attempt still run */
@@ -142,6 +144,7 @@ static const struct agent_row agent_table[AGENT_NSTATES][AGENT_NEVENTS] = {
 		/* a LAUNCH that failed part-way, or ranks that ended */
 		[AGENT_EV_RANKS_GONE] = ROW(AGENT_IDLE, act_ranks_gone),
 		[AGENT_EV_STACKS] = ROW(AGENT_RUNNING, act_stacks),
+		[AGENT_EV_SPAWN] = ROW(AGENT_RUNNING, NULL),
 	},
 	[AGENT_STOPPING] = {
 		[AGENT_EV_STOP] = ROW(AGENT_STOPPING, act_stop),
@@ -285,6 +288,9 @@ static const frame_handler frame_table[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_STACKS] = on_stacks,
 	[PROTO_CHECK] = on_check,
 	[PROTO_NETPROBE] = on_netprobe,
+	[PROTO_SPAWN_LAUNCH] = pmix_on_spawn_launch,
+	[PROTO_SPAWN_DONE] = pmix_on_spawn_done,
+	[PROTO_CONNECT_DONE] = pmix_on_connect_done,
 	[PROTO_DMODEX] = pmix_modex_on_request,
 	[PROTO_DMODEX_DATA] = pmix_modex_on_data,
 	[PROTO_PUBSUB_DONE] = pmix_on_pubsub_done,

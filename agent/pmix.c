@@ -203,17 +203,9 @@ struct pmix_state *pmix_state_of(struct agent *a)
 	return a->pmix;
 }
 
-static struct rank *rank_of(struct agent *a, pmix_rank_t rank)
-{
-	for (int i = 0; i < a->n_ranks; i++)
-		if ((pmix_rank_t)a->ranks[i].rank == rank)
-			return &a->ranks[i];
-	return NULL;
-}
-
 static void run_connected(struct pmix_state *p, struct req *r)
 {
-	struct rank *rk = rank_of(p->a, r->proc.rank);
+	struct rank *rk = pmix_rank_of(p, &r->proc);
 
 	if (rk)
 		rk->pmix_connected = true;
@@ -395,9 +387,14 @@ static void run_fence(struct pmix_state *p, struct req *r)
 	struct agent *a = p->a;
 	struct fence *f, **tail;
 	pmix_status_t rc;
-	char *procs = fence_procs(p, r->arg, (size_t)r->status, &rc);
-	int count = procs ? fence_count(p, procs) : -1;
+	char *procs;
+	int count;
 
+	/* Over processes of a spawned namespace: pmix_spawn.c's. */
+	if (pmix_spawn_fence(p, r))
+		return;
+	procs = fence_procs(p, r->arg, (size_t)r->status, &rc);
+	count = procs ? fence_count(p, procs) : -1;
 	if (!procs || count < 0 || !(f = calloc(1, sizeof(*f)))) {
 		free(procs);
 		r->modex_cb(procs ? PMIX_ERR_NOMEM : rc, NULL, 0, r->cbdata,
@@ -502,16 +499,10 @@ static void req_free(struct req *r)
 	free(r);
 }
 
-static void on_wake(struct loop *loop, int fd, short revents, void *arg)
+static void run_queue(struct pmix_state *p)
 {
-	struct pmix_state *p = arg;
-	char buf[256];
 	struct req *r;
 
-	(void)loop;
-	(void)revents;
-	while (read(fd, buf, sizeof(buf)) > 0)
-		;
 	for (;;) {
 		pthread_mutex_lock(&p->lock);
 		r = p->queue;
@@ -526,6 +517,29 @@ static void on_wake(struct loop *loop, int fd, short revents, void *arg)
 		r->run(p, r);
 		req_free(r);
 	}
+}
+
+static void on_wake(struct loop *loop, int fd, short revents, void *arg)
+{
+	struct pmix_state *p = arg;
+	char buf[256];
+
+	(void)loop;
+	(void)revents;
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	run_queue(p);
+}
+
+void pmix_drain(struct agent *a)
+{
+	static bool draining;
+
+	if (!a->pmix || draining)
+		return;
+	draining = true;
+	run_queue(a->pmix);
+	draining = false;
 }
 
 static void release_fence_data(void *cbdata)
@@ -1074,6 +1088,36 @@ out:
 	return ret;
 }
 
+pmix_status_t pmix_register_nspace_wait(struct pmix_state *p,
+					const char *nspace, int nlocal,
+					pmix_info_t *info, size_t ninfo)
+{
+	struct op_wait *w;
+
+	if (p->wedged)
+		return PMIX_ERR_TIMEOUT;
+	if (!(w = op_wait_new()))
+		return PMIX_ERR_NOMEM;
+	return op_wait_for(p, w,
+			   PMIx_server_register_nspace(nspace, nlocal, info,
+						       ninfo, op_done, w));
+}
+
+void pmix_deregister_nspace_wait(struct pmix_state *p, const char *nspace)
+{
+	struct op_wait *w;
+
+	if (p->wedged || !(w = op_wait_new()))
+		return;
+	PMIx_server_deregister_nspace(nspace, op_done, w);
+	op_wait_for(p, w, PMIX_SUCCESS);
+}
+
+size_t pmix_cpuset_info(pmix_info_t *pi, const char *cpus)
+{
+	return cpuset_info(pi, cpus);
+}
+
 static void deregister_nspace(struct pmix_state *p)
 {
 	struct op_wait *w;
@@ -1104,6 +1148,7 @@ int pmix_prepare(struct agent *a, json_t *launch, struct herd_err *err)
 	/* Ranks of the last attempt are gone (rank_launch checked). */
 	/* Direct modex requests answered while libpmix still knows them. */
 	pmix_modex_clear(a->pmix);
+	pmix_spawn_reset(a->pmix);
 	deregister_nspace(a->pmix);
 	fences_clear(a->pmix, true);
 	pmix_pubsub_clear(a->pmix, false);
@@ -1121,19 +1166,29 @@ int pmix_setup_rank(struct agent *a, struct rank *r, struct envv *env,
 		    struct herd_err *err)
 {
 	struct pmix_state *p = a->pmix;
+
+	if (!p || !p->nspace_registered)
+		return 0;
+	return pmix_setup_proc(a, p->nspace, (uint32_t)r->rank, env, err);
+}
+
+int pmix_setup_proc(struct agent *a, const char *nspace, uint32_t rank,
+		    struct envv *env, struct herd_err *err)
+{
+	struct pmix_state *p = a->pmix;
 	struct op_wait *w;
 	char **penv = NULL;
 	pmix_proc_t proc;
 	pmix_status_t rc;
 	int ret = 0;
 
-	if (!p || !p->nspace_registered)
-		return 0;
+	if (!p || !p->server_up)
+		return herd_errprintf(err, "no PMIx server on this node");
 	if (p->wedged)
 		return herd_errprintf(err, "the PMIx library stopped answering");
 	if (!(w = op_wait_new()))
 		return herd_errprintf(err, "out of memory");
-	PMIX_PROC_LOAD(&proc, p->nspace, (pmix_rank_t)r->rank);
+	PMIX_PROC_LOAD(&proc, nspace, (pmix_rank_t)rank);
 	rc = op_wait_for(p, w, PMIx_server_register_client(&proc, getuid(),
 							   getgid(), NULL,
 							   op_done, w));
@@ -1173,6 +1228,7 @@ void pmix_fini(struct agent *a)
 	fences_clear(p, false);
 	pmix_pubsub_clear(p, true);
 	if (p->server_up) {
+		pmix_spawn_reset(p);
 		deregister_nspace(p);
 		/* A wedged library would hang here too. */
 		if (!p->wedged)

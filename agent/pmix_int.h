@@ -132,6 +132,7 @@ struct pmix_state {
 	struct req *queue, *queue_tail;
 	struct fence *fences;	/* pending, oldest first */
 	int fence_seq;
+	struct pmix_spawn_state *spawn;	/* pmix_spawn.c, or NULL */
 	struct fence_set *fence_sets;	/* fences joined per procs */
 	uint32_t job_size;		/* of the attempt's namespace */
 	struct pmix_modex *modex;	/* pmix_modex.c */
@@ -196,6 +197,33 @@ PMIX_UPCALL(pmix_server_stdin_fn_t, pmix_up_push_stdin);
 PMIX_UPCALL(pmix_server_grp_fn_t, pmix_up_group);
 PMIX_UPCALL(pmix_server_fabric_fn_t, pmix_up_fabric);
 
+/* pmix.c, loop side: register (deregister) a namespace and wait for the
+ * library's answer; the PMIX_CPUSET and PMIX_LOCALITY_STRING of a cpu
+ * list into pi[0..1] (returns how many). */
+pmix_status_t pmix_register_nspace_wait(struct pmix_state *p,
+					const char *nspace, int nlocal,
+					pmix_info_t *info, size_t ninfo);
+void pmix_deregister_nspace_wait(struct pmix_state *p, const char *nspace);
+size_t pmix_cpuset_info(pmix_info_t *pi, const char *cpus);
+
+/* pmix_spawn.c, loop side: the rank or spawned process proc names, or
+ * NULL; at a new attempt and at exit: pending spawns and connects fail,
+ * spawned namespaces are deregistered. */
+struct rank *pmix_rank_of(struct pmix_state *p, const pmix_proc_t *proc);
+/* Namespaces by number, as herd names them: 0 the job's, N spawn N's
+ * ("<job's>.sN"); -1 for one this agent does not know. */
+int pmix_ns_index(struct pmix_state *p, const char *nspace);
+void pmix_ns_name(struct pmix_state *p, int id, char *buf, size_t size);
+void pmix_spawn_reset(struct pmix_state *p);
+/* A fence (r: its data, r->arg its r->status procs) over processes of a
+ * spawned namespace is gathered as a collective over those processes
+ * (CONNECT "fence", pmix_spawn.c): true when taken (answered through
+ * r->modex_cb then); false for a fence of the job's namespace alone. */
+bool pmix_spawn_fence(struct pmix_state *p, struct req *r);
+/* Direct modex of a spawned namespace's process (r->proc): DMODEX with
+ * its namespace's number; herd's DMODEX_DATA with "ns" answers it. */
+void pmix_spawn_dmodex(struct pmix_state *p, struct req *r);
+void pmix_spawn_on_dmodex_data(struct agent *a, struct proto_frame *f);
 /* pmix_pubsub.c, shared with pmix_event.c: a PMIx range's wire name
  * ("session" for UNDEF and RM) and back (unknown: SESSION); data packed
  * by PMIx into a new blob (*out, free()); a buffer over a copy of data to

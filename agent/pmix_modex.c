@@ -56,6 +56,7 @@ struct dm_pend {
 struct dm_serve {
 	struct pmix_state *p;
 	int attempt, seq, rank, from;
+	int ns;		/* 0: the job's namespace; N: spawn N's */
 	struct dm_serve *prev, *next;
 };
 
@@ -157,6 +158,14 @@ static void run_request(struct pmix_state *p, struct req *r)
 	}
 	w->cb = r->modex_cb;
 	w->cbdata = r->cbdata;
+	/* A spawned namespace's process: pmix_spawn.c asks. */
+	if (p->nspace_registered &&
+	    strncmp(r->proc.nspace, p->nspace, PMIX_MAX_NSLEN) != 0 &&
+	    pmix_ns_index(p, r->proc.nspace) > 0) {
+		free(w);
+		pmix_spawn_dmodex(p, r);
+		return;
+	}
 	if (!p->nspace_registered ||
 	    strncmp(r->proc.nspace, p->nspace, PMIX_MAX_NSLEN) != 0 ||
 	    rank >= p->job_size) {
@@ -250,6 +259,10 @@ void pmix_modex_on_data(struct agent *a, struct proto_frame *f)
 	struct dm_pend *pend;
 	pmix_status_t status;
 
+	if (json_integer_value(json_object_get(b, "ns")) > 0) {
+		pmix_spawn_on_dmodex_data(a, f);
+		return;
+	}
 	if (!m || att != a->attempt || rank < 0 || (uint64_t)rank >= m->n ||
 	    !(pend = m->by_rank[rank]) || pend->seq != seq)
 		return;	/* late: timed out, or another attempt's */
@@ -271,11 +284,13 @@ static void serve_reply(struct agent *a, const struct dm_serve *s, int status,
 {
 	if (status > 0)
 		status = PMIX_ERROR;
-	agent_send(a, PROTO_DMODEX_DATA,
-		   json_pack("{s:i, s:i, s:i, s:i, s:i}", "attempt", s->attempt,
-			     "seq", s->seq, "rank", s->rank, "from", s->from,
-			     "status", status),
-		   data, status == 0 ? len : 0);
+	json_t *body = json_pack("{s:i, s:i, s:i, s:i, s:i}", "attempt",
+				 s->attempt, "seq", s->seq, "rank", s->rank,
+				 "from", s->from, "status", status);
+
+	if (s->ns)
+		json_object_set_new(body, "ns", json_integer(s->ns));
+	agent_send(a, PROTO_DMODEX_DATA, body, data, status == 0 ? len : 0);
 }
 
 static void run_served(struct pmix_state *p, struct req *r)
@@ -342,13 +357,21 @@ void pmix_modex_on_request(struct agent *a, struct proto_frame *f)
 	s->seq = (int)json_integer_value(json_object_get(b, "seq"));
 	s->rank = (int)json_integer_value(json_object_get(b, "rank"));
 	s->from = (int)json_integer_value(json_object_get(b, "from"));
+	s->ns = (int)json_integer_value(json_object_get(b, "ns"));
 	if (!m || !p->nspace_registered || s->attempt != a->attempt ||
-	    (uint32_t)s->rank >= p->job_size) {
+	    (s->ns == 0 && (uint32_t)s->rank >= p->job_size)) {
 		serve_reply(a, s, PMIX_ERR_NOT_FOUND, NULL, 0);
 		free(s);
 		return;
 	}
-	PMIX_PROC_LOAD(&proc, p->nspace, (pmix_rank_t)s->rank);
+	if (s->ns) {
+		char name[PMIX_MAX_NSLEN + 1];
+
+		pmix_ns_name(p, s->ns, name, sizeof(name));
+		PMIX_PROC_LOAD(&proc, name, (pmix_rank_t)s->rank);
+	} else {
+		PMIX_PROC_LOAD(&proc, p->nspace, (pmix_rank_t)s->rank);
+	}
 	pthread_mutex_lock(&p->lock);
 	s->next = m->serving;
 	if (s->next)

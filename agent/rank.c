@@ -178,6 +178,8 @@ static void maybe_send_exit(struct agent *a, struct rank *r)
 
 	if (r->running || r->exit_sent || r->out.fd >= 0 || r->err.fd >= 0)
 		return;
+	if (a->pmix_mode && !r->pmix_connected)
+		pmix_drain(a);
 	r->exit_sent = true;
 	if (WIFSIGNALED(r->status))
 		body = json_pack("{s:i, s:n, s:i}", "rank", r->rank, "code",
@@ -336,13 +338,15 @@ void rank_free_all(struct agent *a)
 	free(a->ranks);
 	a->ranks = NULL;
 	a->n_ranks = 0;
+	a->ranks_cap = 0;
+	json_decref(a->launch);
+	a->launch = NULL;
 }
 
-static int spawn_one(struct agent *a, struct rank *r, const char *command,
+static int spawn_one(struct agent *a, struct rank *r, char *const *argv,
 		     const char *workdir, const cpu_set_t *cpus, int mem_node,
 		     struct envv *env, struct herd_err *err)
 {
-	char *argv[] = {"sh", "-c", (char *)command, NULL};
 	struct keeper_rank k = {
 		.rank = r->rank,
 		.self = a->self_path,
@@ -392,6 +396,7 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 	rank_free_all(a);
 	if (!command || !json_is_array(ranks))
 		return herd_errprintf(err, "LAUNCH needs command and ranks");
+	a->launch = json_incref(launch);
 	n = json_array_size(ranks);
 	if (n > 4096)
 		return herd_errprintf(err, "LAUNCH asks for %zu ranks on one "
@@ -404,7 +409,12 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 		json_object_get(launch, "progress_timeout_ms"));
 	if (json_is_integer(grace))
 		a->grace_ms = json_integer_value(grace);
-	a->ranks = calloc(n ? n : 1, sizeof(*a->ranks));
+	/* Room for the processes PMIx_Spawn may add (pmix mode): entries
+	 * never move while the attempt runs.  calloc's pages are not
+	 * touched until used. */
+	a->ranks_cap = (int)n + (a->pmix_mode ? AGENT_SPAWN_LOCAL_MAX : 0);
+	a->ranks = calloc(a->ranks_cap ? (size_t)a->ranks_cap : 1,
+			  sizeof(*a->ranks));
 	if (!a->ranks)
 		return herd_errprintf(err, "out of memory");
 	touch_launch(a);
@@ -497,8 +507,12 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 		    json_integer_value(mem) < KEEPER_MEM_NODES)
 			mem_node = (int)json_integer_value(mem);
 		touch_watch(a, r);
-		rc = spawn_one(a, r, command, workdir, cpus ? &set : NULL,
-			       mem_node, &env, err);
+		{
+			char *argv[] = {"sh", "-c", (char *)command, NULL};
+
+			rc = spawn_one(a, r, argv, workdir, cpus ? &set : NULL,
+				       mem_node, &env, err);
+		}
 		envv_free(&env);
 		if (rc < 0) {
 			r->exit_sent = true;
@@ -507,4 +521,95 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 		}
 	}
 	return 0;
+}
+
+/* A spawned process: as a rank, exec'd through sh so that cmd is looked
+ * up in PATH and every argument stays a literal word. */
+int rank_spawn_proc(struct agent *a, const struct rank_proc *p,
+		    struct herd_err *err)
+{
+	const char *workdir = p->cwd;
+	struct envv env = {0};
+	struct rank *r;
+	cpu_set_t set;
+	char **argv;
+	size_t n = 0;
+	int rc;
+
+	if (!a->ranks || a->n_ranks >= a->ranks_cap)
+		return herd_errprintf(err, "this node already runs %d spawned "
+				      "processes (at most %d)",
+				      AGENT_SPAWN_LOCAL_MAX,
+				      AGENT_SPAWN_LOCAL_MAX);
+	if (!workdir && a->launch)
+		workdir = json_string_value(json_object_get(a->launch,
+							    "workdir"));
+	if (p->cpus) {
+		struct bind_rank br = {.cpus = (char *)p->cpus};
+
+		if (bind_rank_cpu_set(&br, &set) < 0)
+			return herd_errprintf(err, "bad cpu list '%s'",
+					      p->cpus);
+	}
+	while (p->argv && p->argv[n])
+		n++;
+	argv = calloc(n + 5, sizeof(*argv));
+	if (!argv)
+		return herd_errprintf(err, "out of memory");
+	argv[0] = "sh";
+	argv[1] = "-c";
+	argv[2] = "exec \"$0\" \"$@\"";
+	argv[3] = (char *)p->cmd;
+	for (size_t i = 0; i < n; i++)
+		argv[4 + i] = p->argv[i];
+	r = &a->ranks[a->n_ranks];
+	memset(r, 0, sizeof(*r));
+	r->rank = p->id;
+	r->spawn = p->spawn;
+	r->srank = p->srank;
+	r->local_rank = a->n_ranks;
+	r->out.fd = r->err.fd = -1;
+	r->touch_wd = -1;
+	/* Not watched for hangs: herd's hang evidence is about the job's
+	 * ranks. */
+	r->hung_reported = true;
+	r->last_output_ms = loop_wall_ms();
+	rc = -1;
+	if (envv_from_environ(&env) < 0 ||
+	    (a->self_path[0] && envv_set(&env, "HERD_AGENT", a->self_path) < 0) ||
+	    (!getenv("PYTHONFAULTHANDLER") &&
+	     envv_set(&env, "PYTHONFAULTHANDLER", "1") < 0) ||
+	    envv_add_json(&env, a->launch ? json_object_get(a->launch, "env")
+					  : NULL) < 0) {
+		herd_errprintf(err, "out of memory");
+		goto out;
+	}
+	for (char *const *e = p->env; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		char key[256];
+
+		if (!eq || eq == *e || (size_t)(eq - *e) >= sizeof(key))
+			continue;
+		memcpy(key, *e, (size_t)(eq - *e));
+		key[eq - *e] = '\0';
+		if (envv_set(&env, key, eq + 1) < 0) {
+			herd_errprintf(err, "out of memory");
+			goto out;
+		}
+	}
+	/* After the app's environment: the PMIx server's variables are the
+	 * ones the process must see. */
+	if (pmix_setup_proc(a, p->nspace, (uint32_t)p->srank, &env, err) < 0)
+		goto out;
+	a->n_ranks++;
+	rc = spawn_one(a, r, argv, workdir, p->cpus ? &set : NULL, -1, &env,
+		       err);
+	if (rc < 0) {
+		/* Never ran: its EXIT says so, herd fails the spawn. */
+		r->exit_sent = true;
+	}
+out:
+	envv_free(&env);
+	free(argv);
+	return rc;
 }

@@ -1455,6 +1455,63 @@ static void act_abort(struct ctl *c, struct ctl_ev *ev)
 
 /* --- running ------------------------------------------------------------- */
 
+/* A process PMIx_Spawn started ended (ctl_spawn.c placed it): its
+ * status counts as a rank's, a failure fails the attempt as a rank's
+ * would; it is never taken for a singleton (a spawned program need not
+ * use PMIx). */
+static void spawned_exit(struct ctl *c, struct node *n, int slot,
+			 json_t *body)
+{
+	struct rank_slot *r = &c->ranks[slot];
+	json_t *code = json_object_get(body, "code");
+	json_t *sig = json_object_get(body, "signal");
+	const char *error = json_string_value(json_object_get(body, "error"));
+	int status;
+
+	if (r->done)
+		return;
+	r->done = true;
+	c->ranks_done++;
+	ctl_print(c, slot, 1, "", 0, true);
+	ctl_print(c, slot, 2, "", 0, true);
+	ctl_close_rank_log(c, slot);
+	status = json_is_integer(sig) ? 128 + (int)json_integer_value(sig)
+				       : (int)json_integer_value(code);
+	events_emit(c->ev, "spawn_exit",
+		    json_pack("{s:i, s:i, s:i, s:s, s:i, s:O, s:O, s:s?}",
+			      "attempt", c->attempt, "spawn", r->spawn, "rank",
+			      r->srank, "host", n->host, "status", status,
+			      "code", code ? code : json_null(), "signal",
+			      sig ? sig : json_null(), "reason", error));
+	if (status != 0) {
+		struct ctl_ev fail = {.type = CTL_EV_RANK_FAILED, .node = n,
+				      .status = status, .flag = error != NULL};
+
+		if (error)
+			snprintf(fail.why, sizeof(fail.why),
+				 "spawned process s%d:%d on %s: %s", r->spawn,
+				 r->srank, n->host, error);
+		else if (json_is_integer(sig))
+			snprintf(fail.why, sizeof(fail.why),
+				 "spawned process s%d:%d on %s was killed by "
+				 "signal %d (%s)",
+				 r->spawn, r->srank, n->host,
+				 (int)json_integer_value(sig),
+				 strsignal((int)json_integer_value(sig)));
+		else
+			snprintf(fail.why, sizeof(fail.why),
+				 "spawned process s%d:%d on %s exited with "
+				 "status %d",
+				 r->spawn, r->srank, n->host, status);
+		post(c, &fail);
+		return;
+	}
+	if (c->ranks_done == c->n_slots)
+		ctl_post(c, CTL_EV_RANKS_DONE, NULL, 0, NULL);
+	else
+		ctl_post(c, CTL_EV_RANK_EXITED, n, 0, NULL);
+}
+
 static void on_rank_exit(struct ctl *c, struct node *n, struct proto_frame *f)
 {
 	json_t *body = f->body;
@@ -1472,10 +1529,14 @@ static void on_rank_exit(struct ctl *c, struct node *n, struct proto_frame *f)
 
 	if (json_is_integer(att) && json_integer_value(att) != c->attempt)
 		return;	/* a rank of an attempt already over */
-	if (!c->ranks || rank < 0 || rank >= c->world_size ||
+	if (!c->ranks || rank < 0 || rank >= c->n_slots ||
 	    &c->nodes[c->ranks[rank].node] != n)
 		return;
 	r = &c->ranks[rank];
+	if (r->spawn) {
+		spawned_exit(c, n, rank, body);
+		return;
+	}
 	if (r->done)
 		return;
 	r->done = true;
@@ -1529,7 +1590,7 @@ static void on_rank_exit(struct ctl *c, struct node *n, struct proto_frame *f)
 		json_decref(fail.body);
 		return;
 	}
-	if (c->ranks_done == c->world_size)
+	if (c->ranks_done == c->n_slots)
 		ctl_post(c, CTL_EV_RANKS_DONE, NULL, 0, NULL);
 	else
 		ctl_post(c, CTL_EV_RANK_EXITED, n, 0, NULL);
@@ -1654,7 +1715,7 @@ static void on_output(struct ctl *c, struct node *n, struct proto_frame *f)
 	json_t *att = json_object_get(f->body, "attempt");
 
 	(void)n;
-	if (!c->ranks || rank < 0 || rank >= c->world_size ||
+	if (!c->ranks || rank < 0 || rank >= c->n_slots ||
 	    (fd != 1 && fd != 2) ||
 	    (json_is_integer(att) && json_integer_value(att) != c->attempt))
 		return;
@@ -1697,6 +1758,9 @@ static const frame_fn frame_handlers[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_STACKS] = on_stacks,
 	[PROTO_CHECK] = ctl_check_frame,
 	[PROTO_NETPROBE] = ctl_netprobe_frame,
+	[PROTO_SPAWN] = ctl_spawn_frame,
+	[PROTO_SPAWN_UP] = ctl_spawn_up,
+	[PROTO_CONNECT] = ctl_connect_frame,
 	[PROTO_DMODEX] = ctl_pmix_dmodex,
 	[PROTO_DMODEX_DATA] = ctl_pmix_dmodex_data,
 	[PROTO_PUBLISH] = ctl_pubsub_publish,
@@ -2320,7 +2384,7 @@ int ctl_end(struct ctl *c)
 	ctl_term_close(c);
 	ctl_nodes_flush(c);
 	summary(c);
-	for (int r = 0; r < c->world_size; r++)
+	for (int r = 0; r < c->n_slots; r++)
 		ctl_close_rank_log(c, r);
 	end = json_pack("{s:i, s:i, s:I}", "status", status, "attempts",
 			c->attempt, "log_bytes_lost",

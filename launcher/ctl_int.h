@@ -166,6 +166,9 @@ struct node {
 
 struct rank_slot {
 	int node;		/* index into ctl.nodes */
+	int spawn;		/* 0: a rank of the job; N: a process of
+				 * PMIx_Spawn N (ctl_spawn.c) */
+	int srank;		/* spawned: its rank in spawn N */
 	bool done;
 	struct logfile *log;	/* RUN-ID/attempt-N/rank-R.log */
 	/* A partial line waiting for its end (prefixing needs lines); at
@@ -217,6 +220,10 @@ struct ctl {
 	int attempt;		/* 0 before the first launch */
 	struct attempt_note *notes;	/* [attempt-1] */
 	int world_size;
+	/* ranks[0..world_size) the job's ranks, then the processes
+	 * PMIx_Spawn started in this attempt (ctl_spawn.c), n_slots in
+	 * all; every one must end for the attempt to be done. */
+	int n_slots;
 	struct rank_slot *ranks;
 	int ranks_done;
 	char *master_addr;
@@ -226,6 +233,7 @@ struct ctl {
 
 	struct fence *fences;	/* pmix: fences in flight */
 	int n_fences;
+	struct ctl_dyn *dyn;	/* ctl_spawn.c: spawns, connects */
 	struct ctl_pubsub *pubsub;	/* ctl_pubsub.c: published data */
 	/* CTL_NOTIFY (issue 16): the failure that ends the attempt once
 	 * health.notify_grace is over. */
@@ -404,6 +412,17 @@ void ctl_pmix_log(struct ctl *c, struct node *n, struct proto_frame *f);
 /* Drops every PMIx operation in flight (the attempt is over). */
 void ctl_pmix_clear(struct ctl *c);
 
+/* ctl_spawn.c (issue 16): PMIx_Spawn, PMIx_Connect/Disconnect. */
+void ctl_spawn_frame(struct ctl *c, struct node *n, struct proto_frame *f);
+void ctl_spawn_up(struct ctl *c, struct node *n, struct proto_frame *f);
+void ctl_connect_frame(struct ctl *c, struct node *n, struct proto_frame *f);
+/* Drops spawns and connects in flight (the attempt is over). */
+void ctl_spawn_clear(struct ctl *c);
+/* The node index hosting rank of namespace ns (0: the job's, N: spawn
+ * N), or -1: for direct modex and fences over spawned processes. */
+int ctl_spawn_node_of(struct ctl *c, int ns, int rank);
+/* "[s1:0] " for spawned process slot (a rank of spawn 1), into buf. */
+void ctl_spawn_tag(struct ctl *c, int slot, char *buf, size_t size);
 /* ctl_pubsub.c (issue 16): PMIx publish / lookup / unpublish, held for
  * the job.  The frames answer with PUBSUB_DONE (now, or when a waited-for
  * key comes). */

@@ -131,11 +131,13 @@ void ctl_print(struct ctl *c, int rank, int fd, const char *data, size_t len,
 	size_t start = 0;
 	bool cut_nl;
 
-	if (c->opt->verbose)
+	if (c->opt->untagged)
+		prefix[0] = '\0';
+	else if (r->spawn)
+		ctl_spawn_tag(c, rank, prefix, sizeof(prefix));
+	else if (c->opt->verbose)
 		snprintf(prefix, sizeof(prefix), "[%s:%d] ",
 			 c->nodes[r->node].host, rank);
-	else if (c->opt->untagged)
-		prefix[0] = '\0';
 	else
 		snprintf(prefix, sizeof(prefix), "[%d] ", rank);
 	/* A line cut at CTL_PARTIAL_MAX ends with a newline so that the next
@@ -622,6 +624,7 @@ int ctl_plan(struct ctl *c, struct herd_err *err)
 	}
 	ctl_free_ranks(c);
 	c->world_size = rank;
+	c->n_slots = rank;
 	c->ranks = calloc((size_t)(rank ? rank : 1), sizeof(*c->ranks));
 	if (!c->ranks)
 		return herd_errprintf(err, "out of memory");
@@ -633,7 +636,7 @@ int ctl_plan(struct ctl *c, struct herd_err *err)
 
 void ctl_free_ranks(struct ctl *c)
 {
-	for (int r = 0; r < c->world_size && c->ranks; r++) {
+	for (int r = 0; r < c->n_slots && c->ranks; r++) {
 		ctl_close_rank_log(c, r);
 		for (int k = 0; k < 3; k++)
 			free(c->ranks[r].partial[k]);
@@ -641,6 +644,7 @@ void ctl_free_ranks(struct ctl *c)
 	free(c->ranks);
 	c->ranks = NULL;
 	c->world_size = 0;
+	c->n_slots = 0;
 	c->ranks_done = 0;
 }
 /* --- dry run ------------------------------------------------------------ */

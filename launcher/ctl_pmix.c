@@ -42,6 +42,7 @@ static void fence_free(struct ctl *c, int k)
 
 void ctl_pmix_clear(struct ctl *c)
 {
+	ctl_spawn_clear(c);
 	while (c->n_fences > 0)
 		fence_free(c, 0);
 	free(c->fences);
@@ -259,13 +260,15 @@ void ctl_pmix_fence(struct ctl *c, struct node *n, struct proto_frame *f)
 /* Direct modex: herd relays, keeping nothing; the asking agent's timer
  * bounds the wait.  DMODEX from the asking node goes to the node hosting
  * the rank, with `from`; its DMODEX_DATA comes back to `from`. */
-static void dmodex_answer(struct ctl *c, struct node *to, int seq, int rank,
-			  int status, const void *data, size_t len)
+static void dmodex_answer(struct ctl *c, struct node *to, int seq, int ns,
+			  int rank, int status, const void *data, size_t len)
 {
 	json_t *body = json_pack("{s:i, s:i, s:i, s:i}", "attempt",
 				 c->attempt, "seq", seq, "rank", rank,
 				 "status", status);
 
+	if (ns)	/* a spawned namespace's process (ctl_spawn.c) */
+		json_object_set_new(body, "ns", json_integer(ns));
 	conn_send(to->conn, PROTO_DMODEX_DATA, body, data, len, NULL);
 	json_decref(body);
 }
@@ -275,23 +278,29 @@ void ctl_pmix_dmodex(struct ctl *c, struct node *n, struct proto_frame *f)
 	json_t *b = f->body;
 	int seq = (int)json_integer_value(json_object_get(b, "seq"));
 	int rank = (int)json_integer_value(json_object_get(b, "rank"));
+	int ns = (int)json_integer_value(json_object_get(b, "ns"));
+	int k;
 	struct node *t;
 	json_t *body;
 
-	if (c->state != CTL_RUN || !fence_member(n) ||
+	if (c->state != CTL_RUN || !n->member || n->state != NODE_UP ||
 	    json_integer_value(json_object_get(b, "attempt")) != c->attempt)
 		return;
-	if (rank >= c->world_size || !c->ranks) {
-		dmodex_answer(c, n, seq, rank, PROTO_DMODEX_NOT_FOUND, NULL, 0);
+	if ((k = ctl_spawn_node_of(c, ns, rank)) < 0) {
+		dmodex_answer(c, n, seq, ns, rank, PROTO_DMODEX_NOT_FOUND, NULL,
+			      0);
 		return;
 	}
-	t = &c->nodes[c->ranks[rank].node];
-	if (!fence_member(t)) {
-		dmodex_answer(c, n, seq, rank, PROTO_DMODEX_UNREACH, NULL, 0);
+	t = &c->nodes[k];
+	if (!t->member || t->state != NODE_UP) {
+		dmodex_answer(c, n, seq, ns, rank, PROTO_DMODEX_UNREACH, NULL,
+			      0);
 		return;
 	}
 	body = json_pack("{s:i, s:i, s:i, s:i}", "attempt", c->attempt, "seq",
 			 seq, "rank", rank, "from", (int)(n - c->nodes));
+	if (ns)
+		json_object_set_new(body, "ns", json_integer(ns));
 	conn_send(t->conn, PROTO_DMODEX, body, NULL, 0, NULL);
 	json_decref(body);
 }
@@ -304,16 +313,17 @@ void ctl_pmix_dmodex_data(struct ctl *c, struct node *n,
 	int rank = (int)json_integer_value(json_object_get(b, "rank"));
 	int from = (int)json_integer_value(json_object_get(b, "from"));
 	int status = (int)json_integer_value(json_object_get(b, "status"));
+	int ns = (int)json_integer_value(json_object_get(b, "ns"));
+	int k = ctl_spawn_node_of(c, ns, rank);
 
 	/* Only the node hosting the rank answers for it, only to a node of
 	 * the attempt. */
 	if (c->state != CTL_RUN ||
 	    json_integer_value(json_object_get(b, "attempt")) != c->attempt ||
-	    rank >= c->world_size || !c->ranks ||
-	    &c->nodes[c->ranks[rank].node] != n || from >= c->n_nodes ||
-	    !fence_member(&c->nodes[from]))
+	    k < 0 || &c->nodes[k] != n || from >= c->n_nodes ||
+	    !c->nodes[from].member || c->nodes[from].state != NODE_UP)
 		return;
-	dmodex_answer(c, &c->nodes[from], seq, rank, status, f->data,
+	dmodex_answer(c, &c->nodes[from], seq, ns, rank, status, f->data,
 		      status == 0 ? f->data_len : 0);
 }
 

@@ -89,7 +89,7 @@ static const char *proto_json_kind(const json_t *json)
 /* Most keys of one body: a GPU of METRICS has 11. */
 #define PROTO_BODY_KEYS 12
 /* Most integer ranges of one body. */
-#define PROTO_BODY_RANGES 6
+#define PROTO_BODY_RANGES 8
 /* No upper bound beyond the JSON integer's (json_int_t). */
 #define PROTO_INT_ANY ((json_int_t)(~0ULL >> 1))
 
@@ -770,6 +770,135 @@ static int proto_netprobe_herd_more(const json_t *body, struct herd_err *err)
 	return 0;
 }
 
+/* --- SPAWN, SPAWN_LAUNCH, CONNECT (issue 16) ------------------------------ */
+
+/* An array of at most max strings (required unless optional). */
+static int proto_check_strings(const json_t *body, const char *key,
+			       size_t max, bool optional,
+			       struct herd_err *err)
+{
+	const json_t *arr = json_object_get(body, key), *v;
+	size_t i;
+
+	if (!arr && optional)
+		return 0;
+	if (!json_is_array(arr))
+		return herd_errprintf(err,
+				      "key \"%s\": expected an array, "
+				      "got %s",
+				      key, proto_json_kind(arr));
+	if (json_array_size(arr) > max)
+		return herd_errprintf(err,
+				      "key \"%s\": %zu entries, at most "
+				      "%zu",
+				      key, json_array_size(arr), max);
+	json_array_foreach(arr, i, v)
+	{
+		if (!json_is_string(v))
+			return herd_errprintf(err,
+					      "key \"%s[%zu]\": expected "
+					      "a string, got %s",
+					      key, i, proto_json_kind(v));
+	}
+	return 0;
+}
+
+static int proto_app_more(const json_t *body, struct herd_err *err)
+{
+	if (!*json_string_value(json_object_get(body, "cmd")))
+		return herd_errprintf(err, "key \"cmd\": empty");
+	if (proto_check_strings(body, "argv", PROTO_SPAWN_ARGS_MAX, false,
+				err) < 0 ||
+	    proto_check_strings(body, "env", PROTO_SPAWN_ARGS_MAX, false,
+				err) < 0 ||
+	    proto_check_strings(body, "hosts", PROTO_SPAWN_ARGS_MAX, true,
+				err) < 0)
+		return -1;
+	return 0;
+}
+
+static const struct proto_body proto_app_body = {
+    .format = "{s:s, s:o, s:o, s?s, s:I, s?o}",
+    .keys = {"cmd", "argv", "env", "cwd", "np", "hosts"},
+    .ranges = {{"np", 1, PROTO_SPAWN_PROCS_MAX}},
+    .more = proto_app_more,
+};
+
+static int proto_spawn_apps(const json_t *body, struct herd_err *err)
+{
+	if (json_array_size(json_object_get(body, "apps")) == 0)
+		return herd_errprintf(err, "key \"apps\": no app");
+	return proto_check_array(body, "apps", &proto_app_body,
+				 PROTO_SPAWN_APPS_MAX, err);
+}
+
+static int proto_launch_app_more(const json_t *body, struct herd_err *err)
+{
+	if (json_object_get(body, "hosts"))
+		return herd_errprintf(err, "key \"hosts\": not in a "
+				      "SPAWN_LAUNCH");
+	return proto_app_more(body, err);
+}
+
+static const struct proto_body proto_launch_app_body = {
+    .format = "{s:s, s:o, s:o, s?s, s:I}",
+    .keys = {"cmd", "argv", "env", "cwd", "np"},
+    .ranges = {{"np", 1, PROTO_SPAWN_PROCS_MAX}},
+    .more = proto_launch_app_more,
+};
+
+static const struct proto_body proto_spawn_local_body = {
+    .format = "{s:I, s:I, s:I, s?s}",
+    .keys = {"rank", "id", "app", "cpus"},
+    .ranges = {{"rank", 0, PROTO_SPAWN_PROCS_MAX - 1},
+	       {"id", 0, INT_MAX},
+	       {"app", 0, PROTO_SPAWN_APPS_MAX - 1}},
+};
+
+static int proto_spawn_launch_more(const json_t *body, struct herd_err *err)
+{
+	if (json_array_size(json_object_get(body, "apps")) == 0)
+		return herd_errprintf(err, "key \"apps\": no app");
+	if (proto_check_array(body, "apps", &proto_launch_app_body,
+			      PROTO_SPAWN_APPS_MAX, err) < 0)
+		return -1;
+	return proto_check_array(body, "local", &proto_spawn_local_body,
+				 PROTO_SPAWN_PROCS_MAX, err);
+}
+
+static const struct proto_body proto_connect_proc_body = {
+    .format = "{s:I, s:I}",
+    .keys = {"ns", "rank"},
+    .ranges = {{"ns", 0, INT_MAX}, {"rank", -1, INT_MAX}},
+};
+
+static int proto_connect_more(const json_t *body, struct herd_err *err)
+{
+	const char *op = json_string_value(json_object_get(body, "op"));
+
+	if (strcmp(op, "connect") && strcmp(op, "disconnect") &&
+	    strcmp(op, "fence"))
+		return herd_errprintf(err, "key \"op\": \"%s\" is not "
+				      "connect, disconnect or fence", op);
+	if (json_array_size(json_object_get(body, "procs")) == 0)
+		return herd_errprintf(err, "key \"procs\": no process");
+	return proto_check_array(body, "procs", &proto_connect_proc_body,
+				 PROTO_CONNECT_PROCS_MAX, err);
+}
+
+/* CONNECT: data only with op "fence" (its contribution). */
+static int proto_connect_data(const json_t *body, size_t data_len,
+			      struct herd_err *err)
+{
+	const char *op = json_string_value(json_object_get(body, "op"));
+
+	if (data_len && op && strcmp(op, "fence"))
+		return herd_errprintf(err, "%zu bytes of data with op \"%s\" "
+				      "(only a fence carries data)",
+				      data_len, op);
+	return 0;
+}
+
 /* The table.  proto.h's comment table says the same in words: change
  * both together (tests/unit/test_proto.c holds a valid body of every
  * row). */
@@ -1052,20 +1181,22 @@ static const struct proto_rule proto_rules[] = {
 	    .name = "DMODEX",
 	    .to_herd =
 		{
-		    .format = "{s:I, s:I, s:I}",
-		    .keys = {"attempt", "seq", "rank"},
+		    .format = "{s:I, s:I, s:I, s?I}",
+		    .keys = {"attempt", "seq", "rank", "ns"},
 		    .ranges = {{"attempt", 0, INT_MAX},
 			       {"seq", 1, INT_MAX},
-			       {"rank", 0, INT_MAX}},
+			       {"rank", 0, INT_MAX},
+			       {"ns", 0, INT_MAX}},
 		},
 	    .to_agent =
 		{
-		    .format = "{s:I, s:I, s:I, s:I}",
-		    .keys = {"attempt", "seq", "rank", "from"},
+		    .format = "{s:I, s:I, s:I, s:I, s?I}",
+		    .keys = {"attempt", "seq", "rank", "from", "ns"},
 		    .ranges = {{"attempt", 1, INT_MAX},
 			       {"seq", 1, INT_MAX},
 			       {"rank", 0, INT_MAX},
-			       {"from", 0, INT_MAX}},
+			       {"from", 0, INT_MAX},
+			       {"ns", 0, INT_MAX}},
 		},
 	},
     [PROTO_DMODEX_DATA] =
@@ -1073,22 +1204,24 @@ static const struct proto_rule proto_rules[] = {
 	    .name = "DMODEX_DATA",
 	    .to_herd =
 		{
-		    .format = "{s:I, s:I, s:I, s:I, s:I}",
-		    .keys = {"attempt", "seq", "rank", "from", "status"},
+		    .format = "{s:I, s:I, s:I, s:I, s:I, s?I}",
+		    .keys = {"attempt", "seq", "rank", "from", "status", "ns"},
 		    .ranges = {{"attempt", 0, INT_MAX},
 			       {"seq", 1, INT_MAX},
 			       {"rank", 0, INT_MAX},
 			       {"from", 0, INT_MAX},
-			       {"status", INT_MIN, 0}},
+			       {"status", INT_MIN, 0},
+			       {"ns", 0, INT_MAX}},
 		},
 	    .to_agent =
 		{
-		    .format = "{s:I, s:I, s:I, s:I}",
-		    .keys = {"attempt", "seq", "rank", "status"},
+		    .format = "{s:I, s:I, s:I, s:I, s?I}",
+		    .keys = {"attempt", "seq", "rank", "status", "ns"},
 		    .ranges = {{"attempt", 1, INT_MAX},
 			       {"seq", 1, INT_MAX},
 			       {"rank", 0, INT_MAX},
-			       {"status", INT_MIN, PROTO_DMODEX_UNREACH}},
+			       {"status", INT_MIN, PROTO_DMODEX_UNREACH},
+			       {"ns", 0, INT_MAX}},
 		},
 	    .data_max = PROTO_FRAME_MAX,
 	},
@@ -1213,6 +1346,89 @@ static const struct proto_rule proto_rules[] = {
 			       {"rx_us", 0, PROTO_INT_ANY}},
 		    .more = proto_netprobe_herd_more,
 		},
+	},
+    [PROTO_SPAWN] =
+	{
+	    .name = "SPAWN",
+	    .to_herd =
+		{
+		    .format = "{s:I, s:I, s:I, s:I, s:o}",
+		    .keys = {"attempt", "seq", "ns", "rank", "apps"},
+		    .ranges = {{"attempt", 0, INT_MAX},
+			       {"seq", 1, INT_MAX},
+			       {"ns", 0, INT_MAX},
+			       {"rank", 0, INT_MAX}},
+		    .more = proto_spawn_apps,
+		},
+	},
+    [PROTO_SPAWN_LAUNCH] =
+	{
+	    .name = "SPAWN_LAUNCH",
+	    .to_agent =
+		{
+		    .format = "{s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:I, s:I, "
+			      "s:s, s:o, s:o}",
+		    .keys = {"attempt", "spawn", "parent_ns", "parent_rank",
+			     "size", "nodes", "ppn", "num_nodes", "node_id",
+			     "hostname", "apps", "local"},
+		    .ranges = {{"attempt", 1, INT_MAX},
+			       {"spawn", 1, INT_MAX},
+			       {"parent_ns", 0, INT_MAX},
+			       {"parent_rank", 0, INT_MAX},
+			       {"size", 1, PROTO_SPAWN_PROCS_MAX},
+			       {"num_nodes", 1, INT_MAX},
+			       {"node_id", 0, INT_MAX}},
+		    .more = proto_spawn_launch_more,
+		},
+	},
+    [PROTO_SPAWN_UP] =
+	{
+	    .name = "SPAWN_UP",
+	    .to_herd =
+		{
+		    .format = "{s:I, s:I, s?s}",
+		    .keys = {"attempt", "spawn", "error"},
+		    .ranges = {{"attempt", 0, INT_MAX}, {"spawn", 1, INT_MAX}},
+		},
+	},
+    [PROTO_SPAWN_DONE] =
+	{
+	    .name = "SPAWN_DONE",
+	    .to_agent =
+		{
+		    .format = "{s:I, s:I, s:I, s?I, s?s}",
+		    .keys = {"attempt", "seq", "status", "spawn", "error"},
+		    .ranges = {{"attempt", 1, INT_MAX},
+			       {"seq", 1, INT_MAX},
+			       {"status", INT_MIN, INT_MAX},
+			       {"spawn", 1, INT_MAX}},
+		},
+	},
+    [PROTO_CONNECT] =
+	{
+	    .name = "CONNECT",
+	    .to_herd =
+		{
+		    .format = "{s:I, s:I, s:s, s:o}",
+		    .keys = {"attempt", "seq", "op", "procs"},
+		    .ranges = {{"attempt", 0, INT_MAX}, {"seq", 1, INT_MAX}},
+		    .more = proto_connect_more,
+		},
+	    .data_max = PROTO_FRAME_MAX,
+	    .data_more = proto_connect_data,
+	},
+    [PROTO_CONNECT_DONE] =
+	{
+	    .name = "CONNECT_DONE",
+	    .to_agent =
+		{
+		    .format = "{s:I, s:I, s:I}",
+		    .keys = {"attempt", "seq", "status"},
+		    .ranges = {{"attempt", 1, INT_MAX},
+			       {"seq", 1, INT_MAX},
+			       {"status", INT_MIN, INT_MAX}},
+		},
+	    .data_max = PROTO_FRAME_MAX,
 	},
     [PROTO_PUBLISH] =
 	{

@@ -232,6 +232,49 @@
  *              them.  {attempt: I 1.., kind: "exit" | "signal" | "node",
  *               status: I 0..255, host: string,
  *               ranks: [I 0..] (1..PROTO_LAUNCH_RANKS_MAX)}
+ *              Each of the four may carry ns?: I 0.. (issue 16: the
+ *              rank is of spawn ns's namespace; absent or 0: the job's),
+ *              relayed as it came.
+ *  SPAWN       agent -> herd, no data: a process called PMIx_Spawn.
+ *              {attempt: I 0.., seq: I 1.., ns: I 0.. (the asker's
+ *               namespace: 0 the job's, N spawn N), rank: I 0..,
+ *               apps: [{cmd: string, argv: [string], env: [string]
+ *                       ("NAME=VALUE"), cwd?: string,
+ *                       np: I 1..PROTO_SPAWN_PROCS_MAX,
+ *                       hosts?: [string] (PMIX_HOST, PMIX_ADD_HOST)}]
+ *                      (argv: the arguments after argv[0]; cmd is looked
+ *                      up in PATH)
+ *                      (1..PROTO_SPAWN_APPS_MAX; argv and env at most
+ *                      PROTO_SPAWN_ARGS_MAX each)}
+ *  SPAWN_LAUNCH herd -> agent, no data: spawn N's namespace, to every
+ *              member node (register it; start the local processes):
+ *              {attempt: I 1.., spawn: I 1.., parent_ns: I 0..,
+ *               parent_rank: I 0.., size: I 1..PROTO_SPAWN_PROCS_MAX,
+ *               nodes: string, ppn: string (its node and process maps,
+ *               nodes with processes only), num_nodes: I 1..,
+ *               node_id: I 0.., hostname: string,
+ *               apps: [as SPAWN's, without hosts],
+ *               local: [{rank: I 0.. (in the namespace), id: I 0..
+ *                        (its number on the wire: OUTPUT, EXIT),
+ *                        app: I 0.., cpus?: string}]}
+ *  SPAWN_UP    agent -> herd, no data: {attempt: I 0.., spawn: I 1..,
+ *               error?: string (the namespace or a process could not
+ *               be set up)}
+ *  SPAWN_DONE  herd -> agent, no data: the answer to SPAWN.
+ *              {attempt: I 1.., seq: I 1.., status: I (0 or a PMIx
+ *               status), spawn?: I 1.. (status 0), error?: string}
+ *  CONNECT     agent -> herd: PMIx_Connect (op "connect") or
+ *              PMIx_Disconnect ("disconnect") by the node's processes, or
+ *              a PMIx fence over processes of a spawned namespace
+ *              ("fence"; data: the node's contribution,
+ *              0..PROTO_FRAME_MAX bytes; no data with the other ops).
+ *              {attempt: I 0.., seq: I 1.., op: string,
+ *               procs: [{ns: I 0.., rank: I -1.. (-1: all)}]
+ *                      (1..PROTO_CONNECT_PROCS_MAX)}
+ *  CONNECT_DONE herd -> agent: every node hosting the procs sent the
+ *              same CONNECT (op and procs, in any order); data: a fence's
+ *              contributions in node order.  {attempt: I 1.., seq: I 1..,
+ *               status: I (0 or a PMIx status)}
  *
  * Integers named "I 0.." without an upper bound fit in an int when they
  * count ranks, attempts or fences (rank, attempt, seq, ...); durations,
@@ -288,7 +331,13 @@ enum proto_type {
 	PROTO_EVENT,	/* issue 16: PMIx events between ranks */
 	PROTO_PROC_FAILED, /* issue 16: herd's failures as PMIx events */
 	PROTO_PMIX_LOG,	/* issue 16: PMIx_Log to herd's event log */
-	PROTO_TYPE_MAX_ = PROTO_PMIX_LOG,
+	PROTO_SPAWN,	    /* issue 16: PMIx_Spawn asked by a rank */
+	PROTO_SPAWN_LAUNCH, /* issue 16: start a spawn's processes */
+	PROTO_SPAWN_UP,	    /* issue 16: a node's part of a spawn started */
+	PROTO_SPAWN_DONE,   /* issue 16: the spawn's answer to its asker */
+	PROTO_CONNECT,	    /* issue 16: PMIx_Connect/Disconnect */
+	PROTO_CONNECT_DONE, /* issue 16: every node hosting them is in */
+	PROTO_TYPE_MAX_ = PROTO_CONNECT_DONE,
 };
 
 /* DMODEX_DATA's status from herd itself (the rank's node could not be
@@ -338,6 +387,13 @@ enum proto_dir {
 #define PROTO_PUBSUB_VALUE_MAX	 (64 * 1024)
 #define PROTO_PUBSUB_DATA_MAX	 (1024u * 1024)
 #define PROTO_EVENT_DATA_MAX	 (64u * 1024)
+/* issue 16, PMIx_Spawn: apps of one spawn, processes of one spawn (and
+ * of all spawns of an attempt together: ctl_spawn.c), argv or env
+ * entries of one app; processes named in one PMIx_Connect. */
+#define PROTO_SPAWN_APPS_MAX	16
+#define PROTO_SPAWN_PROCS_MAX	256
+#define PROTO_SPAWN_ARGS_MAX	4096
+#define PROTO_CONNECT_PROCS_MAX 65536
 
 /* 64 patterns of at most 1,024 bytes in a LAUNCH: spec.h's
  * SPEC_PATTERNS_MAX and SPEC_PATTERN_MAX. */

@@ -685,6 +685,16 @@ static const struct valid_frame valid_frames[] = {
      0},
     {"dmodex-data-herd", PROTO_DMODEX_DATA, PROTO_TO_AGENT,
      "{\"attempt\":1,\"seq\":7,\"rank\":5,\"status\":2}", 0},
+    {"dmodex-agent-ns", PROTO_DMODEX, PROTO_TO_HERD,
+     "{\"attempt\":1,\"seq\":8,\"rank\":1,\"ns\":2}", 0},
+    {"dmodex-herd-ns", PROTO_DMODEX, PROTO_TO_AGENT,
+     "{\"attempt\":1,\"seq\":8,\"rank\":1,\"from\":0,\"ns\":2}", 0},
+    {"dmodex-data-agent-ns", PROTO_DMODEX_DATA, PROTO_TO_HERD,
+     "{\"attempt\":1,\"seq\":8,\"rank\":1,\"from\":0,\"status\":0,"
+     "\"ns\":2}",
+     60},
+    {"dmodex-data-herd-ns", PROTO_DMODEX_DATA, PROTO_TO_AGENT,
+     "{\"attempt\":1,\"seq\":8,\"rank\":1,\"status\":0,\"ns\":2}", 60},
     {"abort", PROTO_ABORT, PROTO_TO_HERD,
      "{\"attempt\":1,\"rank\":2,\"status\":3,\"message\":\"bad input\"}", 0},
     {"metrics", PROTO_METRICS, PROTO_TO_HERD,
@@ -779,6 +789,38 @@ static const struct valid_frame valid_frames[] = {
     {"netprobe-error", PROTO_NETPROBE, PROTO_TO_HERD,
      "{\"round\":1,\"op\":\"result\",\"error\":\"connect: refused\"}",
      0},
+    {"spawn", PROTO_SPAWN, PROTO_TO_HERD,
+     "{\"attempt\":1,\"seq\":1,\"ns\":0,\"rank\":0,\"apps\":[{"
+     "\"cmd\":\"./child\",\"argv\":[\"./child\",\"-x\"],"
+     "\"env\":[\"A=1\"],\"np\":2,\"hosts\":[\"n1\"]}]}",
+     0},
+    {"spawn-launch", PROTO_SPAWN_LAUNCH, PROTO_TO_AGENT,
+     "{\"attempt\":1,\"spawn\":1,\"parent_ns\":0,\"parent_rank\":0,"
+     "\"size\":2,\"nodes\":\"n1,n2\",\"ppn\":\"0;1\",\"num_nodes\":2,"
+     "\"node_id\":0,\"hostname\":\"n1\",\"apps\":[{\"cmd\":\"./c\","
+     "\"argv\":[],\"env\":[],\"cwd\":\"/tmp\",\"np\":2}],"
+     "\"local\":[{\"rank\":0,\"id\":8,\"app\":0,\"cpus\":\"0-1\"}]}",
+     0},
+    {"spawn-up", PROTO_SPAWN_UP, PROTO_TO_HERD,
+     "{\"attempt\":1,\"spawn\":1}", 0},
+    {"spawn-up-error", PROTO_SPAWN_UP, PROTO_TO_HERD,
+     "{\"attempt\":1,\"spawn\":1,\"error\":\"no memory\"}", 0},
+    {"spawn-done", PROTO_SPAWN_DONE, PROTO_TO_AGENT,
+     "{\"attempt\":1,\"seq\":1,\"status\":0,\"spawn\":1}", 0},
+    {"spawn-done-error", PROTO_SPAWN_DONE, PROTO_TO_AGENT,
+     "{\"attempt\":1,\"seq\":1,\"status\":-27,\"error\":\"no\"}", 0},
+    {"connect", PROTO_CONNECT, PROTO_TO_HERD,
+     "{\"attempt\":1,\"seq\":1,\"op\":\"connect\",\"procs\":["
+     "{\"ns\":0,\"rank\":-1},{\"ns\":1,\"rank\":0}]}",
+     0},
+    {"connect-done", PROTO_CONNECT_DONE, PROTO_TO_AGENT,
+     "{\"attempt\":1,\"seq\":1,\"status\":0}", 0},
+    {"connect-fence", PROTO_CONNECT, PROTO_TO_HERD,
+     "{\"attempt\":1,\"seq\":2,\"op\":\"fence\",\"procs\":["
+     "{\"ns\":1,\"rank\":-1}]}",
+     40},
+    {"connect-done-data", PROTO_CONNECT_DONE, PROTO_TO_AGENT,
+     "{\"attempt\":1,\"seq\":2,\"status\":0}", 80},
     {"publish", PROTO_PUBLISH, PROTO_TO_HERD,
      "{\"attempt\":1,\"id\":1,\"rank\":3,\"nspace\":\"herd.j.1\","
      "\"range\":\"session\",\"persist\":\"first_read\",\"keys\":["

@@ -1,7 +1,8 @@
 /* pconn.c — issue 16: ranks 0-3 of 8 call PMIx_Connect (or, with the
  * argument "disconnect", PMIx_Disconnect) on procs 0..3 of their
- * namespace; every rank then finalizes.  herd's agents must answer (with
- * NOT-SUPPORTED until connect is served), never hang. */
+ * namespace; every rank then finalizes.  herd's agents must answer
+ * (SUCCESS: herd gathers the connect from the nodes hosting them), never
+ * hang. */
 #include <stdio.h>
 #include <string.h>
 
