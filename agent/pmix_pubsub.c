@@ -359,16 +359,19 @@ pmix_status_t pmix_up_lookup(const pmix_proc_t *proc, char **keys,
 			/* bool (true: all) or a count (0: all) */
 			if (v->type == PMIX_BOOL)
 				wait = v->data.flag ? 0 : -1;
-			else if (v->type == PMIX_INT)
-				wait = v->data.integer;
-			else if (v->type == PMIX_UINT32)
-				wait = v->data.uint32;
-			else if (v->type == PMIX_SIZE)
-				wait = (json_int_t)v->data.size;
-			else
-				wait = 0;
-			if (wait < 0 || wait > (json_int_t)nkeys)
-				wait = 0;
+			else {
+				if (v->type == PMIX_INT)
+					wait = v->data.integer;
+				else if (v->type == PMIX_UINT32)
+					wait = v->data.uint32;
+				else if (v->type == PMIX_SIZE)
+					wait = (json_int_t)v->data.size;
+				else
+					wait = 0;
+				/* a count out of range: every key */
+				if (wait < 0 || wait > (json_int_t)nkeys)
+					wait = 0;
+			}
 		}
 		if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT)) {
 			/* seconds; 0: none (then the attempt's end) */

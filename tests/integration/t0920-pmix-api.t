@@ -70,6 +70,12 @@ test_expect_success 'every rank calls every PMIx API: each answers (a PMIx statu
 		done
 	done &&
 	test "$(grep -c "^rank [0-7] Finalize: SUCCESS\$" calls)" = 8 &&
+	# PMIX_WAIT false: a key nobody published is not found at once, not
+	# after the lookup'"'"'s 20 s PMIX_TIMEOUT (each call'"'"'s ms on stderr)
+	test "$(grep -c "^rank [0-7] Lookup-missing: NOT-FOUND\$" calls)" = 8 &&
+	sed -n "s/.*rank [0-7] Lookup-missing: \([0-9]*\) ms\$/\1/p" err >lookup.ms &&
+	test "$(wc -l <lookup.ms)" = 8 &&
+	test "$(sort -n lookup.ms | tail -n 1)" -lt 5000 &&
 	for c in $CALLS; do
 		printf "%s:" $c
 		sed -n "s/^rank [0-7] $c: //p" calls | sort | uniq -c | tr -s " \n" " "

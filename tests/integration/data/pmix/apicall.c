@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <pmix.h>
+#include <time.h>
 #include <pmix_tool.h>	/* PMIx_IOF_*: client calls too */
 
 #define CALL_BOUND_S 90
@@ -37,17 +38,27 @@ static void on_alarm(int sig)
 	_exit(3);
 }
 
+static struct timespec t0;
+
 static void begin(const char *call)
 {
 	current = call;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	alarm(CALL_BOUND_S);
 }
 
+/* The status on stdout (the test reads it), how long on stderr. */
 static void end(pmix_status_t rc)
 {
+	struct timespec t1;
+
 	alarm(0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("rank %u %s: %s\n", me.rank, current, PMIx_Error_string(rc));
 	fflush(stdout);
+	fprintf(stderr, "rank %u %s: %ld ms\n", me.rank, current,
+		(long)((t1.tv_sec - t0.tv_sec) * 1000 +
+		       (t1.tv_nsec - t0.tv_nsec) / 1000000));
 }
 
 /* A status through a callback, waited for with the watchdog on. */
