@@ -76,13 +76,13 @@ for code in -1 3; do
 		restart: {max: 0}
 		EOF
 		{ timeout 120 herd run abort$code.yaml >out.ha 2>err.ha; h=$?; } &&
-		{ timeout 60 srun --mpi=pmix -N4 --ntasks-per-node=2 ./mabort $code >out.sa 2>err.sa; s=$?; } &&
+		{ timeout 30 srun --mpi=pmix -N4 --ntasks-per-node=2 ./mabort $code >out.sa 2>err.sa; s=$?; } &&
 		echo "herd $h srun $s" &&
 		test $h = $(( code & 255 )) &&
 		# srun itself now and then never ends after an MPI_Abort (1 run
 		# in 6 here): said, not compared.
 		if test $s = 124; then
-			echo "# srun did not end within 60 s: not compared" >&2
+			echo "# srun did not end within 30 s: not compared" >&2
 		else
 			test $s = $h
 		fi
