@@ -10,17 +10,6 @@ test_description='issue 16: PMIx_Connect and PMIx_Disconnect from 4 of 8 ranks (
 pmix_require
 require_cmd cc pkg-config timeout
 
-# agents: herd-agent processes left in the cluster's node namespaces.
-agents() {
-	for _a_ns in $(ip netns list | awk '{print $1}' |
-		grep "^herd-$HERD_CLUSTER_ID-n[0-9]*$"); do
-		for _a_p in $(ip netns pids "$_a_ns" 2>/dev/null); do
-			case "$(cat "/proc/$_a_p/comm" 2>/dev/null)" in
-			herd-agent | pconn) echo "$_a_ns $_a_p" ;;
-			esac
-		done
-	done
-}
 
 test_expect_success 'cluster of 4 nodes, the program' '
 	own_binaries &&
@@ -39,11 +28,7 @@ for op in connect disconnect; do
 		timeout 60 herd run $op.yaml >out 2>err &&
 		test "$(grep -c "^\[[0-3]\] rank [0-3] $op: SUCCESS\$" out)" = 4 &&
 		test "$(grep -c "^\[[0-7]\] rank [0-7] finalize: SUCCESS\$" out)" = 8 &&
-		i=0 &&
-		while test -n "$(agents)"; do
-			i=$((i + 1)) && test $i -lt 50 || { agents; return 1; }
-			sleep 0.1   # poll interval of a bounded wait
-		done
+		pmix_gone 5 herd-agent pconn
 	'
 done
 

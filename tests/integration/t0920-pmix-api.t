@@ -10,28 +10,8 @@ test_description='issue 16: every server upcall answers: each of 8 ranks (4 node
 pmix_require
 require_cmd cc pkg-config timeout
 
-# left: herd-agent and test program processes left in the cluster's node
-# namespaces ("NS PID COMM" lines).
-left() {
-	for _a_ns in $(ip netns list | awk '{print $1}' |
-		grep "^herd-$HERD_CLUSTER_ID-n[0-9]*$"); do
-		for _a_p in $(ip netns pids "$_a_ns" 2>/dev/null); do
-			_a_c=$(cat "/proc/$_a_p/comm" 2>/dev/null)
-			case "$_a_c" in
-			herd-agent | apicall | ptool | tool.sh | true)
-				echo "$_a_ns $_a_p $_a_c" ;;
-			esac
-		done
-	done
-}
-
-none_left() {
-	i=0
-	while test -n "$(left)"; do
-		i=$((i + 1)) && test $i -lt 100 || { left; return 1; }
-		sleep 0.1   # poll interval of a bounded wait
-	done
-}
+# none_left: no herd-agent and no test program process within 10 s.
+none_left() { pmix_gone 10 herd-agent apicall ptool tool.sh true; }
 
 # The calls every rank makes (IOF_deregister and Fabric_deregister only
 # after a successful IOF_pull / Fabric_register).

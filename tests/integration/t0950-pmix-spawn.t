@@ -10,28 +10,8 @@ test_description='issue 16: PMIx_Spawn from rank 0 of 8 (4 nodes x 2): the child
 pmix_require
 require_cmd cc pkg-config timeout
 
-# procs NAME: processes called NAME (comm) left in the cluster's node
-# namespaces, "NS PID" lines.
-procs() {
-	for _a_ns in $(ip netns list | awk '{print $1}' |
-		grep "^herd-$HERD_CLUSTER_ID-n[0-9]*$"); do
-		for _a_p in $(ip netns pids "$_a_ns" 2>/dev/null); do
-			[ "$(cat "/proc/$_a_p/comm" 2>/dev/null)" = "$1" ] &&
-				echo "$_a_ns $_a_p"
-		done
-	done
-	return 0
-}
-
 # none_left: no pspawn and no herd-agent within 10 s.
-none_left() {
-	i=0
-	while test -n "$(procs pspawn)$(procs herd-agent)"; do
-		i=$((i + 1)) && test $i -lt 100 || {
-			procs pspawn; procs herd-agent; return 1; }
-		sleep 0.1   # poll interval of a bounded wait
-	done
-}
+none_left() { pmix_gone 10 pspawn herd-agent; }
 
 test_expect_success 'cluster of 4 nodes, the program' '
 	own_binaries &&
@@ -138,7 +118,7 @@ test_expect_success 'a child killed by SIGKILL: the job ends with 137, every pro
 		sleep 0.1   # poll interval of a bounded wait
 	done &&
 	pid=$(sed -n "s/^\[s1:1\] child 1 pid //p" out) &&
-	procs pspawn | grep " $pid\$" &&
+	pmix_procs pspawn | grep " $pid pspawn$" &&
 	kill -9 "$pid" &&
 	i=0 &&
 	while ! test -s rc; do
@@ -174,7 +154,7 @@ test_expect_success 'herd killed (SIGKILL) while children run: every agent, rank
 		i=$((i + 1)) && test $i -lt 600 || { kill $hpid; cat out err; return 1; }
 		sleep 0.1   # poll interval of a bounded wait
 	done &&
-	test "$(procs pspawn | wc -l)" = 4 &&
+	test "$(pmix_procs pspawn | wc -l)" = 4 &&
 	kill -9 $hpid &&
 	none_left
 '

@@ -10,25 +10,8 @@ test_description='issue 16: PMIx_Connect and PMIx_Disconnect across namespaces: 
 pmix_require
 require_cmd cc pkg-config timeout
 
-procs() {
-	for _a_ns in $(ip netns list | awk '{print $1}' |
-		grep "^herd-$HERD_CLUSTER_ID-n[0-9]*$"); do
-		for _a_p in $(ip netns pids "$_a_ns" 2>/dev/null); do
-			[ "$(cat "/proc/$_a_p/comm" 2>/dev/null)" = "$1" ] &&
-				echo "$_a_ns $_a_p"
-		done
-	done
-	return 0
-}
-
-none_left() {
-	i=0
-	while test -n "$(procs pspawn)$(procs herd-agent)"; do
-		i=$((i + 1)) && test $i -lt 100 || {
-			procs pspawn; procs herd-agent; return 1; }
-		sleep 0.1   # poll interval of a bounded wait
-	done
-}
+# none_left: no pspawn and no herd-agent within 10 s.
+none_left() { pmix_gone 10 pspawn herd-agent; }
 
 test_expect_success 'cluster of 4 nodes, the program' '
 	own_binaries &&

@@ -19,6 +19,10 @@
 #   pmix_left                   the allreduce processes left in any node's
 #                               namespace ("NS PID" lines)
 #   pmix_none_left [S]          poll until pmix_left is empty (at most S s, 5)
+#   pmix_procs NAME...          processes whose comm is one of NAME left in
+#                               any node's namespace ("NS PID COMM" lines)
+#   pmix_gone S NAME...         poll until pmix_procs NAME... is empty (at
+#                               most S s; else lists them and fails)
 #   now_ms                      wall clock, ms
 
 PMIX_DATA=$HERD_TEST_DIR/data/pmix
@@ -91,6 +95,34 @@ pmix_none_left() {
 			return 1
 		}
 		sleep 0.05   # poll interval of a bounded wait
+	done
+}
+
+pmix_procs() {
+	for _pp_ns in $(ip netns list | awk '{print $1}' |
+		grep "^herd-$HERD_CLUSTER_ID-n[0-9]*$"); do
+		for _pp_p in $(ip netns pids "$_pp_ns" 2>/dev/null); do
+			_pp_c=$(cat "/proc/$_pp_p/comm" 2>/dev/null) || continue
+			for _pp_n; do
+				[ "$_pp_c" = "$_pp_n" ] && echo "$_pp_ns $_pp_p $_pp_c"
+			done
+		done
+	done
+	return 0
+}
+
+pmix_gone() {
+	_pg_s=$1
+	shift
+	_pg_i=0
+	while [ -n "$(pmix_procs "$@")" ]; do
+		_pg_i=$((_pg_i + 1))
+		[ $_pg_i -lt $((_pg_s * 10)) ] || {
+			echo "still running after $_pg_s s:" >&2
+			pmix_procs "$@" >&2
+			return 1
+		}
+		sleep 0.1   # poll interval of a bounded wait
 	done
 }
 
