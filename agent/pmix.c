@@ -215,11 +215,19 @@ static pmix_status_t on_client_connected(const pmix_proc_t *proc,
 					 void *server_object,
 					 pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
-	struct req *r = pmix_req_new(run_connected, proc);
+	struct req *r;
+	long stranger = pmix_guard_stranger();
 
 	(void)server_object;
 	(void)cbfunc;
 	(void)cbdata;
+	/* Refused, the library closes the connection: it may be the
+	 * stranger's, claiming to be one of our ranks (pmix_guard.c). */
+	if (stranger >= 0) {
+		pmix_guard_say(stranger, "a PMIx client connection");
+		return PMIX_ERR_NO_PERMISSIONS;
+	}
+	r = pmix_req_new(run_connected, proc);
 	if (r)
 		pmix_enqueue(r);
 	return PMIX_OPERATION_SUCCEEDED;

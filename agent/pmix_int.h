@@ -245,6 +245,12 @@ void pmix_api_job_set(const char *nspace, uint32_t size,
 		      const char *const *rank_host, const bool *local,
 		      const char *exe);
 
+/* pmix_guard.c: the uid of a process of another user connected to this
+ * agent's PMIx server, or -1 (none; any thread); and its one line on
+ * stderr. */
+long pmix_guard_stranger(void);
+void pmix_guard_say(long uid, const char *what);
+
 /* Loop side: the one server of this agent, or NULL. */
 struct pmix_state *pmix_state_of(struct agent *a);
 

@@ -330,8 +330,16 @@ pmix_status_t pmix_up_spawn(const pmix_proc_t *proc,
 			    const pmix_app_t apps[], size_t napps,
 			    pmix_spawn_cbfunc_t cbfunc, void *cbdata)
 {
-	struct req *r = pmix_req_new(run_spawn, proc);
+	struct req *r;
+	long stranger = pmix_guard_stranger();
 
+	/* A tool of another user (the library takes tools without asking
+	 * us) must not start processes as the job's user. */
+	if (stranger >= 0) {
+		pmix_guard_say(stranger, "a PMIx spawn");
+		return pmix_refuse_spawn(cbfunc, cbdata);
+	}
+	r = pmix_req_new(run_spawn, proc);
 	if (!r)
 		return PMIX_ERR_NOMEM;
 	r->spawn_cb = cbfunc;
