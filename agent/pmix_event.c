@@ -131,11 +131,11 @@ static json_t *custom_ranks(const pmix_info_t *i, const char *nspace)
 	return arr;
 }
 
-pmix_status_t pmix_up_notify_event(pmix_status_t code,
-				   const pmix_proc_t *source,
-				   pmix_data_range_t range, pmix_info_t info[],
-				   size_t ninfo, pmix_op_cbfunc_t cbfunc,
-				   void *cbdata)
+static pmix_status_t notify_event_ours(pmix_status_t code,
+				       const pmix_proc_t *source,
+				       pmix_data_range_t range,
+				       pmix_info_t info[], size_t ninfo,
+				       pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
 	struct req *r = pmix_req_new(run_notify, source);
 	struct notify *n = r ? calloc(1, sizeof(*n)) : NULL;
@@ -182,6 +182,24 @@ pmix_status_t pmix_up_notify_event(pmix_status_t code,
 	 * and it delivers to this node's own ranks only once we said we
 	 * are done. */
 	return PMIX_OPERATION_SUCCEEDED;
+}
+
+/* Refused while a process of another user is connected to the server
+ * (pmix_guard.c). */
+pmix_status_t pmix_up_notify_event(pmix_status_t code,
+				   const pmix_proc_t *source,
+				   pmix_data_range_t range, pmix_info_t info[],
+				   size_t ninfo, pmix_op_cbfunc_t cbfunc,
+				   void *cbdata)
+{
+	long stranger = pmix_guard_stranger();
+
+	if (stranger >= 0) {
+		pmix_guard_say(stranger, "a PMIx notify_event");
+		return PMIX_ERR_NO_PERMISSIONS; /* at once: see above */
+	}
+	return notify_event_ours(code, source, range, info, ninfo, cbfunc,
+				 cbdata);
 }
 
 /* --- herd -> agent ------------------------------------------------------- */

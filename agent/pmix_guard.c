@@ -28,7 +28,7 @@
 #define GUARD_LISTEN_MAX 16
 
 struct endpoint {
-	char addr[64];	/* as /proc/net/tcp* print it: "0100007F:9C1F" */
+	char addr[64]; /* as /proc/net/tcp* print it: "0100007F:9C1F" */
 };
 
 /* The inodes of this process's sockets, sorted; *n of them. */
@@ -77,9 +77,8 @@ static bool has_inode(const unsigned long *v, size_t n, unsigned long ino)
 /* One pass over a /proc/net/tcp* file: collect our listening endpoints
  * (listen), or (listen == NULL) find an established socket of another
  * uid whose remote end is one of them. */
-static long scan(const char *file, const unsigned long *inodes,
-		 size_t n_inodes, struct endpoint *eps, size_t *n_eps,
-		 bool collect)
+static long scan(const char *file, const unsigned long *inodes, size_t n_inodes,
+		 struct endpoint *eps, size_t *n_eps, bool collect)
 {
 	char line[512], l[64], r[64];
 	unsigned long uid, ino;

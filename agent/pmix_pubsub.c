@@ -253,9 +253,9 @@ static struct req *new_req(void (*run)(struct pmix_state *, struct req *),
 	return r;
 }
 
-pmix_status_t pmix_up_publish(const pmix_proc_t *proc, const pmix_info_t info[],
-			      size_t ninfo, pmix_op_cbfunc_t cbfunc,
-			      void *cbdata)
+static pmix_status_t publish_ours(const pmix_proc_t *proc,
+				  const pmix_info_t info[], size_t ninfo,
+				  pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
 	/* PRRTE's data server's defaults (and the standard's). */
 	pmix_data_range_t range = PMIX_RANGE_SESSION;
@@ -325,6 +325,21 @@ pmix_status_t pmix_up_publish(const pmix_proc_t *proc, const pmix_info_t info[],
 	return PMIX_SUCCESS;
 }
 
+/* Refused while a process of another user is connected to the server
+ * (pmix_guard.c). */
+pmix_status_t pmix_up_publish(const pmix_proc_t *proc, const pmix_info_t info[],
+			      size_t ninfo, pmix_op_cbfunc_t cbfunc,
+			      void *cbdata)
+{
+	long stranger = pmix_guard_stranger();
+
+	if (stranger >= 0) {
+		pmix_guard_say(stranger, "a PMIx publish");
+		return pmix_refuse(cbfunc, cbdata);
+	}
+	return publish_ours(proc, info, ninfo, cbfunc, cbdata);
+}
+
 static size_t count_keys(char **keys)
 {
 	size_t n = 0;
@@ -342,9 +357,9 @@ static bool keys_ok(char **keys)
 	return count_keys(keys) <= PROTO_PUBSUB_KEYS_MAX;
 }
 
-pmix_status_t pmix_up_lookup(const pmix_proc_t *proc, char **keys,
-			     const pmix_info_t info[], size_t ninfo,
-			     pmix_lookup_cbfunc_t cbfunc, void *cbdata)
+static pmix_status_t lookup_ours(const pmix_proc_t *proc, char **keys,
+				 const pmix_info_t info[], size_t ninfo,
+				 pmix_lookup_cbfunc_t cbfunc, void *cbdata)
 {
 	pmix_data_range_t range = PMIX_RANGE_SESSION;
 	json_int_t wait = -1, timeout_ms = 0;
@@ -395,9 +410,24 @@ pmix_status_t pmix_up_lookup(const pmix_proc_t *proc, char **keys,
 	return PMIX_SUCCESS;
 }
 
-pmix_status_t pmix_up_unpublish(const pmix_proc_t *proc, char **keys,
-				const pmix_info_t info[], size_t ninfo,
-				pmix_op_cbfunc_t cbfunc, void *cbdata)
+/* Refused while a process of another user is connected to the server
+ * (pmix_guard.c). */
+pmix_status_t pmix_up_lookup(const pmix_proc_t *proc, char **keys,
+			     const pmix_info_t info[], size_t ninfo,
+			     pmix_lookup_cbfunc_t cbfunc, void *cbdata)
+{
+	long stranger = pmix_guard_stranger();
+
+	if (stranger >= 0) {
+		pmix_guard_say(stranger, "a PMIx lookup");
+		return pmix_refuse_lookup(cbfunc, cbdata);
+	}
+	return lookup_ours(proc, keys, info, ninfo, cbfunc, cbdata);
+}
+
+static pmix_status_t unpublish_ours(const pmix_proc_t *proc, char **keys,
+				    const pmix_info_t info[], size_t ninfo,
+				    pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
 	pmix_data_range_t range = PMIX_RANGE_SESSION;
 	struct req *r;
@@ -415,6 +445,21 @@ pmix_status_t pmix_up_unpublish(const pmix_proc_t *proc, char **keys,
 	r->cbdata = cbdata;
 	pmix_enqueue(r);
 	return PMIX_SUCCESS;
+}
+
+/* Refused while a process of another user is connected to the server
+ * (pmix_guard.c). */
+pmix_status_t pmix_up_unpublish(const pmix_proc_t *proc, char **keys,
+				const pmix_info_t info[], size_t ninfo,
+				pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+	long stranger = pmix_guard_stranger();
+
+	if (stranger >= 0) {
+		pmix_guard_say(stranger, "a PMIx unpublish");
+		return pmix_refuse(cbfunc, cbdata);
+	}
+	return unpublish_ours(proc, keys, info, ninfo, cbfunc, cbdata);
 }
 
 static pmix_status_t status_of(const char *s)
