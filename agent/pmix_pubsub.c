@@ -526,8 +526,11 @@ static void answer_lookup(struct pubsub_op *op, pmix_status_t rc,
 		op->lookup_cb(rc, NULL, 0, op->cbdata);
 	else
 		op->lookup_cb(rc, pd, n, op->cbdata);
-	if (pd)
-		PMIX_PDATA_FREE(pd, n);
+	/* Not PMIX_PDATA_FREE: its inline helper calls libpmix directly,
+	 * which would make every agent load it at start (pmix_int.h). */
+	for (size_t i = 0; pd && i < n; i++)
+		PMIx_Value_destruct(&pd[i].value);
+	free(pd);
 }
 
 void pmix_on_pubsub_done(struct agent *a, struct proto_frame *f)
