@@ -7,15 +7,28 @@
  * Under `nodes.transport: local` every node of the host list gets its own
  * agent here, told its node's name (--node NAME), which it reports in
  * HELLO: a stand-in for a cluster, so that events, the plan, eviction and
- * spares work per named node with all ranks on this machine. */
+ * spares work per named node with all ranks on this machine.
+ *
+ * When herd is done its sockets are closed first; then free() waits for
+ * every local agent to exit (bounded: health.grace and 5 s), so that
+ * what an agent removes on its way out (its private directory) is gone
+ * when herd returns, as a caller that runs herd twice expects. */
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "herd/proc.h"
 #include "transport.h"
+
+struct local_agents {
+	pid_t *pid; /* every agent started, reaped or not */
+	size_t n, cap;
+};
 
 static int local_start(struct transport *t, const char *host,
 		       struct herd_err *err)
@@ -34,25 +47,74 @@ static int local_start(struct transport *t, const char *host,
 			(char *)host,
 			NULL};
 	struct proc_opts opts = {.pdeathsig = SIGTERM, .wait_exec = true};
+	struct local_agents *la = t->priv;
 	struct herd_err why;
+	pid_t pid;
 	int sv[2];
 
+	if (!la && !(la = t->priv = calloc(1, sizeof(*la))))
+		return herd_errprintf(err, "out of memory");
+	if (la->n == la->cap) {
+		size_t cap = la->cap ? la->cap * 2 : 8;
+		pid_t *p = realloc(la->pid, cap * sizeof(*p));
+
+		if (!p)
+			return herd_errprintf(err, "out of memory");
+		la->pid = p;
+		la->cap = cap;
+	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return herd_errprintf(err, "socketpair: %s", strerror(errno));
 	opts.io[0] = opts.io[1] = (struct proc_fd){PROC_FD_DUP, sv[1]};
 	opts.io[2] = (struct proc_fd){PROC_FD_DUP, STDERR_FILENO};
 	herd_err_clear(&why);
-	if (proc_spawn(t->loop, argv, &opts, NULL, NULL, &why) < 0) {
+	if ((pid = proc_spawn(t->loop, argv, &opts, NULL, NULL, &why)) < 0) {
 		close(sv[0]);
 		close(sv[1]);
 		return herd_errprintf(err, "agent: %s", why.text);
 	}
+	la->pid[la->n++] = pid;
 	close(sv[1]);
 	return sv[0];
+}
+
+static long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+/* Every socket is closed by now: each agent sees EOF, ends what is left
+ * and removes its directory.  Waits for them, polling (the loop is gone,
+ * and a child it reaped already answers ECHILD). */
+static void local_free(struct transport *t)
+{
+	struct local_agents *la = t->priv;
+	long deadline = mono_ms() + t->spec->health.grace_ms + 5000;
+
+	if (!la)
+		return;
+	for (size_t i = 0; i < la->n; i++) {
+		for (;;) {
+			pid_t r = waitpid(la->pid[i], NULL, WNOHANG);
+
+			if (r == la->pid[i] || (r < 0 && errno != EINTR))
+				break;
+			if (mono_ms() >= deadline)
+				goto out; /* they die with herd (PDEATHSIG) */
+			nanosleep(&(struct timespec){0, 5 * 1000000L}, NULL);
+		}
+	}
+out:
+	free(la->pid);
+	free(la);
+	t->priv = NULL;
 }
 
 const struct transport_ops transport_local_ops = {
 	.name = "local",
 	.start = local_start,
-	.free = NULL,
+	.free = local_free,
 };

@@ -375,4 +375,30 @@ test_expect_success 'a bad spec exits 2 with file:line:col and starts nothing' '
 	)
 '
 
+# Issue 22: herd returned while its local agents were still on their way
+# out, so what an agent removes at its end (its private directory) was
+# still there for the next command (test 14 failed 1 run in 2 under
+# load).  Each rank names its agent (rank -> keeper -> agent); when herd
+# has returned, every agent is gone.
+test_expect_success 'herd returns after its local agents have exited' '
+	cat >agent.sh <<-\EOF &&
+	p=$$
+	while q=$(ps -o ppid= -p $p | tr -d " ") &&
+		test "$(cat /proc/$q/comm)" != herd; do
+		p=$q
+	done
+	echo "agent $p"
+	EOF
+	job agents 3 <<-EOF &&
+	command: $(yaml_cmd sh "$PWD/agent.sh")
+	EOF
+	herd run agents.yaml >out 2>err &&
+	sed -n "s/^\[[0-2]\] agent //p" out | sort -u >agents &&
+	cat agents &&
+	test "$(wc -l <agents)" = 1 &&
+	read -r a <agents &&
+	{ test "$(cat /proc/$a/comm 2>/dev/null)" != herd-agent ||
+		{ echo "agent $a is still there"; false; }; }
+'
+
 test_done

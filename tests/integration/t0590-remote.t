@@ -175,8 +175,10 @@ test_expect_success 'herd attach through the proxy: live output; Ctrl-C ends the
 '
 
 test_expect_success 'herd stop through the proxy: the job ends, nothing is left on any node' '
-	herd stop "$JOB_ID" --wait >stop.out 2>stop.err;
+	test_expect_code 143 herd stop "$JOB_ID" --wait >stop.out 2>stop.err;
+	rc=$? &&
 	cat stop.out stop.err &&
+	test $rc = 0 &&
 	within 10 gone "$CTL_PID" &&
 	CTL_PID= &&
 	jq -e "select(.event == \"job_end\")" "$RUN_DIR/events.jsonl" &&
@@ -219,8 +221,11 @@ test_expect_success 'a home shared with HOST (one registry): the entry keeps the
 # which remote_entry_is_remote() holds, not every entry with a host: the
 # herd that the proxy runs on HOST (HERD_PROXIED set) must act there.
 test_expect_success 'a home shared with HOST: herd stop through the proxy acts on HOST, not through HOST again' '
-	HOME=/root herd stop "$SHARED_ID" --wait >sstop.out 2>sstop.err;
+	(HOME=/root && export HOME &&
+		test_expect_code 143 herd stop "$SHARED_ID" --wait) >sstop.out 2>sstop.err;
+	rc=$? &&
 	cat sstop.out sstop.err &&
+	test $rc = 0 &&
 	grep -q "ended, exit status" sstop.out
 '
 

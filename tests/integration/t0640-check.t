@@ -117,7 +117,9 @@ test_expect_success 'fake NVML with ECC errors and fake RDMA sysfs (a slow port,
 	node_env 4 HERD_AGENT_SYSFS=$FAKE/sys4 LD_LIBRARY_PATH=$FAKE_NVML_DIR FAKE_NVML_VALUES=$FAKE/nvml4 &&
 	job all "$FOUR" &&
 	test_expect_code 1 herd check all.yaml --no-net >out 2>err;
+	rc=$? &&
 	cat out err &&
+	test $rc = 0 &&
 	row $N3 | grep "^$N3  *ok  *ok  *skipped  *ok  *FAIL  *ok " &&
 	grep -x "  gpus: GPU 1: 3 uncorrectable ECC errors" out &&
 	row $N4 | grep "^$N4  *ok  *ok  *skipped  *ok  *FAIL  *FAIL " &&

@@ -84,7 +84,7 @@ static void expect_plan(const struct topo *t, int slots,
 	assert_true(slots <= 16);
 	herd_err_clear(&err);
 	if (bind_plan(t, slots, o, r, &err) < 0)
-		print_error("%s\n", err.text);
+		fail_msg("bind_plan: %s", err.text); /* r[] is not set */
 	for (int i = 0; i < slots; i++) {
 		char got[256];
 
