@@ -405,4 +405,8 @@ void agent_ranks_gone(struct agent *a);
 /* Called after every child the agent reaped (rank.c). */
 void agent_child_exited(struct agent *a);
 
+/* Re-reads this program's path into a->self_path for $HERD_AGENT (rank.c):
+ * "/proc/PID/exe" when the file was replaced or removed since start. */
+void agent_self_refresh(struct agent *a);
+
 #endif

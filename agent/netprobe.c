@@ -135,6 +135,7 @@ void netprobe_on_frame(struct agent *a, struct proto_frame *f)
 	}
 	opts.io[1].kind = PROC_FD_PIPE;
 	opts.group = PROC_GROUP_NEW;
+	agent_self_refresh(a);
 	opts.path = a->self_path[0] ? a->self_path : "/proc/self/exe";
 	{
 		char *argv_l[] = {"herd-agent", "netprobe",   "listen", bytes,

@@ -343,6 +343,27 @@ void rank_free_all(struct agent *a)
 	a->launch = NULL;
 }
 
+/* $HERD_AGENT for a rank: this program as it is now.  When the cached
+ * file was replaced after this agent started (another job on the node
+ * uploaded the same build: rename over the same name) or removed, the
+ * kernel's link reads "PATH (deleted)", which no exec finds; then the
+ * agent's own /proc/PID/exe stands in, valid while the agent lives, and
+ * the agent outlives its ranks. */
+void agent_self_refresh(struct agent *a)
+{
+	static const char gone[] = " (deleted)";
+	char buf[sizeof(a->self_path)];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+	size_t g = sizeof(gone) - 1;
+
+	if (n < 0)
+		return; /* keep what main() read */
+	buf[n] = '\0';
+	if ((size_t)n > g && !strcmp(buf + n - g, gone))
+		snprintf(buf, sizeof(buf), "/proc/%ld/exe", (long)getpid());
+	memcpy(a->self_path, buf, sizeof(buf));
+}
+
 static int spawn_one(struct agent *a, struct rank *r, char *const *argv,
 		     const char *workdir, const cpu_set_t *cpus, int mem_node,
 		     struct envv *env, struct herd_err *err)
@@ -466,6 +487,7 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 				snprintf(r->metrics_file,
 					 sizeof(r->metrics_file), "%s", user);
 		}
+		agent_self_refresh(a);
 		if (envv_from_environ(&env) < 0 ||
 		    (a->self_path[0] &&
 		     envv_set(&env, "HERD_AGENT", a->self_path) < 0) ||
@@ -575,6 +597,7 @@ int rank_spawn_proc(struct agent *a, const struct rank_proc *p,
 	r->hung_reported = true;
 	r->last_output_ms = loop_wall_ms();
 	rc = -1;
+	agent_self_refresh(a);
 	if (envv_from_environ(&env) < 0 ||
 	    (a->self_path[0] && envv_set(&env, "HERD_AGENT", a->self_path) < 0) ||
 	    (!getenv("PYTHONFAULTHANDLER") &&

@@ -404,4 +404,26 @@ test_expect_success 'HOME empty on the node and ssh.agent_dir under ~: refused i
 	test ! -e /.cache
 '
 
+# Issue 22 (t0680 under prove -j): the cached file an agent runs from can
+# go while it runs: a second job that uploads the same build renames a new
+# file over the name, or the user clears the cache.  The agent's
+# /proc/self/exe then reads "PATH (deleted)", and a rank's "$HERD_AGENT"
+# (herd bench's probe) was not found: exit 127.  The first attempt
+# removes the file; the second, on the same agent, runs "$HERD_AGENT".
+test_expect_success 'the cached agent removed while it runs: $HERD_AGENT still runs' '
+	mkdir -m 700 repl &&
+	cat >repl.yaml <<-EOF &&
+	name: repl
+	nodes: {hosts: "$N1", slots: 1}
+	ssh: {identity: $HERD_CLUSTER_KEY, known_hosts: $HERD_CLUSTER_KNOWN_HOSTS, agent_dir: $(yq "$PWD/repl/herd")}
+	restart: {max: 1, backoff: 0s}
+	launch:
+	  workdir: "$PWD"
+	  command: if [ ! -e removed ]; then rm repl/herd/$AGENT && touch removed; exit 1; fi; exec "\$HERD_AGENT" --version
+	EOF
+	herd run repl.yaml >out 2>err || { cat out err; false; } &&
+	test -e removed &&
+	grep -x "\[0\] herd-agent [0-9.]*" out
+'
+
 test_done
