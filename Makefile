@@ -157,13 +157,29 @@ deps:
 unit: $(UNIT_BIN) $(FAKE_NVML)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
-# Each script runs verbose (sharness -v): a failing test shows its
-# commands' output.  Sanitizer reports go to build/sanitizer too and are
-# printed at the end.
+# The scripts run side by side (prove -j): each makes its own cluster,
+# namespaces and Slurm with unique names, and most of their time is spent
+# waiting on the processes they start.  The longest start first, so that
+# none of them is the last to begin.  Each script runs verbose (sharness
+# -v) into build/itest/NAME.log (tests/integration/run-one); the logs of
+# the scripts that failed are printed at the end.  Sanitizer reports go
+# to build/sanitizer too and are printed at the end.
+INTEG_JOBS ?= 4
+INTEG_ALL  := $(sort $(wildcard tests/integration/t*.t))
+INTEG_SLOW := $(filter $(addprefix tests/integration/,t0671% t0670% t0730% \
+		t0800% t0810% t0630% t0661% t0565% t0547% t0710% t0920% \
+		t0546% t0720% t0660% t0590% t0580% t0010%),$(INTEG_ALL))
+INTEG      := $(INTEG_SLOW) $(filter-out $(INTEG_SLOW),$(INTEG_ALL))
 integration: all examples $(FAKE_NVML)
-	@rm -rf $(BUILD)/sanitizer && mkdir -p $(BUILD)/sanitizer
+	@rm -rf $(BUILD)/sanitizer $(BUILD)/itest && mkdir -p $(BUILD)/sanitizer $(BUILD)/itest
 	@HERD_SANITIZER_LOG=$(abspath $(BUILD)/sanitizer) \
-		prove -v tests/integration/*.t :: -v; rc=$$?; \
+	HERD_ITEST_LOGS=$(abspath $(BUILD)/itest) \
+		prove -j$(INTEG_JOBS) --timer --exec tests/integration/run-one \
+		$(INTEG); rc=$$?; \
+	for f in $(BUILD)/itest/*.failed; do \
+		[ -e "$$f" ] || continue; \
+		echo "== failed: $${f%.failed}.log"; cat "$${f%.failed}.log"; rc=1; \
+	done; \
 	for f in $(BUILD)/sanitizer/*; do \
 		[ -e "$$f" ] || continue; \
 		echo "== sanitizer report $$f"; cat "$$f"; rc=1; \
