@@ -26,7 +26,7 @@ test_expect_success 'a copy of the sources, without build outputs' '
 # a fresh Debian 12 machine, where the -dev packages bring the .pc files.
 # (In a directory without spaces: make runs these through the shell.)
 FAKE=$(mktemp -d /tmp/herd-t0010.XXXXXX) || error "mktemp failed"
-trap 'rm -rf "$FAKE"; die' EXIT
+trap '_rc=$?; rm -rf "$FAKE"; (exit $_rc); die' EXIT
 test_expect_success 'a pkg-config that finds nothing before deps has run' '
 	cat >"$FAKE/pkg-config" <<-EOF &&
 	#!/bin/sh

@@ -61,7 +61,7 @@ herd_keys() {
 
 test_expect_success 'cluster of 2 nodes and a test user with a private home' '
 	cluster_up 2 &&
-	trap "keys_cleanup; _herd_cluster_exit; die" EXIT &&
+	trap "_rc=\$?; keys_cleanup; (exit \$_rc); _herd_cluster_exit; die" EXIT &&
 	useradd -M -d "$KEYS_HOME" -s /bin/sh "$KEYS_USER" &&
 	mkdir -p "$KEYS_HOME/.ssh" &&
 	echo "# a line herd must keep" >"$KEYS_HOME/.ssh/authorized_keys" &&

@@ -177,7 +177,7 @@ ht_exit() {
 	[ -z "${HT_USER:-}" ] || userdel "$HT_USER" 2>/dev/null
 	return $_ht_rc
 }
-trap 'ht_exit; _herd_cluster_exit; die' EXIT
+trap '_rc=$?; ht_exit; (exit $_rc); _herd_cluster_exit; die' EXIT
 
 test_expect_success 'cache directory owned by another user: refused in one line, the planted agent never runs' '
 	cache 1 &&

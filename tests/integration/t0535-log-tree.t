@@ -63,7 +63,7 @@ victims_untouched() {
 test_expect_success 'setup: a cluster of 2 nodes and a second local user' '
 	own_binaries &&
 	cluster_up 2 &&
-	trap "tree_cleanup; _herd_cluster_exit; die" EXIT &&
+	trap "_rc=\$?; tree_cleanup; (exit \$_rc); _herd_cluster_exit; die" EXIT &&
 	useradd -M -d /nonexistent -s /bin/sh "$OTHER" &&
 	id "$OTHER"
 '
@@ -97,7 +97,7 @@ test_expect_success 'log.mode: 0640 over ssh gives 0640 files and 0750 directori
 		echo "launch: {command: echo on \$(hostname) rank \$RANK}"
 	} >shared.yaml &&
 	herd validate --print shared.yaml | grep -x "  mode: 0640" &&
-	herd run shared.yaml >out 2>err &&
+	herd run shared.yaml >out 2>err || { cat out err; false; } &&
 	run=group/shared/$(readlink group/shared/latest) &&
 	test "$(mode group/shared)" = 750 &&
 	test "$(mode $run)" = 750 &&

@@ -94,7 +94,7 @@ print(n)'
 test_expect_success 'setup: 4 nodes, a second local user, the job files' '
 	own_binaries &&
 	cluster_up 4 &&
-	trap "cleanup; _herd_cluster_exit; die" EXIT &&
+	trap "_rc=\$?; cleanup; (exit \$_rc); _herd_cluster_exit; die" EXIT &&
 	mkdir -m 700 "$RT" &&
 	useradd -M -d /nonexistent -s /bin/sh "$OTHER" &&
 	cat >t0580-torch.yaml <<-EOF &&

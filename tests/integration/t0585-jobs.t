@@ -67,7 +67,7 @@ test_expect_success 'setup: a cluster of 2 nodes and a second local user' '
 	own_binaries &&
 	cluster_up 2 &&
 	TWO="${HERD_CLUSTER_PREFIX}[1-2]" &&
-	trap "jobs_cleanup; _herd_cluster_exit; die" EXIT &&
+	trap "_rc=\$?; jobs_cleanup; (exit \$_rc); _herd_cluster_exit; die" EXIT &&
 	useradd -M -d /nonexistent -s /bin/sh "$OTHER" &&
 	mkdir otherhome && chown "$OTHER" otherhome
 '

@@ -83,7 +83,7 @@ test_expect_success 'cluster of 2 nodes; a job of 2 ranks that ticks' '
 	own_binaries &&
 	cluster_up 2 &&
 	N1=$(cluster_node 1) && N2=$(cluster_node 2) &&
-	trap "cleanup; _herd_cluster_exit; die" EXIT &&
+	trap "_rc=\$?; cleanup; (exit \$_rc); _herd_cluster_exit; die" EXIT &&
 	cat >long.yaml <<-EOF &&
 	name: long
 	# secret-marker-7f3a: the job file travels on stdin, never in argv

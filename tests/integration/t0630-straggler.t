@@ -73,7 +73,7 @@ test_expect_success 'cluster of 4 nodes, the sink' '
 	N3=$(cluster_node 3) &&
 	sink_start &&
 	# The sink goes with the cluster, whatever the outcome.
-	trap "sink_stop; _herd_cluster_exit; die" EXIT
+	trap "_rc=\$?; sink_stop; (exit \$_rc); _herd_cluster_exit; die" EXIT
 '
 
 # One straggler check: NAME's only straggler event names node 3 with

@@ -13,7 +13,7 @@ id nobody >/dev/null 2>&1 || error "prerequisite: a user nobody"
 # The programs of the stranger, in a directory nobody can read.
 EVIL=$(mktemp -d /tmp/herd-t0907.XXXXXX) || error "mktemp"
 chmod 755 "$EVIL"
-trap 'rm -rf "$EVIL"' EXIT
+trap '_rc=$?; rm -rf "$EVIL"; (exit $_rc); die' EXIT
 
 test_expect_success 'the stranger'"'"'s programs' '
 	own_binaries &&
