@@ -1343,6 +1343,7 @@ static void act_launch(struct ctl *c, struct ctl_ev *ev)
 					      "node_rank", n->index));
 	}
 	free(command);
+	ctl_detach_ready(c); /* --detach: the job is up */
 }
 
 /* --- connecting ----------------------------------------------------------- */
@@ -2513,7 +2514,7 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 	c->hb_timer = loop_timer_add(c->loop, check_interval(c),
 				     on_heartbeat_tick, c);
 	ctl_post(c, CTL_EV_START, NULL, 0, NULL);
-	return ctl_detach_ready(c) < 0 ? 1 : 0;
+	return ctl_detach_log(c) < 0 ? 1 : 0;
 }
 
 int ctl_end(struct ctl *c)

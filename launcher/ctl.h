@@ -29,6 +29,10 @@ struct ctl_options {
 	 * job is up (ctl_sock.c). */
 	bool detach;
 	int *detach_fd;
+	/* --no-wait: the job counts as up once the run dir, registry
+	 * entry and socket exist; else once its first attempt started
+	 * (until then the launching herd shows herd.log as it grows). */
+	bool detach_no_wait;
 	/* herd run only (jobrun.h): the job is registered with these;
 	 * NULL job_file (plan, bench): not registered. */
 	const char *job_file;	  /* absolute, as given */

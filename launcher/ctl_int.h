@@ -352,9 +352,16 @@ void ctl_sock_output(struct ctl *c, int fd, const struct iovec *iov,
 void ctl_sock_end(struct ctl *c, int status);
 /* Closes the clients and removes the socket. */
 void ctl_sock_free(struct ctl *c);
-/* --detach: stdout and stderr to RUN-ID/herd.log, then tells the
- * launching herd the job is up.  Returns 0, or -1 said on stderr. */
-int ctl_detach_ready(struct ctl *c);
+/* --detach, once the run dir exists: stdout and stderr to
+ * RUN-ID/herd.log, and the launching herd is told where that is
+ * ("log\tRUNDIR\n": it shows what herd.log gets until the job is up).
+ * With --no-wait the job counts as up at once (ctl_detach_ready).
+ * Returns 0, or -1 said on stderr. */
+int ctl_detach_log(struct ctl *c);
+/* --detach: tells the launching herd the job is up (the first attempt
+ * started): "ok\tID\tRUNDIR\tBYTES\n", BYTES of herd.log written so
+ * far, and closes the pipe.  Does nothing the second time. */
+void ctl_detach_ready(struct ctl *c);
 
 /* ctl_metrics.c (issue 12) */
 /* Binds metrics.listen, first of all: an address that cannot be bound
