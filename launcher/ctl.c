@@ -511,10 +511,10 @@ static void on_stop_timeout(struct loop *loop, void *arg)
 	ctl_post(c, CTL_EV_STOP_TIMER, NULL, 0, NULL);
 }
 
-/* RECOVER, stop timer: a survivor that cannot confirm its ranks gone is
- * not trusted with the next attempt. */
 static void recover_stop(struct ctl *c);
 
+/* RECOVER, stop timer: a survivor that cannot confirm its ranks gone is
+ * not trusted with the next attempt. */
 static void act_recover_timeout(struct ctl *c, struct ctl_ev *ev)
 {
 	(void)ev;
