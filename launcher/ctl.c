@@ -903,6 +903,9 @@ static bool node_out(struct ctl *c, struct node *n, const char *reason,
 		fprintf(stderr, "herd: %s\n", reason);
 	} else {
 		fprintf(stderr, "herd: node %s failed: %s\n", n->host, reason);
+		/* the attempt's reason when it fails for it (say_recovering) */
+		snprintf(c->said_why, sizeof(c->said_why),
+			 "node %s failed: %.200s", n->host, reason);
 	}
 	if (!n->setup_error)	/* issue 14: node record */
 		ctl_node_note(c, n, "failed", reason);
