@@ -25,7 +25,8 @@ struct ctl_options {
 	/* herd run --detach: herd's messages go to RUN-ID/herd.log once the
 	 * run dir exists, no rank output on stdout, a control socket that
 	 * cannot be made is fatal.  *detach_fd: the pipe to the launching
-	 * herd, told "ok\tID\tRUNDIR\n" and closed (set to -1) when the
+	 * herd, told "log\tRUNDIR\n" once herd.log takes the messages,
+	 * then "ok\tID\tRUNDIR\tBYTES\n" and closed (set to -1) when the
 	 * job is up (ctl_sock.c). */
 	bool detach;
 	int *detach_fd;
