@@ -53,6 +53,17 @@ static int die(const char *what)
 	return -1;
 }
 
+/* As die() for rank 0's MASTER_ADDR:MASTER_PORT: what answers there may
+ * be another program on that port. */
+static int die_at(const char *what, const char *master, unsigned port)
+{
+	fprintf(stderr,
+		"herd-agent probe: %s %s:%u (launch.master_port; another "
+		"program on that port?): %s\n",
+		what, master, port, strerror(errno));
+	return -1;
+}
+
 /* Reads or writes len bytes in full (blocking, with the probe's timeout
  * set on the socket). */
 static int io_all(int fd, void *buf, size_t len, bool wr)
@@ -290,8 +301,17 @@ static int rendezvous(int rank, int n, const char *master, uint16_t mport,
 		memcpy(&me, res->ai_addr, res->ai_addrlen);
 		mlen = res->ai_addrlen;
 		freeaddrinfo(res);
-		if ((lfd = listen_on(&me, mlen, mport)) < 0 ||
-		    (*ring_fd = listen_on(&me, mlen, 0)) < 0) {
+		if ((lfd = listen_on(&me, mlen, mport)) < 0 &&
+		    errno == EADDRINUSE) {
+			free(fds);
+			fprintf(stderr,
+				"herd-agent probe: MASTER_PORT %u on %s is in "
+				"use by another program: set "
+				"launch.master_port to a free port\n",
+				mport, master);
+			return -1;
+		}
+		if (lfd < 0 || (*ring_fd = listen_on(&me, mlen, 0)) < 0) {
 			free(fds);
 			return die("listen on MASTER_ADDR");
 		}
@@ -339,7 +359,7 @@ static int rendezvous(int rank, int n, const char *master, uint16_t mport,
 		return 0;
 	}
 	if ((fd = connect_to(master, mport)) < 0)
-		return die("cannot reach rank 0 at MASTER_ADDR:MASTER_PORT");
+		return die_at("cannot reach rank 0 at", master, mport);
 	/* The address this node reaches rank 0 from is the one the ring
 	 * uses: the interface the job's own traffic takes. */
 	if (getsockname(fd, (struct sockaddr *)&me, &mlen) < 0 ||
@@ -361,7 +381,8 @@ static int rendezvous(int rank, int n, const char *master, uint16_t mport,
 		    io_all(fd, &self, sizeof(self), true) < 0 ||
 		    io_all(fd, peers, (size_t)n * sizeof(*peers), false) < 0) {
 			close(fd);
-			return die("rendezvous with rank 0");
+			return die_at("rendezvous with rank 0 at", master,
+				      mport);
 		}
 	}
 	close(fd);

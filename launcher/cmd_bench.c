@@ -11,9 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "cli.h"
 #include "ctl.h"
 #include "resolve.h"
+#include "herd/render.h"
 #include "herd/spec.h"
 
 static void bench_usage(FILE *out)
@@ -30,8 +33,10 @@ static void bench_usage(FILE *out)
 	    "carried, as nccl-tests report it), and whether the sums were\n"
 	    "right.  Nodes, transport, ssh, binding and launch.env come from\n"
 	    "the job; launch.command, slots, restarts and checkpoints do not.\n"
-	    "Events and logs go to the job's log.dir with NAME-bench as the\n"
-	    "name.\n"
+	    "Events and logs go to a tree of their own, LOG.DIR/bench (with\n"
+	    "its own latest): the job's log.dir/latest, and so herd status\n"
+	    "JOB.yaml, still show the job's last run.  A busy MASTER_PORT\n"
+	    "is named: set launch.master_port to a free one.\n"
 	    "\n"
 	    "  --sizes LIST  bytes per all-reduce, comma-separated, with K, M\n"
 	    "                or G (default 8,64K,1M,16M; 4 bytes to 1G each)\n"
@@ -54,17 +59,48 @@ static bool sizes_ok(const char *s)
 	return true;
 }
 
+/* The bench's own log tree: the job's log.dir ({{name}} the job's own
+ * name, made absolute as herd run does) + "/bench", so that a bench never
+ * moves the job's `latest`.  Returns a malloc'd path or NULL after saying
+ * why. */
+static char *bench_log_dir(const struct spec *spec)
+{
+	const struct render_var vars[] = {{"name", spec->name}};
+	struct herd_err err;
+	char cwd[4096], *dir, *out = NULL;
+
+	herd_err_clear(&err);
+	if (!(dir = render_text(spec->log.dir, vars, 1, 0, &err))) {
+		cli_error("bench: log.dir: %s", err.text);
+		return NULL;
+	}
+	if (dir[0] == '/' ? asprintf(&out, "%s/bench", dir) < 0
+			  : !getcwd(cwd, sizeof(cwd)) ||
+				asprintf(&out, "%s/%s/bench", cwd, dir) < 0) {
+		cli_error("bench: log.dir: cannot make %s absolute", dir);
+		out = NULL;
+	}
+	free(dir);
+	return out;
+}
+
 /* Turns the job into the probe. */
 static int make_probe(struct spec *spec, const char *sizes, int iters)
 {
-	char *cmd = NULL, *name = NULL;
+	char *cmd = NULL, *name = NULL, *log_dir = NULL;
 
+	if (!(log_dir = bench_log_dir(spec)))
+		return 1;
 	if (asprintf(&cmd, "exec \"$HERD_AGENT\" probe --sizes %s --iters %d",
 		     sizes, iters) < 0 ||
 	    asprintf(&name, "%s-bench", spec->name) < 0) {
 		free(cmd);
-		return -1;
+		free(log_dir);
+		cli_error("out of memory");
+		return 1;
 	}
+	free(spec->log.dir);
+	spec->log.dir = log_dir;
 	free(spec->launch.command);
 	spec->launch.command = cmd;
 	free(spec->name);
@@ -135,10 +171,8 @@ int cmd_bench(int argc, char **argv)
 			      &spec, &res);
 	opt.agent_path = agent;
 	opt.untagged = !opt.verbose;
-	if (status == 0 && make_probe(spec, sizes, iters) < 0) {
-		cli_error("out of memory");
-		status = 1;
-	}
+	if (status == 0)
+		status = make_probe(spec, sizes, iters);
 	if (status == 0)
 		status = ctl_run(spec, &res, &opt);
 	resolve_free(&res);

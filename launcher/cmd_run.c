@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,9 +24,10 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: herd run JOB.yaml [--dry-run] [-v] [--no-status]\n"
-		"       herd run JOB.yaml --detach [--json] [-v] [--on HOST]\n"
+		"       herd run JOB.yaml --detach [--no-wait] [--json] [-v] "
+		"[--on HOST]\n"
 		"       herd run --resume RUNDIR [--no-status] [--detach "
-		"[--json]]\n\n"
+		"[--no-wait] [--json]]\n\n"
 		"Starts the job on every node and runs it like one program:\n"
 		"output prefixed [rank] (-v: [host:rank]), Ctrl-C forwarded\n"
 		"to every rank (twice: kill at once), exit status of the\n"
@@ -41,9 +43,15 @@ static void usage(FILE *out)
 		"              anyway when stdout is not a terminal)\n"
 		"  --detach    run the controller in the background, on its own\n"
 		"              (closing this terminal leaves the job running);\n"
-		"              prints the job id and returns once it is up.\n"
-		"              herd attach ID shows its output, herd stop ID\n"
-		"              ends it; its own messages go to RUN-DIR/herd.log\n"
+		"              shows herd's messages until the first attempt\n"
+		"              has started, then prints the job id and returns\n"
+		"              0; when the job ends before that (no node could\n"
+		"              be reached, authentication failed), returns its\n"
+		"              exit status.  herd attach ID shows its output,\n"
+		"              herd stop ID ends it; its own messages go to\n"
+		"              RUN-DIR/herd.log\n"
+		"  --no-wait   with --detach: return as soon as the controller\n"
+		"              has its run dir, before any node is contacted\n"
 		"  --json      with --detach: print {\"id\", \"run_dir\",\n"
 		"              \"host\"} as one JSON line instead\n"
 		"  --resume RUNDIR  run an earlier run's job again: its job\n"
@@ -55,38 +63,42 @@ static void usage(FILE *out)
 		"              a file system HOST shares at the same paths)\n");
 }
 
-/* 8 KiB: what the controller tells the launching herd ("ok\tID\tDIR\n"
- * or "exit\tN\n"); a run dir path is at most PATH_MAX. */
+/* What the controller tells the launching herd, one line at a time:
+ * "log\tRUNDIR\n" (its messages now go to RUNDIR/herd.log), then
+ * "ok\tID\tRUNDIR\tBYTES\n" (the job is up; BYTES of herd.log are from
+ * before) or "exit\tN\n" (it ended first).  A run dir path is at most
+ * PATH_MAX. */
 #define DETACH_REPLY_MAX (PATH_MAX + 512)
 
-/* The launching herd's side of --detach: waits until the controller has
- * its run dir, registry entry and socket (or has failed, saying why on
- * the stderr it still shares with us), then prints the job.  Returns the
- * exit status. */
-static int detach_wait(int rfd, bool json)
-{
-	char buf[DETACH_REPLY_MAX + 1], *id, *dir, *nl;
-	size_t len = 0;
-	ssize_t n;
+/* How often the launching herd looks at herd.log while it waits. */
+#define DETACH_POLL_MS 100
 
-	while (len < DETACH_REPLY_MAX &&
-	       ((n = read(rfd, buf + len, DETACH_REPLY_MAX - len)) > 0 ||
-		(n < 0 && errno == EINTR)))
-		if (n > 0)
-			len += (size_t)n;
-	close(rfd);
-	buf[len] = '\0';
-	if (!strncmp(buf, "exit\t", 5))
-		return (int)strtol(buf + 5, NULL, 10);
-	if (strncmp(buf, "ok\t", 3) || !(nl = strchr(buf, '\n')) ||
-	    !(dir = strchr(buf + 3, '\t'))) {
-		cli_error("run --detach: the controller ended before the job "
-			  "started (see the messages above)");
-		return 1;
+/* Copies what herd.log (fd, or -1) got since the last call to stderr,
+ * at most up to byte upto (-1: all there is); *done counts. */
+static void detach_show(int fd, long long upto, long long *done)
+{
+	char buf[8192];
+
+	while (fd >= 0 && (upto < 0 || *done < upto)) {
+		size_t want = sizeof(buf);
+		ssize_t n;
+
+		if (upto >= 0 && (long long)want > upto - *done)
+			want = (size_t)(upto - *done);
+		n = read(fd, buf, want);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || fwrite(buf, 1, (size_t)n, stderr) != (size_t)n)
+			break;
+		*done += n;
 	}
-	*nl = '\0';
-	*dir++ = '\0';
-	id = buf + 3;
+	fflush(stderr);
+}
+
+/* Prints the job: "job ID", "run dir DIR", how to attach, or with json
+ * one object. */
+static int detach_print(const char *id, const char *dir, bool json)
+{
 	if (json) {
 		json_t *o = json_pack("{s:s, s:s, s:n}", "id", id, "run_dir",
 				      dir, "host");
@@ -104,6 +116,73 @@ static int detach_wait(int rfd, bool json)
 		       dir, id);
 	}
 	return fflush(stdout) == 0 ? 0 : 1;
+}
+
+/* The launching herd's side of --detach: shows herd.log as it grows
+ * (the controller's messages: nodes failing to connect, say) until the
+ * controller says the job is up, then prints the job; or, when the
+ * controller ended first, exits with its status.  Returns the exit
+ * status. */
+static int detach_wait(int rfd, bool json)
+{
+	char buf[DETACH_REPLY_MAX + 1], *nl;
+	size_t len = 0;
+	int logfd = -1, status = -1;
+	long long shown = 0;
+	bool eof = false;
+
+	while (status < 0) {
+		struct pollfd pfd = {.fd = rfd, .events = POLLIN};
+
+		while (status < 0 && (nl = memchr(buf, '\n', len))) {
+			char *id, *dir, *bytes;
+
+			*nl = '\0';
+			if (!strncmp(buf, "log\t", 4) && logfd < 0) {
+				char path[DETACH_REPLY_MAX + 16];
+
+				if (snprintf(path, sizeof(path), "%s/herd.log",
+					     buf + 4) < (int)sizeof(path))
+					logfd = open(path, O_RDONLY | O_CLOEXEC |
+								   O_NOFOLLOW);
+			} else if (!strncmp(buf, "exit\t", 5)) {
+				detach_show(logfd, -1, &shown);
+				status = (int)strtol(buf + 5, NULL, 10);
+			} else if (!strncmp(buf, "ok\t", 3) &&
+				   (dir = strchr(buf + 3, '\t')) &&
+				   (bytes = strrchr(dir + 1, '\t'))) {
+				*dir++ = '\0';
+				*bytes++ = '\0';
+				id = buf + 3;
+				detach_show(logfd, strtoll(bytes, NULL, 10),
+					    &shown);
+				status = detach_print(id, dir, json);
+			}
+			len -= (size_t)(nl + 1 - buf);
+			memmove(buf, nl + 1, len);
+		}
+		if (status >= 0 || eof || len >= DETACH_REPLY_MAX)
+			break;
+		if (poll(&pfd, 1, DETACH_POLL_MS) > 0) {
+			ssize_t n = read(rfd, buf + len, DETACH_REPLY_MAX - len);
+
+			if (n > 0)
+				len += (size_t)n;
+			else if (n == 0 || errno != EINTR)
+				eof = true;
+		}
+		detach_show(logfd, -1, &shown);
+	}
+	close(rfd);
+	if (status < 0) {
+		detach_show(logfd, -1, &shown);
+		cli_error("run --detach: the controller ended before the job "
+			  "started (see the messages above)");
+		status = 1;
+	}
+	if (logfd >= 0)
+		close(logfd);
+	return status;
 }
 
 /* Double fork and setsid: the controller has no terminal and is nobody's
@@ -161,6 +240,7 @@ int cmd_run(int argc, char **argv)
 		{"no-status", no_argument, NULL, 'S'},
 		{"detach", no_argument, NULL, 'D'},
 		{"json", no_argument, NULL, 'J'},
+		{"no-wait", no_argument, NULL, 'W'},
 		{"resume", required_argument, NULL, 'R'},
 		/* --on HOST, and what the herd it starts there is given */
 		{"on", required_argument, NULL, 'O'},
@@ -199,6 +279,9 @@ int cmd_run(int argc, char **argv)
 		case 'J':
 			json = true;
 			break;
+		case 'W':
+			opt.detach_no_wait = true;
+			break;
 		case 'R':
 			resume = optarg;
 			break;
@@ -225,12 +308,13 @@ int cmd_run(int argc, char **argv)
 	if (!job && !resume && optind == argc - 1)
 		job = argv[optind++];
 	if (optind != argc || !(job || resume) || (json && !opt.detach) ||
-	    (opt.detach && opt.dry_run) || (on && !opt.detach)) {
+	    (opt.detach && opt.dry_run) || (on && !opt.detach) ||
+	    (opt.detach_no_wait && !opt.detach)) {
 		usage(stderr);
 		return EXIT_SPEC;
 	}
 	if (on)
-		return remote_run(on, job, resume, json);
+		return remote_run(on, job, resume, json, opt.detach_no_wait);
 	if ((status = remote_job_input(cwd, job_stdin, &job_text, &job_len)))
 		return status;
 	/* --job-stdin's bytes are the job (remote.c sent them); until

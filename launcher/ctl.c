@@ -232,6 +232,11 @@ const char *ctl_event_name(enum ctl_event e)
 	return e < CTL_EV_COUNT_ ? ctl_events[e].name : "?";
 }
 
+/* After a rank exited 127 or 126, how long the other ranks of the
+ * attempt have to end on their own before they are stopped: a shell that
+ * finds no command ends in milliseconds; this covers a loaded node. */
+#define CTL_EXEC_WAIT_MS 2000
+
 /* The longest wait between attempts, however often restart.backoff
  * doubles. */
 #define CTL_BACKOFF_MAX_MS 60000
@@ -506,11 +511,17 @@ static void on_stop_timeout(struct loop *loop, void *arg)
 	ctl_post(c, CTL_EV_STOP_TIMER, NULL, 0, NULL);
 }
 
+static void recover_stop(struct ctl *c);
+
 /* RECOVER, stop timer: a survivor that cannot confirm its ranks gone is
  * not trusted with the next attempt. */
 static void act_recover_timeout(struct ctl *c, struct ctl_ev *ev)
 {
 	(void)ev;
+	if (c->exec_wait) { /* not every rank ended: stop the rest now */
+		recover_stop(c);
+		return;
+	}
 	for (int i = 0; i < c->n_nodes; i++) {
 		struct node *n = &c->nodes[i];
 
@@ -616,6 +627,12 @@ static void summary(struct ctl *c)
 
 	if (c->attempt <= 1 && !c->final_failure)
 		return;
+	/* One attempt and no node evicted: its failure is on stderr. */
+	for (int i = 0; c->attempt == 1 && i < c->n_nodes; i++)
+		any_evicted |= c->nodes[i].state == NODE_EVICTED;
+	if (c->attempt == 1 && !any_evicted)
+		return;
+	any_evicted = false;
 	fprintf(stderr, "herd: job %s ended after %d attempt%s:\n",
 		c->spec->name, c->attempt, c->attempt == 1 ? "" : "s");
 	for (int a = 0; a < c->attempt; a++)
@@ -694,6 +711,55 @@ static void act_readmit(struct ctl *c, struct ctl_ev *ev)
 		transport_commit(c->transport);
 }
 
+/* A rank of this attempt never ran: launch.workdir does not exist on its
+ * node. */
+static bool attempt_no_workdir(const struct ctl *c)
+{
+	for (int r = 0; r < c->world_size && r < c->n_slots && c->ranks; r++)
+		if (c->ranks[r].done && c->ranks[r].no_workdir)
+			return true;
+	return false;
+}
+
+/* "attempt N failed: WHY; recovering", WHY left out when
+ * act_rank_failed has just printed it. */
+static void say_recovering(struct ctl *c, const char *why)
+{
+	/* notes[].why keeps 250 bytes */
+	if (c->said_why[0] && !strncmp(why, c->said_why, 250))
+		fprintf(stderr, "herd: attempt %d failed; recovering\n",
+			c->attempt);
+	else
+		fprintf(stderr, "herd: attempt %d failed: %s; recovering\n",
+			c->attempt, why);
+}
+
+/* Every rank of the attempt ended with 127 or 126: the shell found no
+ * command (127) or could not run it (126), and the next attempt runs
+ * the same command on the same nodes.  Says so in one line naming the
+ * command and returns true. */
+static bool attempt_no_command(struct ctl *c)
+{
+	int first = 0;
+
+	if (!c->ranks || c->world_size <= 0)
+		return false;
+	for (int r = 0; r < c->world_size && r < c->n_slots; r++) {
+		if (!c->ranks[r].done ||
+		    (c->ranks[r].status != 127 && c->ranks[r].status != 126))
+			return false;
+		if (!first)
+			first = c->ranks[r].status;
+	}
+	fprintf(stderr,
+		"herd: every rank exited with status %d (%s): launch.command "
+		"'%.300s'; not restarting, a restart runs the same command\n",
+		first,
+		first == 127 ? "command not found" : "command not executable",
+		c->spec->launch.command);
+	return true;
+}
+
 /* RUN, attempt failed: stop its ranks everywhere, then recover or end. */
 static void act_attempt_failed(struct ctl *c, struct ctl_ev *ev)
 {
@@ -706,6 +772,12 @@ static void act_attempt_failed(struct ctl *c, struct ctl_ev *ev)
 			      "reason", ev->why, "status", ev->status));
 	restarts_left = c->attempt < 1 + c->spec->restart.max &&
 			c->interrupts == 0 && !c->no_restart;
+	if (restarts_left && attempt_no_workdir(c)) {
+		fprintf(stderr, "herd: not restarting: a restart cannot make "
+				"the missing workdir\n");
+		restarts_left = false;
+		c->no_restart = true;
+	}
 	if (!restarts_left) {
 		if (c->interrupts == 0 && !c->no_restart &&
 		    c->spec->restart.max > 0)
@@ -717,8 +789,11 @@ static void act_attempt_failed(struct ctl *c, struct ctl_ev *ev)
 		post_stop(c, CTL_EV_FINISH, c->spec->health.grace_ms, SIGTERM);
 		return;
 	}
-	fprintf(stderr, "herd: attempt %d failed: %s; recovering\n",
-		c->attempt, ev->why);
+	/* 127, 126: whether every rank failed so is known once they all
+	 * ended; the verdict and the line wait for check_recovered. */
+	c->exec_suspect = ev->status == 127 || ev->status == 126;
+	if (!c->exec_suspect)
+		say_recovering(c, ev->why);
 	ctl_post(c, CTL_EV_RECOVER, NULL, 0, NULL);
 }
 
@@ -739,12 +814,38 @@ static void act_straggler(struct ctl *c, struct ctl_ev *ev)
 	ctl_post(c, CTL_EV_ATTEMPT_FAILED, NULL, 1, why);
 }
 
+/* Every rank of the attempt has ended. */
+static bool all_ranks_ended(const struct ctl *c)
+{
+	for (int r = 0; r < c->world_size && r < c->n_slots && c->ranks; r++)
+		if (!c->ranks[r].done)
+			return false;
+	return true;
+}
+
 /* RUN -> RECOVER: every surviving member stops its ranks and says so; a
  * straggler marked for eviction goes now (its restart came before a
- * checkpoint), when it can still be replaced or done without. */
+ * checkpoint), when it can still be replaced or done without.  After a
+ * 127 or 126 the other ranks get CTL_EXEC_WAIT_MS to end on their own
+ * first: a rank stopped before its shell looked for the command would
+ * hide that none of them can run. */
 static void act_recover(struct ctl *c, struct ctl_ev *ev)
 {
 	(void)ev;
+	if (c->exec_suspect && !all_ranks_ended(c)) {
+		c->exec_wait = true;
+		if (c->stop_timer)
+			loop_timer_del(c->loop, c->stop_timer);
+		c->stop_timer = loop_timer_add(c->loop, CTL_EXEC_WAIT_MS,
+					       on_stop_timeout, c);
+		return;
+	}
+	recover_stop(c);
+}
+
+static void recover_stop(struct ctl *c)
+{
+	c->exec_wait = false;
 	for (int i = 0; i < c->n_nodes; i++) {
 		struct node *n = &c->nodes[i];
 		char whynot[160];
@@ -802,6 +903,9 @@ static bool node_out(struct ctl *c, struct node *n, const char *reason,
 		fprintf(stderr, "herd: %s\n", reason);
 	} else {
 		fprintf(stderr, "herd: node %s failed: %s\n", n->host, reason);
+		/* the attempt's reason when it fails for it (say_recovering) */
+		snprintf(c->said_why, sizeof(c->said_why),
+			 "node %s failed: %.200s", n->host, reason);
 	}
 	if (!n->setup_error)	/* issue 14: node record */
 		ctl_node_note(c, n, "failed", reason);
@@ -1040,6 +1144,16 @@ static void check_recovered(struct ctl *c)
 		if (n->member && n->state == NODE_UP && !n->stopped)
 			return;
 	}
+	if (c->exec_suspect) {
+		c->exec_suspect = false;
+		if (attempt_no_command(c)) {
+			c->no_restart = true;
+			c->final_failure = true;
+			post_stop(c, CTL_EV_FINISH, 0, SIGTERM);
+			return;
+		}
+		say_recovering(c, c->notes[c->attempt - 1].why);
+	}
 	if (take_spares(c) > 0)
 		return;
 	up = count_nodes(c, NODE_UP, 1);
@@ -1183,6 +1297,10 @@ static void act_launch(struct ctl *c, struct ctl_ev *ev)
 	memset(&c->notes[c->attempt], 0, sizeof(*notes));
 	c->attempt++;
 	c->failed = false;
+	c->exec_suspect = false;
+	c->exec_wait = false;
+	c->workdir_said = false;
+	c->said_why[0] = '\0';
 	ctl_pmix_clear(c);
 	ctl_pubsub_attempt_over(c);
 	notify_stop(c);
@@ -1228,6 +1346,7 @@ static void act_launch(struct ctl *c, struct ctl_ev *ev)
 					      "node_rank", n->index));
 	}
 	free(command);
+	ctl_detach_ready(c); /* --detach: the job is up */
 }
 
 /* --- connecting ----------------------------------------------------------- */
@@ -1551,6 +1670,16 @@ static void on_rank_exit(struct ctl *c, struct node *n, struct proto_frame *f)
 		    json_is_false(json_object_get(body, "pmix_connected"));
 	if (singleton)
 		status = 1;
+	r->status = status;
+	/* The agent's words for a failed chdir (lib/proc.c): the same
+	 * library on both sides of the channel. */
+	r->no_workdir = error && c->spec->launch.workdir &&
+			!strncmp(error, proc_step_what(PROC_STEP_WORKDIR),
+				 strlen(proc_step_what(PROC_STEP_WORKDIR))) &&
+			(json_integer_value(json_object_get(body, "errno")) ==
+				 ENOENT ||
+			 json_integer_value(json_object_get(body, "errno")) ==
+				 ENOTDIR);
 	ev = json_pack("{s:i, s:i, s:s, s:i, s:O, s:O}", "attempt", c->attempt,
 		       "rank", rank, "host", n->host, "status", status, "code",
 		       code ? code : json_null(), "signal",
@@ -1563,11 +1692,18 @@ static void on_rank_exit(struct ctl *c, struct node *n, struct proto_frame *f)
 	if (status != 0) {
 		struct ctl_ev fail = {.type = CTL_EV_RANK_FAILED, .node = n,
 				      .status = status, .flag = error != NULL,
-				      .body = json_pack("{s:i, s:b}", "rank",
-							rank, "signal",
-							json_is_integer(sig))};
+				      .body = json_pack("{s:i, s:b, s:b}",
+							"rank", rank, "signal",
+							json_is_integer(sig),
+							"no_workdir",
+							r->no_workdir)};
 
-		if (error)
+		if (r->no_workdir)
+			snprintf(fail.why, sizeof(fail.why),
+				 "rank %d on %s: launch.workdir %s does not "
+				 "exist there",
+				 rank, n->host, c->spec->launch.workdir);
+		else if (error)
 			snprintf(fail.why, sizeof(fail.why),
 				 "rank %d on %s: %s", rank, n->host, error);
 		else if (singleton)
@@ -1602,6 +1738,9 @@ static void act_rank_failed(struct ctl *c, struct ctl_ev *ev)
 	int rank = (int)json_integer_value(json_object_get(ev->body, "rank"));
 
 	fprintf(stderr, "herd: %s; stopping the attempt\n", ev->why);
+	snprintf(c->said_why, sizeof(c->said_why), "%.250s", ev->why);
+	if (json_is_true(json_object_get(ev->body, "no_workdir")))
+		c->workdir_said = true;
 	if (ev->body)
 		ctl_event_proc_failed(c,
 				      json_is_true(json_object_get(ev->body,
@@ -1617,7 +1756,14 @@ static void act_rank_failed(struct ctl *c, struct ctl_ev *ev)
  * own way. */
 static void act_rank_note(struct ctl *c, struct ctl_ev *ev)
 {
-	(void)c;
+	if (c->state == CTL_RECOVER && c->exec_wait && all_ranks_ended(c))
+		recover_stop(c);
+	/* The missing workdir is said once, not once per rank. */
+	if (json_is_true(json_object_get(ev->body, "no_workdir"))) {
+		if (c->workdir_said)
+			return;
+		c->workdir_said = true;
+	}
 	if (ev->flag)
 		fprintf(stderr, "herd: %s\n", ev->why);
 }
@@ -2371,7 +2517,7 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 	c->hb_timer = loop_timer_add(c->loop, check_interval(c),
 				     on_heartbeat_tick, c);
 	ctl_post(c, CTL_EV_START, NULL, 0, NULL);
-	return ctl_detach_ready(c) < 0 ? 1 : 0;
+	return ctl_detach_log(c) < 0 ? 1 : 0;
 }
 
 int ctl_end(struct ctl *c)

@@ -25,10 +25,15 @@ struct ctl_options {
 	/* herd run --detach: herd's messages go to RUN-ID/herd.log once the
 	 * run dir exists, no rank output on stdout, a control socket that
 	 * cannot be made is fatal.  *detach_fd: the pipe to the launching
-	 * herd, told "ok\tID\tRUNDIR\n" and closed (set to -1) when the
+	 * herd, told "log\tRUNDIR\n" once herd.log takes the messages,
+	 * then "ok\tID\tRUNDIR\tBYTES\n" and closed (set to -1) when the
 	 * job is up (ctl_sock.c). */
 	bool detach;
 	int *detach_fd;
+	/* --no-wait: the job counts as up once the run dir, registry
+	 * entry and socket exist; else once its first attempt started
+	 * (until then the launching herd shows herd.log as it grows). */
+	bool detach_no_wait;
 	/* herd run only (jobrun.h): the job is registered with these;
 	 * NULL job_file (plan, bench): not registered. */
 	const char *job_file;	  /* absolute, as given */

@@ -170,6 +170,8 @@ struct rank_slot {
 				 * PMIx_Spawn N (ctl_spawn.c) */
 	int srank;		/* spawned: its rank in spawn N */
 	bool done;
+	int status;		/* done: its exit status (128+signal) */
+	bool no_workdir;	/* done: never ran, launch.workdir is missing */
 	struct logfile *log;	/* RUN-ID/attempt-N/rank-R.log */
 	/* A partial line waiting for its end (prefixing needs lines); at
 	 * most CTL_PARTIAL_MAX bytes, then it is printed cut. */
@@ -245,6 +247,16 @@ struct ctl {
 	bool failed;		/* this attempt's first failure is recorded */
 	bool final_failure;	/* no restart: the job ends */
 	bool no_restart;	/* the program asked to end (MPI_Abort) */
+	/* A restart cannot heal every failure: a missing workdir, or every
+	 * rank exiting 127 or 126 (the shell found no command, or could
+	 * not run it).  exec_suspect: the attempt failed with 127 or 126,
+	 * restarts are left, and the verdict waits until every rank has
+	 * ended (check_recovered). */
+	bool exec_suspect;
+	bool exec_wait;		/* RECOVER: the ranks are not stopped yet */
+	bool workdir_said;	/* the missing workdir is on stderr */
+	char said_why[256];	/* the attempt's failure as act_rank_failed
+				 * printed it */
 	char *log_dir;		/* log.dir, {{name}} filled, absolute */
 	uint64_t log_lost;	/* bytes of closed rank logs not written */
 	int log_failed_files;	/* rank logs with a failed write */
@@ -340,9 +352,16 @@ void ctl_sock_output(struct ctl *c, int fd, const struct iovec *iov,
 void ctl_sock_end(struct ctl *c, int status);
 /* Closes the clients and removes the socket. */
 void ctl_sock_free(struct ctl *c);
-/* --detach: stdout and stderr to RUN-ID/herd.log, then tells the
- * launching herd the job is up.  Returns 0, or -1 said on stderr. */
-int ctl_detach_ready(struct ctl *c);
+/* --detach, once the run dir exists: stdout and stderr to
+ * RUN-ID/herd.log, and the launching herd is told where that is
+ * ("log\tRUNDIR\n": it shows what herd.log gets until the job is up).
+ * With --no-wait the job counts as up at once (ctl_detach_ready).
+ * Returns 0, or -1 said on stderr. */
+int ctl_detach_log(struct ctl *c);
+/* --detach: tells the launching herd the job is up (the first attempt
+ * started): "ok\tID\tRUNDIR\tBYTES\n", BYTES of herd.log written so
+ * far, and closes the pipe.  Does nothing the second time. */
+void ctl_detach_ready(struct ctl *c);
 
 /* ctl_metrics.c (issue 12) */
 /* Binds metrics.listen, first of all: an address that cannot be bound

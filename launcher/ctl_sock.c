@@ -518,11 +518,20 @@ void ctl_sock_free(struct ctl *c)
 	c->sock = NULL;
 }
 
-int ctl_detach_ready(struct ctl *c)
+/* Writes all of line to the launching herd (a pipe: whole or nothing
+ * for these few bytes). */
+static void detach_say(struct ctl *c, const char *line, int n)
+{
+	if (n > 0 && write(*c->opt->detach_fd, line, (size_t)n) != n)
+		fprintf(stderr, "herd: the launching herd is gone: %s\n",
+			strerror(errno));
+}
+
+int ctl_detach_log(struct ctl *c)
 {
 	struct herd_err err;
 	char line[4096 + 256];
-	int fd, n;
+	int fd;
 
 	if (!c->opt->detach || !c->opt->detach_fd || *c->opt->detach_fd < 0)
 		return 0;
@@ -542,13 +551,31 @@ int ctl_detach_ready(struct ctl *c)
 		return -1;
 	}
 	close(fd);
-	n = snprintf(line, sizeof(line), "ok\t%s\t%s\n", logtree_run_id(c->lt),
-		     logtree_run_dir(c->lt));
-	if (n > 0 && (size_t)n < sizeof(line) &&
-	    write(*c->opt->detach_fd, line, (size_t)n) != n)
-		fprintf(stderr, "herd: the launching herd is gone: %s\n",
-			strerror(errno));
+	if (c->opt->detach_no_wait) {
+		ctl_detach_ready(c);
+		return 0;
+	}
+	detach_say(c, line,
+		   snprintf(line, sizeof(line), "log\t%s\n",
+			    logtree_run_dir(c->lt)));
+	return 0;
+}
+
+void ctl_detach_ready(struct ctl *c)
+{
+	char line[4096 + 256];
+	struct stat st;
+	int n;
+
+	if (!c->opt->detach || !c->opt->detach_fd || *c->opt->detach_fd < 0)
+		return;
+	fflush(stdout);
+	fflush(stderr);
+	n = snprintf(line, sizeof(line), "ok\t%s\t%s\t%lld\n",
+		     logtree_run_id(c->lt), logtree_run_dir(c->lt),
+		     fstat(2, &st) == 0 ? (long long)st.st_size : 0LL);
+	if (n > 0 && (size_t)n < sizeof(line))
+		detach_say(c, line, n);
 	close(*c->opt->detach_fd);
 	*c->opt->detach_fd = -1;
-	return 0;
 }

@@ -49,7 +49,7 @@ bool remote_entry_is_remote(const struct jobreg_entry *e);
  * NULL) it runs `herd run --detach --json --resume RUNDIR` there instead,
  * with the settings of RUNDIR/job.yaml. */
 int remote_run(const char *host, const char *job_path, const char *resume,
-	       bool json);
+	       bool json, bool no_wait);
 
 /* Runs `REMOTE_HERD argv[0] ... argv[argc-1]` on e->host for the job of
  * e (argv[0] is the command: attach, stop, status, logs...), relaying

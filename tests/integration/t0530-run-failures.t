@@ -139,6 +139,61 @@ test_expect_success 'a name that does not resolve: named error, exit 1' '
 	no_job noname
 '
 
+# fatal NAME COMMAND WORKDIR: 2 nodes x 2 slots, 3 restarts 2 s apart
+fatal() {
+	{
+		echo "name: $1"
+		echo "nodes: {hosts: \"${HERD_CLUSTER_PREFIX}[1-2]\", slots: 2}"
+		echo "ssh: {identity: $HERD_CLUSTER_KEY, known_hosts: $HERD_CLUSTER_KNOWN_HOSTS}"
+		echo "health: {grace: 1s}"
+		echo "restart: {max: 3, backoff: 2s}"
+		echo "launch:"
+		echo "  workdir: $3"
+		echo "  command: $2"
+	} >"$1.yaml"
+}
+
+# attempts NAME: how many attempts the latest run of NAME started
+attempts() {
+	jq -c "select(.event == \"attempt_start\")" "runs/$1/latest/events.jsonl" | wc -l
+}
+
+test_expect_success 'a command no rank finds: one attempt, exit 127, one line naming it' '
+	fatal nocmd /no/such/prog "$PWD" &&
+	start=$(date +%s) &&
+	test_expect_code 127 herd run nocmd.yaml >out 2>err &&
+	cat err &&
+	# 3 restarts would take 2 + 4 + 8 s of backoff
+	test $(($(date +%s) - start)) -lt 12 &&
+	test "$(attempts nocmd)" = 1 &&
+	test "$(grep -c "^herd: .*/no/such/prog" err)" = 1 &&
+	grep "^herd: every rank exited with status 127 (command not found): launch.command ./no/such/prog.; not restarting" err &&
+	! grep "recovering\|restart limit" err &&
+	ev_all runs/nocmd/latest/events.jsonl job_end ".status == 127 and .attempts == 1"
+'
+
+test_expect_success 'a workdir that does not exist: one attempt, named once' '
+	fatal nowd "echo ran" "$PWD/no-such-dir" &&
+	test_expect_code 127 herd run nowd.yaml >out 2>err &&
+	cat err &&
+	test "$(attempts nowd)" = 1 &&
+	test "$(grep -c "no-such-dir" err)" = 1 &&
+	grep "launch.workdir $PWD/no-such-dir does not exist there; stopping the attempt" err &&
+	grep "^herd: not restarting: a restart cannot make the missing workdir" err &&
+	! grep "recovering\|restart limit" err &&
+	test_must_be_empty out
+'
+
+test_expect_success 'a command that fails on one rank only is still restarted' '
+	fatal somecmd "test \$RANK = 1 || exit 0; /no/such/prog" "$PWD" &&
+	sed -i "s/max: 3, backoff: 2s/max: 1, backoff: 100ms/" somecmd.yaml &&
+	test_expect_code 127 herd run somecmd.yaml >out 2>err &&
+	cat err &&
+	test "$(attempts somecmd)" = 2 &&
+	grep "^herd: attempt 1 failed; recovering" err &&
+	grep "^herd: restart limit reached (restart.max 1)" err
+'
+
 test_expect_success 'the cluster still works afterwards' '
 	job ok "$HERD_CLUSTER_KEY" "$HERD_CLUSTER_KNOWN_HOSTS" &&
 	herd run ok.yaml >out &&

@@ -20,6 +20,17 @@ job() {
 	EOT
 }
 
+# until_true S CMD...: polls CMD every 0.1 s for at most S seconds.
+until_true() {
+	_ut_n=$(($1 * 10))
+	shift
+	while ! "$@"; do
+		_ut_n=$((_ut_n - 1))
+		[ $_ut_n -gt 0 ] || { echo "not true in time: $*" >&2; return 1; }
+		sleep 0.1   # poll interval of a bounded wait
+	done
+}
+
 test_expect_success 'cluster of 3 nodes' '
 	own_binaries &&
 	cluster_up 3 &&
@@ -40,13 +51,53 @@ test_expect_success '3 nodes: one rank per node, the ring on the cluster address
 	test_cmp expect sizes &&
 	awk "\$5 != \"ok\" || \$2 <= 0 { bad = 1 } END { exit bad }" rows &&
 	awk "\$1 == 1048576 && \$4 > 0 { found = 1 } END { exit !found }" rows &&
-	jq -e -n "[inputs | select(.event == \"rank_start\")] | length == 3" runs/three-bench/latest/events.jsonl
+	jq -e -n "[inputs | select(.event == \"rank_start\")] | length == 3" runs/three/bench/latest/events.jsonl
 '
 
 test_expect_success 'one node: nothing to measure, said so' '
 	job one "$(cluster_node 1)" &&
 	herd bench one.yaml >out &&
 	grep "^one node: nothing crosses the network" out
+'
+
+test_expect_success 'a bench has its own run tree: the job'"'"'s latest and herd status stay the job'"'"'s' '
+	cat >fixed.yaml <<-EOT &&
+	name: fixed
+	nodes: {hosts: "${HERD_CLUSTER_PREFIX}[1-2]", slots: 1}
+	ssh: {identity: $HERD_CLUSTER_KEY, known_hosts: $HERD_CLUSTER_KNOWN_HOSTS}
+	log: {dir: "$PWD/fixedlogs"}
+	launch: {command: "echo trained"}
+	EOT
+	herd run fixed.yaml >run.out 2>run.err &&
+	RUN=$(readlink fixedlogs/latest) &&
+	test -n "$RUN" &&
+	herd bench fixed.yaml --sizes 8 --iters 1 >out 2>err &&
+	test "$(readlink fixedlogs/latest)" = "$RUN" &&
+	grep "^herd: logs in $PWD/fixedlogs/bench/" err &&
+	jq -e -n "[inputs | select(.event == \"rank_start\")] | length == 2" fixedlogs/bench/latest/events.jsonl &&
+	herd status fixed.yaml >status.out &&
+	cat status.out &&
+	grep "^job fixed, run $RUN " status.out &&
+	grep "^state: ended, exit status 0" status.out
+'
+
+test_expect_success 'a busy MASTER_PORT is named with launch.master_port' '
+	sed "s/^launch: .*/launch: {command: \"exit 3\", master_port: 29517}/" three.yaml >busy.yaml &&
+	sed -i "s/^name: three/name: busy/" busy.yaml &&
+	# rank 0 runs on node 1: something else listens on its port there
+	{ cluster_exec 1 python3 -c "import os, socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((\"0.0.0.0\", 29517))
+s.listen(16)
+open(sys.argv[1] + \".tmp\", \"w\").write(str(os.getpid()))
+os.rename(sys.argv[1] + \".tmp\", sys.argv[1])
+time.sleep(300)" "$PWD/listening" & } &&
+	test_when_finished "kill \$(cat listening); wait" &&
+	until_true 30 test -s listening &&
+	test_must_fail herd bench busy.yaml --sizes 8 --iters 1 >out 2>err &&
+	cat err &&
+	grep "MASTER_PORT 29517 on .* is in use by another program: set launch.master_port to a free port" err
 '
 
 test_expect_success 'bad options are usage errors' '

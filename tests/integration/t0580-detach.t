@@ -319,4 +319,34 @@ test_expect_success '--detach refuses to start a job it cannot register; the err
 	until_true 20 nothing_left
 '
 
+test_expect_success '--detach when no node accepts the key: the reason and exit 1 reach the shell, no job printed' '
+	ssh-keygen -q -t ed25519 -N "" -C stranger -f stranger &&
+	sed "s|identity: $HERD_CLUSTER_KEY|identity: $PWD/stranger|; s/^name: dtorch/name: dauth/" \
+		t0580-torch.yaml >t0580-auth.yaml &&
+	grep -q "identity: $PWD/stranger" t0580-auth.yaml &&
+	start=$(date +%s) &&
+	test_expect_code 1 herd run --detach t0580-auth.yaml >auth.out 2>auth.err &&
+	cat auth.err &&
+	# the connect timeout is 10 s; a refused key is known at once
+	test $(($(date +%s) - start)) -lt 10 &&
+	test_must_be_empty auth.out &&
+	test "$(grep -c "authentication failed for user root" auth.err)" = 4 &&
+	grep "0 of 4 nodes are up\|nodes are up" auth.err &&
+	ev_all runs/dauth/latest/events.jsonl job_end ".status == 1 and .attempts == 0" &&
+	until_true 20 nothing_left
+'
+
+test_expect_success '--detach --no-wait returns once the run dir exists, as before' '
+	herd run --detach --no-wait --json t0580-auth.yaml >nw.out 2>nw.err &&
+	jq -e ".id and .run_dir" nw.out &&
+	RD=$(jq -r .run_dir nw.out) &&
+	until_true 30 grep -q "\"event\":\"job_end\"" "$RD/events.jsonl" &&
+	ev_all "$RD/events.jsonl" job_end ".status == 1" &&
+	grep "authentication failed for user root" "$RD/herd.log" &&
+	test_expect_code 2 herd run --no-wait t0580-auth.yaml 2>usage.err &&
+	grep "^usage: herd run" usage.err &&
+	herd run --help | grep -- "--no-wait" &&
+	until_true 20 nothing_left
+'
+
 test_done

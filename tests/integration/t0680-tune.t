@@ -84,20 +84,20 @@ test_expect_success 'a platform file: the values from its link rate, no network 
 	{"network": {"nics": [{"name": "mlx5_0", "rate_gbps": 100, "fabric": "ib"},
 	                      {"name": "mlx5_1", "rate_gbps": 100, "fabric": "ib"}]}}
 	EOF
-	rm -rf runs/three-bench &&
+	rm -rf runs/three/bench &&
 	herd render ds_zero3 --tune three.yaml --platform plat.json >p.json 2>p.err &&
 	cat p.err &&
 	grep "^herd: tune: from platform file plat.json: 2 NICs (ib), 200 Gb/s in all" p.err &&
 	rule_ok p.err p.json >p.bucket &&
 	# 10 x 24 ranks x 14 us x 25 GB/s / 2 bytes
 	test "$(cat p.bucket)" = 42000000 &&
-	test ! -e runs/three-bench &&
+	test ! -e runs/three/bench &&
 	# The same file as the job s bind.topology_file.
 	job plat "${HERD_CLUSTER_PREFIX}[1-3]" "bind: {topology_file: plat.json}" &&
 	herd render ds_zero3 --tune plat.yaml >p2.json 2>p2.err &&
 	grep "^herd: tune: from platform file $PWD/plat.json" p2.err &&
 	test_cmp p.json p2.json &&
-	test ! -e runs/plat-bench
+	test ! -e runs/plat/bench
 '
 
 test_expect_success '--set wins over the tuned value; fp32 halves the elements' '
@@ -132,7 +132,7 @@ test_expect_success 'errors: no job, a bad or untrusted platform file, one node'
 	grep "one.yaml has one node: nothing crosses the network to measure" err &&
 	test_expect_code 2 herd render sbatch --tune three.yaml 2>err &&
 	grep "^herd: render: --tune: sbatch.sh.tmpl has no {{reduce_bucket_size}}: --tune fills" err &&
-	test ! -e runs/three-bench &&
+	test ! -e runs/three/bench &&
 	herd render --help | grep -e "--tune JOB.yaml"
 '
 
