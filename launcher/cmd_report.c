@@ -25,6 +25,7 @@
 
 #include "cli.h"
 #include "herd/runlog.h"
+#include "herd/spec.h"
 #include "herd/svgplot.h"
 #include "rundir.h"
 
@@ -68,6 +69,10 @@ static void report_usage(FILE *out)
 		"  -o, --output FILE  where to write the report (required; '-'\n"
 		"                     for stdout)\n"
 		"  --time             plot loss against time, not step\n"
+		"  --one-run          only this run (by default a run resumed\n"
+		"                     with herd run --resume is shown with the\n"
+		"                     runs before it, followed through their\n"
+		"                     run.json)\n"
 		"  -h, --help         show this text\n"
 		"\n"
 		"Exit status: 0 written; 1 a file could not be read or written;\n"
@@ -82,6 +87,8 @@ struct ctx {
 	double x_max; /* seconds: the end of the shown time */
 	double *xs;   /* scratch: seconds of a series */
 	bool by_time; /* --time: loss against time, not step */
+	const char *job_dir; /* the run whose job.yaml is shown */
+	const char *runs;    /* "ID, ID" when several runs are merged */
 	/* The marks of the training plots: attempts' starts (resumes),
 	 * node failures and evictions; x in seconds, and the step then. */
 	struct svgplot_vline *vt, *vs;
@@ -265,6 +272,80 @@ static void summary_hosts(struct ctx *c)
 	free(buf);
 }
 
+/* The job as its run directory's job.yaml (the exact bytes herd ran)
+ * says: command, hosts and the settings that shape a run.  Values of
+ * launch.env are left out (they may be secrets): only their names. */
+static void job_table(struct ctx *c)
+{
+	struct herd_err err;
+	struct spec *sp;
+	char *path = NULL, b[512];
+
+	herd_err_clear(&err);
+	if (!c->job_dir || asprintf(&path, "%s/job.yaml", c->job_dir) < 0)
+		return;
+	sp = spec_load(path, &err);
+	free(path);
+	if (!sp)
+		return; /* a run from before job.yaml, or not readable */
+	fprintf(c->out, "<h2>Job</h2>\n<table class=\"summary\">\n");
+	/* The command's lines as lines. */
+	fprintf(c->out, "<tr><th>command</th><td><pre class=\"cmd\">");
+	for (const char *p = sp->launch.command; p && *p;) {
+		size_t n = strcspn(p, "\n");
+		char *line = strndup(p, n);
+
+		esc(c, line);
+		free(line);
+		p += n;
+		if (*p == '\n' && *++p)
+			fputc('\n', c->out);
+	}
+	fprintf(c->out, "</pre></td></tr>\n");
+	if (sp->launch.workdir)
+		summary_row(c, "workdir", sp->launch.workdir);
+	switch (sp->nodes.source) {
+	case SPEC_SOURCE_HOSTS:
+		summary_row(c, "nodes.hosts", sp->nodes.hosts);
+		break;
+	case SPEC_SOURCE_HOSTFILE:
+		summary_row(c, "nodes.hostfile", sp->nodes.hostfile);
+		break;
+	case SPEC_SOURCE_COMMAND:
+		summary_row(c, "nodes.command", sp->nodes.command);
+		break;
+	case SPEC_SOURCE_INVENTORY:
+		summary_row(c, "nodes.inventory", sp->nodes.inventory.url);
+		break;
+	default:
+		summary_row(c, "nodes.hosts", "localhost");
+	}
+	if (sp->nodes.spares)
+		summary_row(c, "nodes.spares", sp->nodes.spares);
+	snprintf(b, sizeof(b), "%ld", sp->nodes.slots);
+	summary_row(c, "nodes.slots", sp->nodes.slots ? b : "auto (GPUs)");
+	snprintf(b, sizeof(b), "max %d", sp->restart.max);
+	summary_row(c, "restart", b);
+	if (sp->checkpoint.dir)
+		summary_row(c, "checkpoint.dir", sp->checkpoint.dir);
+	if (sp->launch.n_env) {
+		FILE *f;
+		char *names = NULL;
+		size_t len = 0;
+
+		if ((f = open_memstream(&names, &len))) {
+			for (size_t i = 0; i < sp->launch.n_env; i++)
+				fprintf(f, "%s%s", i ? ", " : "",
+					sp->launch.env[i].key);
+			if (fclose(f) == 0)
+				summary_row(c, "launch.env (names)", names);
+			free(names);
+		}
+	}
+	fprintf(c->out, "</table>\n");
+	spec_free(sp);
+}
+
 static void summary(struct ctx *c)
 {
 	const struct runlog *rl = c->rl;
@@ -317,6 +398,8 @@ static void summary(struct ctx *c)
 
 		summary_row(c, "slowest node", slow ? slow : "none named");
 	}
+	if (c->runs)
+		summary_row(c, "runs (resumed with --resume)", c->runs);
 	summary_hosts(c);
 	for (size_t i = 0; i < rl->n_attempts; i++) {
 		const struct runlog_attempt *a = &rl->attempts[i];
@@ -795,12 +878,23 @@ static const char style[] =
     ".node.slow{border:2px solid #c44e52}"
     ".note{color:#666;font-size:12px}"
     ".node .note{max-width:290px;overflow-wrap:anywhere;margin:2px 0}"
-    "svg.chart{display:block}";
+    "svg.chart{display:block}"
+    "pre.cmd{margin:0;font-size:12px;white-space:pre-wrap}";
 
 /* Writes the whole page to out. */
-static int write_report(FILE *out, const struct runlog *rl, bool by_time)
+struct report_opts {
+	bool by_time;
+	const char *job_dir, *runs;
+};
+
+static int write_report(FILE *out, const struct runlog *rl,
+			const struct report_opts *o)
 {
-	struct ctx c = {.out = out, .rl = rl, .by_time = by_time};
+	struct ctx c = {.out = out,
+			.rl = rl,
+			.by_time = o->by_time,
+			.job_dir = o->job_dir,
+			.runs = o->runs};
 	double end_ms = 0, *bufs;
 	static const int steps_k[] = {RUNLOG_JOB_STEPS_PER_S};
 	static const int gpu_k[] = {RUNLOG_JOB_GPU_UTIL_AVG,
@@ -845,6 +939,7 @@ static int write_report(FILE *out, const struct runlog *rl, bool by_time)
 	esc(&c, rl->job ? rl->job : "?");
 	fprintf(out, "</h1>\n");
 	summary(&c);
+	job_table(&c);
 
 	fprintf(out, "<h2>Training</h2>\n");
 	if (!rl->met.lines) {
@@ -878,7 +973,7 @@ timeline:
 /* Writes the report to a temporary file beside path and renames it over
  * path.  Returns 0, or -1 after saying why. */
 static int write_file(const char *path, const struct runlog *rl,
-		      bool by_time)
+		      const struct report_opts *o)
 {
 	char *tmp = NULL;
 	FILE *f = NULL;
@@ -886,7 +981,7 @@ static int write_file(const char *path, const struct runlog *rl,
 	mode_t um;
 
 	if (!strcmp(path, "-"))
-		return write_report(stdout, rl, by_time) < 0 || fflush(stdout)
+		return write_report(stdout, rl, o) < 0 || fflush(stdout)
 			   ? -1
 			   : 0;
 	if (asprintf(&tmp, "%s.XXXXXX", path) < 0) {
@@ -911,7 +1006,7 @@ static int write_file(const char *path, const struct runlog *rl,
 		goto out;
 	}
 	fd = -1;
-	if (write_report(f, rl, by_time) < 0 || fflush(f) != 0 || fsync(fileno(f)) < 0) {
+	if (write_report(f, rl, o) < 0 || fflush(f) != 0 || fsync(fileno(f)) < 0) {
 		cli_error("report: cannot write %s: %s", path, strerror(errno));
 		goto out;
 	}
@@ -940,17 +1035,180 @@ out:
 	return rc;
 }
 
+/* --- the runs of a job: herd run --resume makes a new run directory -- */
+
+/* 64: runs followed back through resumed_from. */
+#define REPORT_RUNS_MAX 64
+
+/* The run id dir's run.json says it resumed, or NULL (the caller
+ * frees). */
+static char *resumed_from(const char *dir)
+{
+	char *path = NULL, *id = NULL;
+	json_t *run;
+	const char *v;
+
+	if (asprintf(&path, "%s/run.json", dir) < 0)
+		return NULL;
+	run = json_load_file(path, 0, NULL);
+	free(path);
+	v = json_string_value(json_object_get(run, "resumed_from"));
+	/* A run id names a sibling directory: nothing else. */
+	if (v && *v && !strchr(v, '/') && strcmp(v, ".") && strcmp(v, ".."))
+		id = strdup(v);
+	json_decref(run);
+	return id;
+}
+
+/* Feeds path's lines into rl as one of its later runs: attempts
+ * numbered on after offset, the later run's job_start left out (the
+ * job started with the first run). */
+static void feed_run_file(struct runlog *rl, const char *path, int offset,
+			  bool events)
+{
+	FILE *f = fopen(path, "re");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+
+	if (!f)
+		return;
+	while ((n = getline(&line, &cap, f)) > 0) {
+		json_t *o, *a;
+		char *text;
+		const char *ev;
+
+		if (line[n - 1] != '\n')
+			break; /* a partial last line: the writer is mid-line */
+		line[--n] = '\0';
+		o = json_loadb(line, (size_t)n, 0, NULL);
+		ev = json_string_value(json_object_get(o, "event"));
+		if (events && ev && !strcmp(ev, "job_start")) {
+			json_decref(o);
+			continue;
+		}
+		if (json_is_integer(a = json_object_get(o, "attempt")))
+			json_object_set_new(
+			    o, "attempt",
+			    json_integer(json_integer_value(a) + offset));
+		if (events && ev && !strcmp(ev, "job_end") &&
+		    json_is_integer(a = json_object_get(o, "attempts")))
+			json_object_set_new(
+			    o, "attempts",
+			    json_integer(json_integer_value(a) + offset));
+		text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+		if (events)
+			runlog_feed_event(rl, text ? text : line,
+					  text ? strlen(text) : (size_t)n);
+		else
+			runlog_feed_metrics(rl, text ? text : line,
+					    text ? strlen(text) : (size_t)n);
+		free(text);
+		json_decref(o);
+	}
+	free(line);
+	fclose(f);
+}
+
+/* The runs of dir's job, oldest first (dir last), following each run's
+ * resumed_from to its sibling directory.  Returns the count (1: dir
+ * alone); dirs[] are the caller's to free. */
+static size_t run_chain(const char *dir, char **dirs)
+{
+	size_t n = 0;
+	char *cur = strdup(dir);
+
+	while (cur && n < REPORT_RUNS_MAX) {
+		char *id, *slash, *prev = NULL;
+		bool seen = false;
+		struct stat st;
+
+		dirs[n++] = cur;
+		if (!(id = resumed_from(cur)))
+			break;
+		slash = strrchr(cur, '/');
+		if (asprintf(&prev, "%.*s%s", slash ? (int)(slash - cur + 1) : 0,
+			     cur, id) < 0)
+			prev = NULL;
+		free(id);
+		for (size_t i = 0; prev && i < n; i++)
+			seen |= !strcmp(dirs[i], prev);
+		if (!prev || seen || stat(prev, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			free(prev);
+			break;
+		}
+		cur = prev;
+	}
+	/* Oldest first. */
+	for (size_t i = 0; i < n / 2; i++) {
+		char *t = dirs[i];
+
+		dirs[i] = dirs[n - 1 - i];
+		dirs[n - 1 - i] = t;
+	}
+	return n;
+}
+
+/* One model of every run of the chain: the first read as it is, the
+ * later ones fed into it.  Returns NULL (said on stderr) on failure. */
+static struct runlog *merge_runs(char **dirs, size_t n, int *status)
+{
+	struct runlog *rl = rundir_read("report", dirs[0], 0, status);
+
+	for (size_t i = 1; rl && i < n; i++) {
+		int offset = rl->n_attempts
+				 ? rl->attempts[rl->n_attempts - 1].attempt
+				 : 0;
+		char *ev = NULL, *met = NULL;
+
+		if (asprintf(&ev, "%s/events.jsonl", dirs[i]) >= 0) {
+			feed_run_file(rl, ev, offset, true);
+			free(ev);
+		}
+		if (asprintf(&met, "%s/metrics.jsonl", dirs[i]) >= 0) {
+			feed_run_file(rl, met, offset, false);
+			free(met);
+		}
+	}
+	return rl;
+}
+
+/* "ID, ID, ..." of the runs (their directories' names). */
+static char *run_names(char **dirs, size_t n)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		const char *slash = strrchr(dirs[i], '/');
+
+		fprintf(f, "%s%s", i ? ", " : "", slash ? slash + 1 : dirs[i]);
+	}
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"output", required_argument, NULL, 'o'},
 	    {"time", no_argument, NULL, 't'},
+	    {"one-run", no_argument, NULL, '1'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	const char *output = NULL;
 	struct runlog *rl;
-	bool by_time = false;
+	struct report_opts ro = {0};
+	bool one_run = false;
+	char *dirs[REPORT_RUNS_MAX], *names = NULL, *real = NULL;
+	size_t n_runs = 0;
 	int c, status;
 
 	optind = 1;
@@ -961,7 +1219,10 @@ int cmd_report(int argc, char **argv)
 			output = optarg;
 			break;
 		case 't':
-			by_time = true;
+			ro.by_time = true;
+			break;
+		case '1':
+			one_run = true;
 			break;
 		case 'h':
 			report_usage(stdout);
@@ -986,7 +1247,28 @@ int cmd_report(int argc, char **argv)
 	rl = rundir_open("report", argv[optind], 0, &status);
 	if (!rl)
 		return status;
-	status = write_file(output, rl, by_time) < 0 ? 1 : 0;
-	runlog_free(rl);
+	/* A run directory's real path: its resumed_from names a sibling of
+	 * the directory itself, not of a `latest` link. */
+	real = realpath(rl->dir, NULL);
+	ro.job_dir = rl->dir;
+	if (!one_run && real && (n_runs = run_chain(real, dirs)) > 1) {
+		struct runlog *all = merge_runs(dirs, n_runs, &status);
+
+		if (!all)
+			goto out;
+		names = run_names(dirs, n_runs);
+		ro.runs = names;
+		status = write_file(output, all, &ro) < 0 ? 1 : 0;
+		runlog_free(all);
+	} else {
+		status = write_file(output, rl, &ro) < 0 ? 1 : 0;
+	}
+out:
+	for (size_t i = 0; i < n_runs; i++)
+		free(dirs[i]);
+	free(names);
+	free(real);
+	if (rl)
+		runlog_free(rl);
 	return status;
 }

@@ -206,4 +206,59 @@ test_expect_success 'issue 22: a run stopped by the user, nodes without GPUs, an
 	test "$(count_of colours "#1f77b4")" -ge 100
 '
 
+test_expect_success 'issue 22: herd report JOB across the runs of a job: a real run stopped by herd stop, then herd run --resume; the job file'"'"'s command and settings; --one-run' '
+	cat >rr.yaml <<-EOF &&
+	name: rr
+	nodes: {hosts: "sim1", slots: 1, transport: local}
+	health: {heartbeat: 1s, timeout: 30s, grace: 1s}
+	restart: {max: 0}
+	log: {dir: "$PWD/runs/rr"}
+	metrics: {interval: 200ms}
+	launch:
+	  workdir: $PWD
+	  env: {SECRET_TOKEN: "do-not-show-me"}
+	  command: |
+	    start=\$(cat rr.state 2>/dev/null || echo 0)
+	    for s in 1 2 3; do
+	      step=\$((start + s))
+	      echo "{\"step\": \$step, \"loss\": 1.\$step, \"tokens\": 100}" >>"\$HERD_METRICS"
+	      echo \$step >rr.state
+	      sleep 0.3
+	    done
+	    # the first run waits here until the test stops it
+	    while [ ! -e rr.go ]; do sleep 0.1; done
+	EOF
+	{ herd run rr.yaml >rr1.out 2>rr1.err & } &&
+	pid=$! &&
+	i=0 &&
+	until test -e runs/rr/latest/metrics.jsonl &&
+		jq -e -s "any(.[]; .job.step == 3)" runs/rr/latest/metrics.jsonl >/dev/null 2>&1; do
+		i=$((i + 1)) && test $i -lt 600 || { cat rr1.err; false; }
+		sleep 0.05   # poll interval of a bounded wait
+	done &&
+	first=$(readlink runs/rr/latest) &&
+	herd stop "runs/rr/$first" &&
+	wait_exit $pid 30 &&
+	test "$WAIT_RC" != 0 &&
+	touch rr.go &&
+	herd run --resume "runs/rr/$first" >rr2.out 2>rr2.err &&
+	second=$(readlink runs/rr/latest) &&
+	test "$first" != "$second" &&
+	herd report rr.yaml -o rr.html &&
+	python3 "$VIEWS/report-check.py" rr.html 300000 &&
+	grep "<th>runs (resumed with --resume)</th><td>$first, $second</td>" rr.html &&
+	grep "<th>attempt 1</th><td>world size 1 on 1 node, ran [0-9:]*, interrupted ([A-Za-z]*) (stopped by the user)</td>" rr.html &&
+	grep "<th>attempt 2</th><td>world size 1 on 1 node, ran [0-9:]*, completed</td>" rr.html &&
+	grep "<th>last step</th><td>6</td>" rr.html &&
+	grep "<title>attempt 2 starts</title>" rr.html &&
+	grep "<th>command</th><td><pre class=\"cmd\">start=\$(cat rr.state 2&gt;/dev/null || echo 0)$" rr.html &&
+	grep "^while \[ ! -e rr.go \]; do sleep 0.1; done</pre></td></tr>$" rr.html &&
+	grep "<th>launch.env (names)</th><td>SECRET_TOKEN</td>" rr.html &&
+	! grep "do-not-show-me" rr.html &&
+	herd report --one-run rr.yaml -o one.html &&
+	! grep "runs (resumed" one.html &&
+	! grep "<th>attempt 2</th>" one.html &&
+	grep "<th>last step</th><td>6</td>" one.html
+'
+
 test_done
