@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <glob.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "herd/checkpoint.h"
 #include "herd/runlog.h"
 #include "herd/spec.h"
 #include "herd/svgplot.h"
@@ -50,8 +52,8 @@
 static void report_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: herd report RUNDIR|LOGDIR|JOB.yaml -o report.html "
-		"[--time]\n"
+		"usage: herd report RUNDIR|LOGDIR|JOB.yaml|JOB -o report.html\n"
+		"                   [--time] [--one-run]\n"
 		"\n"
 		"Writes one self-contained HTML file (no script, no network) about\n"
 		"a run, from its events.jsonl and metrics.jsonl: a summary (each\n"
@@ -60,11 +62,13 @@ static void report_usage(FILE *out)
 		"attempts, node failures and evictions marked as dashed lines),\n"
 		"GPU utilisation and network rx/tx per node as small multiples\n"
 		"(CPU %% and RSS for a node without GPUs; at most %d nodes, the\n"
-		"slowest among them), and the job's timeline: attempts (a stop\n"
-		"by the user in grey, not as a failure), node failures,\n"
-		"evictions, spares used and checkpoints resumed from.  Plots are\n"
-		"SVG drawn by herd, at most %d points a line.  Works while the\n"
-		"job runs (a snapshot) and after it ended.\n"
+		"slowest among them), the job's command and settings from its\n"
+		"job.yaml with the checkpoints written, and the timeline:\n"
+		"attempts (a stop by the user in grey, not as a failure), node\n"
+		"failures, evictions, spares used and checkpoints resumed\n"
+		"from.  Plots are SVG drawn by herd, at most %d points a\n"
+		"line.  Works while the job runs (a snapshot) and after it\n"
+		"ended.\n"
 		"\n"
 		"  -o, --output FILE  where to write the report (required; '-'\n"
 		"                     for stdout)\n"
@@ -272,6 +276,83 @@ static void summary_hosts(struct ctx *c)
 	free(buf);
 }
 
+static int by_natural(const void *a, const void *b)
+{
+	return checkpoint_name_cmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* checkpoint.dir and what is in it now: the checkpoints the job wrote
+ * (the matches of checkpoint.pattern, in natural order, at most 24
+ * named) and the newest complete one, as herd would resume from it.  A
+ * relative dir is the job file's (run.json), as herd run takes it. */
+static void checkpoints(struct ctx *c, const struct spec *sp)
+{
+	struct checkpoint_result res = {0};
+	struct herd_err err;
+	char *dir = NULL, *jf = NULL, *pat = NULL, b[1024];
+	glob_t g = {0};
+
+	herd_err_clear(&err);
+	summary_row(c, "checkpoint.dir", sp->checkpoint.dir);
+	if (sp->checkpoint.dir[0] != '/') {
+		char *path = NULL;
+		json_t *run = NULL;
+		const char *f, *slash;
+
+		if (asprintf(&path, "%s/run.json", c->job_dir) >= 0)
+			run = json_load_file(path, 0, NULL);
+		free(path);
+		f = json_string_value(json_object_get(run, "job_file"));
+		if (f && (slash = strrchr(f, '/')))
+			jf = strndup(f, (size_t)(slash - f));
+		json_decref(run);
+		if (!jf || asprintf(&dir, "%s/%s", jf, sp->checkpoint.dir) < 0)
+			dir = NULL;
+	} else {
+		dir = strdup(sp->checkpoint.dir);
+	}
+	if (!dir)
+		goto out;
+	if (sp->checkpoint.pattern &&
+	    asprintf(&pat, "%s/%s", dir, sp->checkpoint.pattern) >= 0 &&
+	    glob(pat, GLOB_NOSORT, NULL, &g) == 0 && g.gl_pathc) {
+		size_t len = 0;
+
+		for (size_t i = 0; i < g.gl_pathc; i++) {
+			char *slash = strrchr(g.gl_pathv[i], '/');
+
+			if (slash)
+				memmove(g.gl_pathv[i], slash + 1,
+					strlen(slash + 1) + 1);
+		}
+		qsort(g.gl_pathv, g.gl_pathc, sizeof(*g.gl_pathv),
+		      by_natural);
+		len = (size_t)snprintf(b, sizeof(b), "%zu: ", g.gl_pathc);
+		for (size_t i = 0; i < g.gl_pathc && len < sizeof(b); i++) {
+			if (i == 24) {
+				len += (size_t)snprintf(b + len, sizeof(b) - len,
+							", ...");
+				break;
+			}
+			len += (size_t)snprintf(b + len, sizeof(b) - len,
+						"%s%s", i ? ", " : "",
+						g.gl_pathv[i]);
+		}
+		summary_row(c, "checkpoints written", b);
+	}
+	if (checkpoint_find(dir, sp->checkpoint.latest_file,
+			    sp->checkpoint.pattern, sp->checkpoint.complete_marker,
+			    &res, &err) == 0)
+		summary_row(c, "newest complete checkpoint",
+			    res.path ? res.path : "none");
+	checkpoint_result_free(&res);
+out:
+	globfree(&g);
+	free(pat);
+	free(dir);
+	free(jf);
+}
+
 /* The job as its run directory's job.yaml (the exact bytes herd ran)
  * says: command, hosts and the settings that shape a run.  Values of
  * launch.env are left out (they may be secrets): only their names. */
@@ -327,7 +408,7 @@ static void job_table(struct ctx *c)
 	snprintf(b, sizeof(b), "max %d", sp->restart.max);
 	summary_row(c, "restart", b);
 	if (sp->checkpoint.dir)
-		summary_row(c, "checkpoint.dir", sp->checkpoint.dir);
+		checkpoints(c, sp);
 	if (sp->launch.n_env) {
 		FILE *f;
 		char *names = NULL;

@@ -214,6 +214,7 @@ test_expect_success 'issue 22: herd report JOB across the runs of a job: a real 
 	restart: {max: 0}
 	log: {dir: "$PWD/runs/rr"}
 	metrics: {interval: 200ms}
+	checkpoint: {dir: ckpt, pattern: "step_*", complete_marker: DONE}
 	launch:
 	  workdir: $PWD
 	  env: {SECRET_TOKEN: "do-not-show-me"}
@@ -223,6 +224,8 @@ test_expect_success 'issue 22: herd report JOB across the runs of a job: a real 
 	      step=\$((start + s))
 	      echo "{\"step\": \$step, \"loss\": 1.\$step, \"tokens\": 100}" >>"\$HERD_METRICS"
 	      echo \$step >rr.state
+	      mkdir -p ckpt/step_\$step
+	      [ \$step = 6 ] || touch ckpt/step_\$step/DONE
 	      sleep 0.3
 	    done
 	    # the first run waits here until the test stops it
@@ -248,9 +251,11 @@ test_expect_success 'issue 22: herd report JOB across the runs of a job: a real 
 	python3 "$VIEWS/report-check.py" rr.html 300000 &&
 	grep "<th>runs (resumed with --resume)</th><td>$first, $second</td>" rr.html &&
 	grep "<th>attempt 1</th><td>world size 1 on 1 node, ran [0-9:]*, interrupted ([A-Za-z]*) (stopped by the user)</td>" rr.html &&
-	grep "<th>attempt 2</th><td>world size 1 on 1 node, ran [0-9:]*, completed</td>" rr.html &&
+	grep "<th>attempt 2</th><td>world size 1 on 1 node, ran [0-9:]*, completed, resumed from $PWD/ckpt/step_3</td>" rr.html &&
+	grep "<th>checkpoints written</th><td>6: step_1, step_2, step_3, step_4, step_5, step_6</td>" rr.html &&
+	grep "<th>newest complete checkpoint</th><td>$PWD/ckpt/step_5</td>" rr.html &&
 	grep "<th>last step</th><td>6</td>" rr.html &&
-	grep "<title>attempt 2 starts</title>" rr.html &&
+	grep "<title>attempt 2 starts, resumed from $PWD/ckpt/step_3</title>" rr.html &&
 	grep "<th>command</th><td><pre class=\"cmd\">start=\$(cat rr.state 2&gt;/dev/null || echo 0)$" rr.html &&
 	grep "^while \[ ! -e rr.go \]; do sleep 0.1; done</pre></td></tr>$" rr.html &&
 	grep "<th>launch.env (names)</th><td>SECRET_TOKEN</td>" rr.html &&
