@@ -13,7 +13,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <glob.h>
 #include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +25,9 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "herd/checkpoint.h"
 #include "herd/runlog.h"
+#include "herd/spec.h"
 #include "herd/svgplot.h"
 #include "rundir.h"
 
@@ -33,7 +37,12 @@
 
 /* Line colours (the report test counts their pixels). */
 #define C_LOSS "#1f77b4"
+#define C_LOSS_RAW "#b9d3ea"
 #define C_TOKENS "#2ca02c"
+#define C_TOKENS_RAW "#bde5bd"
+#define C_CPU "#e377c2"
+#define C_STOPPED "#999999"
+#define C_RSS "#7f7f7f"
 #define C_STEPS "#17becf"
 #define C_GPU "#d62728"
 #define C_GPU_MIN "#8c564b"
@@ -43,19 +52,31 @@
 static void report_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: herd report RUNDIR|LOGDIR|JOB.yaml -o report.html\n"
+		"usage: herd report RUNDIR|LOGDIR|JOB.yaml|JOB -o report.html\n"
+		"                   [--time] [--one-run]\n"
 		"\n"
 		"Writes one self-contained HTML file (no script, no network) about\n"
-		"a run, from its events.jsonl and metrics.jsonl: a summary, loss\n"
-		"and tokens/s over time, GPU utilisation and network rx/tx per\n"
-		"node as small multiples (at most %d nodes, the slowest among\n"
-		"them), and the job's timeline: attempts, node failures,\n"
-		"evictions, spares used and checkpoints resumed from.  Plots are\n"
-		"SVG drawn by herd, at most %d points a line.  Works while the\n"
-		"job runs (a snapshot) and after it ended.\n"
+		"a run, from its events.jsonl and metrics.jsonl: a summary (each\n"
+		"attempt's world size and how it ended), loss against step and\n"
+		"tokens/s over time (each sample faint, a moving average bold;\n"
+		"attempts, node failures and evictions marked as dashed lines),\n"
+		"GPU utilisation and network rx/tx per node as small multiples\n"
+		"(CPU %% and RSS for a node without GPUs; at most %d nodes, the\n"
+		"slowest among them), the job's command and settings from its\n"
+		"job.yaml with the checkpoints written, and the timeline:\n"
+		"attempts (a stop by the user in grey, not as a failure), node\n"
+		"failures, evictions, spares used and checkpoints resumed\n"
+		"from.  Plots are SVG drawn by herd, at most %d points a\n"
+		"line.  Works while the job runs (a snapshot) and after it\n"
+		"ended.\n"
 		"\n"
 		"  -o, --output FILE  where to write the report (required; '-'\n"
 		"                     for stdout)\n"
+		"  --time             plot loss against time, not step\n"
+		"  --one-run          only this run (by default a run resumed\n"
+		"                     with herd run --resume is shown with the\n"
+		"                     runs before it, followed through their\n"
+		"                     run.json)\n"
 		"  -h, --help         show this text\n"
 		"\n"
 		"Exit status: 0 written; 1 a file could not be read or written;\n"
@@ -69,7 +90,139 @@ struct ctx {
 	double t0_ms; /* time 0 of every x axis */
 	double x_max; /* seconds: the end of the shown time */
 	double *xs;   /* scratch: seconds of a series */
+	bool by_time; /* --time: loss against time, not step */
+	const char *job_dir; /* the run whose job.yaml is shown */
+	const char *runs;    /* "ID, ID" when several runs are merged */
+	/* The marks of the training plots: attempts' starts (resumes),
+	 * node failures and evictions; x in seconds, and the step then. */
+	struct svgplot_vline *vt, *vs;
+	char **vlabels;
+	size_t n_v;
 };
+
+/* A user's stop (herd stop, Ctrl-C) ends an attempt "interrupted (...)":
+ * not a failure. */
+static bool stopped_by_user(const struct runlog_attempt *a)
+{
+	return a->ended && a->reason &&
+	       !strncmp(a->reason, "interrupted", strlen("interrupted"));
+}
+
+/* The job's step at time t (ms): of the last line at or before t, else
+ * the first after. */
+static bool step_at(const struct runlog *rl, double t, double *step)
+{
+	const struct runlog_series *s = &rl->job_s[RUNLOG_JOB_STEP];
+	size_t i;
+
+	if (!s->n)
+		return false;
+	for (i = 0; i + 1 < s->n && s->t[i + 1] <= t;)
+		i++;
+	*step = s->v[i];
+	return true;
+}
+
+static void add_vline(struct ctx *c, double t_ms, char *label,
+		      const char *color, bool at_first_after)
+{
+	const struct runlog *rl = c->rl;
+	const struct runlog_series *s = &rl->job_s[RUNLOG_JOB_STEP];
+	double step = NAN;
+
+	if (at_first_after) {
+		/* An attempt's first step: the first line at or after its
+		 * start. */
+		for (size_t i = 0; i < s->n; i++)
+			if (s->t[i] >= t_ms) {
+				step = s->v[i];
+				break;
+			}
+	} else if (!step_at(rl, t_ms, &step)) {
+		step = NAN;
+	}
+	c->vlabels[c->n_v] = label;
+	c->vt[c->n_v] = (struct svgplot_vline){
+	    .x = (t_ms - c->t0_ms) / 1000.0, .label = label, .color = color};
+	c->vs[c->n_v] = (struct svgplot_vline){
+	    .x = step, .label = label, .color = color};
+	c->n_v++;
+}
+
+/* The marks: every attempt after the first (its start, resumed from a
+ * checkpoint or not) and every node failure and eviction. */
+static void make_vlines(struct ctx *c)
+{
+	const struct runlog *rl = c->rl;
+	size_t max = rl->n_attempts + rl->n_marks + 1;
+
+	c->vt = calloc(max, sizeof(*c->vt));
+	c->vs = calloc(max, sizeof(*c->vs));
+	c->vlabels = calloc(max, sizeof(*c->vlabels));
+	if (!c->vt || !c->vs || !c->vlabels)
+		return;
+	for (size_t i = 1; i < rl->n_attempts; i++) {
+		const struct runlog_attempt *a = &rl->attempts[i];
+		char *l = NULL;
+
+		if (asprintf(&l, "attempt %d starts%s%s", a->attempt,
+			     a->checkpoint ? ", resumed from " : "",
+			     a->checkpoint ? a->checkpoint : "") < 0)
+			l = NULL;
+		add_vline(c, (double)a->start_t, l, "#4c72b0", true);
+	}
+	for (size_t i = 0; i < rl->n_marks; i++) {
+		const struct runlog_mark *m = &rl->marks[i];
+		bool failed = !strcmp(m->event, "node_failed");
+		char *l = NULL;
+
+		if (!failed && strcmp(m->event, "node_evicted"))
+			continue;
+		if (asprintf(&l, "%s %s%s%s", failed ? "failed:" : "evicted:",
+			     m->host ? m->host : "?", m->detail ? ": " : "",
+			     m->detail ? m->detail : "") < 0)
+			l = NULL;
+		add_vline(c, (double)m->t, l, failed ? "#c44e52" : "#dd8452",
+			  false);
+	}
+}
+
+static void free_vlines(struct ctx *c)
+{
+	for (size_t i = 0; c->vlabels && i < c->n_v; i++)
+		free(c->vlabels[i]);
+	free(c->vlabels);
+	free(c->vt);
+	free(c->vs);
+}
+
+/* A trailing moving average of y over w points into out; restarts where
+ * restart_on_drop and x falls (a new attempt resumed further back). */
+static void smooth(const double *x, const double *y, size_t n, size_t w,
+		   bool restart_on_drop, double *out)
+{
+	double sum = 0;
+	size_t start = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (restart_on_drop && i && x[i] < x[i - 1]) {
+			start = i;
+			sum = 0;
+		}
+		sum += y[i];
+		if (i - start >= w)
+			sum -= y[i - w];
+		out[i] = sum / (double)(i - start + 1 < w ? i - start + 1 : w);
+	}
+}
+
+/* The window of the moving averages: about 1/50 of the points, 1 to 50. */
+static size_t smooth_window(size_t n)
+{
+	size_t w = n / 50;
+
+	return w < 1 ? 1 : w > 50 ? 50 : w;
+}
 
 /* The series' times as seconds since t0, in c->xs (RUNLOG_SERIES_MAX). */
 static const double *secs(struct ctx *c, const struct runlog_series *s,
@@ -103,6 +256,177 @@ static void summary_row(struct ctx *c, const char *k, const char *v)
 	fprintf(c->out, "</td></tr>\n");
 }
 
+/* The job's hosts (every node the events or metrics named), at most 32
+ * named. */
+static void summary_hosts(struct ctx *c)
+{
+	const struct runlog *rl = c->rl;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (!rl->n_nodes || !(f = open_memstream(&buf, &len)))
+		return;
+	for (size_t i = 0; i < rl->n_nodes && i < 32; i++)
+		fprintf(f, "%s%s", i ? ", " : "", rl->nodes[i].name);
+	if (rl->n_nodes > 32)
+		fprintf(f, " and %zu more", rl->n_nodes - 32);
+	if (fclose(f) == 0)
+		summary_row(c, "hosts", buf);
+	free(buf);
+}
+
+static int by_natural(const void *a, const void *b)
+{
+	return checkpoint_name_cmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* checkpoint.dir and what is in it now: the checkpoints the job wrote
+ * (the matches of checkpoint.pattern, in natural order, at most 24
+ * named) and the newest complete one, as herd would resume from it.  A
+ * relative dir is the job file's (run.json), as herd run takes it. */
+static void checkpoints(struct ctx *c, const struct spec *sp)
+{
+	struct checkpoint_result res = {0};
+	struct herd_err err;
+	char *dir = NULL, *jf = NULL, *pat = NULL, b[1024];
+	glob_t g = {0};
+
+	herd_err_clear(&err);
+	summary_row(c, "checkpoint.dir", sp->checkpoint.dir);
+	if (sp->checkpoint.dir[0] != '/') {
+		char *path = NULL;
+		json_t *run = NULL;
+		const char *f, *slash;
+
+		if (asprintf(&path, "%s/run.json", c->job_dir) >= 0)
+			run = json_load_file(path, 0, NULL);
+		free(path);
+		f = json_string_value(json_object_get(run, "job_file"));
+		if (f && (slash = strrchr(f, '/')))
+			jf = strndup(f, (size_t)(slash - f));
+		json_decref(run);
+		if (!jf || asprintf(&dir, "%s/%s", jf, sp->checkpoint.dir) < 0)
+			dir = NULL;
+	} else {
+		dir = strdup(sp->checkpoint.dir);
+	}
+	if (!dir)
+		goto out;
+	if (sp->checkpoint.pattern &&
+	    asprintf(&pat, "%s/%s", dir, sp->checkpoint.pattern) >= 0 &&
+	    glob(pat, GLOB_NOSORT, NULL, &g) == 0 && g.gl_pathc) {
+		size_t len = 0;
+
+		for (size_t i = 0; i < g.gl_pathc; i++) {
+			char *slash = strrchr(g.gl_pathv[i], '/');
+
+			if (slash)
+				memmove(g.gl_pathv[i], slash + 1,
+					strlen(slash + 1) + 1);
+		}
+		qsort(g.gl_pathv, g.gl_pathc, sizeof(*g.gl_pathv),
+		      by_natural);
+		len = (size_t)snprintf(b, sizeof(b), "%zu: ", g.gl_pathc);
+		for (size_t i = 0; i < g.gl_pathc && len < sizeof(b); i++) {
+			if (i == 24) {
+				len += (size_t)snprintf(b + len, sizeof(b) - len,
+							", ...");
+				break;
+			}
+			len += (size_t)snprintf(b + len, sizeof(b) - len,
+						"%s%s", i ? ", " : "",
+						g.gl_pathv[i]);
+		}
+		summary_row(c, "checkpoints written", b);
+	}
+	if (checkpoint_find(dir, sp->checkpoint.latest_file,
+			    sp->checkpoint.pattern, sp->checkpoint.complete_marker,
+			    &res, &err) == 0)
+		summary_row(c, "newest complete checkpoint",
+			    res.path ? res.path : "none");
+	checkpoint_result_free(&res);
+out:
+	globfree(&g);
+	free(pat);
+	free(dir);
+	free(jf);
+}
+
+/* The job as its run directory's job.yaml (the exact bytes herd ran)
+ * says: command, hosts and the settings that shape a run.  Values of
+ * launch.env are left out (they may be secrets): only their names. */
+static void job_table(struct ctx *c)
+{
+	struct herd_err err;
+	struct spec *sp;
+	char *path = NULL, b[512];
+
+	herd_err_clear(&err);
+	if (!c->job_dir || asprintf(&path, "%s/job.yaml", c->job_dir) < 0)
+		return;
+	sp = spec_load(path, &err);
+	free(path);
+	if (!sp)
+		return; /* a run from before job.yaml, or not readable */
+	fprintf(c->out, "<h2>Job</h2>\n<table class=\"summary\">\n");
+	/* The command's lines as lines. */
+	fprintf(c->out, "<tr><th>command</th><td><pre class=\"cmd\">");
+	for (const char *p = sp->launch.command; p && *p;) {
+		size_t n = strcspn(p, "\n");
+		char *line = strndup(p, n);
+
+		esc(c, line);
+		free(line);
+		p += n;
+		if (*p == '\n' && *++p)
+			fputc('\n', c->out);
+	}
+	fprintf(c->out, "</pre></td></tr>\n");
+	if (sp->launch.workdir)
+		summary_row(c, "workdir", sp->launch.workdir);
+	switch (sp->nodes.source) {
+	case SPEC_SOURCE_HOSTS:
+		summary_row(c, "nodes.hosts", sp->nodes.hosts);
+		break;
+	case SPEC_SOURCE_HOSTFILE:
+		summary_row(c, "nodes.hostfile", sp->nodes.hostfile);
+		break;
+	case SPEC_SOURCE_COMMAND:
+		summary_row(c, "nodes.command", sp->nodes.command);
+		break;
+	case SPEC_SOURCE_INVENTORY:
+		summary_row(c, "nodes.inventory", sp->nodes.inventory.url);
+		break;
+	default:
+		summary_row(c, "nodes.hosts", "localhost");
+	}
+	if (sp->nodes.spares)
+		summary_row(c, "nodes.spares", sp->nodes.spares);
+	snprintf(b, sizeof(b), "%ld", sp->nodes.slots);
+	summary_row(c, "nodes.slots", sp->nodes.slots ? b : "auto (GPUs)");
+	snprintf(b, sizeof(b), "max %d", sp->restart.max);
+	summary_row(c, "restart", b);
+	if (sp->checkpoint.dir)
+		checkpoints(c, sp);
+	if (sp->launch.n_env) {
+		FILE *f;
+		char *names = NULL;
+		size_t len = 0;
+
+		if ((f = open_memstream(&names, &len))) {
+			for (size_t i = 0; i < sp->launch.n_env; i++)
+				fprintf(f, "%s%s", i ? ", " : "",
+					sp->launch.env[i].key);
+			if (fclose(f) == 0)
+				summary_row(c, "launch.env (names)", names);
+			free(names);
+		}
+	}
+	fprintf(c->out, "</table>\n");
+	spec_free(sp);
+}
+
 static void summary(struct ctx *c)
 {
 	const struct runlog *rl = c->rl;
@@ -134,7 +458,10 @@ static void summary(struct ctx *c)
 	snprintf(b, sizeof(b), "%d wanted, %d spare%s; %zu named", rl->want_nodes,
 		 rl->spares, rl->spares == 1 ? "" : "s", rl->n_nodes);
 	summary_row(c, "nodes", b);
-	if (runlog_job_value(rl, "step", &v)) {
+	/* The step rank 0 reported last (with its loss), as it printed
+	 * it; else the step every rank reached. */
+	if (runlog_job_value(rl, "loss_step", &v) ||
+	    runlog_job_value(rl, "step", &v)) {
 		snprintf(b, sizeof(b), "%.0f", v);
 		summary_row(c, "last step", b);
 	}
@@ -151,6 +478,34 @@ static void summary(struct ctx *c)
 		    json_object_get(rl->last, "job"), "slowest"));
 
 		summary_row(c, "slowest node", slow ? slow : "none named");
+	}
+	if (c->runs)
+		summary_row(c, "runs (resumed with --resume)", c->runs);
+	summary_hosts(c);
+	for (size_t i = 0; i < rl->n_attempts; i++) {
+		const struct runlog_attempt *a = &rl->attempts[i];
+		int len;
+
+		len = snprintf(b, sizeof(b), "world size %d on %d node%s",
+			       a->world_size, a->nodes,
+			       a->nodes == 1 ? "" : "s");
+		if (a->ended && a->end_t >= a->start_t && a->start_t) {
+			svgplot_format_elapsed(e, sizeof(e),
+					       (double)(a->end_t - a->start_t) /
+						   1000.0);
+			len += snprintf(
+			    b + len, sizeof(b) - (size_t)len, ", ran %s, %s%s",
+			    e, a->reason ? a->reason : "ended",
+			    stopped_by_user(a) ? " (stopped by the user)" : "");
+		} else if (!a->ended) {
+			len += snprintf(b + len, sizeof(b) - (size_t)len,
+					", running");
+		}
+		if (a->checkpoint && len > 0 && (size_t)len < sizeof(b))
+			snprintf(b + len, sizeof(b) - (size_t)len,
+				 ", resumed from %s", a->checkpoint);
+		snprintf(e, sizeof(e), "attempt %d", a->attempt);
+		summary_row(c, e, b);
 	}
 	for (size_t i = 0; i < rl->n_attempts; i++)
 		if (rl->attempts[i].checkpoint) {
@@ -179,7 +534,9 @@ static void job_chart(struct ctx *c, const char *title, enum svgplot_unit unit,
 				  .x_min = 0,
 				  .x_max = c->x_max,
 				  .unit = unit,
-				  .y_from_zero = keys[0] != RUNLOG_JOB_LOSS};
+				  .y_from_zero = keys[0] != RUNLOG_JOB_LOSS,
+				  .vlines = c->vt,
+				  .n_vlines = c->vt ? c->n_v : 0};
 	struct svgplot_line lines[4];
 
 	for (size_t i = 0; i < n; i++) {
@@ -193,6 +550,90 @@ static void job_chart(struct ctx *c, const char *title, enum svgplot_unit unit,
 		    .n = s->n};
 	}
 	svgplot_lines(c->out, &ax, lines, n);
+}
+
+/* Loss against step (or, --time, against time): each sample faint, a
+ * moving average over it bold; an attempt resumed further back starts a
+ * new segment; attempts, failures and evictions marked. */
+static void loss_chart(struct ctx *c, double *bufs)
+{
+	const struct runlog *rl = c->rl;
+	const struct runlog_series *s =
+	    c->by_time ? &rl->job_s[RUNLOG_JOB_LOSS] : &rl->loss_by_step;
+	const double *x = c->by_time ? secs(c, s, bufs) : s->t;
+	double *sm = bufs + RUNLOG_SERIES_MAX;
+	size_t w = smooth_window(s->n), n_seg = 1, k = 0, from = 0;
+	struct svgplot_line *lines;
+	char label[64];
+	struct svgplot_axes ax = {.title = c->by_time ? "loss" : "loss by step",
+				  .width = 560,
+				  .height = 240,
+				  .x_min = 0,
+				  .x_max = c->by_time ? c->x_max : 0,
+				  .unit = SVGPLOT_PLAIN,
+				  .x_label = c->by_time ? NULL : "step",
+				  .vlines = c->by_time ? c->vt : c->vs,
+				  .n_vlines = c->vt ? c->n_v : 0};
+
+	smooth(x, s->v, s->n, w, !c->by_time, sm);
+	for (size_t i = 1; i < s->n; i++)
+		n_seg += !c->by_time && x[i] < x[i - 1];
+	lines = calloc(2 * n_seg, sizeof(*lines));
+	if (!lines)
+		return;
+	snprintf(label, sizeof(label), "mean of %zu", w);
+	for (size_t i = 1; i <= s->n; i++) {
+		if (i < s->n && (c->by_time || x[i] >= x[i - 1]))
+			continue;
+		lines[k++] = (struct svgplot_line){.label =
+						       from ? NULL : "each",
+						   .color = C_LOSS_RAW,
+						   .x = x + from,
+						   .y = s->v + from,
+						   .n = i - from};
+		lines[k++] = (struct svgplot_line){
+		    .label = from || w == 1 ? NULL : label,
+		    .color = C_LOSS,
+		    .x = x + from,
+		    .y = sm + from,
+		    .n = i - from};
+		from = i;
+	}
+	svgplot_lines(c->out, &ax, lines, k);
+	free(lines);
+}
+
+/* tokens/s over time: each sample faint, a moving average bold. */
+static void tokens_chart(struct ctx *c, double *bufs)
+{
+	const struct runlog_series *s = &c->rl->job_s[RUNLOG_JOB_TOKENS_PER_S];
+	double *sm = bufs + RUNLOG_SERIES_MAX;
+	size_t w = smooth_window(s->n);
+	char label[64];
+	struct svgplot_line lines[2];
+	struct svgplot_axes ax = {.title = "tokens/s",
+				  .width = 560,
+				  .height = 240,
+				  .x_min = 0,
+				  .x_max = c->x_max,
+				  .unit = SVGPLOT_PLAIN,
+				  .y_from_zero = true,
+				  .vlines = c->vt,
+				  .n_vlines = c->vt ? c->n_v : 0};
+
+	smooth(s->t, s->v, s->n, w, false, sm);
+	snprintf(label, sizeof(label), "mean of %zu", w);
+	lines[0] = (struct svgplot_line){.label = "each",
+					 .color = C_TOKENS_RAW,
+					 .x = secs(c, s, bufs),
+					 .y = s->v,
+					 .n = s->n};
+	lines[1] = (struct svgplot_line){.label = w == 1 ? NULL : label,
+					 .color = C_TOKENS,
+					 .x = bufs,
+					 .y = sm,
+					 .n = s->n};
+	svgplot_lines(c->out, &ax, lines, 2);
 }
 
 static bool has_series(const struct runlog_node *n)
@@ -260,6 +701,33 @@ static void node_charts(struct ctx *c, double *bufs)
 				"<p class=\"note\">%zu of %zu nodes shown.</p>\n",
 				n, with);
 	}
+	/* Nodes without GPUs: said once, not in every panel. */
+	{
+		size_t no_gpu = 0;
+		const char *why = NULL;
+
+		for (size_t k = 0; k < n; k++) {
+			const struct runlog_node *nd = &rl->nodes[idx[k]];
+
+			if (nd->s[RUNLOG_NODE_GPU_UTIL].n)
+				continue;
+			no_gpu++;
+			if (!why)
+				why = json_string_value(
+				    json_object_get(nd->last, "gpu_error"));
+		}
+		if (no_gpu) {
+			fprintf(c->out,
+				"<p class=\"note\">%zu node%s without GPU "
+				"values%s",
+				no_gpu, no_gpu == 1 ? "" : "s",
+				why ? " (" : "");
+			esc(c, why);
+			fprintf(c->out, "%s: CPU %% and RSS of the ranks "
+					"instead.</p>\n",
+				why ? ")" : "");
+		}
+	}
 	fprintf(c->out, "<div class=\"grid\">\n");
 	for (size_t k = 0; k < n; k++) {
 		const struct runlog_node *nd = &rl->nodes[idx[k]];
@@ -293,18 +761,35 @@ static void node_charts(struct ctx *c, double *bufs)
 		if (is_slow)
 			fprintf(c->out, ", slowest");
 		fprintf(c->out, "</small></h3>\n");
-		{
-			const char *ge = json_string_value(
-			    json_object_get(nd->last, "gpu_error"));
+		if (g->n) {
+			ax.title = "GPU util";
+			svgplot_lines(c->out, &ax, &gl, 1);
+		} else {
+			const struct runlog_series *cpu =
+			    &nd->s[RUNLOG_NODE_CPU_PCT];
+			const struct runlog_series *rss =
+			    &nd->s[RUNLOG_NODE_RSS_KIB];
+			double *rb = bufs + 3 * RUNLOG_SERIES_MAX;
+			struct svgplot_line cl = {.color = C_CPU,
+						  .x = secs(c, cpu, bufs),
+						  .y = cpu->v,
+						  .n = cpu->n};
+			struct svgplot_line rl_ = {
+			    .color = C_RSS,
+			    .x = secs(c, rss, bufs + RUNLOG_SERIES_MAX),
+			    .y = rb,
+			    .n = rss->n};
 
-			if (ge) {
-				fprintf(c->out, "<p class=\"note\">");
-				esc(c, ge);
-				fprintf(c->out, "</p>\n");
-			}
+			for (size_t i = 0; i < rss->n; i++)
+				rb[i] = rss->v[i] * 1024.0;
+			ax.title = "CPU % (100 = a core)";
+			ax.unit = SVGPLOT_PLAIN;
+			svgplot_lines(c->out, &ax, &cl, 1);
+			ax.title = "RSS (bytes)";
+			svgplot_lines(c->out, &ax, &rl_, 1);
+			nl[0].x = secs(c, rx, bufs + RUNLOG_SERIES_MAX);
+			nl[1].x = secs(c, tx, bufs + 2 * RUNLOG_SERIES_MAX);
 		}
-		ax.title = "GPU util";
-		svgplot_lines(c->out, &ax, &gl, 1);
 		ax.title = "network";
 		ax.unit = SVGPLOT_BYTES_PER_S;
 		svgplot_lines(c->out, &ax, nl, 2);
@@ -340,9 +825,10 @@ static void timeline(struct ctx *c)
 		const struct runlog_attempt *a = &rl->attempts[i];
 		char *l = NULL;
 
-		if (asprintf(&l, "attempt %d: %s%s%s", a->attempt,
+		if (asprintf(&l, "attempt %d: %s%s%s%s", a->attempt,
 			     a->ended ? (a->reason ? a->reason : "ended")
 				      : "running",
+			     stopped_by_user(a) ? ", stopped by the user" : "",
 			     a->checkpoint ? ", from " : "",
 			     a->checkpoint ? a->checkpoint : "") < 0)
 			l = NULL;
@@ -352,9 +838,10 @@ static void timeline(struct ctx *c)
 		    .x1 = a->ended ? (a->end_t - c->t0_ms) / 1000.0 : c->x_max,
 		    .row = ROW_ATTEMPTS,
 		    .label = l,
-		    .color = !a->ended ? "#4c72b0"
-			     : a->status == 0 ? "#55a868"
-					      : "#c44e52"};
+		    .color = !a->ended		? "#4c72b0"
+			     : a->status == 0	? "#55a868"
+			     : stopped_by_user(a) ? C_STOPPED
+						: "#c44e52"};
 	}
 	for (size_t i = 0; i < rl->n_marks; i++) {
 		const struct runlog_mark *m = &rl->marks[i];
@@ -472,22 +959,30 @@ static const char style[] =
     ".node.slow{border:2px solid #c44e52}"
     ".note{color:#666;font-size:12px}"
     ".node .note{max-width:290px;overflow-wrap:anywhere;margin:2px 0}"
-    "svg.chart{display:block}";
+    "svg.chart{display:block}"
+    "pre.cmd{margin:0;font-size:12px;white-space:pre-wrap}";
 
 /* Writes the whole page to out. */
-static int write_report(FILE *out, const struct runlog *rl)
+struct report_opts {
+	bool by_time;
+	const char *job_dir, *runs;
+};
+
+static int write_report(FILE *out, const struct runlog *rl,
+			const struct report_opts *o)
 {
-	struct ctx c = {.out = out, .rl = rl};
+	struct ctx c = {.out = out,
+			.rl = rl,
+			.by_time = o->by_time,
+			.job_dir = o->job_dir,
+			.runs = o->runs};
 	double end_ms = 0, *bufs;
-	static const int loss_k[] = {RUNLOG_JOB_LOSS};
-	static const int tok_k[] = {RUNLOG_JOB_TOKENS_PER_S};
 	static const int steps_k[] = {RUNLOG_JOB_STEPS_PER_S};
 	static const int gpu_k[] = {RUNLOG_JOB_GPU_UTIL_AVG,
 				    RUNLOG_JOB_GPU_UTIL_MIN};
 	static const int net_k[] = {RUNLOG_JOB_RX_BYTES_PER_S,
 				    RUNLOG_JOB_TX_BYTES_PER_S};
-	static const char *const loss_l[] = {NULL}, *const loss_c[] = {C_LOSS};
-	static const char *const tok_c[] = {C_TOKENS};
+	static const char *const loss_l[] = {NULL};
 	static const char *const steps_c[] = {C_STEPS};
 	static const char *const gpu_l[] = {"avg", "min"},
 				 *const gpu_c[] = {C_GPU, C_GPU_MIN};
@@ -512,6 +1007,7 @@ static int write_report(FILE *out, const struct runlog *rl)
 			end_ms = (double)rl->attempts[i].end_t;
 	}
 	c.x_max = end_ms > c.t0_ms ? (end_ms - c.t0_ms) / 1000.0 : 1;
+	make_vlines(&c);
 
 	fprintf(out, "<!DOCTYPE html>\n<html lang=\"en\"><head>"
 		     "<meta charset=\"utf-8\">\n<title>herd report: ");
@@ -524,6 +1020,7 @@ static int write_report(FILE *out, const struct runlog *rl)
 	esc(&c, rl->job ? rl->job : "?");
 	fprintf(out, "</h1>\n");
 	summary(&c);
+	job_table(&c);
 
 	fprintf(out, "<h2>Training</h2>\n");
 	if (!rl->met.lines) {
@@ -532,8 +1029,8 @@ static int write_report(FILE *out, const struct runlog *rl)
 		goto timeline;
 	}
 	fprintf(out, "<div class=\"row\">\n");
-	job_chart(&c, "loss", SVGPLOT_PLAIN, loss_k, loss_l, loss_c, 1, bufs);
-	job_chart(&c, "tokens/s", SVGPLOT_PLAIN, tok_k, loss_l, tok_c, 1, bufs);
+	loss_chart(&c, bufs);
+	tokens_chart(&c, bufs);
 	job_chart(&c, "steps/s (slowest node)", SVGPLOT_PLAIN, steps_k, loss_l,
 		  steps_c, 1, bufs);
 	fprintf(out, "</div>\n<h2>Cluster</h2>\n<div class=\"row\">\n");
@@ -549,13 +1046,15 @@ timeline:
 	fprintf(out, "<p class=\"note\">Made by herd report from ");
 	esc(&c, rl->dir);
 	fprintf(out, ".</p>\n</body></html>\n");
+	free_vlines(&c);
 	free(bufs);
 	return ferror(out) ? -1 : 0;
 }
 
 /* Writes the report to a temporary file beside path and renames it over
  * path.  Returns 0, or -1 after saying why. */
-static int write_file(const char *path, const struct runlog *rl)
+static int write_file(const char *path, const struct runlog *rl,
+		      const struct report_opts *o)
 {
 	char *tmp = NULL;
 	FILE *f = NULL;
@@ -563,7 +1062,9 @@ static int write_file(const char *path, const struct runlog *rl)
 	mode_t um;
 
 	if (!strcmp(path, "-"))
-		return write_report(stdout, rl) < 0 || fflush(stdout) ? -1 : 0;
+		return write_report(stdout, rl, o) < 0 || fflush(stdout)
+			   ? -1
+			   : 0;
 	if (asprintf(&tmp, "%s.XXXXXX", path) < 0) {
 		tmp = NULL;
 		cli_error("report: out of memory");
@@ -586,7 +1087,7 @@ static int write_file(const char *path, const struct runlog *rl)
 		goto out;
 	}
 	fd = -1;
-	if (write_report(f, rl) < 0 || fflush(f) != 0 || fsync(fileno(f)) < 0) {
+	if (write_report(f, rl, o) < 0 || fflush(f) != 0 || fsync(fileno(f)) < 0) {
 		cli_error("report: cannot write %s: %s", path, strerror(errno));
 		goto out;
 	}
@@ -615,15 +1116,180 @@ out:
 	return rc;
 }
 
+/* --- the runs of a job: herd run --resume makes a new run directory -- */
+
+/* 64: runs followed back through resumed_from. */
+#define REPORT_RUNS_MAX 64
+
+/* The run id dir's run.json says it resumed, or NULL (the caller
+ * frees). */
+static char *resumed_from(const char *dir)
+{
+	char *path = NULL, *id = NULL;
+	json_t *run;
+	const char *v;
+
+	if (asprintf(&path, "%s/run.json", dir) < 0)
+		return NULL;
+	run = json_load_file(path, 0, NULL);
+	free(path);
+	v = json_string_value(json_object_get(run, "resumed_from"));
+	/* A run id names a sibling directory: nothing else. */
+	if (v && *v && !strchr(v, '/') && strcmp(v, ".") && strcmp(v, ".."))
+		id = strdup(v);
+	json_decref(run);
+	return id;
+}
+
+/* Feeds path's lines into rl as one of its later runs: attempts
+ * numbered on after offset, the later run's job_start left out (the
+ * job started with the first run). */
+static void feed_run_file(struct runlog *rl, const char *path, int offset,
+			  bool events)
+{
+	FILE *f = fopen(path, "re");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+
+	if (!f)
+		return;
+	while ((n = getline(&line, &cap, f)) > 0) {
+		json_t *o, *a;
+		char *text;
+		const char *ev;
+
+		if (line[n - 1] != '\n')
+			break; /* a partial last line: the writer is mid-line */
+		line[--n] = '\0';
+		o = json_loadb(line, (size_t)n, 0, NULL);
+		ev = json_string_value(json_object_get(o, "event"));
+		if (events && ev && !strcmp(ev, "job_start")) {
+			json_decref(o);
+			continue;
+		}
+		if (json_is_integer(a = json_object_get(o, "attempt")))
+			json_object_set_new(
+			    o, "attempt",
+			    json_integer(json_integer_value(a) + offset));
+		if (events && ev && !strcmp(ev, "job_end") &&
+		    json_is_integer(a = json_object_get(o, "attempts")))
+			json_object_set_new(
+			    o, "attempts",
+			    json_integer(json_integer_value(a) + offset));
+		text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+		if (events)
+			runlog_feed_event(rl, text ? text : line,
+					  text ? strlen(text) : (size_t)n);
+		else
+			runlog_feed_metrics(rl, text ? text : line,
+					    text ? strlen(text) : (size_t)n);
+		free(text);
+		json_decref(o);
+	}
+	free(line);
+	fclose(f);
+}
+
+/* The runs of dir's job, oldest first (dir last), following each run's
+ * resumed_from to its sibling directory.  Returns the count (1: dir
+ * alone); dirs[] are the caller's to free. */
+static size_t run_chain(const char *dir, char **dirs)
+{
+	size_t n = 0;
+	char *cur = strdup(dir);
+
+	while (cur && n < REPORT_RUNS_MAX) {
+		char *id, *slash, *prev = NULL;
+		bool seen = false;
+		struct stat st;
+
+		dirs[n++] = cur;
+		if (!(id = resumed_from(cur)))
+			break;
+		slash = strrchr(cur, '/');
+		if (asprintf(&prev, "%.*s%s", slash ? (int)(slash - cur + 1) : 0,
+			     cur, id) < 0)
+			prev = NULL;
+		free(id);
+		for (size_t i = 0; prev && i < n; i++)
+			seen |= !strcmp(dirs[i], prev);
+		if (!prev || seen || stat(prev, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			free(prev);
+			break;
+		}
+		cur = prev;
+	}
+	/* Oldest first. */
+	for (size_t i = 0; i < n / 2; i++) {
+		char *t = dirs[i];
+
+		dirs[i] = dirs[n - 1 - i];
+		dirs[n - 1 - i] = t;
+	}
+	return n;
+}
+
+/* One model of every run of the chain: the first read as it is, the
+ * later ones fed into it.  Returns NULL (said on stderr) on failure. */
+static struct runlog *merge_runs(char **dirs, size_t n, int *status)
+{
+	struct runlog *rl = rundir_read("report", dirs[0], 0, status);
+
+	for (size_t i = 1; rl && i < n; i++) {
+		int offset = rl->n_attempts
+				 ? rl->attempts[rl->n_attempts - 1].attempt
+				 : 0;
+		char *ev = NULL, *met = NULL;
+
+		if (asprintf(&ev, "%s/events.jsonl", dirs[i]) >= 0) {
+			feed_run_file(rl, ev, offset, true);
+			free(ev);
+		}
+		if (asprintf(&met, "%s/metrics.jsonl", dirs[i]) >= 0) {
+			feed_run_file(rl, met, offset, false);
+			free(met);
+		}
+	}
+	return rl;
+}
+
+/* "ID, ID, ..." of the runs (their directories' names). */
+static char *run_names(char **dirs, size_t n)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		const char *slash = strrchr(dirs[i], '/');
+
+		fprintf(f, "%s%s", i ? ", " : "", slash ? slash + 1 : dirs[i]);
+	}
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"output", required_argument, NULL, 'o'},
+	    {"time", no_argument, NULL, 't'},
+	    {"one-run", no_argument, NULL, '1'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	const char *output = NULL;
 	struct runlog *rl;
+	struct report_opts ro = {0};
+	bool one_run = false;
+	char *dirs[REPORT_RUNS_MAX], *names = NULL, *real = NULL;
+	size_t n_runs = 0;
 	int c, status;
 
 	optind = 1;
@@ -632,6 +1298,12 @@ int cmd_report(int argc, char **argv)
 		switch (c) {
 		case 'o':
 			output = optarg;
+			break;
+		case 't':
+			ro.by_time = true;
+			break;
+		case '1':
+			one_run = true;
 			break;
 		case 'h':
 			report_usage(stdout);
@@ -656,7 +1328,28 @@ int cmd_report(int argc, char **argv)
 	rl = rundir_open("report", argv[optind], 0, &status);
 	if (!rl)
 		return status;
-	status = write_file(output, rl) < 0 ? 1 : 0;
-	runlog_free(rl);
+	/* A run directory's real path: its resumed_from names a sibling of
+	 * the directory itself, not of a `latest` link. */
+	real = realpath(rl->dir, NULL);
+	ro.job_dir = rl->dir;
+	if (!one_run && real && (n_runs = run_chain(real, dirs)) > 1) {
+		struct runlog *all = merge_runs(dirs, n_runs, &status);
+
+		if (!all)
+			goto out;
+		names = run_names(dirs, n_runs);
+		ro.runs = names;
+		status = write_file(output, all, &ro) < 0 ? 1 : 0;
+		runlog_free(all);
+	} else {
+		status = write_file(output, rl, &ro) < 0 ? 1 : 0;
+	}
+out:
+	for (size_t i = 0; i < n_runs; i++)
+		free(dirs[i]);
+	free(names);
+	free(real);
+	if (rl)
+		runlog_free(rl);
 	return status;
 }

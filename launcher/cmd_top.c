@@ -92,7 +92,9 @@ static void top_usage(FILE *out)
 		"GPU utilisation (mean over the node's GPUs) and memory, network\n"
 		"receive and transmit rates, drops, CPU %% (100 = one core), RSS,\n"
 		"step rate, step and last loss.  The slowest node (lowest step\n"
-		"rate, as the controller names it) is marked with '*'.\n"
+		"rate, as the controller names it) is marked with '*'.  A\n"
+		"failed or evicted node shows '-' (no stale values); DROPS\n"
+		"count since the job started.\n"
 		"\n"
 		"  --once            print one frame and exit (also for scripts)\n"
 		"  --sort KEY        node (default), state, gpu, mem, rx, tx,\n"
@@ -109,6 +111,22 @@ static void top_usage(FILE *out)
 		"missing or non-run directory, or a bad job file.\n");
 }
 
+/* Whether node n is out of the job: failed in the latest sample, or
+ * failed or evicted by the events and not up since. */
+static bool gone(const struct runlog_node *n)
+{
+	const char *ms =
+	    json_string_value(json_object_get(n->last, "state"));
+
+	if (ms && !strcmp(ms, "failed"))
+		return true;
+	if (ms && !strcmp(ms, "up"))
+		return false;
+	return n->state && (!strcmp(n->state, "failed") ||
+			    !strcmp(n->state, "evicted") ||
+			    !strcmp(n->state, "quarantined"));
+}
+
 static void fill_row(struct row *r, const struct runlog_node *n,
 		     const char *slowest, int64_t latest_t)
 {
@@ -118,9 +136,10 @@ static void fill_row(struct row *r, const struct runlog_node *n,
 	memset(r, 0, sizeof(*r));
 	r->n = n;
 	r->slowest = slowest && !strcmp(slowest, n->name);
-	/* A node missing from the latest sample with nodes (failed,
-	 * evicted): its old values would read as current. */
-	if (!j || n->last_t < latest_t)
+	/* A node missing from the latest sample with nodes, or failed or
+	 * evicted (older runs have its last values on every line):
+	 * its old values would read as current. */
+	if (!j || n->last_t < latest_t || gone(n))
 		return;
 	if ((r->has[COL_GPU] = runlog_node_gpu_util(j, &v)))
 		r->v[COL_GPU] = v;

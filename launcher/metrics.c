@@ -7,14 +7,15 @@
 
 #include "metrics.h"
 
-/* 16 samples: the step-rate window (metrics.h: STEP_WINDOW_MS of them at
- * most) — enough for 10 s at 1 s, and at 100 ms the rate is over the
- * last 1.6 s. */
-#define STEP_WIN 16
-/* 10 s: the step rate is the steps made over about this long.  One
- * interval alone is noisy: steps are integers and a node at 1 step/s
- * shows 0 or 2 in some 1 s intervals. */
-#define STEP_WINDOW_MS 10000
+/* 64 samples at most in a node's rate window: 10 s at 150 ms. */
+#define RATE_WIN 64
+/* 10 s and 4 steps: tokens/s and steps/s are the tokens and steps made
+ * between the samples that saw a step end, over at least this long and
+ * at least this many steps (the longer of the two).  A rate from one
+ * sample to the next is a count per interval, not a rate: steps longer
+ * than the interval read 0 between two steps and a burst after. */
+#define RATE_WINDOW_MS 10000
+#define RATE_WINDOW_STEPS 4
 /* 5 %: the slowest node is named only when its step rate is this much
  * below the next slowest node's; closer is a tie (none named). */
 #define SLOWEST_MARGIN 0.95
@@ -37,14 +38,20 @@ struct mnode {
 	uint64_t rss_kib;
 
 	/* Training values of the current attempt. */
-	bool has_step, has_loss;
-	int64_t step;
+	bool has_step, has_loss, has_loss_step;
+	int64_t step, loss_step; /* loss_step: the step of loss_rank */
 	double loss;
 	int loss_rank;
+	/* The rate window: the attempt's first sample (a baseline, until a
+	 * second step ended), then each sample that saw the step or the
+	 * tokens change. */
 	struct {
 		int64_t t, step;
-	} win[STEP_WIN];
+		uint64_t tokens;
+		bool has_step;
+	} win[RATE_WIN];
 	int n_win;
+	bool win_base;
 	bool has_step_rate;
 	double step_rate;
 };
@@ -195,8 +202,11 @@ static void derive_net(struct mnode *nd, double dt_s)
 			uint64_t v = u64(d, net_drop_keys[k]);
 
 			nd->drops += v;
-			nd->drops_acc +=
-			    grew(u64(p, net_drop_keys[k]), v, &reset);
+			/* The node's first sample is the baseline: drops
+			 * from before the job are not the job's. */
+			if (nd->prev)
+				nd->drops_acc +=
+				    grew(u64(p, net_drop_keys[k]), v, &reset);
 		}
 		if (!p)
 			continue; /* a new device: its rate next time */
@@ -215,8 +225,9 @@ static void derive_net(struct mnode *nd, double dt_s)
 			uint64_t v = u64(d, rdma_err_keys[k]);
 
 			nd->drops += v;
-			nd->drops_acc +=
-			    grew(u64(p, rdma_err_keys[k]), v, &reset);
+			if (nd->prev)
+				nd->drops_acc +=
+				    grew(u64(p, rdma_err_keys[k]), v, &reset);
 		}
 	}
 	nd->has_rates = nd->prev && rate_ok;
@@ -255,20 +266,97 @@ static void derive_ranks(struct mnode *nd, double dt_s)
 		nd->cpu_pct = -1;
 }
 
+/* Adds the sample at nd->cur_t to the rate window when it is the
+ * attempt's first or saw the step or the tokens change. */
+static void window_add(struct mnode *nd, bool same_attempt)
+{
+	int last = nd->n_win - 1;
+
+	if (!same_attempt ||
+	    (nd->has_step && last >= 0 && nd->win[last].has_step &&
+	     nd->step < nd->win[last].step))
+		nd->n_win = 0; /* a new attempt, or resumed further back */
+	last = nd->n_win - 1;
+	if (last >= 0 && nd->win[last].tokens == nd->tokens_acc &&
+	    nd->win[last].has_step == nd->has_step &&
+	    (!nd->has_step || nd->win[last].step == nd->step))
+		return; /* nothing ended since */
+	if (nd->n_win == 0) {
+		nd->win_base = true;
+	} else if (nd->n_win == RATE_WIN || (nd->win_base && nd->n_win == 2)) {
+		/* Full; or a second step ended: the baseline (which holds
+		 * the ranks' start-up) goes. */
+		memmove(nd->win, nd->win + 1,
+			(size_t)(nd->n_win - 1) * sizeof(nd->win[0]));
+		nd->n_win--;
+		nd->win_base = false;
+	}
+	nd->win[nd->n_win].t = nd->cur_t;
+	nd->win[nd->n_win].step = nd->step;
+	nd->win[nd->n_win].has_step = nd->has_step;
+	nd->win[nd->n_win].tokens = nd->tokens_acc;
+	nd->n_win++;
+}
+
+/* Tokens/s and steps/s from the rate window: what was made between its
+ * first and last sample over the time between them.  While no step ends
+ * the rate holds; once the wait is longer than two of the window's mean
+ * step times, that wait counts too (a stalled job falls towards 0). */
+static void window_rates(struct mnode *nd, bool any_tokens)
+{
+	int last = nd->n_win - 1, first = 0, sfirst;
+	double span, gap, open, denom;
+
+	nd->has_step_rate = nd->has_tokens_rate = false;
+	if (nd->n_win < 2)
+		return;
+	while (first < last - 1 &&
+	       nd->win[last].t - nd->win[first + 1].t >= RATE_WINDOW_MS &&
+	       last - (first + 1) >= RATE_WINDOW_STEPS)
+		first++;
+	span = (double)(nd->win[last].t - nd->win[first].t);
+	if (span <= 0)
+		return;
+	gap = span / (double)(last - first);
+	open = (double)(nd->cur_t - nd->win[last].t);
+	denom = span + (open > 2 * gap ? open - 2 * gap : 0);
+	if (any_tokens) {
+		nd->has_tokens_rate = true;
+		nd->tokens_rate = (double)(nd->win[last].tokens -
+					   nd->win[first].tokens) *
+				  1000.0 / denom;
+	}
+	/* Steps from the first sample that had one (a baseline before the
+	 * first record has none: a resumed job starts far from 0). */
+	for (sfirst = first; sfirst < last && !nd->win[sfirst].has_step;)
+		sfirst++;
+	if (nd->has_step && sfirst < last &&
+	    nd->win[last].t > nd->win[sfirst].t) {
+		span = (double)(nd->win[last].t - nd->win[sfirst].t);
+		gap = span / (double)(last - sfirst);
+		denom = span + (open > 2 * gap ? open - 2 * gap : 0);
+		nd->has_step_rate = true;
+		nd->step_rate =
+		    (double)(nd->win[last].step - nd->win[sfirst].step) *
+		    1000.0 / denom;
+	}
+}
+
 /* Training values of the current attempt: step (min over ranks), loss
- * (lowest rank's), tokens (summed, counted since the job started). */
-static void derive_train(struct mnode *nd, double dt_s, bool same_attempt)
+ * and its step (lowest rank's), tokens (summed, counted since the job
+ * started), and the rates over the window. */
+static void derive_train(struct mnode *nd, bool same_attempt)
 {
 	json_t *train = json_object_get(nd->cur, "train");
 	json_t *ptrain = nd->prev && same_attempt
 			     ? json_object_get(nd->prev, "train")
 			     : NULL;
 	uint64_t dtok = 0;
-	bool any_tokens = false, ok = ptrain && dt_s > 0;
+	bool any_tokens = false;
 	size_t i;
 	json_t *r;
 
-	nd->has_step = nd->has_loss = false;
+	nd->has_step = nd->has_loss = nd->has_loss_step = false;
 	nd->loss_rank = -1;
 	json_array_foreach(train, i, r)
 	{
@@ -287,6 +375,9 @@ static void derive_train(struct mnode *nd, double dt_s, bool same_attempt)
 			nd->has_loss = true;
 			nd->loss = v;
 			nd->loss_rank = rank;
+			nd->has_loss_step = num(vals, "step", &v);
+			if (nd->has_loss_step)
+				nd->loss_step = (int64_t)v;
 		}
 		if (num(vals, "tokens", &v) && v >= 0) {
 			double pv = 0;
@@ -298,44 +389,11 @@ static void derive_train(struct mnode *nd, double dt_s, bool same_attempt)
 				    &pv);
 			dtok += grew(pv > 0 ? (uint64_t)pv : 0, (uint64_t)v,
 				     &reset);
-			if (reset || !p)
-				ok = false;
 		}
 	}
 	nd->tokens_acc += dtok;
-	nd->has_tokens_rate = any_tokens && ok;
-	if (nd->has_tokens_rate)
-		nd->tokens_rate = (double)dtok / dt_s;
-
-	/* The step rate over about STEP_WINDOW_MS. */
-	if (!same_attempt || (nd->has_step && nd->n_win &&
-			      nd->step < nd->win[nd->n_win - 1].step))
-		nd->n_win = 0; /* a new attempt, or resumed further back */
-	if (nd->has_step) {
-		if (nd->n_win == STEP_WIN) {
-			memmove(nd->win, nd->win + 1,
-				(STEP_WIN - 1) * sizeof(nd->win[0]));
-			nd->n_win--;
-		}
-		nd->win[nd->n_win].t = nd->cur_t;
-		nd->win[nd->n_win].step = nd->step;
-		nd->n_win++;
-	}
-	nd->has_step_rate = false;
-	if (nd->n_win >= 2) {
-		int last = nd->n_win - 1, first = 0;
-
-		while (first < last - 1 &&
-		       nd->win[last].t - nd->win[first + 1].t >= STEP_WINDOW_MS)
-			first++;
-		if (nd->win[last].t > nd->win[first].t) {
-			nd->has_step_rate = true;
-			nd->step_rate =
-			    (double)(nd->win[last].step - nd->win[first].step) *
-			    1000.0 /
-			    (double)(nd->win[last].t - nd->win[first].t);
-		}
-	}
+	window_add(nd, same_attempt);
+	window_rates(nd, any_tokens);
 }
 
 int metrics_feed(struct metrics *m, int i, json_t *body)
@@ -363,7 +421,7 @@ int metrics_feed(struct metrics *m, int i, json_t *body)
 	dt_s = (double)(t - prev_t) / 1000.0;
 	derive_net(nd, dt_s);
 	derive_ranks(nd, dt_s);
-	derive_train(nd, dt_s, same_attempt);
+	derive_train(nd, same_attempt);
 	return 0;
 }
 
@@ -427,6 +485,8 @@ void metrics_job(struct metrics *m, struct metrics_job *job)
 		    (loss_rank < 0 || nd->loss_rank < loss_rank)) {
 			job->has_loss = true;
 			job->loss = nd->loss;
+			job->has_loss_step = nd->has_loss_step;
+			job->loss_step = nd->loss_step;
 			loss_rank = nd->loss_rank;
 		}
 		if (nd->has_tokens_rate) {
@@ -490,6 +550,8 @@ static json_t *job_json(const struct metrics_job *j)
 		set_int(o, "step", j->step);
 	if (j->has_loss)
 		set_real(o, "loss", j->loss);
+	if (j->has_loss && j->has_loss_step)
+		set_int(o, "loss_step", j->loss_step);
 	if (j->has_tokens)
 		set_int(o, "tokens_total", (json_int_t)j->tokens_total);
 	if (j->has_tokens_rate)
@@ -568,7 +630,9 @@ static json_t *node_json(const struct metrics *m, const struct mnode *nd)
 		return NULL;
 	json_object_set_new(o, "node", json_string(nd->name));
 	json_object_set_new(o, "state", json_string(state_name(nd->state)));
-	if (!nd->cur)
+	/* A failed (evicted) node's last values are not current: its line
+	 * says only that it failed. */
+	if (!nd->cur || nd->state == METRICS_FAILED)
 		return o;
 	if (json_is_number(v = json_object_get(nd->cur, "load1")))
 		json_object_set(o, "load1", v);
@@ -1040,11 +1104,18 @@ char *metrics_status(struct metrics *m, char *buf, size_t size, int width)
 		PUT(", %d spare%s", j.spares, j.spares == 1 ? "" : "s");
 	if (j.nodes_failed)
 		PUT(", %d failed", j.nodes_failed);
+	/* The step and loss the lowest rank reporting a loss (rank 0, which
+	 * prints them) reported; "(min N)" when some rank is behind it. */
 	PUT(" | step ");
-	if (j.has_step)
+	if (j.has_loss && j.has_loss_step) {
+		PUT("%" PRId64, j.loss_step);
+		if (j.has_step && j.step < j.loss_step)
+			PUT(" (min %" PRId64 ")", j.step);
+	} else if (j.has_step) {
 		PUT("%" PRId64, j.step);
-	else
+	} else {
 		PUT("-");
+	}
 	PUT(" | loss ");
 	if (j.has_loss)
 		PUT("%.4g", j.loss);

@@ -3,10 +3,12 @@
  * Each node's agent sends a METRICS frame every metrics.interval (proto.h
  * states its body).  The table keeps, per node, the latest and the
  * previous body and derives rates from their difference over the agent's
- * clock `t`.  Counters are cumulative since the agent started, so a
- * counter lower than before means a restarted agent or a new attempt's
- * ranks: the new value is a new baseline (counted from 0 in totals), never
- * a negative rate.  From the table come the job-wide values (I12-CONTRACT
+ * clock `t`; tokens/s and steps/s come over the last steps instead (the
+ * samples that saw a step end: a step can be longer than an interval).
+ * Counters are cumulative since the agent started, so a counter lower
+ * than before means a restarted agent or a new attempt's ranks: the new
+ * value is a new baseline (counted from 0 in totals), never a negative
+ * rate.  From the table come the job-wide values (I12-CONTRACT
  * "Controller"), one metrics.jsonl line, the Prometheus text exposition
  * and the terminal's status line.
  *
@@ -50,12 +52,14 @@ struct metrics_downsample {
 struct metrics_job {
 	int attempt;
 	int nodes_up, nodes_failed, spares;
-	bool has_step, has_loss, has_tokens, has_tokens_rate, has_steps_rate;
+	bool has_step, has_loss, has_loss_step, has_tokens, has_tokens_rate;
+	bool has_steps_rate;
 	bool has_gpu, has_net;
 	int64_t step;	       /* min over ranks reporting one */
 	double loss;	       /* of the lowest rank reporting one */
+	int64_t loss_step;     /* the step that rank reported with it */
 	uint64_t tokens_total; /* counted since the job started */
-	double tokens_per_s;   /* sum over nodes */
+	double tokens_per_s;   /* sum over nodes, over their rate windows */
 	double steps_per_s;    /* of the slowest node */
 	int gpu_util_min;
 	double gpu_util_avg;

@@ -26,6 +26,8 @@ const char *const runlog_node_keys[RUNLOG_NODE_N_] = {
     [RUNLOG_NODE_RX_BYTES_PER_S] = "rx_bytes_per_s",
     [RUNLOG_NODE_TX_BYTES_PER_S] = "tx_bytes_per_s",
     [RUNLOG_NODE_STEPS_PER_S] = "steps_per_s",
+    [RUNLOG_NODE_CPU_PCT] = "cpu_pct",
+    [RUNLOG_NODE_RSS_KIB] = "rss_kib",
 };
 
 /* --- small helpers ------------------------------------------------------ */
@@ -383,6 +385,15 @@ static void metrics_node(struct runlog *rl, json_t *obj, int64_t t)
 			if (!strcmp(st, known[k]))
 				n->state = known[k];
 	}
+	/* A failed (evicted) node's line holds its last values (older
+	 * herds wrote them on every line): its plots end where it failed. */
+	{
+		const char *st =
+		    json_string_value(json_object_get(obj, "state"));
+
+		if (st && !strcmp(st, "failed"))
+			return;
+	}
 	if (runlog_node_gpu_util(obj, &v))
 		runlog_series_add(&n->s[RUNLOG_NODE_GPU_UTIL], (double)t, v);
 	for (int k = RUNLOG_NODE_RX_BYTES_PER_S; k < RUNLOG_NODE_N_; k++)
@@ -415,6 +426,14 @@ int runlog_feed_metrics(struct runlog *rl, const char *line, size_t len)
 	for (int k = 0; k < RUNLOG_JOB_N_; k++)
 		if (runlog_number(job, runlog_job_keys[k], &v))
 			runlog_series_add(&rl->job_s[k], (double)t, v);
+	{
+		double step, loss;
+
+		if (runlog_number(job, "loss", &loss) &&
+		    (runlog_number(job, "loss_step", &step) ||
+		     runlog_number(job, "step", &step)))
+			runlog_series_add(&rl->loss_by_step, step, loss);
+	}
 	json_array_foreach(nodes, i, node)
 	{
 		if (json_is_object(node))
@@ -643,5 +662,6 @@ void runlog_free(struct runlog *rl)
 	json_decref(rl->last_full);
 	for (int k = 0; k < RUNLOG_JOB_N_; k++)
 		series_free(&rl->job_s[k]);
+	series_free(&rl->loss_by_step);
 	free(rl);
 }

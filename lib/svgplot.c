@@ -194,17 +194,32 @@ static void open_svg(FILE *out, const struct svgplot_axes *ax)
 	}
 }
 
-/* The x axis: time ticks, grid lines and labels. */
-static void x_axis(FILE *out, const struct frame *f)
+/* The x axis: time ticks (or plain numbers, named x_label), grid lines
+ * and labels. */
+static void x_axis(FILE *out, const struct frame *f, const char *x_label)
 {
 	double t[TICKS_MAX];
-	size_t n = svgplot_time_ticks(f->x0, f->x1, 6, t, TICKS_MAX);
+	size_t n = x_label ? svgplot_ticks(f->x0, f->x1, 6, t, TICKS_MAX)
+			   : svgplot_time_ticks(f->x0, f->x1, 6, t, TICKS_MAX);
 	char lab[32];
 
+	if (x_label) {
+		fprintf(out,
+			"<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" "
+			"fill=\"#444\">",
+			f->px1, f->py1 + 26);
+		svgplot_escape(out, x_label);
+		fputs("</text>\n", out);
+	}
 	for (size_t i = 0; i < n; i++) {
 		double x = fx(f, t[i]);
 
-		svgplot_format_elapsed(lab, sizeof(lab), t[i]);
+		if (t[i] < f->x0 - 1e-9 || t[i] > f->x1 + 1e-9)
+			continue;
+		if (x_label)
+			svgplot_format(lab, sizeof(lab), t[i], SVGPLOT_PLAIN);
+		else
+			svgplot_format_elapsed(lab, sizeof(lab), t[i]);
 		fprintf(out,
 			"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
 			"stroke=\"#e4e4e4\"/>"
@@ -304,7 +319,26 @@ int svgplot_lines(FILE *out, const struct svgplot_axes *ax,
 		"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
 		"stroke=\"#888\"/>\n",
 		f.px0, f.py0, f.px0, f.py1);
-	x_axis(out, &f);
+	x_axis(out, &f, ax->x_label);
+	for (size_t i = 0; i < ax->n_vlines; i++) {
+		const struct svgplot_vline *v = &ax->vlines[i];
+		double x;
+
+		if (!isfinite(v->x) || v->x < xmin || v->x > xmax)
+			continue;
+		x = fx(&f, v->x);
+		fprintf(out,
+			"<line class=\"vline\" x1=\"%.1f\" y1=\"%.1f\" "
+			"x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+			"stroke-width=\"1.5\" stroke-dasharray=\"4 3\">",
+			x, f.py0, x, f.py1, v->color);
+		if (v->label) {
+			fputs("<title>", out);
+			svgplot_escape(out, v->label);
+			fputs("</title>", out);
+		}
+		fputs("</line>\n", out);
+	}
 
 	/* Two points a pixel column show every rise and fall (min and max
 	 * of each bucket); more only make the file bigger. */
@@ -420,7 +454,7 @@ int svgplot_timeline(FILE *out, const struct svgplot_axes *ax,
 		svgplot_escape(out, row_names[r]);
 		fputs("</text>\n", out);
 	}
-	x_axis(out, &f);
+	x_axis(out, &f, NULL);
 	for (size_t i = 0; i < n_spans; i++) {
 		const struct svgplot_span *s = &spans[i];
 		double x0 = fx(&f, fmax(s->x0, xmin)),

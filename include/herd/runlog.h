@@ -57,6 +57,8 @@ enum runlog_node_key {
 	RUNLOG_NODE_RX_BYTES_PER_S,
 	RUNLOG_NODE_TX_BYTES_PER_S,
 	RUNLOG_NODE_STEPS_PER_S,
+	RUNLOG_NODE_CPU_PCT,
+	RUNLOG_NODE_RSS_KIB,
 	RUNLOG_NODE_N_
 };
 
@@ -145,6 +147,10 @@ struct runlog {
 	json_t *last_full; /* latest line with "nodes" */
 	int64_t first_metrics_t, last_metrics_t;
 	struct runlog_series job_s[RUNLOG_JOB_N_];
+	/* Loss against step: t holds the step (job loss_step, else step),
+	 * v the loss; a line whose step is lower than the one before
+	 * (a resume from further back) is kept too. */
+	struct runlog_series loss_by_step;
 };
 
 /* Opens the run directory dir: it must be a directory holding

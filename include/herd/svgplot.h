@@ -33,12 +33,23 @@ struct svgplot_line {
 	size_t n;
 };
 
+/* A vertical line across a line chart at x (an attempt's start, a
+ * failure), dashed, with title (hover) text. */
+struct svgplot_vline {
+	double x;
+	const char *label; /* title text, or NULL */
+	const char *color;
+};
+
 struct svgplot_axes {
 	const char *title; /* or NULL */
 	int width, height; /* pixels of the whole chart */
 	double x_min, x_max; /* seconds; x_max <= x_min: from the data */
 	enum svgplot_unit unit;
 	bool y_from_zero; /* include 0 on y */
+	const char *x_label; /* x is not time: plain numbers ("step") */
+	const struct svgplot_vline *vlines; /* drawn by svgplot_lines */
+	size_t n_vlines;
 };
 
 /* A line chart.  Lines with no points are left out of the plot (a chart

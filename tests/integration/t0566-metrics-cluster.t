@@ -95,7 +95,9 @@ test_expect_success 'a rate-limited link (tc tbf on one node): that node is the 
 	grep -x "slowest node: $N2" status
 '
 
-test_expect_success 'examples/torch-ddp on 4 nodes: live step, loss and tokens/s on the terminal, on the endpoint and in metrics.jsonl' '
+# Steps of 0.5 s, twice the sampling interval (issue 22 item 10: tokens/s
+# was a count per interval, 0 at every sample that saw no step end).
+test_expect_success 'examples/torch-ddp on 4 nodes, steps longer than the interval: live step, loss and tokens/s (never 0 nor - once known) on the terminal, on the endpoint and in metrics.jsonl' '
 	port=$(free_port) &&
 	cat >torch.yaml <<-EOF &&
 	name: torch
@@ -105,7 +107,7 @@ test_expect_success 'examples/torch-ddp on 4 nodes: live step, loss and tokens/s
 	log: {dir: "$PWD/runs/{{name}}"}
 	metrics: {listen: "127.0.0.1:$port", interval: 250ms}
 	launch:
-	  command: /usr/bin/python3 train.py --steps 60
+	  command: /usr/bin/python3 train.py --steps 24 --step-sleep 0.5
 	  workdir: $HERD_ROOT/examples/torch-ddp
 	  env: {OMP_NUM_THREADS: "1"}
 	EOF
@@ -122,17 +124,22 @@ test_expect_success 'examples/torch-ddp on 4 nodes: live step, loss and tokens/s
 	test "$WAIT_RC" = 0 &&
 	grep -a -o "attempt 1 | nodes 4 up | step [0-9]* | loss [0-9.e+-]* | tok/s [^|]* | GPU [^|]* | net [^|]* | drops [0-9]* | slowest [^ ]*" rawt | tail -n 1 &&
 	grep -a -o "tok/s [0-9][0-9.]*[kM]* |" rawt &&
+	# once known, tokens/s is never 0 nor - while the job trains
+	grep -a -o "| step [0-9][^|]*| loss [^|]*| tok/s [^ ]* |" rawt |
+		sed -n "s/^| step \([0-9]*\)[^|]*| loss [^|]*| tok\/s \([^ ]*\) |\$/\1 \2/p" >toks &&
+	cat toks &&
+	awk "\$2 != \"-\" && \$2 != \"0\" { known = 1 } known && \$1 < 24 && (\$2 == \"-\" || \$2 == \"0\") { bad = 1; print \"read \" \$2 \" at step \" \$1 } END { exit bad || !known }" toks &&
 	grep "^herd_train_tokens_total [1-9]" scrape &&
 	# the last line (the ranks have ended) keeps the rates the job ran at
-	tail -n 1 runs/torch/latest/metrics.jsonl | jq -e ".job.step == 60 and (.job.loss | type) == \"number\" and (.nodes | length) == 4 and .job.tokens_per_s > 0 and .job.steps_per_s > 0" &&
+	tail -n 1 runs/torch/latest/metrics.jsonl | jq -e ".job.step == 24 and (.job.loss | type) == \"number\" and (.nodes | length) == 4 and .job.tokens_per_s > 0 and .job.steps_per_s > 0" &&
 	# the same run in herd top and in the report
 	herd top torch.yaml --once >top &&
 	# (a row starts with "*" where that node is named the slowest)
 	cat top &&
 	test "$(grep -c "^[ *]$HERD_CLUSTER_PREFIX[0-9]* *up " top)" = 4 &&
-	grep "^[ *]$HERD_CLUSTER_PREFIX[0-9]* .* 60 [0-9.e+-]*$" top &&
+	grep "^[ *]$HERD_CLUSTER_PREFIX[0-9]* .* 24  *[0-9.e+-]*$" top &&
 	! grep " [0-9.]*e[+-]\?[0-9]\?$" top &&
-	grep "^job: step 60, loss [0-9.e+-]*, [0-9.]*[kM]\? tokens/s" top &&
+	grep "^job: step 24, loss [0-9.e+-]*, [0-9.]*[kM]\? tokens/s" top &&
 	herd report torch.yaml -o torch.html &&
 	grep "<h2>Training</h2>" torch.html &&
 	grep -i "tokens/s" torch.html &&

@@ -123,6 +123,27 @@ test_expect_success 'top --once: every node, the slowest marked, sortable; a nod
 	sed -n 5p out | grep "^\*beta .* 7 "
 '
 
+test_expect_success 'top --once: an evicted node shows no stale values (metrics.jsonl as herd wrote it before issue 22: its last values on every line)' '
+	mkdir evicted &&
+	t=1764550000000 &&
+	{
+		echo "{\"t\":$t,\"event\":\"job_start\",\"job\":\"ev\",\"run\":\"r1\",\"nodes\":2,\"spares\":0,\"mode\":\"plain\",\"transport\":\"ssh\"}"
+		echo "{\"t\":$((t + 10)),\"event\":\"node_up\",\"host\":\"alpha\",\"hostname\":\"alpha\"}"
+		echo "{\"t\":$((t + 20)),\"event\":\"node_up\",\"host\":\"beta\",\"hostname\":\"beta\"}"
+		echo "{\"t\":$((t + 30)),\"event\":\"attempt_start\",\"attempt\":1,\"nodes\":2,\"world_size\":2}"
+		echo "{\"t\":$((t + 3000)),\"event\":\"node_evicted\",\"host\":\"beta\",\"reason\":\"slow\",\"attempt\":1}"
+	} >evicted/events.jsonl &&
+	node="\"load1\":1.0,\"cpu_pct\":99.0,\"rss_kib\":1000,\"rx_bytes_per_s\":5e6,\"tx_bytes_per_s\":5e6,\"drops\":3,\"step\":42,\"steps_per_s\":1.5,\"loss\":0.25" &&
+	{
+		echo "{\"t\":$((t + 2000)),\"attempt\":1,\"elapsed_ms\":2000,\"nodes_up\":2,\"spares\":0,\"job\":{\"step\":42,\"drops\":3},\"nodes\":[{\"node\":\"alpha\",\"state\":\"up\",$node},{\"node\":\"beta\",\"state\":\"up\",$node}]}"
+		echo "{\"t\":$((t + 4000)),\"attempt\":1,\"elapsed_ms\":4000,\"nodes_up\":1,\"spares\":0,\"job\":{\"step\":43,\"drops\":3},\"nodes\":[{\"node\":\"alpha\",\"state\":\"up\",$node},{\"node\":\"beta\",\"state\":\"failed\",$node}]}"
+	} >evicted/metrics.jsonl &&
+	herd top --once evicted >out &&
+	cat out &&
+	grep "^ alpha  *up  *- .* 42  *0.25$" out &&
+	grep "^ beta  *evicted  *-  *-  *-  *-  *-  *-  *-  *-  *-  *-$" out
+'
+
 test_expect_success 'top without a terminal follows the files and stops at job_end' '
 	cp -r "$VIEWS/running" follow &&
 	{ herd top --interval 0.1 follow >frames 2>err & } &&

@@ -5,6 +5,7 @@
  * two hours), the Prometheus exposition (checked by promtool) and the
  * status line.
  */
+#include <inttypes.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -158,7 +159,9 @@ static void test_counter_reset(void **state)
 	feed(m, 0, &s);
 	metrics_job(m, &j);
 	assert_true(j.has_net && fabs(j.rx_bytes_per_s - 10000) < 1e-6);
-	assert_int_equal(j.drops, 7);
+	/* The first sample is the baseline (item 11): the 5 drops from
+	 * before the job are not counted, the 2 since are. */
+	assert_int_equal(j.drops, 2);
 
 	/* The agent restarted: every counter from 0 again. */
 	s.t = 3000;
@@ -168,7 +171,7 @@ static void test_counter_reset(void **state)
 	feed(m, 0, &s);
 	metrics_job(m, &j);
 	assert_false(j.has_net);      /* no rate this time, never < 0 */
-	assert_int_equal(j.drops, 9); /* 7 before, 2 since */
+	assert_int_equal(j.drops, 4); /* 2 before, 2 since */
 	line = metrics_line(m, 1, 3000, true);
 	assert_null(
 	    json_object_get(json_array_get(json_object_get(line, "nodes"), 0),
@@ -465,6 +468,133 @@ static void test_status(void **state)
 	metrics_free(m);
 }
 
+/* Steps longer than the sampling interval (issue 22 item 10): a step
+ * every 5 s, a sample every 1 s.  tokens/s is the tokens of the steps
+ * over their time, at every sample once two steps ended: never 0 nor
+ * unknown between two steps, never a burst at the sample that saw one. */
+static void test_slow_steps(void **state)
+{
+	static const int64_t step_ms[] = {5000, 5300};
+	char line[512];
+
+	(void)state;
+	for (size_t k = 0; k < 2; k++) {
+		struct metrics *m = metrics_new(1, names3);
+		struct metrics_job j;
+		/* 2 ranks x 1000 tokens a step */
+		double want = 2000.0 * 1000.0 / (double)step_ms[k];
+		double tol = k == 0 ? 1e-6 : 0.15 * want;
+
+		assert_non_null(m);
+		metrics_set_attempt(m, 1);
+		metrics_set_state(m, 0, METRICS_UP);
+		for (int64_t t = 0; t <= 60000; t += 1000) {
+			struct sample s = {.t = 100000 + t,
+					   .attempt = 1,
+					   .step = t / step_ms[k],
+					   .loss = 2.0,
+					   .tokens = 1000 * (uint64_t)(t /
+								       step_ms[k])};
+
+			feed(m, 0, &s);
+			metrics_job(m, &j);
+			if (t < 2 * step_ms[k])
+				continue;
+			if (!j.has_tokens_rate ||
+			    fabs(j.tokens_per_s - want) > tol)
+				fail_msg("t=%" PRId64 " ms, steps of %" PRId64
+					 " ms: tokens/s %s%.1f, want %.1f",
+					 t, step_ms[k],
+					 j.has_tokens_rate ? "" : "unknown ",
+					 j.tokens_per_s, want);
+			if (!j.has_steps_rate ||
+			    fabs(j.steps_per_s * (double)step_ms[k] / 1000.0 -
+				 1.0) > (k == 0 ? 1e-6 : 0.15))
+				fail_msg("t=%" PRId64 " ms: steps/s %s%.3f", t,
+					 j.has_steps_rate ? "" : "unknown ",
+					 j.steps_per_s);
+			metrics_status(m, line, sizeof(line), 300);
+			assert_null(strstr(line, "tok/s 0 "));
+			assert_null(strstr(line, "tok/s -"));
+		}
+		/* The ranks stall: after two steps' time without one the
+		 * rate falls. */
+		for (int64_t t = 61000; t <= 120000; t += 1000) {
+			struct sample s = {.t = 100000 + t,
+					   .attempt = 1,
+					   .step = 60000 / step_ms[k],
+					   .loss = 2.0,
+					   .tokens =
+					       1000 * (uint64_t)(60000 /
+								 step_ms[k])};
+
+			feed(m, 0, &s);
+		}
+		metrics_job(m, &j);
+		assert_true(j.has_tokens_rate && j.tokens_per_s > 0 &&
+			    j.tokens_per_s < want / 2);
+		metrics_free(m);
+	}
+}
+
+/* The status line shows the step and loss rank 0 reported (as it prints
+ * them), and labels a rank behind it. */
+static void test_status_rank0_step(void **state)
+{
+	struct metrics *m = three_up();
+	char line[512];
+
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		struct sample s = {.t = 1000,
+				   .attempt = 1,
+				   .r0 = 2 * i,
+				   .step = i == 2 ? 9 : 10,
+				   .loss = 1.5 + i};
+
+		feed(m, i, &s);
+	}
+	metrics_status(m, line, sizeof(line), 300);
+	assert_non_null(strstr(line, "| step 10 (min 9) | loss 1.5 |"));
+	/* in step: no label */
+	metrics_set_state(m, 2, METRICS_FAILED);
+	metrics_status(m, line, sizeof(line), 300);
+	assert_non_null(strstr(line, "| step 10 | loss 1.5 |"));
+	metrics_free(m);
+}
+
+/* An evicted node's last values are not written as current (item 11):
+ * its line in metrics.jsonl has its name and state only. */
+static void test_failed_node_no_values(void **state)
+{
+	struct metrics *m = three_up();
+	json_t *line, *n;
+
+	(void)state;
+	for (int k = 1; k <= 2; k++)
+		for (int i = 0; i < 3; i++) {
+			struct sample s = {.t = 1000 * k,
+					   .attempt = 1,
+					   .rx = 1000 * (uint64_t)k,
+					   .r0 = 2 * i,
+					   .step = k,
+					   .loss = 1.0,
+					   .util = 90};
+
+			feed(m, i, &s);
+		}
+	metrics_set_state(m, 1, METRICS_FAILED);
+	line = metrics_line(m, 1, 3000, true);
+	n = json_array_get(json_object_get(line, "nodes"), 1);
+	assert_string_equal(json_string_value(json_object_get(n, "state")),
+			    "failed");
+	assert_int_equal(json_object_size(n), 2); /* node, state */
+	n = json_array_get(json_object_get(line, "nodes"), 0);
+	assert_non_null(json_object_get(n, "gpus"));
+	json_decref(line);
+	metrics_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -475,6 +605,9 @@ int main(void)
 	    cmocka_unit_test(test_downsample_budget),
 	    cmocka_unit_test(test_prometheus),
 	    cmocka_unit_test(test_status),
+	    cmocka_unit_test(test_slow_steps),
+	    cmocka_unit_test(test_status_rank0_step),
+	    cmocka_unit_test(test_failed_node_no_values),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

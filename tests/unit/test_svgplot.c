@@ -233,6 +233,38 @@ static void test_lines(void **state)
 	free(y);
 }
 
+/* x as plain numbers (a step axis) and dashed marks with escaped hover
+ * text; a mark outside the x range is not drawn. */
+static void test_lines_step_axis(void **state)
+{
+	double x[] = {100, 200, 300, 400}, y[] = {4, 3, 2, 1};
+	struct svgplot_vline v[] = {
+	    {.x = 250, .label = "failed: <n1>", .color = "#c44e52"},
+	    {.x = 9000, .label = "outside", .color = "#4c72b0"}};
+	struct svgplot_axes ax = {.width = 400,
+				  .height = 200,
+				  .unit = SVGPLOT_PLAIN,
+				  .x_label = "step",
+				  .vlines = v,
+				  .n_vlines = 2};
+	struct svgplot_line l = {.color = "#1f77b4", .x = x, .y = y, .n = 4};
+	size_t len;
+	char *buf;
+	FILE *f;
+
+	(void)state;
+	CAPTURE(f, buf, len);
+	assert_int_equal(svgplot_lines(f, &ax, &l, 1), 0);
+	fclose(f);
+	assert_non_null(strstr(buf, ">step</text>"));
+	assert_non_null(strstr(buf, ">200</text>"));
+	assert_null(strstr(buf, ">0:00<")); /* no time labels */
+	assert_int_equal(count(buf, "class=\"vline\""), 1);
+	assert_non_null(strstr(buf, "<title>failed: &lt;n1&gt;</title>"));
+	assert_null(strstr(buf, "outside"));
+	free(buf);
+}
+
 static void test_timeline(void **state)
 {
 	const char *const rows[] = {"attempts", "node <failed>"};
@@ -267,6 +299,7 @@ int main(void)
 	    cmocka_unit_test(test_format),     cmocka_unit_test(test_elapsed),
 	    cmocka_unit_test(test_downsample), cmocka_unit_test(test_escape),
 	    cmocka_unit_test(test_lines),      cmocka_unit_test(test_timeline),
+	    cmocka_unit_test(test_lines_step_axis),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
