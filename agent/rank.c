@@ -359,9 +359,10 @@ void agent_self_refresh(struct agent *a)
 	if (n < 0)
 		return; /* keep what main() read */
 	buf[n] = '\0';
+	/* Only a file that is gone changes the path: it never comes back. */
 	if ((size_t)n > g && !strcmp(buf + n - g, gone))
-		snprintf(buf, sizeof(buf), "/proc/%ld/exe", (long)getpid());
-	memcpy(a->self_path, buf, sizeof(buf));
+		snprintf(a->self_path, sizeof(a->self_path), "/proc/%ld/exe",
+			 (long)getpid());
 }
 
 static int spawn_one(struct agent *a, struct rank *r, char *const *argv,
