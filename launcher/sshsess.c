@@ -18,7 +18,6 @@
 
 /* herd -v: libssh's own log reaches stderr (issue 22 item 9). */
 static bool sshsess_verbose;
-static pthread_once_t log_once = PTHREAD_ONCE_INIT;
 
 /* libssh's log, whatever level a ~/.ssh/config LogLevel set: nothing
  * without -v, one "herd: libssh: " line each with it. */
@@ -32,6 +31,8 @@ static void on_libssh_log(int priority, const char *function,
 		fprintf(stderr, "herd: libssh: %s\n", buffer);
 }
 
+/* libssh keeps its log callback and level per thread: set on every
+ * thread that makes a session, before ~/.ssh/config is read. */
 static void log_init(void)
 {
 	ssh_set_log_callback(on_libssh_log);
@@ -40,7 +41,7 @@ static void log_init(void)
 void sshsess_set_verbose(bool verbose)
 {
 	sshsess_verbose = verbose;
-	pthread_once(&log_once, log_init);
+	log_init();
 }
 
 char *sshsess_expand_home(const char *path)
@@ -165,7 +166,7 @@ ssh_session sshsess_new(const struct sshsess_cfg *cfg, const char *host,
 	/* $HOME/.ssh, not the password database's home: the same place
 	 * herd's own ~ paths mean (tests and wrappers set HOME). */
 	ssh_options_set(s, SSH_OPTIONS_SSH_DIR, cfg->ssh_dir);
-	pthread_once(&log_once, log_init);
+	log_init();
 	/* ~/.ssh/config, then the system's: libssh's parser takes HostName,
 	 * User, Port, IdentityFile, UserKnownHostsFile, ProxyJump, LogLevel
 	 * and more (issue 22 item 9). */
