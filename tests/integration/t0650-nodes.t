@@ -268,9 +268,15 @@ test_expect_success 'a stop (SIGTERM as scancel sends, herd stop) right after a 
 	cat s.nodes &&
 	grep "no failed nodes recorded" s.nodes &&
 	cluster_start_node 2 &&
+	first=$(readlink -f runs/stopped/latest) &&
 	run_bg stopped.yaml out.s2 err.s2 &&
-	wait_file runs/stopped/latest/attempt-1/rank-1.log &&
-	herd stop stopped --wait;
+	_i=0 &&
+	while test "$(readlink -f runs/stopped/latest)" = "$first" ||
+		! grep -q "^tick 1$" runs/stopped/latest/attempt-1/rank-1.log 2>/dev/null; do
+		_i=$((_i + 1)) && test $_i -lt 400 || return 1
+		sleep 0.05   # poll interval of a bounded wait
+	done &&
+	{ herd stop stopped --wait || :; } &&
 	wait_exit $HERD_PID 60 &&
 	cat err.s2 &&
 	grep "herd stop from the control socket" err.s2 &&
