@@ -35,7 +35,8 @@ static void nodes_usage(FILE *out)
 	    "What is herd's set-up is not held against a node: a refused\n"
 	    "connection (a wrong ssh.port), a host name that does not\n"
 	    "resolve, a failed login or host key, the same failure on every\n"
-	    "node at once, and a stop (herd stop, Ctrl-C, scancel).  A node with health.quarantine_after\n"
+	    "node at once, and a stop (herd stop, Ctrl-C, scancel).\n"
+	    "A node with health.quarantine_after\n"
 	    "(default 3; 0: never) failures within health.quarantine_for\n"
 	    "(default 24h) is quarantined: later runs of the job leave it out\n"
 	    "(a spare takes its place) until the failures age out or it is\n"
@@ -223,8 +224,8 @@ static int64_t wall_ms(void)
 
 /* Adds job's hosts with failures in the window to rows (a JSON array of
  * row objects).  Returns 0, or 1 after saying why. */
-static int job_rows(const struct nodes_job *job, const char *key,
-		    json_t *rows, int64_t now)
+static int job_rows(const struct nodes_job *job, const char *key, json_t *rows,
+		    int64_t now)
 {
 	struct noderec *r = NULL;
 	struct herd_err err;
@@ -276,9 +277,9 @@ static int job_rows(const struct nodes_job *job, const char *key,
 			      last->run, "quarantined", until > 0, "until",
 			      until > 0 ? json_integer(until) : json_null(),
 			      "history", hist ? hist : json_array()));
-		json_object_set_new(json_array_get(rows,
-						   json_array_size(rows) - 1),
-				    "record", json_string(key));
+		json_object_set_new(
+		    json_array_get(rows, json_array_size(rows) - 1), "record",
+		    json_string(key));
 		if (r->job_file)
 			json_object_set_new(
 			    json_array_get(rows, json_array_size(rows) - 1),
@@ -528,9 +529,9 @@ int cmd_nodes(int argc, char **argv)
 			}
 			for (size_t k = 0; k < n; k++) {
 				char *at = strrchr(names[k], '@'), *nm = NULL;
-				struct nodes_job each = {
-				    .name = names[k], .after = -1,
-				    .window_ms = -1};
+				struct nodes_job each = {.name = names[k],
+							 .after = -1,
+							 .window_ms = -1};
 				int bad;
 
 				/* name@hash: listed as name */

@@ -73,10 +73,9 @@ static void nodenotes_free(struct ctl *c)
 static const char *record_key(struct ctl *c)
 {
 	if (!c->noderec_key)
-		c->noderec_key =
-		    noderec_key(c->spec->name, c->opt->job_file
-						   ? c->opt->job_file
-						   : c->spec->path);
+		c->noderec_key = noderec_key(c->spec->name,
+					     c->opt->job_file ? c->opt->job_file
+							      : c->spec->path);
 	return c->noderec_key;
 }
 
@@ -230,12 +229,12 @@ void ctl_node_note(struct ctl *c, struct node *n, const char *kind,
 	}
 	c->n_nodenotes++;
 	if (!c->nodenote_timer && c->loop)
-		c->nodenote_timer = loop_timer_add(
-		    c->loop,
-		    c->spec->health.heartbeat_ms > 1000
-			? c->spec->health.heartbeat_ms
-			: 1000,
-		    on_nodenote, c);
+		c->nodenote_timer =
+		    loop_timer_add(c->loop,
+				   c->spec->health.heartbeat_ms > 1000
+				       ? c->spec->health.heartbeat_ms
+				       : 1000,
+				   on_nodenote, c);
 	if (c->nodenote_timer <= 0) { /* no loop (yet), no timer: now */
 		c->nodenote_timer = 0;
 		ctl_nodes_flush(c);

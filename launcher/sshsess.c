@@ -97,8 +97,7 @@ int sshsess_cfg_init_job(struct sshsess_cfg *cfg, const struct spec *spec,
 	rc = sshsess_cfg_init(cfg, spec, identity, err);
 	/* A key the job names must be there: not "authentication failed"
 	 * on every node for a typo (issue 22 item 9). */
-	if (rc == 0 && spec->ssh.identity &&
-	    access(cfg->identity, R_OK) < 0) {
+	if (rc == 0 && spec->ssh.identity && access(cfg->identity, R_OK) < 0) {
 		rc = herd_errprintf(err,
 				    "ssh.identity %s: %s (make a key with "
 				    "`herd keys JOB.yaml`, or fix the path)",
@@ -174,7 +173,8 @@ ssh_session sshsess_new(const struct sshsess_cfg *cfg, const char *host,
 	/* A LogLevel there is libssh's global level: without -v it is
 	 * silenced (the callback drops it too; this spares the work). */
 	{
-		int level = sshsess_verbose ? ssh_get_log_level() : SSH_LOG_NONE;
+		int level =
+		    sshsess_verbose ? ssh_get_log_level() : SSH_LOG_NONE;
 
 		if (sshsess_verbose && level < SSH_LOG_WARN)
 			level = SSH_LOG_WARN;

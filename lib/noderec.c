@@ -513,8 +513,7 @@ char *noderec_json(const struct noderec *r)
 				goto out;
 	}
 	o = json_pack("{s:i, s:i, s:I, s:O, s:s*, s:s*}", "version",
-		      NODEREC_VERSION,
-		      "quarantine_after",
+		      NODEREC_VERSION, "quarantine_after",
 		      r->quarantine_after >= 0 ? r->quarantine_after : 3,
 		      "quarantine_for_ms",
 		      (json_int_t)(r->quarantine_for_ms > 0
@@ -707,8 +706,9 @@ int noderec_note_all(const char *job, const struct noderec_note *v, size_t n,
 }
 
 int noderec_note_job(const char *job, const char *job_name,
-		     const char *job_file, const struct noderec_note *v, size_t n,
-		     int quarantine_after, long window_ms, struct herd_err *err)
+		     const char *job_file, const struct noderec_note *v,
+		     size_t n, int quarantine_after, long window_ms,
+		     struct herd_err *err)
 {
 	char dir[PATH_MAX], name[NODEREC_KEY_MAX + 8], *text = NULL;
 	struct noderec *r = NULL;
