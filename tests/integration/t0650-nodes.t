@@ -311,4 +311,25 @@ test_expect_success 'two projects, one job name: each keeps its own record (keye
 	has same rank_start ".host == \"$N2\""
 '
 
+test_expect_success 'a name that does not resolve and a failed login are not recorded (quarantine_after 1)' '
+	job noname 1h 1 &&
+	sed -i "s|hosts: \"${HERD_CLUSTER_PREFIX}\[1-2\]\"|hosts: \"$N1,nosuchnode-$HERD_CLUSTER_ID\"|" noname.yaml &&
+	grep "nosuchnode-$HERD_CLUSTER_ID" noname.yaml &&
+	run_bg noname.yaml out.n err.n &&
+	wait_exit $HERD_PID 60 &&
+	cat err.n &&
+	test "$WAIT_RC" = 0 &&
+	grep "nosuchnode-$HERD_CLUSTER_ID: cannot connect" err.n &&
+	herd nodes noname.yaml | grep "no failed nodes recorded" &&
+	ssh-keygen -q -t ed25519 -N "" -f stranger &&
+	job login 1h 1 &&
+	sed -i "s|identity: $HERD_CLUSTER_KEY|identity: $PWD/stranger|" login.yaml &&
+	run_bg login.yaml out.l err.l &&
+	wait_exit $HERD_PID 60 &&
+	cat err.l &&
+	test "$WAIT_RC" != 0 &&
+	grep "authentication failed" err.l &&
+	herd nodes login.yaml | grep "no failed nodes recorded"
+'
+
 test_done
