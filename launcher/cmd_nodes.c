@@ -29,8 +29,14 @@ static void nodes_usage(FILE *out)
 	    "fails during a run (crash, partition, heartbeats silent), fails\n"
 	    "the health gate or is evicted as a straggler is recorded with\n"
 	    "the reason and time in the job's node record,\n"
-	    "$XDG_STATE_HOME/herd/nodes/NAME.json (default\n"
-	    "~/.local/state/herd/nodes).  A node with health.quarantine_after\n"
+	    "$XDG_STATE_HOME/herd/nodes/NAME@HASH.json (default\n"
+	    "~/.local/state/herd/nodes; HASH: of the job file's path, so\n"
+	    "that jobs of the same name in two projects keep their own).\n"
+	    "What is herd's set-up is not held against a node: a refused\n"
+	    "connection (a wrong ssh.port), a host name that does not\n"
+	    "resolve, a failed login or host key, the same failure on every\n"
+	    "node at once, and a stop (herd stop, Ctrl-C, scancel).\n"
+	    "A node with health.quarantine_after\n"
 	    "(default 3; 0: never) failures within health.quarantine_for\n"
 	    "(default 24h) is quarantined: later runs of the job leave it out\n"
 	    "(a spare takes its place) until the failures age out or it is\n"
@@ -39,7 +45,7 @@ static void nodes_usage(FILE *out)
 	    "Without --clear: one line per host with failures in the window:\n"
 	    "the count, the last kind, reason and age, and QUARANTINED with\n"
 	    "the time it ends.  JOB.yaml: that job (its name and health.*\n"
-	    "settings); NAME: the job of that name (or run id) with the\n"
+	    "settings); NAME: every job of that name (or run id) with the\n"
 	    "settings of its last recorded failure; none: every job of yours.\n"
 	    "\n"
 	    "  --json          one JSON array of objects instead of the table\n"
@@ -53,9 +59,50 @@ static void nodes_usage(FILE *out)
  * the record by (-1: the record's own). */
 struct nodes_job {
 	char *name;
+	char **keys; /* its records' keys (noderec_key()) */
+	size_t n_keys;
 	int after;
 	long window_ms;
 };
+
+static void nodes_job_free(struct nodes_job *job)
+{
+	free(job->name);
+	noderec_names_free(job->keys, job->n_keys);
+	memset(job, 0, sizeof(*job));
+}
+
+/* job->keys: the records of job->name (or key itself when there is
+ * none).  Returns 0 or -1 when out of memory. */
+static int find_keys(struct nodes_job *job, const char *key)
+{
+	char **names = NULL;
+	size_t n = 0;
+	struct herd_err err;
+
+	herd_err_clear(&err);
+	if (!key && noderec_jobs(&names, &n, &err) == 0) {
+		size_t k = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			if (noderec_key_is(names[i], job->name))
+				names[k++] = names[i];
+			else
+				free(names[i]);
+		}
+		job->keys = names;
+		job->n_keys = k;
+		if (k)
+			return 0;
+		free(names);
+		job->keys = NULL;
+	}
+	if (!(job->keys = calloc(1, sizeof(*job->keys))) ||
+	    !(job->keys[0] = strdup(key ? key : job->name)))
+		return -1;
+	job->n_keys = 1;
+	return 0;
+}
 
 static bool is_job_file(const char *arg)
 {
@@ -88,6 +135,18 @@ static int resolve_job(const char *arg, struct nodes_job *job)
 		job->name = strdup(spec->name);
 		job->after = spec->health.quarantine_after;
 		job->window_ms = spec->health.quarantine_for_ms;
+		{
+			/* The record of this job file (its identity). */
+			char *key = noderec_key(spec->name, arg);
+
+			if (!key || find_keys(job, key) < 0) {
+				free(key);
+				spec_free(spec);
+				cli_error("nodes: out of memory");
+				return 1;
+			}
+			free(key);
+		}
 		spec_free(spec);
 	} else {
 		struct jobreg_entry e;
@@ -100,7 +159,12 @@ static int resolve_job(const char *arg, struct nodes_job *job)
 		    noderec_dir(dir, sizeof(dir), false, &err) == 0 &&
 		    snprintf(path, sizeof(path), "%s/%s.json", dir, arg) > 0 &&
 		    lstat(path, &st) == 0) {
+			/* a record's key as herd nodes lists it */
 			job->name = strdup(arg);
+			if (job->name && find_keys(job, arg) < 0) {
+				cli_error("nodes: out of memory");
+				return 1;
+			}
 		} else if (jobreg_find(arg, &e, &err) == 0 && e.name) {
 			job->name = strdup(e.name);
 			jobreg_entry_clear(&e);
@@ -116,6 +180,10 @@ static int resolve_job(const char *arg, struct nodes_job *job)
 		cli_error("nodes: job name '%s' cannot name a node record",
 			  job->name);
 		return EXIT_SPEC;
+	}
+	if (!job->keys && find_keys(job, NULL) < 0) {
+		cli_error("nodes: out of memory");
+		return 1;
 	}
 	return 0;
 }
@@ -156,18 +224,22 @@ static int64_t wall_ms(void)
 
 /* Adds job's hosts with failures in the window to rows (a JSON array of
  * row objects).  Returns 0, or 1 after saying why. */
-static int job_rows(const struct nodes_job *job, json_t *rows, int64_t now)
+static int job_rows(const struct nodes_job *job, const char *key, json_t *rows,
+		    int64_t now)
 {
 	struct noderec *r = NULL;
 	struct herd_err err;
+	char *name;
 	int after;
 	long window;
 
 	herd_err_clear(&err);
-	if (noderec_load(job->name, &r, &err) < 0) {
+	if (noderec_load(key, &r, &err) < 0) {
 		cli_error("nodes: %s", err.text);
 		return 1;
 	}
+	/* The job's name: the record's, else the key's before "@". */
+	name = r->job ? r->job : job->name;
 	after = job->after >= 0
 		    ? job->after
 		    : (r->quarantine_after >= 0 ? r->quarantine_after : 3);
@@ -197,7 +269,7 @@ static int job_rows(const struct nodes_job *job, json_t *rows, int64_t now)
 		    rows,
 		    json_pack("{s:s, s:s, s:I, s:i, s:I, s:I, s:s, s:s, s:s?, "
 			      "s:b, s:o, s:o}",
-			      "job", job->name, "host", h->host, "failures",
+			      "job", name, "host", h->host, "failures",
 			      (json_int_t)count, "quarantine_after", after,
 			      "quarantine_for_ms", (json_int_t)window, "last_t",
 			      (json_int_t)last->t_ms, "last_kind", last->kind,
@@ -205,6 +277,13 @@ static int job_rows(const struct nodes_job *job, json_t *rows, int64_t now)
 			      last->run, "quarantined", until > 0, "until",
 			      until > 0 ? json_integer(until) : json_null(),
 			      "history", hist ? hist : json_array()));
+		json_object_set_new(
+		    json_array_get(rows, json_array_size(rows) - 1), "record",
+		    json_string(key));
+		if (r->job_file)
+			json_object_set_new(
+			    json_array_get(rows, json_array_size(rows) - 1),
+			    "job_file", json_string(r->job_file));
 	}
 	noderec_free(r);
 	return 0;
@@ -269,16 +348,26 @@ static int clear(const struct nodes_job *job, char **hosts, size_t n_hosts,
 	herd_err_clear(&err);
 	if (job) {
 		if (all) {
-			if (noderec_clear(job->name, NULL, &err) < 0) {
-				cli_error("nodes: %s", err.text);
-				return 1;
-			}
+			for (size_t k = 0; k < job->n_keys; k++)
+				if (noderec_clear(job->keys[k], NULL, &err) <
+				    0) {
+					cli_error("nodes: %s", err.text);
+					return 1;
+				}
 			printf("herd: cleared every node of job %s\n",
 			       job->name);
 			return 0;
 		}
 		for (size_t i = 0; i < n_hosts; i++) {
-			if (noderec_clear(job->name, hosts[i], &err) < 0) {
+			int cleared = 0;
+
+			for (size_t k = 0; k < job->n_keys; k++) {
+				herd_err_clear(&err);
+				if (noderec_clear(job->keys[k], hosts[i],
+						  &err) == 0)
+					cleared++;
+			}
+			if (!cleared) {
 				cli_error("nodes: %s", err.text);
 				status = 1;
 				continue;
@@ -425,8 +514,9 @@ int cmd_nodes(int argc, char **argv)
 		int64_t now = wall_ms();
 
 		if (job.name) {
-			if (job_rows(&job, rows, now))
-				goto out;
+			for (size_t k = 0; k < job.n_keys; k++)
+				if (job_rows(&job, job.keys[k], rows, now))
+					goto out;
 		} else {
 			char **names = NULL;
 			size_t n = 0;
@@ -438,9 +528,21 @@ int cmd_nodes(int argc, char **argv)
 				goto out;
 			}
 			for (size_t k = 0; k < n; k++) {
-				struct nodes_job each = {names[k], -1, -1};
+				char *at = strrchr(names[k], '@'), *nm = NULL;
+				struct nodes_job each = {.name = names[k],
+							 .after = -1,
+							 .window_ms = -1};
+				int bad;
 
-				if (job_rows(&each, rows, now))
+				/* name@hash: listed as name */
+				if (at && at > names[k] &&
+				    (nm = strndup(names[k],
+						  (size_t)(at - names[k]))) &&
+				    noderec_key_is(names[k], nm))
+					each.name = nm;
+				bad = job_rows(&each, names[k], rows, now);
+				free(nm);
+				if (bad)
 					goto out_names;
 			}
 			status = 0;
@@ -474,7 +576,7 @@ int cmd_nodes(int argc, char **argv)
 	status = 0;
 out:
 	json_decref(rows);
-	free(job.name);
+	nodes_job_free(&job);
 	free(hosts);
 	return status;
 }

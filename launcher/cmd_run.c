@@ -18,6 +18,7 @@
 #include "jobrun.h"
 #include "remote.h"
 #include "resolve.h"
+#include "sshsess.h"
 #include "herd/spec.h"
 
 static void usage(FILE *out)
@@ -38,7 +39,8 @@ static void usage(FILE *out)
 		"terminal the last line shows the job's status, redrawn\n"
 		"each second.\n\n"
 		"  --dry-run   print the nodes, command and ranks; start nothing\n"
-		"  -v          prefix output with host and rank\n"
+		"  -v          prefix output with host and rank; show libssh's\n"
+		"              own log (LogLevel in ~/.ssh/config)\n"
 		"  --no-status no status line on the terminal (it is off\n"
 		"              anyway when stdout is not a terminal)\n"
 		"  --detach    run the controller in the background, on its own\n"
@@ -322,6 +324,8 @@ int cmd_run(int argc, char **argv)
 	(void)job_len;
 	status = jobrun_open(job, resume, &opt, agent, sizeof(agent), &spec,
 			     &res);
+	/* libssh's own log (a LogLevel in ~/.ssh/config) only with -v. */
+	sshsess_set_verbose(opt.verbose);
 	if (status == 0 && opt.detach) {
 		opt.no_status = true;
 		opt.detach_fd = &detach_fd;

@@ -1883,10 +1883,13 @@ static void on_error(struct ctl *c, struct node *n, struct proto_frame *f)
 	const char *msg = json_string_value(json_object_get(f->body, "message"));
 	const char *stage = json_string_value(json_object_get(f->body, "stage"));
 
-	/* A key herd could not use or a host key that does not match is
+	/* A key herd could not use, a host key that does not match, a
+	 * refused connection or a name that does not resolve ("setup") is
 	 * how herd was set up, not the node's health: not recorded against
-	 * it (a wrong key would otherwise quarantine every node). */
-	if (stage && (!strcmp(stage, "auth") || !strcmp(stage, "host key")))
+	 * it (a wrong key or ssh.port would otherwise quarantine every
+	 * node). */
+	if (stage && (!strcmp(stage, "auth") || !strcmp(stage, "host key") ||
+		      !strcmp(stage, "setup")))
 		n->setup_error = true;
 	frame_failed(c, n, msg ? msg : "agent reported an error");
 }
@@ -2252,6 +2255,9 @@ void ctl_interrupt(struct ctl *c, int sig)
 		c->paused = false;
 	}
 	c->interrupts++;
+	/* Nodes that go now, or went a moment ago as scancel's SIGTERM
+	 * reached their agents too, did not fail (issue 22 item 8). */
+	ctl_nodes_stopped(c);
 	snprintf(why, sizeof(why), "interrupted (%s)", strsignal(sig));
 	record_failure(c, 128 + sig, why);
 	if (c->state == CTL_RUN || c->state == CTL_STACKS)
@@ -2307,6 +2313,7 @@ void ctl_free(struct ctl *c)
 		return;
 	queue_clear(c);
 	ctl_nodes_flush(c);	/* failures noted in the last loop turn */
+	free(c->noderec_key);
 	json_decref(c->quarantined);
 	for (int i = 0; i < c->n_nodes; i++) {
 		struct node *n = &c->nodes[i];

@@ -292,6 +292,8 @@ struct ctl {
 	struct ctl_nodenote *nodenotes;
 	size_t n_nodenotes;
 	long nodenote_timer;
+	bool nodes_stopped;	/* stopped by the user: nothing more noted */
+	char *noderec_key;	/* the record's key (noderec_key()), or NULL */
 	json_t *quarantined;	/* node_quarantined bodies, or NULL */
 	struct conn **graveyard;	/* dropped conns, freed soon */
 	size_t n_graveyard;
@@ -412,6 +414,9 @@ void ctl_node_note(struct ctl *c, struct node *n, const char *kind,
 		   const char *reason);
 /* Writes the failures noted so far (the end of the job, ctl_free). */
 void ctl_nodes_flush(struct ctl *c);
+/* The user stops the job (herd stop, a signal): failures not yet written
+ * are dropped and none is noted after this. */
+void ctl_nodes_stopped(struct ctl *c);
 /* At the start of a run: which of res's hosts (the nodes, then the
  * spares) the job's node record quarantines, into skip[] (one per host);
  * each is said on stderr and kept in c->quarantined for the

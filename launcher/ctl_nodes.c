@@ -13,6 +13,23 @@
  * (herd's own failure).  A local job (nodes: localhost, transport local)
  * records nothing: its one node is this machine.
  *
+ * Nor what is herd's set-up rather than the node's health (issue 22
+ * item 8): a refused connection (a wrong ssh.port), a name that does not
+ * resolve, a failed authentication or a host key not pinned (the
+ * transport's "setup", "auth" and "host key" stages: node->setup_error),
+ * and the same failure on every node at once (a batch of at least two
+ * notes, as many as the job's nodes, of kind "failed" with one reason
+ * once each host's name is taken out of it).  Notes are held for
+ * max(1 s, health.heartbeat) from the first of a batch so that nodes
+ * failing together are judged together.  A stop (herd stop, Ctrl-C,
+ * SIGTERM as scancel sends it to herd and its agents at once) drops the
+ * failures not yet written and notes nothing after it: a node that goes
+ * while the job is being stopped has not failed.
+ *
+ * The record is the job's identity's (noderec_key(): the job's name and
+ * its job file's real path): two projects whose jobs have the same name
+ * keep records of their own.
+ *
  * The record is read once, at the start of a run; a record that cannot
  * be read or written (corrupt, wrong owner or mode) is a warning and the
  * job goes on without it: the job never fails because of its record.
@@ -52,6 +69,63 @@ static void nodenotes_free(struct ctl *c)
 	c->n_nodenotes = 0;
 }
 
+/* The record's key of this job (noderec_key()), made once. */
+static const char *record_key(struct ctl *c)
+{
+	if (!c->noderec_key)
+		c->noderec_key = noderec_key(c->spec->name,
+					     c->opt->job_file ? c->opt->job_file
+							      : c->spec->path);
+	return c->noderec_key;
+}
+
+/* reason with every occurrence of host taken out, into buf. */
+static void reason_less_host(const char *reason, const char *host, char *buf,
+			     size_t size)
+{
+	size_t hl = strlen(host), o = 0;
+
+	for (const char *p = reason; *p && o + 1 < size;) {
+		if (hl && !strncmp(p, host, hl)) {
+			buf[o++] = '*';
+			p += hl;
+		} else {
+			buf[o++] = *p++;
+		}
+	}
+	buf[o] = '\0';
+}
+
+/* Whether the notes held are the same failure on every node at once
+ * (see above); *why gets the first one's reason. */
+static bool same_everywhere(struct ctl *c, const char **why)
+{
+	char first[512], each[512];
+	size_t hosts = 0;
+
+	*why = NULL;
+	if (c->n_nodenotes < 2 || c->n_nodenotes < (size_t)c->want_nodes)
+		return false;
+	for (size_t i = 0; i < c->n_nodenotes; i++) {
+		struct ctl_nodenote *e = &c->nodenotes[i];
+		bool seen = false;
+
+		if (strcmp(e->kind, "failed"))
+			return false;
+		reason_less_host(e->reason, e->host, i ? each : first,
+				 sizeof(first));
+		if (i && strcmp(each, first))
+			return false;
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = !strcmp(c->nodenotes[k].host, e->host);
+		hosts += !seen;
+	}
+	if (hosts < 2 || hosts < (size_t)c->want_nodes)
+		return false;
+	*why = c->nodenotes[0].reason;
+	return true;
+}
+
 static void warn_once(struct ctl *c, const char *what)
 {
 	/* Said once a run: a record that cannot be written stays so. */
@@ -65,12 +139,23 @@ void ctl_nodes_flush(struct ctl *c)
 {
 	struct noderec_note *v;
 	struct herd_err err;
+	const char *same;
 
 	if (c->nodenote_timer && c->loop)
 		loop_timer_del(c->loop, c->nodenote_timer);
 	c->nodenote_timer = 0;
 	if (!c->n_nodenotes)
 		return;
+	if (same_everywhere(c, &same)) {
+		fprintf(stderr,
+			"herd: every node failed the same way (%s): taken as "
+			"herd's set-up or this machine's network, not the "
+			"nodes' health; not held against them in the node "
+			"record\n",
+			same);
+		nodenotes_free(c);
+		return;
+	}
 	if (!(v = calloc(c->n_nodenotes, sizeof(*v)))) {
 		warn_once(c, "out of memory");
 		nodenotes_free(c);
@@ -82,9 +167,12 @@ void ctl_nodes_flush(struct ctl *c)
 		    c->nodenotes[i].kind, c->nodenotes[i].reason,
 		    logtree_run_id(c->lt)};
 	herd_err_clear(&err);
-	if (noderec_note_all(c->spec->name, v, c->n_nodenotes,
-			     c->spec->health.quarantine_after,
-			     c->spec->health.quarantine_for_ms, &err) < 0)
+	if (!record_key(c))
+		herd_errprintf(&err, "out of memory");
+	else if (noderec_note_job(c->noderec_key, c->spec->name,
+				  c->opt->job_file, v, c->n_nodenotes,
+				  c->spec->health.quarantine_after,
+				  c->spec->health.quarantine_for_ms, &err) < 0)
 		warn_once(c, err.text);
 	free(v);
 	nodenotes_free(c);
@@ -107,7 +195,8 @@ void ctl_node_note(struct ctl *c, struct node *n, const char *kind,
 
 	/* herd plan leaves no trace; this machine (a local job) is never
 	 * left out of its own jobs. */
-	if (!c || !n || !c->lt || c->opt->plan_only || c->local)
+	if (!c || !n || !c->lt || c->opt->plan_only || c->local ||
+	    c->nodes_stopped)
 		return;
 	/* "h1n3: connection lost" is recorded under h1n3 as "connection
 	 * lost". */
@@ -140,11 +229,25 @@ void ctl_node_note(struct ctl *c, struct node *n, const char *kind,
 	}
 	c->n_nodenotes++;
 	if (!c->nodenote_timer && c->loop)
-		c->nodenote_timer = loop_timer_add(c->loop, 0, on_nodenote, c);
+		c->nodenote_timer =
+		    loop_timer_add(c->loop,
+				   c->spec->health.heartbeat_ms > 1000
+				       ? c->spec->health.heartbeat_ms
+				       : 1000,
+				   on_nodenote, c);
 	if (c->nodenote_timer <= 0) { /* no loop (yet), no timer: now */
 		c->nodenote_timer = 0;
 		ctl_nodes_flush(c);
 	}
+}
+
+void ctl_nodes_stopped(struct ctl *c)
+{
+	if (c->nodenote_timer && c->loop)
+		loop_timer_del(c->loop, c->nodenote_timer);
+	c->nodenote_timer = 0;
+	nodenotes_free(c);
+	c->nodes_stopped = true;
 }
 
 /* Says that host is left out, on the terminal and as an event. */
@@ -194,7 +297,12 @@ int ctl_nodes_quarantine(struct ctl *c, const struct resolved *res, bool *skip)
 	if (spec->health.quarantine_after <= 0 || c->opt->plan_only)
 		return 0;
 	herd_err_clear(&err);
-	if (noderec_load(spec->name, &r, &err) < 0) {
+	if (!record_key(c)) {
+		fprintf(stderr, "herd: warning: node record not read, no node "
+				"is quarantined: out of memory\n");
+		return 0;
+	}
+	if (noderec_load(c->noderec_key, &r, &err) < 0) {
 		fprintf(stderr,
 			"herd: warning: node record not read, no node is "
 			"quarantined: %s\n",

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <libssh/callbacks.h>
+
 #include "herd/file.h"
 #include "keys.h"
 #include "sshsess.h"
@@ -13,6 +15,34 @@
 /* A known_hosts file over 1 MiB is refused when herd reads it to name the
  * line of a refused key: real ones are a few KiB, and it is read whole. */
 #define SSHSESS_KNOWN_HOSTS_MAX (1024 * 1024)
+
+/* herd -v: libssh's own log reaches stderr (issue 22 item 9). */
+static bool sshsess_verbose;
+
+/* libssh's log, whatever level a ~/.ssh/config LogLevel set: nothing
+ * without -v, one "herd: libssh: " line each with it. */
+static void on_libssh_log(int priority, const char *function,
+			  const char *buffer, void *userdata)
+{
+	(void)priority;
+	(void)function;
+	(void)userdata;
+	if (sshsess_verbose)
+		fprintf(stderr, "herd: libssh: %s\n", buffer);
+}
+
+/* libssh keeps its log callback and level per thread: set on every
+ * thread that makes a session, before ~/.ssh/config is read. */
+static void log_init(void)
+{
+	ssh_set_log_callback(on_libssh_log);
+}
+
+void sshsess_set_verbose(bool verbose)
+{
+	sshsess_verbose = verbose;
+	log_init();
+}
 
 char *sshsess_expand_home(const char *path)
 {
@@ -65,6 +95,17 @@ int sshsess_cfg_init_job(struct sshsess_cfg *cfg, const struct spec *spec,
 			identity = dflt;
 	}
 	rc = sshsess_cfg_init(cfg, spec, identity, err);
+	/* A key the job names must be there: not "authentication failed"
+	 * on every node for a typo (issue 22 item 9). */
+	if (rc == 0 && spec->ssh.identity && access(cfg->identity, R_OK) < 0) {
+		rc = herd_errprintf(err,
+				    "ssh.identity %s: %s (make a key with "
+				    "`herd keys JOB.yaml`, or fix the path)",
+				    cfg->identity,
+				    errno == ENOENT ? "no such file"
+						    : strerror(errno));
+		sshsess_cfg_free(cfg);
+	}
 	free(dflt);
 	return rc;
 }
@@ -78,6 +119,34 @@ void sshsess_cfg_free(struct sshsess_cfg *cfg)
 	free(cfg->ssh_dir);
 	pthread_mutex_destroy(&cfg->lock);
 	memset(cfg, 0, sizeof(*cfg));
+}
+
+/* The known_hosts file of session s: ssh.known_hosts when the job sets
+ * one other than the default, else ~/.ssh/config's UserKnownHostsFile
+ * (its first file, as libssh reads it; "~/" is $HOME, as everywhere in
+ * herd), else the default.  Returns 0, or -1 when out of memory. */
+static int set_known_hosts(const struct sshsess_cfg *cfg, ssh_session s)
+{
+	const char *job = cfg->spec->ssh.known_hosts;
+	char *from_config = NULL, *path;
+	int rc;
+
+	if ((!job || !strcmp(job, SSHSESS_DEFAULT_KNOWN_HOSTS)) &&
+	    ssh_options_get(s, SSH_OPTIONS_KNOWNHOSTS, &from_config) ==
+		SSH_OK &&
+	    from_config) {
+		path = sshsess_expand_home(from_config);
+		ssh_string_free_char(from_config);
+		if (!path)
+			return -1;
+		rc = ssh_options_set(s, SSH_OPTIONS_KNOWNHOSTS, path);
+		free(path);
+		return rc == SSH_OK ? 0 : -1;
+	}
+	return ssh_options_set(s, SSH_OPTIONS_KNOWNHOSTS, cfg->known_hosts) ==
+		       SSH_OK
+		   ? 0
+		   : -1;
 }
 
 ssh_session sshsess_new(const struct sshsess_cfg *cfg, const char *host,
@@ -96,7 +165,21 @@ ssh_session sshsess_new(const struct sshsess_cfg *cfg, const char *host,
 	/* $HOME/.ssh, not the password database's home: the same place
 	 * herd's own ~ paths mean (tests and wrappers set HOME). */
 	ssh_options_set(s, SSH_OPTIONS_SSH_DIR, cfg->ssh_dir);
-	ssh_options_parse_config(s, NULL); /* ~/.ssh/config, system */
+	log_init();
+	/* ~/.ssh/config, then the system's: libssh's parser takes HostName,
+	 * User, Port, IdentityFile, UserKnownHostsFile, ProxyJump, LogLevel
+	 * and more (issue 22 item 9). */
+	ssh_options_parse_config(s, NULL);
+	/* A LogLevel there is libssh's global level: without -v it is
+	 * silenced (the callback drops it too; this spares the work). */
+	{
+		int level =
+		    sshsess_verbose ? ssh_get_log_level() : SSH_LOG_NONE;
+
+		if (sshsess_verbose && level < SSH_LOG_WARN)
+			level = SSH_LOG_WARN;
+		ssh_options_set(s, SSH_OPTIONS_LOG_VERBOSITY, &level);
+	}
 	/* The job's keys win over ~/.ssh/config. */
 	if (spec->ssh.user)
 		ssh_options_set(s, SSH_OPTIONS_USER, spec->ssh.user);
@@ -107,7 +190,11 @@ ssh_session sshsess_new(const struct sshsess_cfg *cfg, const char *host,
 	}
 	ssh_options_set(s, SSH_OPTIONS_TIMEOUT, &secs);
 	ssh_options_set(s, SSH_OPTIONS_TIMEOUT_USEC, &usecs);
-	ssh_options_set(s, SSH_OPTIONS_KNOWNHOSTS, cfg->known_hosts);
+	if (set_known_hosts(cfg, s) < 0) {
+		ssh_free(s);
+		herd_errprintf(err, "out of memory");
+		return NULL;
+	}
 	if (cfg->identity)
 		ssh_options_set(s, SSH_OPTIONS_ADD_IDENTITY, cfg->identity);
 	return s;
@@ -120,9 +207,21 @@ int sshsess_connect(ssh_session s, struct herd_err *err)
 	if (ssh_connect(s) == SSH_OK)
 		return 0;
 	why = ssh_get_error(s);
-	hint = strstr(why, "refused")
-		   ? "is sshd running there? is ssh.port right?"
-	       : strstr(why, "imeout") || strstr(why, "imed out")
+	if (strstr(why, "refused")) {
+		herd_errprintf(err,
+			       "cannot connect: %s (is sshd running there? is "
+			       "ssh.port right?)",
+			       why);
+		return SSHSESS_SETUP;
+	}
+	if (strstr(why, "resolve")) {
+		herd_errprintf(err,
+			       "cannot connect: %s (check the host name, and "
+			       "HostName in ~/.ssh/config)",
+			       why);
+		return SSHSESS_SETUP;
+	}
+	hint = strstr(why, "imeout") || strstr(why, "imed out")
 		   ? "is the node up and reachable? raise "
 		     "ssh.connect_timeout if it is slow"
 		   : "check the host name and the network";
@@ -212,12 +311,32 @@ static int pinned_line(const char *file, const char *host,
 	return first;
 }
 
+static int judge_key_in(struct sshsess_cfg *cfg, ssh_session s,
+			const char *host, ssh_key key, const char *fp,
+			const char *file, struct herd_err *err);
+
 /* Under cfg->lock: the verdict on key, as sshsess_host_key() returns. */
 static int judge_key(struct sshsess_cfg *cfg, ssh_session s,
 		     const char *host, ssh_key key, const char *fp,
 		     struct herd_err *err)
 {
+	char *sfile = NULL;
 	const char *file = cfg->known_hosts;
+	int rc;
+
+	/* The session's file: ~/.ssh/config may name another. */
+	if (ssh_options_get(s, SSH_OPTIONS_KNOWNHOSTS, &sfile) == SSH_OK &&
+	    sfile)
+		file = sfile;
+	rc = judge_key_in(cfg, s, host, key, fp, file, err);
+	ssh_string_free_char(sfile);
+	return rc;
+}
+
+static int judge_key_in(struct sshsess_cfg *cfg, ssh_session s,
+			const char *host, ssh_key key, const char *fp,
+			const char *file, struct herd_err *err)
+{
 	char *old = NULL;
 	int line, rc = -1;
 

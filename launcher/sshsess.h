@@ -50,26 +50,40 @@ enum sshsess_key {
  * when out of memory or path is NULL. */
 char *sshsess_expand_home(const char *path);
 
+/* herd -v: libssh's own log (whatever LogLevel ~/.ssh/config sets)
+ * reaches stderr as "herd: libssh: ..." lines; without it, none does.
+ * Call before the first session. */
+void sshsess_set_verbose(bool verbose);
+
 /* Fills cfg for spec: known_hosts from ssh.known_hosts (default
  * ~/.ssh/known_hosts), identity from the argument ("~/" allowed; NULL:
  * none), accept_new from ssh.host_keys.  Returns 0, or -1 with err. */
 int sshsess_cfg_init(struct sshsess_cfg *cfg, const struct spec *spec,
 		     const char *identity, struct herd_err *err);
-/* sshsess_cfg_init() for a job's sessions: identity from ssh.identity,
- * else the key `herd keys` makes by default when it is there.  Returns 0,
- * or -1 with err. */
+/* sshsess_cfg_init() for a job's sessions: identity from ssh.identity
+ * (which must be a readable file: err names it as missing), else the key
+ * `herd keys` makes by default when it is there.  Returns 0, or -1 with
+ * err. */
 int sshsess_cfg_init_job(struct sshsess_cfg *cfg, const struct spec *spec,
 			 struct herd_err *err);
 /* Frees what sshsess_cfg_init() made; cfg may be all zeros. */
 void sshsess_cfg_free(struct sshsess_cfg *cfg);
 
-/* A new session for host with every option set, not connected yet.
+/* A new session for host with every option set, not connected yet:
+ * ~/.ssh/config (libssh's parser), then the job's ssh.user, ssh.port
+ * (other than 22) and ssh.known_hosts (other than the default) over it.
  * Returns it (the caller frees it with ssh_free()), or NULL with err. */
 ssh_session sshsess_new(const struct sshsess_cfg *cfg, const char *host,
 			struct herd_err *err);
 
+/* What sshsess_connect() returns when the failure is how herd is set up
+ * (a refused connection: no sshd at ssh.port; a name that does not
+ * resolve), not the node's health (issue 22 item 8). */
+#define SSHSESS_SETUP (-2)
+
 /* Connects (TCP and key exchange, at most ssh.connect_timeout each).
- * Returns 0, or -1 with err saying why and what to check. */
+ * Returns 0, or -1 (a timeout, an unreachable node, a broken key
+ * exchange) or SSHSESS_SETUP with err saying why and what to check. */
 int sshsess_connect(ssh_session s, struct herd_err *err);
 
 /* Checks the host key of a connected session against cfg->known_hosts

@@ -6,7 +6,10 @@
  * agent happen in the background.  A transport that fails for a node
  * writes one PROTO_ERROR frame {"stage", "message"} on that socket and
  * closes it, so the controller sees every failure the same way, once,
- * with the node named and the likely fix in the message.
+ * with the node named and the likely fix in the message.  The stages
+ * "setup", "auth" and "host key" are how herd is set up (a refused
+ * connection, a name that does not resolve, a key, a host key), not the
+ * node's health: the node record does not hold them against the node.
  *
  * Closing the socket tells the transport to hang up: the agent then sees
  * its input end and stops its ranks.

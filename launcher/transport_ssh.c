@@ -187,9 +187,13 @@ static int node_connect(struct ssh_node *n)
 				 n->host);
 		goto out;
 	}
-	if (sshsess_connect(n->s, &err) < 0) {
-		transport_report(n->fd, "connect", "%s: %s", n->host,
-				 err.text);
+	if ((rc = sshsess_connect(n->s, &err)) < 0) {
+		/* "setup": herd's set-up (ssh.port, the host name), not the
+		 * node's health; not held against the node. */
+		transport_report(n->fd,
+				 rc == SSHSESS_SETUP ? "setup" : "connect",
+				 "%s: %s", n->host, err.text);
+		rc = -1;
 		goto out;
 	}
 	pthread_mutex_lock(&priv->lock);

@@ -19,6 +19,8 @@
 
 #define NODEREC_VERSION	 1
 #define NODEREC_NAME_MAX 200
+/* A record's key: a name and "@" and 8 hex digits (noderec_key()). */
+#define NODEREC_KEY_MAX (NODEREC_NAME_MAX + 9)
 /* A host name: DNS allows 253 bytes. */
 #define NODEREC_HOST_MAX 255
 /* A kind and a run id are short words. */
@@ -68,13 +70,43 @@ void noderec_free(struct noderec *r)
 	for (size_t i = 0; i < r->n; i++)
 		host_clear(&r->hosts[i]);
 	free(r->hosts);
+	free(r->job);
+	free(r->job_file);
 	free(r);
+}
+
+char *noderec_key(const char *name, const char *job_file)
+{
+	char *real = job_file ? realpath(job_file, NULL) : NULL;
+	uint32_t h = 2166136261u; /* FNV-1a */
+	char *key = NULL;
+
+	if (!name)
+		return NULL;
+	if (!real)
+		return strdup(name);
+	for (const unsigned char *p = (const unsigned char *)real; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	if (asprintf(&key, "%s@%08x", name, (unsigned)h) < 0)
+		key = NULL;
+	free(real);
+	return key;
+}
+
+bool noderec_key_is(const char *key, const char *name)
+{
+	size_t n = strlen(name);
+
+	return !strncmp(key, name, n) &&
+	       (key[n] == '\0' ||
+		(key[n] == '@' && strlen(key + n + 1) == 8 &&
+		 strspn(key + n + 1, "0123456789abcdef") == 8));
 }
 
 bool noderec_name_ok(const char *name)
 {
 	return name && name[0] && name[0] != '.' && !strchr(name, '/') &&
-	       strlen(name) <= NODEREC_NAME_MAX;
+	       strlen(name) <= NODEREC_KEY_MAX;
 }
 
 /* No control characters: every string ends up on one terminal line. */
@@ -373,7 +405,7 @@ int noderec_parse(const char *text, size_t len, struct noderec **out,
 	json_error_t jerr;
 	json_t *o = NULL, *hosts, *v;
 	struct noderec *r = NULL;
-	const char *host;
+	const char *host, *job = NULL, *job_file = NULL;
 	int version, after;
 	json_int_t window;
 	int ret = -1;
@@ -389,13 +421,21 @@ int noderec_parse(const char *text, size_t len, struct noderec **out,
 			       o ? "other value" : jerr.text);
 		goto out;
 	}
-	if (json_unpack_ex(o, &jerr, JSON_STRICT, "{s:i, s:i, s:I, s:o}",
-			   "version", &version, "quarantine_after", &after,
-			   "quarantine_for_ms", &window, "hosts", &hosts) < 0) {
+	if (json_unpack_ex(o, &jerr, JSON_STRICT,
+			   "{s:i, s:i, s:I, s:o, s?s, s?s}", "version",
+			   &version, "quarantine_after", &after,
+			   "quarantine_for_ms", &window, "hosts", &hosts, "job",
+			   &job, "job_file", &job_file) < 0) {
 		herd_errprintf(err,
 			       "expected {version, quarantine_after, "
-			       "quarantine_for_ms, hosts}: %s",
+			       "quarantine_for_ms, hosts, job, job_file}: %s",
 			       jerr.text);
+		goto out;
+	}
+	if ((job && !text_ok(job, NODEREC_KEY_MAX)) ||
+	    (job_file && !text_ok(job_file, PATH_MAX))) {
+		herd_errprintf(err, "job or job_file is empty, too long or has "
+				    "control characters");
 		goto out;
 	}
 	if (version != NODEREC_VERSION) {
@@ -423,6 +463,11 @@ int noderec_parse(const char *text, size_t len, struct noderec **out,
 	}
 	r->quarantine_after = after;
 	r->quarantine_for_ms = (long)window;
+	if ((job && !(r->job = strdup(job))) ||
+	    (job_file && !(r->job_file = strdup(job_file)))) {
+		herd_errprintf(err, "out of memory");
+		goto out;
+	}
 	json_object_foreach(hosts, host, v)
 	{
 		struct noderec_host *h = &r->hosts[r->n++];
@@ -467,14 +512,14 @@ char *noderec_json(const struct noderec *r)
 					       h->f[k].run)) < 0)
 				goto out;
 	}
-	o = json_pack("{s:i, s:i, s:I, s:O}", "version", NODEREC_VERSION,
-		      "quarantine_after",
+	o = json_pack("{s:i, s:i, s:I, s:O, s:s*, s:s*}", "version",
+		      NODEREC_VERSION, "quarantine_after",
 		      r->quarantine_after >= 0 ? r->quarantine_after : 3,
 		      "quarantine_for_ms",
 		      (json_int_t)(r->quarantine_for_ms > 0
 				       ? r->quarantine_for_ms
 				       : 24L * 3600 * 1000),
-		      "hosts", hosts);
+		      "hosts", hosts, "job", r->job, "job_file", r->job_file);
 	if (o)
 		s = json_dumps(o, JSON_INDENT(1));
 out:
@@ -507,7 +552,7 @@ static int check_name(const char *job, struct herd_err *err)
 				      "job name '%.60s' cannot name a node "
 				      "record (no '/', no leading '.', at most "
 				      "%d bytes)",
-				      job ? job : "", NODEREC_NAME_MAX);
+				      job ? job : "", NODEREC_KEY_MAX);
 	return 0;
 }
 
@@ -516,7 +561,7 @@ static int check_name(const char *job, struct herd_err *err)
 static int read_record(int dfd, const char *dir, const char *job,
 		       struct noderec **out, struct herd_err *err)
 {
-	char name[NODEREC_NAME_MAX + 8], *buf = NULL;
+	char name[NODEREC_KEY_MAX + 8], *buf = NULL;
 	struct stat st;
 	size_t got = 0;
 	int fd, ret = -1;
@@ -614,7 +659,7 @@ int noderec_load(const char *job, struct noderec **out, struct herd_err *err)
 static int lock_record(int dfd, const char *dir, const char *job,
 		       struct herd_err *err)
 {
-	char name[NODEREC_NAME_MAX + 8];
+	char name[NODEREC_KEY_MAX + 8];
 	struct stat st;
 	int fd;
 
@@ -656,7 +701,16 @@ static int lock_record(int dfd, const char *dir, const char *job,
 int noderec_note_all(const char *job, const struct noderec_note *v, size_t n,
 		     int quarantine_after, long window_ms, struct herd_err *err)
 {
-	char dir[PATH_MAX], name[NODEREC_NAME_MAX + 8], *text = NULL;
+	return noderec_note_job(job, NULL, NULL, v, n, quarantine_after,
+				window_ms, err);
+}
+
+int noderec_note_job(const char *job, const char *job_name,
+		     const char *job_file, const struct noderec_note *v,
+		     size_t n, int quarantine_after, long window_ms,
+		     struct herd_err *err)
+{
+	char dir[PATH_MAX], name[NODEREC_KEY_MAX + 8], *text = NULL;
 	struct noderec *r = NULL;
 	int64_t newest = 0;
 	int dfd = -1, lfd = -1, ret = -1;
@@ -685,6 +739,13 @@ int noderec_note_all(const char *job, const struct noderec_note *v, size_t n,
 		goto out;
 	r->quarantine_after = quarantine_after;
 	r->quarantine_for_ms = window_ms;
+	if ((job_name && text_ok(job_name, NODEREC_KEY_MAX) &&
+	     (free(r->job), !(r->job = strdup(job_name)))) ||
+	    (job_file && text_ok(job_file, PATH_MAX) &&
+	     (free(r->job_file), !(r->job_file = strdup(job_file))))) {
+		herd_errprintf(err, "out of memory");
+		goto out;
+	}
 	noderec_prune(r, newest, window_ms);
 	for (size_t i = 0; i < n; i++)
 		if (noderec_add(r, v[i].host, v[i].t_ms, v[i].kind,
@@ -720,7 +781,7 @@ int noderec_note(const char *job, const char *host, int64_t t_ms,
 
 int noderec_clear(const char *job, const char *host, struct herd_err *err)
 {
-	char dir[PATH_MAX], name[NODEREC_NAME_MAX + 8], *text = NULL;
+	char dir[PATH_MAX], name[NODEREC_KEY_MAX + 8], *text = NULL;
 	struct noderec *r = NULL;
 	struct stat st;
 	int dfd = -1, lfd = -1, ret = -1;

@@ -1,13 +1,18 @@
 /* noderec.h — what a job remembers of its nodes between runs (issue 14):
- * the node record, one file per job name next to the job registry
- * (jobreg.h), with the same rules (0700 directories checked for owner and
- * mode, 0600 files written atomically, read only when a regular file of
- * the user's):
+ * the node record, one file per job next to the job registry (jobreg.h),
+ * with the same rules (0700 directories checked for owner and mode, 0600
+ * files written atomically, read only when a regular file of the user's):
  *
- *   $XDG_STATE_HOME/herd/nodes/NAME.json   (default ~/.local/state/herd)
- *   $XDG_STATE_HOME/herd/nodes/NAME.lock   (flock: one writer at a time)
+ *   $XDG_STATE_HOME/herd/nodes/KEY.json   (default ~/.local/state/herd)
+ *   $XDG_STATE_HOME/herd/nodes/KEY.lock   (flock: one writer at a time)
+ *
+ * KEY is the job's identity, noderec_key(): NAME@HASH, the job's name and
+ * a hash of its job file's real path, so that two projects whose jobs
+ * have the same (default) name keep records of their own (issue 22 item
+ * 8); a record of herd before that is keyed by NAME alone.
  *
  *   {"version": 1, "quarantine_after": 3, "quarantine_for_ms": 86400000,
+ *    "job": "train", "job_file": "/home/u/proj/train.yaml",
  *    "hosts": {"h1n3": {"failures": [
  *        {"t": 1764585600000, "kind": "failed",
  *         "reason": "heartbeats silent for 3.4 s",
@@ -66,6 +71,7 @@ struct noderec_host {
 
 /* A record in memory.  Owned by whoever made it (noderec_free()). */
 struct noderec {
+	char *job, *job_file;	    /* the job's name and file, or NULL */
 	int quarantine_after;	    /* -1: not in the file */
 	long quarantine_for_ms;	    /* -1: not in the file */
 	struct noderec_host *hosts; /* in file order */
@@ -114,8 +120,17 @@ int64_t noderec_until(const struct noderec_host *h, int64_t now_ms, int after,
 		      long window_ms);
 
 /* Whether name can name a record file: non-empty, no '/', no leading
- * '.', at most 200 bytes (a job name may be longer than a file name). */
+ * '.', at most 209 bytes (a job name may be longer than a file name). */
 bool noderec_name_ok(const char *name);
+
+/* The record key of the job called name whose job file is job_file:
+ * "name@xxxxxxxx" (8 hex digits of the file's real path), or name when
+ * job_file is NULL or cannot be resolved.  malloc'd, NULL when out of
+ * memory. */
+char *noderec_key(const char *name, const char *job_file);
+
+/* Whether key is name's: name itself or name@xxxxxxxx. */
+bool noderec_key_is(const char *key, const char *name);
 
 /* The files. */
 
@@ -147,6 +162,13 @@ struct noderec_note {
 /* noderec_note() for n failures at once: one lock, one read, one write
  * (a partition that fails many nodes costs one file write). */
 int noderec_note_all(const char *job, const struct noderec_note *v, size_t n,
+		     int quarantine_after, long window_ms,
+		     struct herd_err *err);
+
+/* noderec_note_all() that also writes the job's name and job file into
+ * the record (either may be NULL: kept as they were). */
+int noderec_note_job(const char *job, const char *name, const char *job_file,
+		     const struct noderec_note *v, size_t n,
 		     int quarantine_after, long window_ms,
 		     struct herd_err *err);
 

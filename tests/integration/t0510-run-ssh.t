@@ -189,4 +189,49 @@ test_expect_success 'kill -9 of one agent: its ranks die, herd names the node an
 	ev_all runs/agent9/latest/events.jsonl job_end ".status != 0"
 '
 
+# Issue 22 item 9: ~/.ssh/config (a HOME of the test's own).
+test_expect_success '~/.ssh/config: HostName, User, Port, IdentityFile and UserKnownHostsFile are honoured; LogLevel DEBUG3 prints nothing without -v' '
+	mkdir -p home/.ssh && chmod 700 home/.ssh &&
+	{
+		echo "Host first"
+		echo "	HostName $N1"
+		echo "Host *"
+		echo "	User root"
+		echo "	Port 22"
+		echo "	IdentityFile $HERD_CLUSTER_KEY"
+		echo "	UserKnownHostsFile $HERD_CLUSTER_KNOWN_HOSTS"
+		echo "	LogLevel DEBUG3"
+	} >home/.ssh/config &&
+	{
+		echo "name: cfg"
+		echo "nodes: {hosts: \"first,$N2\", slots: 1}"
+		echo "restart: {max: 0}"
+		echo "launch:"
+		echo "  workdir: $PWD"
+		echo "  command: echo cfg"
+	} >cfg.yaml &&
+	HOME=$PWD/home herd run cfg.yaml >out 2>err &&
+	cat err &&
+	printf "[0] cfg\n[1] cfg\n" >expect &&
+	sort out >got &&
+	test_cmp expect got &&
+	! grep -v "^herd: " err &&
+	! grep "libssh" err &&
+	HOME=$PWD/home herd run -v cfg.yaml >out.v 2>err.v &&
+	grep "^herd: libssh: " err.v &&
+	! grep -v "^herd: " err.v
+'
+
+test_expect_success 'a missing ssh.identity file is named as missing, not as a failed login' '
+	job noid "$N1" 1 <<-\EOF &&
+	command: echo x
+	EOF
+	sed -i "s|identity: $HERD_CLUSTER_KEY|identity: $PWD/no-such-key|" noid.yaml &&
+	grep no-such-key noid.yaml &&
+	! herd run noid.yaml >out 2>err &&
+	cat err &&
+	grep "ssh.identity $PWD/no-such-key: no such file" err &&
+	! grep "authentication failed" err
+'
+
 test_done

@@ -71,10 +71,11 @@ test_expect_success 'node 2 killed mid-run: recorded with its reason (0700 dir, 
 	has q node_failed ".host == \"$N2\"" &&
 	has q spare_used ".host == \"$N3\"" &&
 	test "$(stat -c %a "$REC")" = 700 &&
-	test "$(stat -c %a "$REC/q.json")" = 600 &&
-	jq -e --arg h "$N2" ".hosts[\$h].failures | length == 1 and .[0].kind == \"failed\" and (.[0].reason | length > 0) and (.[0].run | length > 0)" "$REC/q.json" &&
-	jq -e ".quarantine_after == 1 and .quarantine_for_ms == 3600000" "$REC/q.json" &&
-	reason=$(jq -r --arg h "$N2" ".hosts[\$h].failures[0].reason" "$REC/q.json") &&
+	Q=$(ls "$REC"/q@*.json) &&
+	test "$(stat -c %a "$Q")" = 600 &&
+	jq -e --arg h "$N2" ".hosts[\$h].failures | length == 1 and .[0].kind == \"failed\" and (.[0].reason | length > 0) and (.[0].run | length > 0)" "$Q" &&
+	jq -e --arg f "$PWD/q.yaml" ".quarantine_after == 1 and .quarantine_for_ms == 3600000 and .job == \"q\" and .job_file == \$f" "$Q" &&
+	reason=$(jq -r --arg h "$N2" ".hosts[\$h].failures[0].reason" "$Q") &&
 	echo "recorded: $reason" &&
 	has q node_failed ".host == \"$N2\" and .reason == \"$N2: $reason\"" &&
 	cluster_start_node 2
@@ -133,21 +134,22 @@ test_expect_success 'herd nodes --clear HOST: the third run uses node 2 again' '
 	! grep "quarantined" err.3
 '
 
-test_expect_success 'quarantine_for 5s: a node down at the start is recorded, quarantined by the next run, and ages out' '
+test_expect_success 'quarantine_for 5s: a node unreachable at the start is recorded, quarantined by the next run, and ages out' '
 	job age 5s 1 &&
-	cluster_kill_node 2 &&
+	sed -i "s|^ssh: {|ssh: {connect_timeout: 2s, |" age.yaml &&
+	cluster_partition 2 &&
 	run_bg age.yaml out.a1 err.a1 &&
 	wait_exit $HERD_PID 60 &&
 	cat err.a1 &&
 	test "$WAIT_RC" = 0 &&
-	jq -e --arg h "$N2" ".hosts[\$h].failures | length == 1" "$REC/age.json" &&
+	jq -e --arg h "$N2" ".hosts[\$h].failures | length == 1" "$REC"/age@*.json &&
 	run_bg age.yaml out.a2 err.a2 &&
 	wait_exit $HERD_PID 60 &&
 	cat err.a2 &&
 	test "$WAIT_RC" = 0 &&
 	grep "$N2 is quarantined (1 failure in 5s" err.a2 &&
 	has age node_quarantined ".host == \"$N2\"" &&
-	cluster_start_node 2 &&
+	cluster_heal 2 &&
 	_i=0 &&
 	while herd nodes age --json | jq -e "length > 0" >/dev/null; do
 		_i=$((_i + 1)) && test $_i -lt 300 || return 1
@@ -162,17 +164,18 @@ test_expect_success 'quarantine_for 5s: a node down at the start is recorded, qu
 '
 
 test_expect_success 'a corrupt record: herd nodes says which file and how to fix it; herd run warns and goes on' '
-	cp "$REC/age.json" age.saved &&
-	printf "{\"version\": 1, \"hosts\": [" >"$REC/age.json" &&
+	AGE=$(ls "$REC"/age@*.json) &&
+	cp "$AGE" age.saved &&
+	printf "{\"version\": 1, \"hosts\": [" >"$AGE" &&
 	test_expect_code 1 herd nodes age 2>c1 &&
-	grep "age.json is not a node record" c1 &&
-	grep "herd nodes age --clear-all" c1 &&
+	grep "age@[0-9a-f]*.json is not a node record" c1 &&
+	grep "herd nodes age@[0-9a-f]* --clear-all" c1 &&
 	run_bg age.yaml out.c err.c &&
 	wait_exit $HERD_PID 60 &&
 	test "$WAIT_RC" = 0 &&
 	grep "warning: node record not read" err.c &&
 	herd nodes age --clear-all &&
-	test ! -e "$REC/age.json"
+	test ! -e "$AGE"
 '
 
 test_expect_success 'hostile: the record directory with mode 0777 is refused (herd nodes fails, herd run warns and writes nothing)' '
@@ -186,7 +189,7 @@ test_expect_success 'hostile: the record directory with mode 0777 is refused (he
 	wait_exit $HERD_PID 60 &&
 	test "$WAIT_RC" = 0 &&
 	grep "warning: node record not read" err.h &&
-	test ! -e "$REC/hostile.json" &&
+	! ls "$REC"/hostile* &&
 	chmod 0700 "$REC"
 '
 
@@ -198,6 +201,135 @@ test_expect_success 'hostile: a record directory of another user is refused' '
 	grep "owned by uid 65534" o2 &&
 	chown 0:0 "$REC" &&
 	herd nodes
+'
+
+# Issue 22 item 8: what is herd's set-up is not the node's health.
+
+test_expect_success 'a wrong ssh.port three times: no node recorded; with the right port the job starts, nothing quarantined' '
+	job port 1h &&
+	sed -i -e "s|^ssh: {|ssh: {port: 2, |" -e "s|quarantine_after: 1, ||" port.yaml &&
+	for i in 1 2 3; do
+		run_bg port.yaml out.p$i err.p$i &&
+		wait_exit $HERD_PID 60 &&
+		cat err.p$i &&
+		test "$WAIT_RC" != 0 &&
+		grep "Connection refused" err.p$i || return 1
+	done &&
+	herd nodes port.yaml >p.nodes &&
+	cat p.nodes &&
+	grep "no failed nodes recorded for job port" p.nodes &&
+	sed -i "s|^ssh: {port: 2, |ssh: {|" port.yaml &&
+	run_bg port.yaml out.p4 err.p4 &&
+	wait_exit $HERD_PID 60 &&
+	cat err.p4 &&
+	test "$WAIT_RC" = 0 &&
+	! grep quarantined err.p4 &&
+	! has port node_quarantined "true" &&
+	has port rank_start ".host == \"$N1\"" &&
+	has port rank_start ".host == \"$N2\"" &&
+	herd nodes port | grep "no failed nodes recorded"
+'
+
+test_expect_success 'every node killed at once: the same failure everywhere is not held against the nodes' '
+	job every 1h 100 &&
+	run_bg every.yaml out.e err.e &&
+	wait_file runs/every/latest/attempt-1/rank-1.log &&
+	_i=0 &&
+	while ! grep -q "^tick 2$" runs/every/latest/attempt-1/rank-1.log; do
+		_i=$((_i + 1)) && test $_i -lt 200 || return 1
+		sleep 0.05   # poll interval of a bounded wait
+	done &&
+	cluster_kill_node 1 && cluster_kill_node 2 &&
+	wait_exit $HERD_PID 60 &&
+	cat err.e &&
+	has every node_failed ".host == \"$N1\"" &&
+	has every node_failed ".host == \"$N2\"" &&
+	grep "every node failed the same way" err.e &&
+	herd nodes every >e.nodes &&
+	cat e.nodes &&
+	! grep "$N1" e.nodes && ! grep "$N2" e.nodes &&
+	cluster_start_node 1 && cluster_start_node 2
+'
+
+test_expect_success 'a stop (SIGTERM as scancel sends, herd stop) right after a node went: not held against it' '
+	job stopped 1h 100 &&
+	run_bg stopped.yaml out.s err.s &&
+	wait_file runs/stopped/latest/attempt-1/rank-1.log &&
+	_i=0 &&
+	while ! grep -q "^tick 2$" runs/stopped/latest/attempt-1/rank-1.log; do
+		_i=$((_i + 1)) && test $_i -lt 200 || return 1
+		sleep 0.05   # poll interval of a bounded wait
+	done &&
+	cluster_kill_node 2 &&
+	kill -TERM $HERD_PID &&
+	wait_exit $HERD_PID 60 &&
+	cat err.s &&
+	herd nodes stopped >s.nodes &&
+	cat s.nodes &&
+	grep "no failed nodes recorded" s.nodes &&
+	cluster_start_node 2 &&
+	first=$(readlink -f runs/stopped/latest) &&
+	run_bg stopped.yaml out.s2 err.s2 &&
+	_i=0 &&
+	while test "$(readlink -f runs/stopped/latest)" = "$first" ||
+		! grep -q "^tick 1$" runs/stopped/latest/attempt-1/rank-1.log 2>/dev/null; do
+		_i=$((_i + 1)) && test $_i -lt 400 || return 1
+		sleep 0.05   # poll interval of a bounded wait
+	done &&
+	{ herd stop stopped --wait || :; } &&
+	wait_exit $HERD_PID 60 &&
+	cat err.s2 &&
+	grep "herd stop from the control socket" err.s2 &&
+	herd nodes stopped | grep "no failed nodes recorded"
+'
+
+test_expect_success 'two projects, one job name: each keeps its own record (keyed by the job file)' '
+	job same 1h 100 &&
+	mkdir proj-a proj-b &&
+	sed "s|log:.*||" same.yaml >proj-a/same.yaml &&
+	cp proj-a/same.yaml proj-b/same.yaml &&
+	herd run proj-a/same.yaml >out.sa 2>err.sa &
+	HERD_PID=$! &&
+	wait_file runs/same/latest/attempt-1/rank-1.log &&
+	_i=0 &&
+	while ! grep -q "^tick 2$" runs/same/latest/attempt-1/rank-1.log; do
+		_i=$((_i + 1)) && test $_i -lt 200 || return 1
+		sleep 0.05   # poll interval of a bounded wait
+	done &&
+	cluster_kill_node 2 &&
+	wait_exit $HERD_PID 90 &&
+	cat err.sa &&
+	cluster_start_node 2 &&
+	herd nodes proj-a/same.yaml --json | jq -e --arg h "$N2" "length == 1 and .[0].host == \$h and .[0].quarantined" &&
+	herd nodes proj-b/same.yaml | grep "no failed nodes recorded" &&
+	herd nodes same --json | jq -e --arg f "$PWD/proj-a/same.yaml" "length == 1 and .[0].job == \"same\" and .[0].job_file == \$f" &&
+	sed -i "s|TICKS: \"100\"|TICKS: \"1\"|" proj-b/same.yaml &&
+	herd run proj-b/same.yaml >out.sb 2>err.sb &&
+	cat err.sb &&
+	! grep quarantined err.sb &&
+	! has same node_quarantined "true" &&
+	has same rank_start ".host == \"$N2\""
+'
+
+test_expect_success 'a name that does not resolve and a failed login are not recorded (quarantine_after 1)' '
+	job noname 1h 1 &&
+	sed -i "s|hosts: \"${HERD_CLUSTER_PREFIX}\[1-2\]\"|hosts: \"$N1,nosuchnode-$HERD_CLUSTER_ID\"|" noname.yaml &&
+	grep "nosuchnode-$HERD_CLUSTER_ID" noname.yaml &&
+	run_bg noname.yaml out.n err.n &&
+	wait_exit $HERD_PID 60 &&
+	cat err.n &&
+	test "$WAIT_RC" = 0 &&
+	grep "nosuchnode-$HERD_CLUSTER_ID: cannot connect" err.n &&
+	herd nodes noname.yaml | grep "no failed nodes recorded" &&
+	ssh-keygen -q -t ed25519 -N "" -f stranger &&
+	job login 1h 1 &&
+	sed -i "s|identity: $HERD_CLUSTER_KEY|identity: $PWD/stranger|" login.yaml &&
+	run_bg login.yaml out.l err.l &&
+	wait_exit $HERD_PID 60 &&
+	cat err.l &&
+	test "$WAIT_RC" != 0 &&
+	grep "authentication failed" err.l &&
+	herd nodes login.yaml | grep "no failed nodes recorded"
 '
 
 test_done

@@ -221,4 +221,29 @@ test_expect_success 'a job with a spare: two srun steps, their output read on he
 	done
 '
 
+# Issue 22 item 8: scancel is the user's stop, not a node failure.
+test_expect_success 'scancel of the allocation: the job stops, no node is recorded (quarantine_after 1)' '
+	cat >sc.yaml <<-EOF &&
+	name: sc
+	nodes: {slurm: true, slots: 1}
+	health: {grace: 2s, quarantine_after: 1}
+	restart: {max: 0}
+	launch:
+	  workdir: $PWD/sc
+	  command: $(yaml_cmd "$HERD_TEST_DIR/data/slurm/wait-go.sh" "$PWD/sc/go")
+	EOF
+	mkdir sc &&
+	{ in_salloc out.sc err.sc -J "herd-sc-$$" herd run sc.yaml & } &&
+	pid=$! &&
+	wait_files 4 "sc/ready.*" 30 &&
+	job=$(squeue -h -o %i -n "herd-sc-$$") &&
+	test -n "$job" &&
+	scancel "$job" &&
+	wait_exit $pid 60 &&
+	cat err.sc &&
+	herd nodes sc >sc.nodes &&
+	cat sc.nodes &&
+	grep "no failed nodes recorded" sc.nodes
+'
+
 test_done

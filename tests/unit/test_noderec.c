@@ -453,6 +453,61 @@ static void test_permissions(void **s)
 	assert_null(r);
 }
 
+/* Issue 22 item 8: a record is the job's identity's, name and job file. */
+static void test_key(void **s)
+{
+	char a[600], b[600], *ka, *kb, *ka2, *bare;
+	struct noderec_note one = {"n1", 1000, "failed", "lost", NULL};
+	struct noderec *r = NULL;
+	struct herd_err err;
+	char *text;
+
+	(void)s;
+	snprintf(a, sizeof(a), "%s-a.yaml", state);
+	snprintf(b, sizeof(b), "%s-b.yaml", state);
+	write_file(a, "x", 0600);
+	write_file(b, "x", 0600);
+	ka = noderec_key("job", a);
+	kb = noderec_key("job", b);
+	ka2 = noderec_key("job", a);
+	bare = noderec_key("job", "/no/such/file.yaml");
+	assert_non_null(ka);
+	assert_non_null(kb);
+	assert_string_not_equal(ka, kb);
+	assert_string_equal(ka, ka2);
+	assert_string_equal(bare, "job");
+	assert_int_equal(strlen(ka), strlen("job@") + 8);
+	assert_true(noderec_key_is(ka, "job"));
+	assert_true(noderec_key_is("job", "job"));
+	assert_false(noderec_key_is(ka, "jo"));
+	assert_false(noderec_key_is("job@x", "job"));
+	assert_true(noderec_name_ok(ka));
+
+	herd_err_clear(&err);
+	assert_int_equal(noderec_note_job(ka, "job", a, &one, 1, 3, DAY, &err),
+			 0);
+	assert_int_equal(noderec_load(ka, &r, &err), 0);
+	assert_string_equal(r->job, "job");
+	assert_string_equal(r->job_file, a);
+	assert_non_null(noderec_find(r, "n1"));
+	text = noderec_json(r);
+	noderec_free(r);
+	assert_int_equal(noderec_parse(text, strlen(text), &r, &err), 0);
+	assert_string_equal(r->job_file, a);
+	noderec_free(r);
+	free(text);
+	/* The other project's record is its own. */
+	assert_int_equal(noderec_load(kb, &r, &err), 0);
+	assert_int_equal(r->n, 0);
+	noderec_free(r);
+	unlink(a);
+	unlink(b);
+	free(ka);
+	free(kb);
+	free(ka2);
+	free(bare);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -463,6 +518,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_concurrent, fresh),
 	    cmocka_unit_test_setup(test_corrupt, fresh),
 	    cmocka_unit_test_setup(test_permissions, fresh),
+	    cmocka_unit_test_setup(test_key, fresh),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
