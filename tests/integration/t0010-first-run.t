@@ -50,7 +50,8 @@ test_expect_success 'make all before deps names the fix instead of failing to li
 # brings up the 4-node cluster and trains across it.  Before issue 22 it
 # failed here: every rank raised ModuleNotFoundError for herd_metrics.
 test_expect_success 'the first make demo builds, then trains across 4 nodes' '
-	make -C src -j2 CFLAGS=-O0 PKG_CONFIG="$FAKE/pkg-config" \
+	# Bounded: a rank that never exits must fail the run, not hang it.
+	timeout 600 make -C src -j2 CFLAGS=-O0 PKG_CONFIG="$FAKE/pkg-config" \
 		DEPS="$FAKE/deps" demo >out 2>err ||
 		{ tail -40 out; tail -40 err; false; } &&
 	grep "fake deps: installing" out &&

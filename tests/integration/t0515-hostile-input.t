@@ -251,14 +251,21 @@ test_expect_success 'a command that passes validate but not exec (the checkpoint
 	failed_start e2big 7 "cannot exec /bin/sh: Argument list too long"
 '
 
-test_expect_success 'a workdir missing on the nodes: each rank says so with its errno' '
+# Issue 22: the missing workdir is said once (it is the same path on every
+# node), and each rank's rank_exit event still carries its errno.
+test_expect_success 'a workdir missing on the nodes: one line says so with its errno, each rank'"'"'s event too' '
 	job nowd <<-EOF &&
 	launch:
 	  workdir: "$PWD/no such dir"
 	  command: "true"
 	EOF
 	test_expect_code 127 herd run nowd.yaml >out 2>err &&
-	failed_start nowd 2 "cannot enter the workdir: No such file or directory"
+	jq -r "select(.event == \"rank_exit\" and .status == 127) | \"\(.errno) \(.reason)\"" \
+		runs/nowd/latest/events.jsonl >failed &&
+	test "$(wc -l <failed)" -ge 1 &&
+	! grep -v "^2 cannot enter the workdir: No such file or directory" failed &&
+	test "$(grep -c "^herd: rank [0-9]* on .*: launch.workdir $PWD/no such dir does not exist there" err)" = 1 &&
+	test "$(grep -c "workdir" err)" -le 2
 '
 
 test_expect_success 'the report pipe stays out of the rank: a rank holds fds 0, 1, 2 only, its keeper /dev/null only' '
