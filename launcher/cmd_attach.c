@@ -198,18 +198,18 @@ int cmd_attach(int argc, char **argv)
 	const char *term = getenv("TERM");
 	int ch, fd;
 
+	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		if (ch == 'h') {
 			usage(stdout);
 			return 0;
 		}
-		usage(stderr);
-		return EXIT_SPEC;
+		return cli_bad_option("attach", argv[optind - 1], usage);
 	}
-	if (optind != argc - 1) {
-		usage(stderr);
-		return EXIT_SPEC;
-	}
+	if (optind != argc - 1)
+		return cli_usage("attach", "expected one JOB (id, name or run "
+					   "directory), got %d arguments",
+				 argc - optind);
 	herd_err_clear(&err);
 	if (ctlclient_find(argv[optind], &a.job, &err) < 0 ||
 	    (fd = ctlclient_request(&a.job, "attach", &err)) < 0) {

@@ -44,10 +44,7 @@ int cmd_hostlist(int argc, char **argv)
 			first++;
 			break;
 		} else if (a[0] == '-' && a[1] != '\0') {
-			cli_error("hostlist: unknown option '%s' (try 'herd "
-				  "hostlist --help')",
-				  a);
-			return EXIT_SPEC;
+			return cli_bad_option("hostlist", a, usage);
 		} else {
 			break;
 		}

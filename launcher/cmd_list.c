@@ -235,16 +235,13 @@ int cmd_list_jobs(int argc, char **argv)
 			list_usage(stdout);
 			return 0;
 		default:
-			cli_error("list: unknown option '%s' (try 'herd list "
-				  "--help')",
-				  argv[optind - 1]);
-			return EXIT_SPEC;
+			return cli_bad_option("list", argv[optind - 1],
+					      list_usage);
 		}
 	}
-	if (optind != argc) {
-		list_usage(stderr);
-		return EXIT_SPEC;
-	}
+	if (optind != argc)
+		return cli_usage("list", "takes no arguments, not '%s'",
+				 argv[optind]);
 	herd_err_clear(&err);
 	if (jobreg_list(&v, &n, &err) < 0) {
 		cli_error("list: %s", err.text);

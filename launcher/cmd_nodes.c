@@ -385,11 +385,10 @@ int cmd_nodes(int argc, char **argv)
 			goto out;
 		default:
 			if (optopt == 'c')
-				cli_error("nodes: --clear needs a host name");
+				cli_usage("nodes", "--clear needs a host name");
 			else
-				cli_error("nodes: unknown option '%s' (try "
-					  "'herd nodes --help')",
-					  argv[optind - 1]);
+				cli_bad_option("nodes", argv[optind - 1],
+					       nodes_usage);
 			goto out;
 		}
 	}
@@ -401,7 +400,7 @@ int cmd_nodes(int argc, char **argv)
 	while (optind < argc && n_hosts && n_hosts < NODES_CLEAR_MAX)
 		hosts[n_hosts++] = argv[optind++];
 	if (optind != argc) {
-		nodes_usage(stderr);
+		cli_usage("nodes", "one job, not also '%s'", argv[optind]);
 		goto out;
 	}
 	if (all && n_hosts) {

@@ -637,22 +637,17 @@ int cmd_report(int argc, char **argv)
 			report_usage(stdout);
 			return 0;
 		default:
-			cli_error("report: %s '%s' (try 'herd report --help')",
-				  c == ':' || (optopt && strchr("o", optopt))
-				      ? "option needs a value:"
-				      : "unknown option",
-				  argv[optind - 1]);
-			return EXIT_SPEC;
+			return cli_bad_option("report", argv[optind - 1],
+					      report_usage);
 		}
 	}
-	if (optind != argc - 1) {
-		report_usage(stderr);
-		return EXIT_SPEC;
-	}
-	if (!output) {
-		cli_error("report: say where to write it: -o report.html");
-		return EXIT_SPEC;
-	}
+	if (optind != argc - 1)
+		return cli_usage("report", "expected %s, got %d arguments",
+				 "one JOB (id, name, run directory or JOB.yaml)",
+				 argc - optind);
+	if (!output)
+		return cli_usage("report",
+				 "say where to write it: -o report.html");
 	rl = rundir_open("report", argv[optind], 0, &status);
 	if (!rl)
 		return status;

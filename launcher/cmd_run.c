@@ -182,6 +182,7 @@ int cmd_run(int argc, char **argv)
 	int ch, status, detach_fd = -1;
 	bool json = false;
 
+	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "nvh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'n':
@@ -218,17 +219,24 @@ int cmd_run(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
-			return EXIT_SPEC;
+			return cli_bad_option("run", argv[optind - 1], usage);
 		}
 	}
 	if (!job && !resume && optind == argc - 1)
 		job = argv[optind++];
-	if (optind != argc || !(job || resume) || (json && !opt.detach) ||
-	    (opt.detach && opt.dry_run) || (on && !opt.detach)) {
-		usage(stderr);
-		return EXIT_SPEC;
-	}
+	if (!job && !resume)
+		return cli_usage("run", "expected a job file (JOB.yaml) or "
+					"--resume RUNDIR");
+	if (optind != argc)
+		return cli_usage("run", "one job file, not also '%s'",
+				 argv[optind]);
+	if (json && !opt.detach)
+		return cli_usage("run", "--json goes with --detach");
+	if (opt.detach && opt.dry_run)
+		return cli_usage("run", "--dry-run starts nothing to detach "
+					"from");
+	if (on && !opt.detach)
+		return cli_usage("run", "--on goes with --detach");
 	if (on)
 		return remote_run(on, job, resume, json);
 	if ((status = remote_job_input(cwd, job_stdin, &job_text, &job_len)))

@@ -159,6 +159,7 @@ int cmd_sbatch(int argc, char **argv)
 	ssize_t n;
 	int ch, status = 1;
 
+	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "nWh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'n':
@@ -171,14 +172,17 @@ int cmd_sbatch(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
-			return EXIT_SPEC;
+			return cli_bad_option("sbatch", argv[optind - 1],
+					      usage);
 		}
 	}
-	if (optind != argc - 1 || (dry_run && wait)) {
-		usage(stderr);
-		return EXIT_SPEC;
-	}
+	if (optind != argc - 1)
+		return cli_usage("sbatch", "expected one job file (JOB.yaml), "
+					   "got %d arguments",
+				 argc - optind);
+	if (dry_run && wait)
+		return cli_usage("sbatch", "--dry-run submits nothing to wait "
+					   "for");
 	herd_err_clear(&err);
 	spec = spec_load(argv[optind], &err);
 	if (!spec) {

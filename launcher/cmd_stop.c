@@ -41,6 +41,7 @@ int cmd_stop(int argc, char **argv)
 	bool wait = false;
 	int ch, fd = -1, status = 1, rc;
 
+	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "wh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'w':
@@ -50,14 +51,13 @@ int cmd_stop(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
-			return EXIT_SPEC;
+			return cli_bad_option("stop", argv[optind - 1], usage);
 		}
 	}
-	if (optind != argc - 1) {
-		usage(stderr);
-		return EXIT_SPEC;
-	}
+	if (optind != argc - 1)
+		return cli_usage("stop", "expected one JOB (id, name or run "
+					 "directory), got %d arguments",
+				 argc - optind);
 	herd_err_clear(&err);
 	if (ctlclient_find(argv[optind], &j, &err) < 0 ||
 	    (fd = ctlclient_request(&j, "stop", &err)) < 0 ||

@@ -609,16 +609,14 @@ int cmd_top(int argc, char **argv)
 			top_usage(stdout);
 			return 0;
 		default:
-			cli_error("top: unknown option '%s' (try 'herd top "
-				  "--help')",
-				  argv[optind - 1]);
-			return EXIT_SPEC;
+			return cli_bad_option("top", argv[optind - 1],
+					      top_usage);
 		}
 	}
-	if (optind != argc - 1) {
-		top_usage(stderr);
-		return EXIT_SPEC;
-	}
+	if (optind != argc - 1)
+		return cli_usage("top", "expected one JOB (id, name, run directory or JOB.yaml), got %d "
+					  "arguments",
+				 argc - optind);
 	rl = rundir_open("top", argv[optind], VIEW_TAIL, &status);
 	if (!rl)
 		return status;

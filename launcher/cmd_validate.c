@@ -42,18 +42,14 @@ int cmd_validate(int argc, char **argv)
 			validate_usage(stdout);
 			return 0;
 		default:
-			cli_error("validate: unknown option '%s'",
-				  argv[optind - 1]);
-			validate_usage(stderr);
-			return EXIT_SPEC;
+			return cli_bad_option("validate", argv[optind - 1],
+					      validate_usage);
 		}
 	}
-	if (argc - optind != 1) {
-		cli_error("validate: expected one job file, got %d",
-			  argc - optind);
-		validate_usage(stderr);
-		return EXIT_SPEC;
-	}
+	if (argc - optind != 1)
+		return cli_usage("validate",
+				 "expected one job file (JOB.yaml), got %d",
+				 argc - optind);
 	if (!(spec = spec_load(argv[optind], &err))) {
 		fprintf(stderr, "%s\n", err.text);
 		goto out;

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "remote.h"
 #include "transport.h"
+#include "herd/suggest.h"
 #include "herd/version.h"
 
 struct command {
@@ -79,6 +80,26 @@ static void usage(FILE *out)
 	fprintf(out, "\n  herd --version\n  herd COMMAND --help\n");
 }
 
+/* One line and a hint, with the nearest command when one is near. */
+static int unknown_command(const char *typed)
+{
+	const char *names[sizeof(commands) / sizeof(commands[0])], *near;
+
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		names[i] = commands[i].name;
+	near = suggest_nearest(typed, names,
+			       sizeof(commands) / sizeof(commands[0]));
+	if (typed[0] == '-')
+		cli_error("unknown option '%s'", typed);
+	else if (near)
+		cli_error("unknown command '%s' (did you mean '%s'?)", typed,
+			  near);
+	else
+		cli_error("unknown command '%s'", typed);
+	fprintf(stderr, "try 'herd --help'\n");
+	return EXIT_SPEC;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -111,6 +132,5 @@ int main(int argc, char **argv)
 		}
 		return rc;
 	}
-	cli_error("unknown command '%s' (try 'herd --help')", argv[1]);
-	return EXIT_SPEC;
+	return unknown_command(argv[1]);
 }

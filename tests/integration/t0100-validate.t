@@ -195,7 +195,7 @@ test_expect_success 'usage: --help, no file, two files, unknown option' '
 	herd validate --help >out &&
 	grep "^usage: herd validate JOB.yaml \[--print\]" out &&
 	test_expect_code 2 herd validate 2>err &&
-	grep "usage: herd validate" err &&
+	grep "^try .herd validate --help.$" err &&
 	test_expect_code 2 herd validate a.yaml b.yaml 2>err &&
 	grep "expected one job file, got 2" err &&
 	test_expect_code 2 herd validate --frobnicate good-minimal.yaml 2>err &&

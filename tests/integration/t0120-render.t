@@ -106,7 +106,7 @@ test_expect_success 'unknown templates, bad options and unreadable files are nam
 	test_expect_code 2 herd render ds_zero3 finetune 2>err &&
 	grep "one template at a time" err &&
 	test_expect_code 2 herd render 2>err &&
-	grep "^usage: herd render" err &&
+	grep "^try .herd render --help.$" err &&
 	herd render --help | grep "^usage: herd render TEMPLATE"
 '
 

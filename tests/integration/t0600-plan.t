@@ -283,7 +283,7 @@ test_expect_success 'localhost without --topology: this machine (HWLOC_XMLFILE r
 
 test_expect_success 'usage errors: exit 2' '
 	test_expect_code 2 herd plan 2>err &&
-	grep "usage: herd plan" err &&
+	grep "^try .herd plan --help.$" err &&
 	test_expect_code 2 herd plan j4.yaml --bogus 2>err &&
 	grep "unknown option" err &&
 	test_expect_code 2 herd plan j4.yaml --topology 2>err &&

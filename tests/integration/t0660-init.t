@@ -37,7 +37,7 @@ test_expect_success '--help, --list and a template'\''s values' '
 	grep "^  parallel  *data parallelism.*(default ddp)$" out &&
 	grep "^files: $FILES$" out &&
 	test_expect_code 2 herd init 2>err &&
-	grep "^usage: herd init" err &&
+	grep "^try .herd init --help.$" err &&
 	test_expect_code 2 herd init pretrain 2>err &&
 	grep "where should the project go" err &&
 	test_expect_code 2 herd init nope p 2>err &&

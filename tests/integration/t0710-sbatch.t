@@ -70,7 +70,7 @@ test_expect_success '--help says what it does, without Slurm' '
 	grep -- "--wait" out &&
 	herd --help | grep "herd sbatch" &&
 	test_expect_code 2 herd sbatch 2>err &&
-	grep "^usage: herd sbatch" err &&
+	grep "^try .herd sbatch --help.$" err &&
 	test_expect_code 2 herd sbatch a.yaml b.yaml 2>err
 '
 
