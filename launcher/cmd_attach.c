@@ -183,7 +183,11 @@ static void usage(FILE *out)
 		"terminal; herd's own messages (RUN-DIR/herd.log) go to\n"
 		"stderr.  Ctrl-C detaches: the job goes on.  When the job\n"
 		"ends, exits with its status.  JOB is the job's id, name or\n"
-		"run directory.\n");
+		"run directory.\n\n"
+		"  -h, --help  show this text\n\n"
+		"Exit status: the job's when it ends while attached; 0 after\n"
+		"Ctrl-C (the job goes on); 1 no such running job or its\n"
+		"controller is gone; 2 bad usage.\n");
 }
 
 int cmd_attach(int argc, char **argv)

@@ -40,7 +40,9 @@ static void list_usage(FILE *out)
 	    "unknown (HOST unreachable) when HOST does not answer.\n"
 	    "\n"
 	    "  --json      one JSON array of objects instead of the table\n"
-	    "  -h, --help  show this text\n");
+	    "  -h, --help  show this text\n\n"
+	    "Exit status: 0; 1 the job registry could not be read; 2 bad\n"
+	    "usage.\n");
 }
 
 struct row {

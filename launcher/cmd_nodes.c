@@ -46,7 +46,10 @@ static void nodes_usage(FILE *out)
 	    "  --clear HOST    forget HOST (for JOB, or in every job when no\n"
 	    "                  JOB is named); repeat for more hosts\n"
 	    "  --clear-all     forget every host (of JOB, or of every job)\n"
-	    "  -h, --help      show this text\n");
+	    "  -h, --help      show this text\n\n"
+	    "Exit status: 0; 1 a record could not be read or changed, or a\n"
+	    "host or job to clear has no record; 2 bad usage or a bad job\n"
+	    "file.\n");
 }
 
 /* The job a command names: its record's name, and the settings to judge

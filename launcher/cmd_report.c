@@ -43,8 +43,9 @@
 static void report_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: herd report RUNDIR|LOGDIR|JOB.yaml -o report.html\n"
+		"usage: herd report JOB|RUNDIR|LOGDIR|JOB.yaml -o report.html\n"
 		"\n"
+		"JOB is a job's id or name (herd list shows them).\n"
 		"Writes one self-contained HTML file (no script, no network) about\n"
 		"a run, from its events.jsonl and metrics.jsonl: a summary, loss\n"
 		"and tokens/s over time, GPU utilisation and network rx/tx per\n"

@@ -52,7 +52,13 @@ static void usage(FILE *out)
 		"              from the newest complete checkpoint\n"
 		"  --on HOST   with --detach: the controller runs on HOST\n"
 		"              (over SSH; the job file and log.dir must be on\n"
-		"              a file system HOST shares at the same paths)\n");
+		"              a file system HOST shares at the same paths)\n"
+		"  -h, --help  show this text\n\n"
+		"Exit status: 0 when every rank of the last attempt exited 0;\n"
+		"else the first failing rank's status (128+N for signal N);\n"
+		"1 herd itself failed (a node could not be reached, no run\n"
+		"directory); 2 a bad job spec or bad usage.  With --detach:\n"
+		"0 once the job is up.\n");
 }
 
 /* 8 KiB: what the controller tells the launching herd ("ok\tID\tDIR\n"

@@ -31,7 +31,8 @@ static void usage(FILE *out)
 	    "libslurm and prints the job id.\n\n"
 	    "  --dry-run   print the batch script; submit nothing\n"
 	    "  --wait      follow the job to its end; exit with its exit\n"
-	    "              status (not COMPLETED: a line saying its state)\n\n"
+	    "              status (not COMPLETED: a line saying its state)\n"
+	    "  -h, --help  show this text\n\n"
 	    "The job runs in the current directory, with the current\n"
 	    "environment; a relative slurm.output is relative to it, and its\n"
 	    "directory is created.  slurm.nodes defaults to nodes.count, else\n"
@@ -39,8 +40,9 @@ static void usage(FILE *out)
 	    "--mem-per-cpu, --exclude, --nodelist, --reservation and\n"
 	    "--cpus-per-task; herd sets these in the job itself, since Slurm\n"
 	    "does not read #SBATCH lines of a script submitted this way.\n\n"
-	    "Exit: 0, the job id printed; 1, Slurm refused the job or could\n"
-	    "not be reached; 2, a bad job file or usage.\n");
+	    "Exit status: 0, the job id printed; 1, Slurm refused the job or\n"
+	    "could"
+	    " not be reached; 2, a bad job file or usage.\n");
 }
 
 /* Variables sbatch adds to the job's environment and herd adds too:

@@ -24,7 +24,11 @@ static void usage(FILE *out)
 		"herd stop kills them at once).  The exit status is recorded\n"
 		"in the run's events.jsonl.  JOB is the job's id, name or run\n"
 		"directory.\n\n"
-		"  --wait   wait for the job to end; exit with its status\n");
+		"  --wait      wait for the job to end; exit with its status\n"
+		"  -h, --help  show this text\n\n"
+		"Exit status: 0 the job was told to stop (with --wait: the\n"
+		"job's status); 1 no such running job or its controller is\n"
+		"gone; 2 bad usage.\n");
 }
 
 int cmd_stop(int argc, char **argv)

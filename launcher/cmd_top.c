@@ -85,9 +85,10 @@ static void on_tstp(int sig)
 static void top_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: herd top RUNDIR|LOGDIR|JOB.yaml [--once] [--sort KEY] "
+		"usage: herd top JOB|RUNDIR|LOGDIR|JOB.yaml [--once] [--sort KEY] "
 		"[--interval SECONDS]\n"
 		"\n"
+		"JOB is a job's id or name (herd list shows them).\n"
 		"A per-node table of the run, refreshed from its metrics.jsonl:\n"
 		"GPU utilisation (mean over the node's GPUs) and memory, network\n"
 		"receive and transmit rates, drops, CPU %% (100 = one core), RSS,\n"

@@ -17,7 +17,9 @@ static void validate_usage(FILE *out)
 	    "and exits 2 when it is not.\n\n"
 	    "  -p, --print   print the resolved spec (every default filled\n"
 	    "                in) as YAML on stdout instead of 'ok'\n"
-	    "  -h, --help    show this help\n");
+	    "  -h, --help    show this help\n\n"
+	    "Exit status: 0 valid; 1 --print could not write; 2 a bad job\n"
+	    "spec or bad usage.\n");
 }
 
 int cmd_validate(int argc, char **argv)

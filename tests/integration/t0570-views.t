@@ -16,8 +16,10 @@ test_expect_success 'the commands are in herd --help and have --help' '
 	grep "^  herd top " help &&
 	grep "^  herd report " help &&
 	herd status --help >out && grep "^usage: herd status RUNDIR" out &&
-	herd top --help >out && grep "^usage: herd top RUNDIR" out &&
-	herd report --help >out && grep "^usage: herd report RUNDIR" out
+	herd top --help >out && grep "^usage: herd top JOB|RUNDIR" out &&
+	grep "^JOB is a job.s id or name" out &&
+	herd report --help >out && grep "^usage: herd report JOB|RUNDIR" out &&
+	grep "^JOB is a job.s id or name" out
 '
 
 test_expect_success 'errors: one line each, with the exit status' '
