@@ -1125,8 +1125,9 @@ static void find_checkpoint(struct ctl *c)
 			    json_pack("{s:s, s:s, s:i}", "path", res.path,
 				      "source", res.source, "attempt",
 				      c->attempt));
-		fprintf(stderr, "herd: attempt %d resumes from %s\n", c->attempt,
-			res.path);
+		if (!c->opt->plan_only) /* herd plan resumes nothing */
+			fprintf(stderr, "herd: attempt %d resumes from %s\n",
+				c->attempt, res.path);
 	}
 	checkpoint_result_free(&res);
 }
