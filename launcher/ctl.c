@@ -871,15 +871,18 @@ static void on_notify_timeout(struct loop *loop, void *arg)
 /* RUN -> NOTIFY: the failure is kept for when the grace is over. */
 static void act_notify(struct ctl *c, struct ctl_ev *ev)
 {
+	char grace[SPEC_DURATION_TEXT];
+
 	c->notify_status = ev->status;
 	snprintf(c->notify_why, sizeof(c->notify_why), "%s", ev->why);
 	/* The attempt's first failure, whatever comes in the grace
 	 * (Ctrl-C included). */
 	record_failure(c, ev->status, ev->why);
 	fprintf(stderr,
-		"herd: the surviving ranks were told; stopping them in %.1f s "
+		"herd: the surviving ranks were told; stopping them in %s "
 		"(health.notify_grace) unless they all exit first\n",
-		(double)c->spec->health.notify_grace_ms / 1000.0);
+		spec_duration_text(c->spec->health.notify_grace_ms, grace,
+				   sizeof(grace)));
 	notify_stop(c);
 	c->notify_timer = loop_timer_add(c->loop,
 					 c->spec->health.notify_grace_ms,

@@ -233,7 +233,7 @@ test_expect_success 'command: hang is killed at command_timeout with no leftover
 	ms=$(( (end - start) / 1000000 )) &&
 	echo "took $ms ms" &&
 	test $ms -ge 450 && test $ms -lt 2500 &&
-	grep "^herd: .*timed out after 500 ms" err &&
+	grep "^herd: .*timed out after 500ms (nodes.command_timeout)" err &&
 	test -s sleeper.pid && test -s shell.pid &&
 	pid_dead "$(cat sleeper.pid)" &&
 	pid_dead "$(cat shell.pid)"
