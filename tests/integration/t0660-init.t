@@ -211,7 +211,7 @@ test_expect_success 'herd sbatch --wait runs a generated project on the 2 nodes 
 	herd init pretrain "sb proj" --set corpus=texts --set nodes=2 \
 		--set steps=7 --set name=initsb --set "extra_args=--seq-len 16" >out &&
 	cp "$DATA/hello-train.py" "sb proj/train.py" &&
-	timeout 120 herd sbatch --wait "sb proj/job.yaml" >out 2>err ||
+	timeout 120 herd sbatch --wait --parsable "sb proj/job.yaml" >out 2>err ||
 		{ cat err "sb proj"/runs/initsb/slurm-*.out; false; } &&
 	id=$(cat out) &&
 	log="sb proj/runs/initsb/slurm-$id.out" &&
