@@ -7,7 +7,7 @@ test_description='herd sbatch on the local Slurm: the batch script, submission t
 
 require_root
 require_cmd ip nsenter unshare setsid flock ssh-keygen bash timeout \
-	sinfo scontrol sbatch
+	sinfo scontrol sbatch jq
 for c in /usr/sbin/sshd /usr/sbin/slurmctld /usr/sbin/slurmd /usr/sbin/munged; do
 	[ -x $c ] || error "prerequisite $c is missing (run 'make deps')"
 done
@@ -184,7 +184,11 @@ test_expect_success '--wait: the job runs herd run on its batch node; output in 
 	node=$(sed -n "s/^\[0\] //p" runs/hello/slurm-$id.out) &&
 	echo "$HERD_CLUSTER_NODES" | tr " " "\n" | grep -x "$node" &&
 	test -s runs/hello/latest/events.jsonl &&
-	test_must_be_empty err
+	test_must_be_empty err &&
+	herd list --json >list.json &&
+	jq -e --arg id "$id" "[.[] | select(.name == \"hello\")][0].slurm_job_id == \$id" list.json &&
+	herd list >list &&
+	grep "^[^ ]*  hello  .*  $id  *$PWD/runs/hello/" list
 '
 
 test_expect_success 'the job description carries every option: name, nodes, time, exclusive, requeue, exclude, workdir' '
