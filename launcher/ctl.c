@@ -1960,16 +1960,21 @@ static void on_heartbeat_tick(struct loop *loop, void *arg)
 		if (n->state != NODE_UP || !n->conn)
 			continue;
 		if (now - n->last_rx_ms >= silence_limit(c)) {
-			char why[256];
+			char why[256], to[SPEC_DURATION_TEXT],
+			    beat[SPEC_DURATION_TEXT], rto[SPEC_DURATION_TEXT];
 
 			snprintf(why, sizeof(why),
 				 "no heartbeat for %.1f s (health.timeout "
-				 "%.1f s + heartbeat %.2f s + %.2f s for "
-				 "TCP's retransmission)",
+				 "%s + heartbeat %s + %s for TCP's "
+				 "retransmission)",
 				 (double)(now - n->last_rx_ms) / 1000.0,
-				 (double)c->spec->health.timeout_ms / 1000.0,
-				 (double)c->spec->health.heartbeat_ms / 1000.0,
-				 SPEC_SILENCE_RTO_MS / 1000.0);
+				 spec_duration_text(c->spec->health.timeout_ms,
+						    to, sizeof(to)),
+				 spec_duration_text(
+				     c->spec->health.heartbeat_ms, beat,
+				     sizeof(beat)),
+				 spec_duration_text(SPEC_SILENCE_RTO_MS, rto,
+						    sizeof(rto)));
 			ctl_post(c, CTL_EV_NODE_FAILED, n, 0, why);
 			continue;
 		}
