@@ -31,8 +31,8 @@
 
 #include "agent.h"
 #include "check.h"
-#include "metrics.h"
 #include "herd/spec.h"
+#include "metrics.h"
 
 /* 4 KiB: what is kept of the script's output (its end). */
 #define CHECK_OUT_KEEP 4096
@@ -321,11 +321,10 @@ json_t *check_script_entry(int status, bool timed_out, long long timeout_ms,
 	if (timed_out) {
 		char took[SPEC_DURATION_TEXT];
 
-		snprintf(why, sizeof(why),
-			 "check_command timed out after %s%s%s",
-			 spec_duration_text((long)timeout_ms, took,
-					    sizeof(took)),
-			 last[0] ? ": " : "", last);
+		snprintf(
+		    why, sizeof(why), "check_command timed out after %s%s%s",
+		    spec_duration_text((long)timeout_ms, took, sizeof(took)),
+		    last[0] ? ": " : "", last);
 		return check_entry("script", "fail", why, NULL);
 	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)

@@ -92,8 +92,7 @@ int cli_bad_option(const char *cmd, const char *arg, void (*usage)(FILE *))
 		cli_usage(cmd, "option '%s' needs a value", typed);
 	else if (near)
 		cli_usage(cmd, "option '%s' takes no value", typed);
-	else if ((near = suggest_nearest(typed, (const char *const *)words,
-					 n)))
+	else if ((near = suggest_nearest(typed, (const char *const *)words, n)))
 		cli_usage(cmd, "unknown option '%s' (did you mean '%s'?)", arg,
 			  near);
 	else

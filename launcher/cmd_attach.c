@@ -211,8 +211,9 @@ int cmd_attach(int argc, char **argv)
 		return cli_bad_option("attach", argv[optind - 1], usage);
 	}
 	if (optind != argc - 1)
-		return cli_usage("attach", "expected one JOB (id, name or run "
-					   "directory), got %d arguments",
+		return cli_usage("attach",
+				 "expected one JOB (id, name or run "
+				 "directory), got %d arguments",
 				 argc - optind);
 	herd_err_clear(&err);
 	if (ctlclient_find(argv[optind], &a.job, &err) < 0 ||

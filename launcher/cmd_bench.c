@@ -129,8 +129,9 @@ int cmd_bench(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1)
-		return cli_usage("bench", "expected one job file (JOB.yaml), "
-					  "got %d arguments",
+		return cli_usage("bench",
+				 "expected one job file (JOB.yaml), "
+				 "got %d arguments",
 				 argc - optind);
 	status = cli_job_open("bench", argv[optind], agent, sizeof(agent),
 			      &spec, &res);

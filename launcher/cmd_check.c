@@ -87,8 +87,9 @@ int cmd_check(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1)
-		return cli_usage("check", "expected one job file (JOB.yaml), "
-					  "got %d arguments",
+		return cli_usage("check",
+				 "expected one job file (JOB.yaml), "
+				 "got %d arguments",
 				 argc - optind);
 	status = cli_job_open("check", argv[optind], agent, sizeof(agent),
 			      &spec, &res);

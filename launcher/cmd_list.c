@@ -44,9 +44,9 @@ static void list_usage(FILE *out)
 	    "lost (no job_end and its controller is gone: `herd run --resume\n"
 	    "RUNDIR` starts it again), gone (its run directory was removed);\n"
 	    "a job started on another host (herd run --detach --on HOST) is\n"
-	    "asked there, and is unknown (HOST unreachable) when HOST does not\n"
-	    "answer.  On a terminal, without --all: the running jobs and the\n"
-	    "%d newest others.\n"
+	    "asked there, and is unknown (HOST unreachable) when HOST does\n"
+	    "not answer.  On a terminal, without --all: the running jobs and\n"
+	    "the %d newest others.\n"
 	    "\n"
 	    "  --running       only the running jobs\n"
 	    "  --all           every job (the default when stdout is not a\n"
@@ -347,8 +347,8 @@ int cmd_list_jobs(int argc, char **argv)
 	for (size_t i = 0; i < n; i++) {
 		bool run = !strcmp(rows[i].state_word, "running");
 
-		if (!run && (running || (!all && others++ >=
-						     LIST_TERMINAL_OTHERS))) {
+		if (!run &&
+		    (running || (!all && others++ >= LIST_TERMINAL_OTHERS))) {
 			hidden++;
 			continue;
 		}

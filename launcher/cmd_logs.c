@@ -598,8 +598,9 @@ int cmd_logs(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1)
-		return cli_usage("logs", "expected one JOB (id, name or run directory), got %d "
-					  "arguments",
+		return cli_usage("logs",
+				 "expected one JOB (id, name or run "
+				 "directory), got %d arguments",
 				 argc - optind);
 	if (rank_arg && l.node) {
 		cli_error("logs: --rank or --node, not both");

@@ -273,8 +273,8 @@ static int check_sets_used(const char *text, struct render_var *vars,
 		vars[i].value = saved;
 		used = out && strstr(out, mark);
 		free(out);
-		if (!used && render_suggest(text, vars[i].name, near,
-					    sizeof(near)))
+		if (!used &&
+		    render_suggest(text, vars[i].name, near, sizeof(near)))
 			return herd_errprintf(err,
 					      "--set %s: %s has no "
 					      "{{%s}} (did you mean '%s'?)",

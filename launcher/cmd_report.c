@@ -643,8 +643,9 @@ int cmd_report(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1)
-		return cli_usage("report", "expected %s, got %d arguments",
-				 "one JOB (id, name, run directory or JOB.yaml)",
+		return cli_usage("report", "expected one JOB (%s), got %d "
+					   "arguments",
+				 "id, name, run directory or JOB.yaml",
 				 argc - optind);
 	if (!output)
 		return cli_usage("report",

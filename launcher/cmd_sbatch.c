@@ -202,16 +202,18 @@ int cmd_sbatch(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1)
-		return cli_usage("sbatch", "expected one job file (JOB.yaml), "
-					   "got %d arguments",
+		return cli_usage("sbatch",
+				 "expected one job file (JOB.yaml), "
+				 "got %d arguments",
 				 argc - optind);
 	if (dry_run && wait)
 		return cli_usage("sbatch", "--dry-run submits nothing to wait "
 					   "for");
 	if (parsable && !wait)
-		return cli_usage("sbatch", "--parsable goes with --wait (without "
-					   "it the job id is all herd sbatch "
-					   "prints)");
+		return cli_usage("sbatch",
+				 "--parsable goes with --wait (without "
+				 "it the job id is all herd sbatch "
+				 "prints)");
 	herd_err_clear(&err);
 	spec = spec_load(argv[optind], &err);
 	if (!spec) {

@@ -380,8 +380,9 @@ int cmd_status(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1)
-		return cli_usage("status", "expected one JOB (id, name, run directory or JOB.yaml), got %d "
-					  "arguments",
+		return cli_usage("status",
+				 "expected one JOB (id, name, run directory or "
+				 "JOB.yaml), got %d arguments",
 				 argc - optind);
 	if (jobview_resolve("status", argv[optind], &e, &status) < 0)
 		return status;

@@ -59,8 +59,9 @@ int cmd_stop(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1)
-		return cli_usage("stop", "expected one JOB (id, name or run "
-					 "directory), got %d arguments",
+		return cli_usage("stop",
+				 "expected one JOB (id, name or run "
+				 "directory), got %d arguments",
 				 argc - optind);
 	herd_err_clear(&err);
 	if (ctlclient_find(argv[optind], &j, &err) < 0 ||

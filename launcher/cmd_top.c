@@ -85,8 +85,8 @@ static void on_tstp(int sig)
 static void top_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: herd top JOB|RUNDIR|LOGDIR|JOB.yaml [--once] [--sort KEY] "
-		"[--interval SECONDS]\n"
+		"usage: herd top JOB|RUNDIR|LOGDIR|JOB.yaml [--once] "
+		"[--sort KEY] [--interval SECONDS]\n"
 		"\n"
 		"JOB is a job's id or name (herd list shows them).\n"
 		"A per-node table of the run, refreshed from its metrics.jsonl:\n"
@@ -615,8 +615,8 @@ int cmd_top(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1)
-		return cli_usage("top", "expected one JOB (id, name, run directory or JOB.yaml), got %d "
-					  "arguments",
+		return cli_usage("top", "expected one JOB (%s), got %d arguments",
+				 "id, name, run directory or JOB.yaml",
 				 argc - optind);
 	rl = rundir_open("top", argv[optind], VIEW_TAIL, &status);
 	if (!rl)

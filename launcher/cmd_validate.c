@@ -49,8 +49,7 @@ int cmd_validate(int argc, char **argv)
 		}
 	}
 	if (argc - optind != 1)
-		return cli_usage("validate",
-				 "expected one job file, got %d",
+		return cli_usage("validate", "expected one job file, got %d",
 				 argc - optind);
 	if (!(spec = spec_load(argv[optind], &err))) {
 		fprintf(stderr, "%s\n", err.text);

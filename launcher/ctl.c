@@ -1963,18 +1963,18 @@ static void on_heartbeat_tick(struct loop *loop, void *arg)
 			char why[256], to[SPEC_DURATION_TEXT],
 			    beat[SPEC_DURATION_TEXT], rto[SPEC_DURATION_TEXT];
 
-			snprintf(why, sizeof(why),
-				 "no heartbeat for %.1f s (health.timeout "
-				 "%s + heartbeat %s + %s for TCP's "
-				 "retransmission)",
-				 (double)(now - n->last_rx_ms) / 1000.0,
-				 spec_duration_text(c->spec->health.timeout_ms,
-						    to, sizeof(to)),
-				 spec_duration_text(
-				     c->spec->health.heartbeat_ms, beat,
-				     sizeof(beat)),
-				 spec_duration_text(SPEC_SILENCE_RTO_MS, rto,
-						    sizeof(rto)));
+			snprintf(
+			    why, sizeof(why),
+			    "no heartbeat for %.1f s (health.timeout "
+			    "%s + heartbeat %s + %s for TCP's "
+			    "retransmission)",
+			    (double)(now - n->last_rx_ms) / 1000.0,
+			    spec_duration_text(c->spec->health.timeout_ms, to,
+					       sizeof(to)),
+			    spec_duration_text(c->spec->health.heartbeat_ms,
+					       beat, sizeof(beat)),
+			    spec_duration_text(SPEC_SILENCE_RTO_MS, rto,
+					       sizeof(rto)));
 			ctl_post(c, CTL_EV_NODE_FAILED, n, 0, why);
 			continue;
 		}

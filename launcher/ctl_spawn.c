@@ -521,10 +521,10 @@ static void on_spawn_timeout(struct loop *loop, void *arg)
 	if (!s)
 		return;
 	s->timer = 0;
-	len =
-	    (size_t)snprintf(why, sizeof(why), "no answer in %s from",
-			     spec_duration_text(c->spec->health.fence_timeout_ms,
-						took, sizeof(took)));
+	len = (size_t)snprintf(
+	    why, sizeof(why), "no answer in %s from",
+	    spec_duration_text(c->spec->health.fence_timeout_ms, took,
+			       sizeof(took)));
 	for (int k = 0; k < c->n_nodes && len < sizeof(why); k++)
 		if (s->want[k] && !s->got[k])
 			len += (size_t)snprintf(why + len, sizeof(why) - len,

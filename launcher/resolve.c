@@ -556,12 +556,13 @@ static struct hostfile *source_inventory(const struct spec *spec,
 		goto out;
 	}
 	if (rc == CURLE_OPERATION_TIMEDOUT) {
-		herd_errprintf(err,
-			       "%s: no answer within %s "
-			       "(nodes.command_timeout)",
-			       what,
-			       spec_duration_text(spec->nodes.command_timeout_ms,
-						  took, sizeof(took)));
+		herd_errprintf(
+		    err,
+		    "%s: no answer within %s "
+		    "(nodes.command_timeout)",
+		    what,
+		    spec_duration_text(spec->nodes.command_timeout_ms, took,
+				       sizeof(took)));
 		goto out;
 	}
 	if (rc != CURLE_OK) {

@@ -150,15 +150,14 @@ oom:
 	return NULL;
 }
 
-char *render_suggest(const char *tmpl, const char *name, char *buf,
-		     size_t size)
+char *render_suggest(const char *tmpl, const char *name, char *buf, size_t size)
 {
 	char names[RENDER_SUGGEST_NAMES][SUGGEST_WORD_MAX + 1];
 	const char *ptrs[RENDER_SUGGEST_NAMES], *near;
 	size_t n = 0;
 
-	for (const char *p = tmpl; n < RENDER_SUGGEST_NAMES &&
-				   (p = strstr(p, "{{"));) {
+	for (const char *p = tmpl;
+	     n < RENDER_SUGGEST_NAMES && (p = strstr(p, "{{"));) {
 		struct placeholder ph;
 
 		if (!placeholder_parse(p, &ph)) {

@@ -1676,7 +1676,8 @@ static int yaml_fail(struct ctx *c, const yaml_parser_t *p, const char *buf,
 		    buf[p->problem_mark.index] == '\t') {
 			size_t i = p->problem_mark.index;
 
-			while (i > 0 && (buf[i - 1] == ' ' || buf[i - 1] == '\t'))
+			while (i > 0 &&
+			       (buf[i - 1] == ' ' || buf[i - 1] == '\t'))
 				i--;
 			if (i == 0 || buf[i - 1] == '\n')
 				return perr(c, p->problem_mark,

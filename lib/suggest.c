@@ -29,7 +29,8 @@ size_t suggest_distance(const char *a, const char *b)
 			d[i][j] = min3(d[i - 1][j] + 1, d[i][j - 1] + 1,
 				       d[i - 1][j - 1] + cost);
 			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
-			    a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < d[i][j])
+			    a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < d[i][j])
 				d[i][j] = d[i - 2][j - 2] + 1;
 		}
 	return d[la][lb];

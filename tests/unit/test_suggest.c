@@ -42,7 +42,7 @@ static void test_too_long(void **state)
 
 static void test_nearest(void **state)
 {
-	static const char *const cmds[] = {"validate", "run",    "status",
+	static const char *const cmds[] = {"validate", "run",	 "status",
 					   "stop",     "sbatch", NULL,
 					   "top",      "report", "list"};
 	static const char *const opts[] = {"--dry-run", "-v", "--detach",
