@@ -93,9 +93,15 @@ static int unknown_command(const char *typed)
 		names[i] = commands[i].name;
 	near = suggest_nearest(typed, names,
 			       sizeof(commands) / sizeof(commands[0]));
-	if (typed[0] == '-')
-		cli_error("unknown option '%s'", typed);
-	else if (near)
+	if (typed[0] == '-') {
+		static const char *const opts[] = {"--version", "--help"};
+
+		if ((near = suggest_nearest(typed, opts, 2)))
+			cli_error("unknown option '%s' (did you mean '%s'?)",
+				  typed, near);
+		else
+			cli_error("unknown option '%s'", typed);
+	} else if (near)
 		cli_error("unknown command '%s' (did you mean '%s'?)", typed,
 			  near);
 	else

@@ -30,8 +30,10 @@ test_expect_success 'a mistyped command: did you mean, one line and a hint' '
 		"try '"'"'herd --help'"'"'" herd valdiate x.yaml &&
 	expect_usage 2 "herd: unknown command '"'"'frobnicate'"'"'" \
 		"try '"'"'herd --help'"'"'" herd frobnicate &&
-	expect_usage 2 "herd: unknown option '"'"'--verison'"'"'" \
-		"try '"'"'herd --help'"'"'" herd --verison
+	expect_usage 2 "herd: unknown option '"'"'--verison'"'"' (did you mean '"'"'--version'"'"'?)" \
+		"try '"'"'herd --help'"'"'" herd --verison &&
+	expect_usage 2 "herd: unknown option '"'"'--frob'"'"'" \
+		"try '"'"'herd --help'"'"'" herd --frob
 '
 
 test_expect_success 'a mistyped option: did you mean, one line and a hint' '
