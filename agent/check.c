@@ -31,6 +31,7 @@
 
 #include "agent.h"
 #include "check.h"
+#include "herd/spec.h"
 #include "metrics.h"
 
 /* 4 KiB: what is kept of the script's output (its end). */
@@ -318,9 +319,12 @@ json_t *check_script_entry(int status, bool timed_out, long long timeout_ms,
 
 	check_last_line(out, len, last, sizeof(last));
 	if (timed_out) {
-		snprintf(why, sizeof(why),
-			 "check_command timed out after %lld ms%s%s",
-			 timeout_ms, last[0] ? ": " : "", last);
+		char took[SPEC_DURATION_TEXT];
+
+		snprintf(
+		    why, sizeof(why), "check_command timed out after %s%s%s",
+		    spec_duration_text((long)timeout_ms, took, sizeof(took)),
+		    last[0] ? ": " : "", last);
 		return check_entry("script", "fail", why, NULL);
 	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)

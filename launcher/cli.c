@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "herd/render.h"
 #include "herd/spec.h"
+#include "herd/suggest.h"
 #include "resolve.h"
 
 void cli_error(const char *fmt, ...)
@@ -25,6 +26,81 @@ void cli_error(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+int cli_usage(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "herd: %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\ntry 'herd %s --help'\n", cmd);
+	return EXIT_SPEC;
+}
+
+/* The options a help text names: each word starting with '-' after a
+ * blank, '[', '|', '(' or ',', up to a character that cannot be in an
+ * option name ("--topology=FILE" gives "--topology").  Returns how many
+ * were put in words (malloc'd, the caller frees them). */
+static size_t help_options(const char *help, char **words, size_t max)
+{
+	size_t n = 0;
+
+	for (const char *p = help; *p && n < max; p++) {
+		size_t len = 0;
+
+		if (*p != '-' || (p > help && !strchr(" \t\n[|(,", p[-1])))
+			continue;
+		while (p[len] == '-' || (p[len] >= 'a' && p[len] <= 'z') ||
+		       (p[len] >= 'A' && p[len] <= 'Z') ||
+		       (p[len] >= '0' && p[len] <= '9'))
+			len++;
+		if (len < 2 || p[len - 1] == '-' || (p[1] == '-' && len < 4))
+			continue;
+		words[n] = strndup(p, len);
+		for (size_t i = 0; words[n] && i < n; i++)
+			if (!strcmp(words[i], words[n])) {
+				free(words[n]);
+				words[n] = NULL;
+			}
+		if (words[n])
+			n++;
+		p += len - 1;
+	}
+	return n;
+}
+
+int cli_bad_option(const char *cmd, const char *arg, void (*usage)(FILE *))
+{
+	char *help = NULL, *words[CLI_HELP_OPTIONS_MAX], typed[128];
+	const char *near = NULL;
+	size_t help_len = 0, n = 0;
+	FILE *f = open_memstream(&help, &help_len);
+
+	snprintf(typed, sizeof(typed), "%.*s", (int)strcspn(arg, "="), arg);
+	if (f) {
+		usage(f);
+		if (fclose(f) == 0)
+			n = help_options(help, words, CLI_HELP_OPTIONS_MAX);
+	}
+	for (size_t i = 0; i < n && !near; i++)
+		if (!strcmp(words[i], typed))
+			near = words[i];
+	if (near && (!strcmp(near, arg) || !strchr(arg, '=')))
+		cli_usage(cmd, "option '%s' needs a value", typed);
+	else if (near)
+		cli_usage(cmd, "option '%s' takes no value", typed);
+	else if ((near = suggest_nearest(typed, (const char *const *)words, n)))
+		cli_usage(cmd, "unknown option '%s' (did you mean '%s'?)", arg,
+			  near);
+	else
+		cli_usage(cmd, "unknown option '%s'", arg);
+	for (size_t i = 0; i < n; i++)
+		free(words[i]);
+	free(help);
+	return EXIT_SPEC;
 }
 
 int cli_agent_path(char *out, size_t len)

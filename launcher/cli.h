@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* Exit statuses shared by every command (DESIGN.md "end"). */
 #define EXIT_SPEC 2	/* bad job spec or bad usage */
@@ -55,6 +56,21 @@ int cli_job_open(const char *cmd, const char *path, char *agent,
 /* The herd-agent installed next to this herd, into out; returns 0, or -1
  * when it is not there (out still names where it was looked for). */
 int cli_agent_path(char *out, size_t len);
+
+/* A usage error of herd CMD: "herd: CMD: message" and the hint
+ * "try 'herd CMD --help'" on stderr (not the whole help).  Returns
+ * EXIT_SPEC. */
+int cli_usage(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* The options of a help text that cli_bad_option looks at, at most. */
+#define CLI_HELP_OPTIONS_MAX 64
+
+/* arg is no option of herd CMD (or an option without its value, or a
+ * flag given "=VALUE"): says so as cli_usage does, with "did you mean"
+ * the nearest option that the command's help (what usage writes) names.
+ * Returns EXIT_SPEC. */
+int cli_bad_option(const char *cmd, const char *arg, void (*usage)(FILE *));
 
 /* Prints "herd: " + message to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -183,7 +183,11 @@ static void usage(FILE *out)
 		"terminal; herd's own messages (RUN-DIR/herd.log) go to\n"
 		"stderr.  Ctrl-C detaches: the job goes on.  When the job\n"
 		"ends, exits with its status.  JOB is the job's id, name or\n"
-		"run directory.\n");
+		"run directory.\n\n"
+		"  -h, --help  show this text\n\n"
+		"Exit status: the job's when it ends while attached; 0 after\n"
+		"Ctrl-C (the job goes on); 1 no such running job or its\n"
+		"controller is gone; 2 bad usage.\n");
 }
 
 int cmd_attach(int argc, char **argv)
@@ -198,18 +202,19 @@ int cmd_attach(int argc, char **argv)
 	const char *term = getenv("TERM");
 	int ch, fd;
 
+	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		if (ch == 'h') {
 			usage(stdout);
 			return 0;
 		}
-		usage(stderr);
-		return EXIT_SPEC;
+		return cli_bad_option("attach", argv[optind - 1], usage);
 	}
-	if (optind != argc - 1) {
-		usage(stderr);
-		return EXIT_SPEC;
-	}
+	if (optind != argc - 1)
+		return cli_usage("attach",
+				 "expected one JOB (id, name or run "
+				 "directory), got %d arguments",
+				 argc - optind);
 	herd_err_clear(&err);
 	if (ctlclient_find(argv[optind], &a.job, &err) < 0 ||
 	    (fd = ctlclient_request(&a.job, "attach", &err)) < 0) {

@@ -130,6 +130,7 @@ int cmd_bench(int argc, char **argv)
 	struct resolved res = {0};
 	int ch, iters = 5, status;
 
+	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's':
@@ -159,14 +160,15 @@ int cmd_bench(int argc, char **argv)
 			bench_usage(stdout);
 			return 0;
 		default:
-			bench_usage(stderr);
-			return EXIT_SPEC;
+			return cli_bad_option("bench", argv[optind - 1],
+					      bench_usage);
 		}
 	}
-	if (optind != argc - 1) {
-		bench_usage(stderr);
-		return EXIT_SPEC;
-	}
+	if (optind != argc - 1)
+		return cli_usage("bench",
+				 "expected one job file (JOB.yaml), "
+				 "got %d arguments",
+				 argc - optind);
 	status = cli_job_open("bench", argv[optind], agent, sizeof(agent),
 			      &spec, &res);
 	opt.agent_path = agent;

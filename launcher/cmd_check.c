@@ -66,6 +66,7 @@ int cmd_check(int argc, char **argv)
 	struct resolved res = {0};
 	int ch, status;
 
+	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'j':
@@ -81,14 +82,15 @@ int cmd_check(int argc, char **argv)
 			check_usage(stdout);
 			return 0;
 		default:
-			check_usage(stderr);
-			return EXIT_SPEC;
+			return cli_bad_option("check", argv[optind - 1],
+					      check_usage);
 		}
 	}
-	if (optind != argc - 1) {
-		check_usage(stderr);
-		return EXIT_SPEC;
-	}
+	if (optind != argc - 1)
+		return cli_usage("check",
+				 "expected one job file (JOB.yaml), "
+				 "got %d arguments",
+				 argc - optind);
 	status = cli_job_open("check", argv[optind], agent, sizeof(agent),
 			      &spec, &res);
 	opt.agent_path = agent;

@@ -19,7 +19,11 @@ static void usage(FILE *out)
 		"Expands Slurm hostlist expressions such as node[01-04] into "
 		"one host a line\n(--expand, the default), or compresses "
 		"host names into one expression\n(--compress).  Several "
-		"EXPRs are joined with ','.\n");
+		"EXPRs are joined with ','.\n\n"
+		"  --expand     one host a line (the default)\n"
+		"  --compress   one expression for all the hosts\n"
+		"  -h, --help   show this text\n\n"
+		"Exit status: 0; 2 a bad expression or bad usage.\n");
 }
 
 int cmd_hostlist(int argc, char **argv)
@@ -44,10 +48,7 @@ int cmd_hostlist(int argc, char **argv)
 			first++;
 			break;
 		} else if (a[0] == '-' && a[1] != '\0') {
-			cli_error("hostlist: unknown option '%s' (try 'herd "
-				  "hostlist --help')",
-				  a);
-			return EXIT_SPEC;
+			return cli_bad_option("hostlist", a, usage);
 		} else {
 			break;
 		}

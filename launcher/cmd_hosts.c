@@ -96,9 +96,7 @@ int cmd_hosts(int argc, char **argv)
 		} else if (!strncmp(a, "--format=", 9)) {
 			name = a + 9;
 		} else if (a[0] == '-' && a[1] != '\0') {
-			cli_error("hosts: unknown option '%s' (try 'herd hosts "
-				  "--help')",
-				  a);
+			cli_bad_option("hosts", a, hosts_usage);
 			goto out;
 		} else if (job) {
 			cli_error("hosts: one job file, not '%s' and '%s'", job,
@@ -118,7 +116,7 @@ int cmd_hosts(int argc, char **argv)
 		fmt = (enum hostfile_format)f;
 	}
 	if (!job) {
-		hosts_usage(stderr);
+		cli_usage("hosts", "expected a job file (JOB.yaml)");
 		goto out;
 	}
 

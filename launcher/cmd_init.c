@@ -291,9 +291,7 @@ int cmd_init(int argc, char **argv)
 					 SETS_MAX) < 0)
 				goto out;
 		} else {
-			cli_error("init: unknown option '%s' (try 'herd init "
-				  "--help')",
-				  a);
+			cli_bad_option("init", a, init_usage);
 			goto out;
 		}
 	}
@@ -321,7 +319,8 @@ int cmd_init(int argc, char **argv)
 		goto out;
 	}
 	if (!tmpl) {
-		init_usage(stderr);
+		cli_usage("init", "expected a TEMPLATE and a DIR (herd init "
+				  "--list shows the templates)");
 		goto out;
 	}
 	if (!(p = initproj_load(tdir, tmpl, &err))) {

@@ -520,9 +520,7 @@ int cmd_keys(int argc, char **argv)
 		} else if (!strcmp(a, "--mesh")) {
 			mesh = true;
 		} else if (a[0] == '-' && a[1] != '\0') {
-			cli_error("keys: unknown option '%s' (try 'herd keys "
-				  "--help')",
-				  a);
+			cli_bad_option("keys", a, keys_usage);
 			goto out;
 		} else if (file) {
 			cli_error("keys: one job file, not '%s' and '%s'", file,
@@ -533,7 +531,7 @@ int cmd_keys(int argc, char **argv)
 		}
 	}
 	if (!file) {
-		keys_usage(stderr);
+		cli_usage("keys", "expected a job file (JOB.yaml)");
 		goto out;
 	}
 	spec = spec_load(file, &err);

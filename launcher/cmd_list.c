@@ -1,4 +1,5 @@
-/* cmd_list.c — `herd list [--json]`: the user's jobs known on this
+/* cmd_list.c — `herd list [--running|--all] [--json]`, `herd list
+ * --forget-ended`: the user's jobs known on this
  * machine (the registry, herd/jobreg.h), newest first, each with its
  * state read from its run directory (runlog.h) or, for a job on another
  * host, asked there (remote.h). */
@@ -7,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -18,6 +20,11 @@
 /* What `herd status --json` on a host may answer: a few KiB. */
 #define LIST_REMOTE_MAX (1u << 20)
 
+/* herd list on a terminal, without --all: the running jobs and this many
+ * of the others (the newest): every failed try stays in the registry
+ * until --forget-ended. */
+#define LIST_TERMINAL_OTHERS 10
+
 /* list reads events.jsonl whole and only this much of metrics.jsonl (it
  * shows nothing of it). */
 #define LIST_METRICS_TAIL 1
@@ -26,21 +33,33 @@ static void list_usage(FILE *out)
 {
 	fprintf(
 	    out,
-	    "usage: herd list [--json]\n"
+	    "usage: herd list [--running|--all] [--json]\n"
+	    "       herd list --forget-ended\n"
 	    "\n"
 	    "The jobs you ran on this machine (every herd run registers its\n"
 	    "job in $XDG_STATE_HOME/herd/jobs, default\n"
 	    "~/.local/state/herd/jobs), newest first: id, name, state, the\n"
-	    "latest attempt, its nodes, when it started and its run\n"
-	    "directory.  State is running, ended (status N), lost (no job_end\n"
-	    "and its controller is gone: `herd run --resume RUNDIR` starts it\n"
-	    "again), gone (its run directory was removed); a job started on\n"
-	    "another host (herd run --detach --on HOST) is asked there, and "
-	    "is\n"
-	    "unknown (HOST unreachable) when HOST does not answer.\n"
+	    "latest attempt, its nodes, when it started, the Slurm job it ran\n"
+	    "in and its run directory.  State is running, ended (status N),\n"
+	    "lost (no job_end and its controller is gone: `herd run --resume\n"
+	    "RUNDIR` starts it again), gone (its run directory was removed);\n"
+	    "a job started on another host (herd run --detach --on HOST) is\n"
+	    "asked there, and is unknown (HOST unreachable) when HOST does\n"
+	    "not answer.  On a terminal, without --all: the running jobs and\n"
+	    "the %d newest others.\n"
 	    "\n"
-	    "  --json      one JSON array of objects instead of the table\n"
-	    "  -h, --help  show this text\n");
+	    "  --running       only the running jobs\n"
+	    "  --all           every job (the default when stdout is not a\n"
+	    "                  terminal)\n"
+	    "  --forget-ended  remove the registry entries of the jobs that\n"
+	    "                  ended, are lost or gone (never a running or\n"
+	    "                  unknown one); their run directories stay\n"
+	    "  --json          one JSON array of objects instead of the table\n"
+	    "  -h, --help      show this text\n"
+	    "\n"
+	    "Exit status: 0; 1 the job registry could not be read or an\n"
+	    "entry could not be removed; 2 bad usage.\n",
+	    LIST_TERMINAL_OTHERS);
 }
 
 struct row {
@@ -163,6 +182,9 @@ static json_t *row_json(const struct row *r)
 
 	if (!o)
 		return NULL;
+	if (e->slurm_job)
+		json_object_set_new(o, "slurm_job_id",
+				    json_string(e->slurm_job));
 	if (!strcmp(r->state_word, "ended"))
 		json_object_set_new(o, "exit_status", json_integer(r->status));
 	if (r->attempt)
@@ -189,9 +211,9 @@ static void print_table(const struct row *rows, size_t n)
 		if (width(rows[i].state) > wstate)
 			wstate = width(rows[i].state);
 	}
-	printf("%-*s  %-*s  %-*s  %7s  %5s  %-19s  %s\n", wid, "ID", wname,
-	       "NAME", wstate, "STATE", "ATTEMPT", "NODES", "STARTED",
-	       "RUN-DIR");
+	printf("%-*s  %-*s  %-*s  %7s  %5s  %-19s  %-8s  %s\n", wid, "ID",
+	       wname, "NAME", wstate, "STATE", "ATTEMPT", "NODES", "STARTED",
+	       "SLURM", "RUN-DIR");
 	for (size_t i = 0; i < n; i++) {
 		const struct row *r = &rows[i];
 		char att[16] = "-", nodes[16] = "-", dir[4200];
@@ -205,24 +227,63 @@ static void print_table(const struct row *rows, size_t n)
 				 r->e->run_dir);
 		else
 			snprintf(dir, sizeof(dir), "%s", r->e->run_dir);
-		printf("%-*s  %-*s  %-*s  %7s  %5s  %-19s  %s\n", wid, r->e->id,
-		       wname, r->e->name ? r->e->name : "-", wstate, r->state,
-		       att, nodes, r->started, dir);
+		printf("%-*s  %-*s  %-*s  %7s  %5s  %-19s  %-8s  %s\n", wid,
+		       r->e->id, wname, r->e->name ? r->e->name : "-", wstate,
+		       r->state, att, nodes, r->started,
+		       r->e->slurm_job ? r->e->slurm_job : "-", dir);
 	}
+}
+
+/* --forget-ended: the registry entries of the jobs that cannot run any
+ * more.  A running job, or one whose controller may live on another
+ * machine or host (running, unknown), is never touched; a gone one only
+ * when its controller is known to be dead. */
+static int forget_ended(const struct row *rows, size_t n)
+{
+	size_t forgot = 0;
+	int status = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+		struct herd_err err;
+
+		if (strcmp(r->state_word, "ended") &&
+		    strcmp(r->state_word, "lost") &&
+		    (strcmp(r->state_word, "gone") ||
+		     jobview_controller_alive(r->e) != 0))
+			continue;
+		herd_err_clear(&err);
+		if (jobreg_forget(r->e->id, &err) < 0) {
+			cli_error("list: %s", err.text);
+			status = 1;
+			continue;
+		}
+		printf("forgot %s (%s, %s)\n", r->e->id,
+		       r->e->name ? r->e->name : "-", r->state);
+		forgot++;
+	}
+	if (!forgot && !status)
+		fprintf(stderr, "herd: list: no ended job to forget\n");
+	if (fflush(stdout) != 0)
+		status = 1;
+	return status;
 }
 
 int cmd_list_jobs(int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"json", no_argument, NULL, 'j'},
+	    {"running", no_argument, NULL, 'r'},
+	    {"all", no_argument, NULL, 'a'},
+	    {"forget-ended", no_argument, NULL, 'F'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	struct jobreg_entry *v = NULL;
 	struct row *rows = NULL;
 	struct herd_err err;
-	size_t n = 0;
-	int json = 0, c, status = 1;
+	size_t n = 0, shown = 0, others = 0, hidden = 0;
+	int json = 0, running = 0, all = 0, forget = 0, c, status = 1;
 
 	optind = 1;
 	opterr = 0;
@@ -231,20 +292,35 @@ int cmd_list_jobs(int argc, char **argv)
 		case 'j':
 			json = 1;
 			break;
+		case 'r':
+			running = 1;
+			break;
+		case 'a':
+			all = 1;
+			break;
+		case 'F':
+			forget = 1;
+			break;
 		case 'h':
 			list_usage(stdout);
 			return 0;
 		default:
-			cli_error("list: unknown option '%s' (try 'herd list "
-				  "--help')",
-				  argv[optind - 1]);
-			return EXIT_SPEC;
+			return cli_bad_option("list", argv[optind - 1],
+					      list_usage);
 		}
 	}
-	if (optind != argc) {
-		list_usage(stderr);
-		return EXIT_SPEC;
-	}
+	if (optind != argc)
+		return cli_usage("list", "takes no arguments, not '%s'",
+				 argv[optind]);
+	if (running && all)
+		return cli_usage("list", "--running or --all, not both");
+	if (forget && (running || all || json))
+		return cli_usage("list", "--forget-ended goes alone");
+	/* Scripts (no terminal) get every job, as before. */
+	if (!running && !json && !isatty(STDOUT_FILENO))
+		all = 1;
+	if (json && !running)
+		all = 1;
 	herd_err_clear(&err);
 	if (jobreg_list(&v, &n, &err) < 0) {
 		cli_error("list: %s", err.text);
@@ -263,11 +339,32 @@ int cmd_list_jobs(int argc, char **argv)
 		else
 			local_row(&rows[i]);
 	}
+	if (forget) {
+		status = forget_ended(rows, n);
+		goto out;
+	}
+	/* Which rows to show: rows[k] for k < shown, kept newest first. */
+	for (size_t i = 0; i < n; i++) {
+		bool run = !strcmp(rows[i].state_word, "running");
+
+		if (!run &&
+		    (running || (!all && others++ >= LIST_TERMINAL_OTHERS))) {
+			hidden++;
+			continue;
+		}
+		if (shown != i) {
+			struct row t = rows[shown];
+
+			rows[shown] = rows[i];
+			rows[i] = t;
+		}
+		shown++;
+	}
 	if (json) {
 		json_t *a = json_array();
 		char *s;
 
-		for (size_t i = 0; a && i < n; i++)
+		for (size_t i = 0; a && i < shown; i++)
 			json_array_append_new(a, row_json(&rows[i]));
 		s = a ? json_dumps(a, JSON_INDENT(2)) : NULL;
 		json_decref(a);
@@ -277,12 +374,20 @@ int cmd_list_jobs(int argc, char **argv)
 		}
 		printf("%s\n", s);
 		free(s);
-	} else if (n) {
-		print_table(rows, n);
-	} else {
+	} else if (shown) {
+		print_table(rows, shown);
+	} else if (running && n) {
+		fprintf(stderr, "herd: list: no job is running\n");
+	} else if (!n) {
 		fprintf(stderr, "herd: list: no jobs yet (each herd run "
 				"registers its job)\n");
 	}
+	if (hidden && !running && !json)
+		fprintf(stderr,
+			"herd: list: %zu older job%s not shown (herd list "
+			"--all; herd list --forget-ended forgets the ended "
+			"ones)\n",
+			hidden, hidden == 1 ? "" : "s");
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		cli_error("list: cannot write the output");
 		goto out;

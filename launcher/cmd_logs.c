@@ -593,16 +593,15 @@ int cmd_logs(int argc, char **argv)
 			logs_usage(stdout);
 			return 0;
 		default:
-			cli_error("logs: unknown option '%s' (try 'herd logs "
-				  "--help')",
-				  argv[optind - 1]);
-			return EXIT_SPEC;
+			return cli_bad_option("logs", argv[optind - 1],
+					      logs_usage);
 		}
 	}
-	if (optind != argc - 1) {
-		logs_usage(stderr);
-		return EXIT_SPEC;
-	}
+	if (optind != argc - 1)
+		return cli_usage("logs",
+				 "expected one JOB (id, name or run "
+				 "directory), got %d arguments",
+				 argc - optind);
 	if (rank_arg && l.node) {
 		cli_error("logs: --rank or --node, not both");
 		return EXIT_SPEC;

@@ -52,7 +52,10 @@ static void nodes_usage(FILE *out)
 	    "  --clear HOST    forget HOST (for JOB, or in every job when no\n"
 	    "                  JOB is named); repeat for more hosts\n"
 	    "  --clear-all     forget every host (of JOB, or of every job)\n"
-	    "  -h, --help      show this text\n");
+	    "  -h, --help      show this text\n\n"
+	    "Exit status: 0; 1 a record could not be read or changed, or a\n"
+	    "host or job to clear has no record; 2 bad usage or a bad job\n"
+	    "file.\n");
 }
 
 /* The job a command names: its record's name, and the settings to judge
@@ -474,11 +477,10 @@ int cmd_nodes(int argc, char **argv)
 			goto out;
 		default:
 			if (optopt == 'c')
-				cli_error("nodes: --clear needs a host name");
+				cli_usage("nodes", "--clear needs a host name");
 			else
-				cli_error("nodes: unknown option '%s' (try "
-					  "'herd nodes --help')",
-					  argv[optind - 1]);
+				cli_bad_option("nodes", argv[optind - 1],
+					       nodes_usage);
 			goto out;
 		}
 	}
@@ -490,7 +492,7 @@ int cmd_nodes(int argc, char **argv)
 	while (optind < argc && n_hosts && n_hosts < NODES_CLEAR_MAX)
 		hosts[n_hosts++] = argv[optind++];
 	if (optind != argc) {
-		nodes_usage(stderr);
+		cli_usage("nodes", "one job, not also '%s'", argv[optind]);
 		goto out;
 	}
 	if (all && n_hosts) {

@@ -108,9 +108,7 @@ static int plan_args(int argc, char **argv, const char **job,
 		} else if (!strncmp(a, "--topology=", 11)) {
 			*topology = a + 11;
 		} else if (a[0] == '-' && a[1] != '\0') {
-			cli_error("plan: unknown option '%s' (try 'herd plan "
-				  "--help')",
-				  a);
+			cli_bad_option("plan", a, plan_usage);
 			return -1;
 		} else if (*job) {
 			cli_error("plan: one job file, not '%s' and '%s'", *job,
@@ -121,7 +119,7 @@ static int plan_args(int argc, char **argv, const char **job,
 		}
 	}
 	if (!*job) {
-		plan_usage(stderr);
+		cli_usage("plan", "expected a job file (JOB.yaml)");
 		return -1;
 	}
 	return 0;

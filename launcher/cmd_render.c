@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "herd/render.h"
+#include "herd/suggest.h"
 #include "template.h"
 #include "tune.h"
 
@@ -259,6 +260,7 @@ static int check_sets_used(const char *text, struct render_var *vars,
 			   struct herd_err *err)
 {
 	static const char mark[] = "\001herd-render-mark\001";
+	char near[SUGGEST_WORD_MAX + 1];
 
 	for (size_t i = 0; i < n_sets; i++) {
 		const char *saved = vars[i].value;
@@ -271,6 +273,13 @@ static int check_sets_used(const char *text, struct render_var *vars,
 		vars[i].value = saved;
 		used = out && strstr(out, mark);
 		free(out);
+		if (!used &&
+		    render_suggest(text, vars[i].name, near, sizeof(near)))
+			return herd_errprintf(err,
+					      "--set %s: %s has no "
+					      "{{%s}} (did you mean '%s'?)",
+					      vars[i].name, tmpl_name,
+					      vars[i].name, near);
 		if (!used)
 			return herd_errprintf(err,
 					      "--set %s: %s has no "
@@ -387,9 +396,7 @@ int cmd_render(int argc, char **argv)
 		} else if (!strncmp(a, "--platform=", 11)) {
 			platform = a + 11;
 		} else if (a[0] == '-' && a[1]) {
-			cli_error("render: unknown option '%s' (try 'herd "
-				  "render --help')",
-				  a);
+			cli_bad_option("render", a, render_usage);
 			goto out;
 		} else if (!tmpl) {
 			tmpl = a;
@@ -411,7 +418,8 @@ int cmd_render(int argc, char **argv)
 		goto out;
 	}
 	if (!tmpl) {
-		render_usage(stderr);
+		cli_usage("render", "expected a TEMPLATE (herd render --list "
+				    "shows them)");
 		goto out;
 	}
 	if (platform && !tune_job_path) {

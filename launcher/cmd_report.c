@@ -52,9 +52,10 @@
 static void report_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: herd report RUNDIR|LOGDIR|JOB.yaml|JOB -o report.html\n"
+		"usage: herd report JOB|RUNDIR|LOGDIR|JOB.yaml -o report.html\n"
 		"                   [--time] [--one-run]\n"
 		"\n"
+		"JOB is a job's id or name (herd list shows them).\n"
 		"Writes one self-contained HTML file (no script, no network) about\n"
 		"a run, from its events.jsonl and metrics.jsonl: a summary (each\n"
 		"attempt's world size and how it ended), loss against step and\n"
@@ -1309,22 +1310,18 @@ int cmd_report(int argc, char **argv)
 			report_usage(stdout);
 			return 0;
 		default:
-			cli_error("report: %s '%s' (try 'herd report --help')",
-				  c == ':' || (optopt && strchr("o", optopt))
-				      ? "option needs a value:"
-				      : "unknown option",
-				  argv[optind - 1]);
-			return EXIT_SPEC;
+			return cli_bad_option("report", argv[optind - 1],
+					      report_usage);
 		}
 	}
-	if (optind != argc - 1) {
-		report_usage(stderr);
-		return EXIT_SPEC;
-	}
-	if (!output) {
-		cli_error("report: say where to write it: -o report.html");
-		return EXIT_SPEC;
-	}
+	if (optind != argc - 1)
+		return cli_usage("report", "expected one JOB (%s), got %d "
+					   "arguments",
+				 "id, name, run directory or JOB.yaml",
+				 argc - optind);
+	if (!output)
+		return cli_usage("report",
+				 "say where to write it: -o report.html");
 	rl = rundir_open("report", argv[optind], 0, &status);
 	if (!rl)
 		return status;

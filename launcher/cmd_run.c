@@ -62,7 +62,14 @@ static void usage(FILE *out)
 		"              from the newest complete checkpoint\n"
 		"  --on HOST   with --detach: the controller runs on HOST\n"
 		"              (over SSH; the job file and log.dir must be on\n"
-		"              a file system HOST shares at the same paths)\n");
+		"              a file system HOST shares at the same paths)\n"
+		"  -h, --help  show this text\n\n"
+		"Exit status: 0 when every rank of the last attempt exited 0;\n"
+		"else the first failing rank's status (128+N for signal N);\n"
+		"1 herd itself failed (a node could not be reached, no run\n"
+		"directory); 2 a bad job spec or bad usage.  With --detach:\n"
+		"0 once the first attempt has started (--no-wait: once the\n"
+		"controller runs), else the status the job ended with.\n");
 }
 
 /* What the controller tells the launching herd, one line at a time:
@@ -264,6 +271,7 @@ int cmd_run(int argc, char **argv)
 	int ch, status, detach_fd = -1;
 	bool json = false;
 
+	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "nvh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'n':
@@ -303,18 +311,26 @@ int cmd_run(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
-			return EXIT_SPEC;
+			return cli_bad_option("run", argv[optind - 1], usage);
 		}
 	}
 	if (!job && !resume && optind == argc - 1)
 		job = argv[optind++];
-	if (optind != argc || !(job || resume) || (json && !opt.detach) ||
-	    (opt.detach && opt.dry_run) || (on && !opt.detach) ||
-	    (opt.detach_no_wait && !opt.detach)) {
-		usage(stderr);
-		return EXIT_SPEC;
-	}
+	if (!job && !resume)
+		return cli_usage("run", "expected a job file (JOB.yaml) or "
+					"--resume RUNDIR");
+	if (optind != argc)
+		return cli_usage("run", "one job file, not also '%s'",
+				 argv[optind]);
+	if (json && !opt.detach)
+		return cli_usage("run", "--json goes with --detach");
+	if (opt.detach && opt.dry_run)
+		return cli_usage("run", "--dry-run starts nothing to detach "
+					"from");
+	if (on && !opt.detach)
+		return cli_usage("run", "--on goes with --detach");
+	if (opt.detach_no_wait && !opt.detach)
+		return cli_usage("run", "--no-wait goes with --detach");
 	if (on)
 		return remote_run(on, job, resume, json, opt.detach_no_wait);
 	if ((status = remote_job_input(cwd, job_stdin, &job_text, &job_len)))

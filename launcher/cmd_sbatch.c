@@ -23,15 +23,20 @@ static void usage(FILE *out)
 {
 	fprintf(
 	    out,
-	    "usage: herd sbatch JOB.yaml [--dry-run] [--wait]\n\n"
+	    "usage: herd sbatch JOB.yaml [--dry-run] [--wait [--parsable]]\n\n"
 	    "Renders a batch script from templates/sbatch.sh.tmpl (next to\n"
 	    "bin/herd: ../templates, or ../share/herd/templates) with the\n"
 	    "slurm: section of the job as #SBATCH lines and a body that runs\n"
 	    "'herd run JOB.yaml' inside the allocation, submits it with\n"
-	    "libslurm and prints the job id.\n\n"
+	    "libslurm and prints the job id (the id alone, for scripts).\n\n"
 	    "  --dry-run   print the batch script; submit nothing\n"
 	    "  --wait      follow the job to its end; exit with its exit\n"
-	    "              status (not COMPLETED: a line saying its state)\n\n"
+	    "              status (not COMPLETED: a line saying its state).\n"
+	    "              Prints 'submitted batch job ID (output: FILE)',\n"
+	    "              then a line 'job ID: STATE' at each change\n"
+	    "              (PENDING, RUNNING on NODES, COMPLETED)\n"
+	    "  --parsable  with --wait: print only the job id, as without\n"
+	    "  -h, --help  show this text\n\n"
 	    "The job runs in the current directory, with the current\n"
 	    "environment; a relative slurm.output is relative to it, and its\n"
 	    "directory is created.  slurm.nodes defaults to nodes.count, else\n"
@@ -39,8 +44,9 @@ static void usage(FILE *out)
 	    "--mem-per-cpu, --exclude, --nodelist, --reservation and\n"
 	    "--cpus-per-task; herd sets these in the job itself, since Slurm\n"
 	    "does not read #SBATCH lines of a script submitted this way.\n\n"
-	    "Exit: 0, the job id printed; 1, Slurm refused the job or could\n"
-	    "not be reached; 2, a bad job file or usage.\n");
+	    "Exit status: 0, the job id printed; 1, Slurm refused the job or\n"
+	    "could"
+	    " not be reached; 2, a bad job file or usage.\n");
 }
 
 /* Variables sbatch adds to the job's environment and herd adds too:
@@ -138,11 +144,27 @@ static int make_dirs(const char *path, unsigned int mode)
 	return 0;
 }
 
+/* --wait: the job's output file once, then each state it is seen in. */
+static void print_seen(uint32_t job_id, const struct sbatch_seen *seen,
+		       void *arg)
+{
+	(void)arg;
+	if (seen->first)
+		printf("submitted batch job %u (output: %s)\n", job_id,
+		       seen->output[0] ? seen->output : "unknown");
+	printf("job %u: %s", job_id, seen->state);
+	if (seen->nodes && !strcmp(seen->state, "RUNNING"))
+		printf(" on %s", seen->nodes);
+	putchar('\n');
+	fflush(stdout);
+}
+
 int cmd_sbatch(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 	    {"dry-run", no_argument, NULL, 'n'},
 	    {"wait", no_argument, NULL, 'W'},
+	    {"parsable", no_argument, NULL, 'P'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -154,11 +176,12 @@ int cmd_sbatch(int argc, char **argv)
 	struct sbatch_end end;
 	unsigned int out_mode;
 	struct herd_err err;
-	bool dry_run = false, wait = false, slurm = false;
+	bool dry_run = false, wait = false, slurm = false, parsable = false;
 	uint32_t job_id;
 	ssize_t n;
 	int ch, status = 1;
 
+	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "nWh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'n':
@@ -167,18 +190,30 @@ int cmd_sbatch(int argc, char **argv)
 		case 'W':
 			wait = true;
 			break;
+		case 'P':
+			parsable = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
-			return EXIT_SPEC;
+			return cli_bad_option("sbatch", argv[optind - 1],
+					      usage);
 		}
 	}
-	if (optind != argc - 1 || (dry_run && wait)) {
-		usage(stderr);
-		return EXIT_SPEC;
-	}
+	if (optind != argc - 1)
+		return cli_usage("sbatch",
+				 "expected one job file (JOB.yaml), "
+				 "got %d arguments",
+				 argc - optind);
+	if (dry_run && wait)
+		return cli_usage("sbatch", "--dry-run submits nothing to wait "
+					   "for");
+	if (parsable && !wait)
+		return cli_usage("sbatch",
+				 "--parsable goes with --wait (without "
+				 "it the job id is all herd sbatch "
+				 "prints)");
 	herd_err_clear(&err);
 	spec = spec_load(argv[optind], &err);
 	if (!spec) {
@@ -234,14 +269,17 @@ int cmd_sbatch(int argc, char **argv)
 		cli_error("sbatch: %s", err.text);
 		goto out;
 	}
-	printf("%u\n", job_id);
-	if (fflush(stdout))
-		goto out;
+	if (!wait || parsable) {
+		printf("%u\n", job_id);
+		if (fflush(stdout))
+			goto out;
+	}
 	if (!wait) {
 		status = 0;
 		goto out;
 	}
-	if (sbatch_wait(job_id, &end, &err) < 0) {
+	if (sbatch_wait(job_id, parsable ? NULL : print_seen, NULL, &end,
+			&err) < 0) {
 		cli_error("sbatch: %s", err.text);
 		goto out;
 	}

@@ -375,16 +375,15 @@ int cmd_status(int argc, char **argv)
 			status_usage(stdout);
 			return 0;
 		default:
-			cli_error("status: unknown option '%s' (try 'herd "
-				  "status --help')",
-				  argv[optind - 1]);
-			return EXIT_SPEC;
+			return cli_bad_option("status", argv[optind - 1],
+					      status_usage);
 		}
 	}
-	if (optind != argc - 1) {
-		status_usage(stderr);
-		return EXIT_SPEC;
-	}
+	if (optind != argc - 1)
+		return cli_usage("status",
+				 "expected one JOB (id, name, run directory or "
+				 "JOB.yaml), got %d arguments",
+				 argc - optind);
 	if (jobview_resolve("status", argv[optind], &e, &status) < 0)
 		return status;
 	if (remote_entry_is_remote(&e)) {

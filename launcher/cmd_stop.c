@@ -24,7 +24,11 @@ static void usage(FILE *out)
 		"herd stop kills them at once).  The exit status is recorded\n"
 		"in the run's events.jsonl.  JOB is the job's id, name or run\n"
 		"directory.\n\n"
-		"  --wait   wait for the job to end; exit with its status\n");
+		"  --wait      wait for the job to end; exit with its status\n"
+		"  -h, --help  show this text\n\n"
+		"Exit status: 0 the job was told to stop (with --wait: the\n"
+		"job's status); 1 no such running job or its controller is\n"
+		"gone; 2 bad usage.\n");
 }
 
 int cmd_stop(int argc, char **argv)
@@ -41,6 +45,7 @@ int cmd_stop(int argc, char **argv)
 	bool wait = false;
 	int ch, fd = -1, status = 1, rc;
 
+	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "wh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'w':
@@ -50,14 +55,14 @@ int cmd_stop(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
-			return EXIT_SPEC;
+			return cli_bad_option("stop", argv[optind - 1], usage);
 		}
 	}
-	if (optind != argc - 1) {
-		usage(stderr);
-		return EXIT_SPEC;
-	}
+	if (optind != argc - 1)
+		return cli_usage("stop",
+				 "expected one JOB (id, name or run "
+				 "directory), got %d arguments",
+				 argc - optind);
 	herd_err_clear(&err);
 	if (ctlclient_find(argv[optind], &j, &err) < 0 ||
 	    (fd = ctlclient_request(&j, "stop", &err)) < 0 ||

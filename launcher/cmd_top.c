@@ -85,9 +85,10 @@ static void on_tstp(int sig)
 static void top_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: herd top RUNDIR|LOGDIR|JOB.yaml [--once] [--sort KEY] "
-		"[--interval SECONDS]\n"
+		"usage: herd top JOB|RUNDIR|LOGDIR|JOB.yaml [--once] "
+		"[--sort KEY] [--interval SECONDS]\n"
 		"\n"
+		"JOB is a job's id or name (herd list shows them).\n"
 		"A per-node table of the run, refreshed from its metrics.jsonl:\n"
 		"GPU utilisation (mean over the node's GPUs) and memory, network\n"
 		"receive and transmit rates, drops, CPU %% (100 = one core), RSS,\n"
@@ -628,16 +629,14 @@ int cmd_top(int argc, char **argv)
 			top_usage(stdout);
 			return 0;
 		default:
-			cli_error("top: unknown option '%s' (try 'herd top "
-				  "--help')",
-				  argv[optind - 1]);
-			return EXIT_SPEC;
+			return cli_bad_option("top", argv[optind - 1],
+					      top_usage);
 		}
 	}
-	if (optind != argc - 1) {
-		top_usage(stderr);
-		return EXIT_SPEC;
-	}
+	if (optind != argc - 1)
+		return cli_usage("top", "expected one JOB (%s), got %d arguments",
+				 "id, name, run directory or JOB.yaml",
+				 argc - optind);
 	rl = rundir_open("top", argv[optind], VIEW_TAIL, &status);
 	if (!rl)
 		return status;

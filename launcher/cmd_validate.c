@@ -17,7 +17,9 @@ static void validate_usage(FILE *out)
 	    "and exits 2 when it is not.\n\n"
 	    "  -p, --print   print the resolved spec (every default filled\n"
 	    "                in) as YAML on stdout instead of 'ok'\n"
-	    "  -h, --help    show this help\n");
+	    "  -h, --help    show this help\n\n"
+	    "Exit status: 0 valid; 1 --print could not write; 2 a bad job\n"
+	    "spec or bad usage.\n");
 }
 
 int cmd_validate(int argc, char **argv)
@@ -42,18 +44,13 @@ int cmd_validate(int argc, char **argv)
 			validate_usage(stdout);
 			return 0;
 		default:
-			cli_error("validate: unknown option '%s'",
-				  argv[optind - 1]);
-			validate_usage(stderr);
-			return EXIT_SPEC;
+			return cli_bad_option("validate", argv[optind - 1],
+					      validate_usage);
 		}
 	}
-	if (argc - optind != 1) {
-		cli_error("validate: expected one job file, got %d",
-			  argc - optind);
-		validate_usage(stderr);
-		return EXIT_SPEC;
-	}
+	if (argc - optind != 1)
+		return cli_usage("validate", "expected one job file, got %d",
+				 argc - optind);
 	if (!(spec = spec_load(argv[optind], &err))) {
 		fprintf(stderr, "%s\n", err.text);
 		goto out;

@@ -975,15 +975,18 @@ static void on_notify_timeout(struct loop *loop, void *arg)
 /* RUN -> NOTIFY: the failure is kept for when the grace is over. */
 static void act_notify(struct ctl *c, struct ctl_ev *ev)
 {
+	char grace[SPEC_DURATION_TEXT];
+
 	c->notify_status = ev->status;
 	snprintf(c->notify_why, sizeof(c->notify_why), "%s", ev->why);
 	/* The attempt's first failure, whatever comes in the grace
 	 * (Ctrl-C included). */
 	record_failure(c, ev->status, ev->why);
 	fprintf(stderr,
-		"herd: the surviving ranks were told; stopping them in %.1f s "
+		"herd: the surviving ranks were told; stopping them in %s "
 		"(health.notify_grace) unless they all exit first\n",
-		(double)c->spec->health.notify_grace_ms / 1000.0);
+		spec_duration_text(c->spec->health.notify_grace_ms, grace,
+				   sizeof(grace)));
 	notify_stop(c);
 	c->notify_timer = loop_timer_add(c->loop,
 					 c->spec->health.notify_grace_ms,
@@ -1239,8 +1242,9 @@ static void find_checkpoint(struct ctl *c)
 			    json_pack("{s:s, s:s, s:i}", "path", res.path,
 				      "source", res.source, "attempt",
 				      c->attempt));
-		fprintf(stderr, "herd: attempt %d resumes from %s\n", c->attempt,
-			res.path);
+		if (!c->opt->plan_only) /* herd plan resumes nothing */
+			fprintf(stderr, "herd: attempt %d resumes from %s\n",
+				c->attempt, res.path);
 	}
 	checkpoint_result_free(&res);
 }
@@ -2105,16 +2109,21 @@ static void on_heartbeat_tick(struct loop *loop, void *arg)
 		if (n->state != NODE_UP || !n->conn)
 			continue;
 		if (now - n->last_rx_ms >= silence_limit(c)) {
-			char why[256];
+			char why[256], to[SPEC_DURATION_TEXT],
+			    beat[SPEC_DURATION_TEXT], rto[SPEC_DURATION_TEXT];
 
-			snprintf(why, sizeof(why),
-				 "no heartbeat for %.1f s (health.timeout "
-				 "%.1f s + heartbeat %.2f s + %.2f s for "
-				 "TCP's retransmission)",
-				 (double)(now - n->last_rx_ms) / 1000.0,
-				 (double)c->spec->health.timeout_ms / 1000.0,
-				 (double)c->spec->health.heartbeat_ms / 1000.0,
-				 SPEC_SILENCE_RTO_MS / 1000.0);
+			snprintf(
+			    why, sizeof(why),
+			    "no heartbeat for %.1f s (health.timeout "
+			    "%s + heartbeat %s + %s for TCP's "
+			    "retransmission)",
+			    (double)(now - n->last_rx_ms) / 1000.0,
+			    spec_duration_text(c->spec->health.timeout_ms, to,
+					       sizeof(to)),
+			    spec_duration_text(c->spec->health.heartbeat_ms,
+					       beat, sizeof(beat)),
+			    spec_duration_text(SPEC_SILENCE_RTO_MS, rto,
+					       sizeof(rto)));
 			ctl_post(c, CTL_EV_NODE_FAILED, n, 0, why);
 			continue;
 		}

@@ -351,14 +351,16 @@ static void add_waiters(const struct ctl_hang *h, int culprit, char *buf,
 void ctl_hang_end(struct ctl *c, char *why, size_t why_size)
 {
 	struct ctl_hang *h = c->hang;
-	double limit = (double)c->spec->health.progress_timeout_ms / 1000.0;
+	char limit[SPEC_DURATION_TEXT];
 	char line[1024];
 	size_t len = 0;
 	int culprit;
 
+	spec_duration_text(c->spec->health.progress_timeout_ms, limit,
+			   sizeof(limit));
 	if (!h) {
 		snprintf(why, why_size,
-			 "a rank hung (no output and no progress for %.1f s)",
+			 "a rank hung (no output and no progress for %s)",
 			 limit);
 		return;
 	}
@@ -392,7 +394,7 @@ void ctl_hang_end(struct ctl *c, char *why, size_t why_size)
 	}
 	if (culprit < 0) {
 		snprintf(why, why_size,
-			 "a rank hung (no output and no progress for %.1f s)",
+			 "a rank hung (no output and no progress for %s)",
 			 limit);
 	} else {
 		struct hang_rank *x = &h->r[culprit];
@@ -412,7 +414,7 @@ void ctl_hang_end(struct ctl *c, char *why, size_t why_size)
 					  : "its node did not answer");
 		snprintf(why, why_size,
 			 "rank %d on %s hung%s%s (no output and no progress "
-			 "for %.1f s)",
+			 "for %s)",
 			 culprit, host, x->frame ? " in " : "",
 			 x->frame ? x->frame : "", limit);
 		add_waiters(h, culprit, line, sizeof(line), &len);

@@ -98,7 +98,7 @@ static void on_fence_timeout(struct loop *loop, void *arg)
 	struct ctl *c = arg;
 	int64_t now = loop_now_ms();
 	int k = -1;
-	char why[512];
+	char why[512], took[SPEC_DURATION_TEXT];
 	size_t len;
 
 	(void)loop;
@@ -109,13 +109,14 @@ static void on_fence_timeout(struct loop *loop, void *arg)
 	if (k < 0)
 		return;
 	c->fences[k].timer = 0;
-	len = (size_t)snprintf(why, sizeof(why),
-			       "PMIx fence %d over ranks %.64s%s timed out "
-			       "after %.0f s; never contributed:",
-			       c->fences[k].count, c->fences[k].procs,
-			       strlen(c->fences[k].procs) > 64 ? "..." : "",
-			       (double)c->spec->health.fence_timeout_ms /
-				       1000.0);
+	len = (size_t)snprintf(
+	    why, sizeof(why),
+	    "PMIx fence %d over ranks %.64s%s timed out "
+	    "after %s; never contributed:",
+	    c->fences[k].count, c->fences[k].procs,
+	    strlen(c->fences[k].procs) > 64 ? "..." : "",
+	    spec_duration_text(c->spec->health.fence_timeout_ms, took,
+			       sizeof(took)));
 	for (int i = 0; i < c->n_nodes && len < sizeof(why); i++)
 		if (c->fences[k].in[i] && !c->fences[k].got[i])
 			len += (size_t)snprintf(why + len, sizeof(why) - len,

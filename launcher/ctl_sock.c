@@ -244,11 +244,14 @@ static void on_client_frame(struct conn *conn, struct proto_frame *f, void *arg)
 			    c->loop, CTL_SOCK_STATUS_MS, on_status, s);
 	} else { /* stop */
 		cl->wants_end = true;
+		char grace[SPEC_DURATION_TEXT];
+
 		if (c->interrupts == 0)
 			snprintf(msg, sizeof(msg),
 				 "stopping all ranks (SIGTERM, SIGKILL after "
-				 "%ld ms)",
-				 c->spec->health.grace_ms);
+				 "%s)",
+				 spec_duration_text(c->spec->health.grace_ms,
+						    grace, sizeof(grace)));
 		else
 			snprintf(msg, sizeof(msg), "killing all ranks");
 		client_send(cl, info_body(c, msg), NULL, 0);

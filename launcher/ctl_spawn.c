@@ -507,7 +507,7 @@ static void on_spawn_timeout(struct loop *loop, void *arg)
 	struct ctl *c = arg;
 	int64_t now = loop_now_ms();
 	struct dyn_spawn *s = NULL;
-	char why[300];
+	char why[300], took[SPEC_DURATION_TEXT];
 	size_t len;
 
 	(void)loop;
@@ -521,9 +521,10 @@ static void on_spawn_timeout(struct loop *loop, void *arg)
 	if (!s)
 		return;
 	s->timer = 0;
-	len =
-	    (size_t)snprintf(why, sizeof(why), "no answer in %.0f s from",
-			     (double)c->spec->health.fence_timeout_ms / 1000.0);
+	len = (size_t)snprintf(
+	    why, sizeof(why), "no answer in %s from",
+	    spec_duration_text(c->spec->health.fence_timeout_ms, took,
+			       sizeof(took)));
 	for (int k = 0; k < c->n_nodes && len < sizeof(why); k++)
 		if (s->want[k] && !s->got[k])
 			len += (size_t)snprintf(why + len, sizeof(why) - len,
@@ -636,6 +637,7 @@ static void on_connect_timeout(struct loop *loop, void *arg)
 {
 	struct ctl *c = arg;
 	int64_t now = loop_now_ms();
+	char took[SPEC_DURATION_TEXT];
 	int k = -1;
 
 	(void)loop;
@@ -648,10 +650,11 @@ static void on_connect_timeout(struct loop *loop, void *arg)
 		return;
 	c->dyn->conns[k].timer = 0;
 	fprintf(stderr,
-		"herd: PMIx %.40s timed out after %.0f s; nodes "
+		"herd: PMIx %.40s timed out after %s; nodes "
 		"that never joined:",
 		c->dyn->conns[k].key,
-		(double)c->spec->health.fence_timeout_ms / 1000.0);
+		spec_duration_text(c->spec->health.fence_timeout_ms, took,
+				   sizeof(took)));
 	for (int i = 0; i < c->n_nodes; i++) {
 		if (c->dyn->conns[k].seq[i])
 			connect_answer(c, i, c->dyn->conns[k].seq[i],

@@ -13,6 +13,7 @@
 
 #include "herd/file.h"
 #include "herd/hostlist.h"
+#include "herd/suggest.h"
 #include "initproj.h"
 #include "template.h"
 
@@ -666,6 +667,20 @@ static int check_sets_known(const struct initproj *p,
 	}
 	if (!unknown[0])
 		return 0;
+	if (!strchr(unknown, ',')) {
+		const char *names[INITPROJ_ITEMS_MAX], *near;
+		size_t n = 0;
+
+		for (size_t k = 0; k < p->n_values && n < INITPROJ_ITEMS_MAX;
+		     k++)
+			names[n++] = p->values[k].name;
+		if ((near = suggest_nearest(unknown, names, n)))
+			return herd_errprintf(
+			    err,
+			    "--set %s: the %s template takes no such "
+			    "value (did you mean '%s'?; herd init %s --help)",
+			    unknown, p->name, near, p->name);
+	}
 	for (size_t k = 0; k < p->n_values; k++)
 		snprintf(known + strlen(known), sizeof(known) - strlen(known),
 			 "%s%s", k ? ", " : "", p->values[k].name);

@@ -287,6 +287,14 @@ int jobrun_register(struct logtree *lt, const char *name,
 	e.detached = detached;
 	e.job_file = (char *)opt->job_file;
 	e.cwd = cwd;
+	/* A run inside a Slurm job: herd list shows which. */
+	{
+		const char *sj = getenv("SLURM_JOB_ID");
+
+		if (sj && *sj && strlen(sj) <= 20 &&
+		    strspn(sj, "0123456789") == strlen(sj))
+			e.slurm_job = (char *)sj;
+	}
 	if (gethostname(machine, sizeof(machine)) == 0) {
 		machine[sizeof(machine) - 1] = '\0';
 		e.machine = machine;

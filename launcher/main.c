@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "remote.h"
 #include "transport.h"
+#include "herd/suggest.h"
 #include "herd/version.h"
 
 struct command {
@@ -35,7 +36,8 @@ static const struct command commands[] = {
 	 "start a run's job again (same file, directory, checkpoint)",
 	 cmd_run},
 	{"sbatch", "JOB.yaml [--dry-run] [--wait]",
-	 "submit the job to Slurm (libslurm); print the job id", cmd_sbatch},
+	 "submit the job to Slurm (libslurm); --wait follows it",
+	 cmd_sbatch},
 	{"render", "TEMPLATE [--set K=V ...] [-o DIR]",
 	 "fill a job template (DeepSpeed ZeRO-3 config, fine-tuning job)",
 	 cmd_render},
@@ -47,13 +49,16 @@ static const struct command commands[] = {
 	 cmd_check},
 	{"bench", "JOB.yaml [--sizes LIST] [--iters N]",
 	 "time a ring all-reduce between the job's nodes (TCP)", cmd_bench},
-	{"list", "[--json]",
-	 "your jobs: id, name, state, attempt, nodes, started, run dir",
+	{"list", "[--running|--all] [--json]",
+	 "your jobs: id, name, state, attempt, nodes, Slurm job, run dir",
+	 cmd_list_jobs},
+	{"list", "--forget-ended",
+	 "forget the jobs that ended (their run directories stay)",
 	 cmd_list_jobs},
 	{"status", "JOB|RUNDIR|JOB.yaml [--json]",
 	 "summarise a run (state, attempts, nodes, latest metrics)",
 	 cmd_status},
-	{"top", "RUNDIR|JOB.yaml [--once] [--sort KEY]",
+	{"top", "JOB|RUNDIR|JOB.yaml [--once] [--sort K]",
 	 "live per-node table (GPU, net, CPU, RSS, step rate)", cmd_top},
 	{"logs", "JOB [--rank R|--node H] [-f]",
 	 "a job's rank output (--attempt N; -f follows)",
@@ -61,7 +66,7 @@ static const struct command commands[] = {
 	{"nodes", "[JOB.yaml|NAME] [--json] [--clear HOST]",
 	 "failed and quarantined nodes of your jobs; --clear forgets",
 	 cmd_nodes},
-	{"report", "RUNDIR|JOB.yaml -o report.html",
+	{"report", "JOB|RUNDIR|JOB.yaml -o report.html",
 	 "one HTML file with SVG plots and the timeline of a run",
 	 cmd_report},
 	{"hostlist", "[--expand|--compress] EXPR...",
@@ -77,6 +82,32 @@ static void usage(FILE *out)
 		fprintf(out, "  herd %-8s %-39s %s\n", commands[i].name,
 			commands[i].args, commands[i].summary);
 	fprintf(out, "\n  herd --version\n  herd COMMAND --help\n");
+}
+
+/* One line and a hint, with the nearest command when one is near. */
+static int unknown_command(const char *typed)
+{
+	const char *names[sizeof(commands) / sizeof(commands[0])], *near;
+
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		names[i] = commands[i].name;
+	near = suggest_nearest(typed, names,
+			       sizeof(commands) / sizeof(commands[0]));
+	if (typed[0] == '-') {
+		static const char *const opts[] = {"--version", "--help"};
+
+		if ((near = suggest_nearest(typed, opts, 2)))
+			cli_error("unknown option '%s' (did you mean '%s'?)",
+				  typed, near);
+		else
+			cli_error("unknown option '%s'", typed);
+	} else if (near)
+		cli_error("unknown command '%s' (did you mean '%s'?)", typed,
+			  near);
+	else
+		cli_error("unknown command '%s'", typed);
+	fprintf(stderr, "try 'herd --help'\n");
+	return EXIT_SPEC;
 }
 
 int main(int argc, char **argv)
@@ -111,6 +142,5 @@ int main(int argc, char **argv)
 		}
 		return rc;
 	}
-	cli_error("unknown command '%s' (try 'herd --help')", argv[1]);
-	return EXIT_SPEC;
+	return unknown_command(argv[1]);
 }

@@ -313,6 +313,7 @@ static struct hostfile *source_command(const struct spec *spec, const char *dir,
 {
 	const char *cmd = spec->nodes.command;
 	long timeout = spec->nodes.command_timeout_ms;
+	char took[SPEC_DURATION_TEXT];
 	char *argv[] = {"/bin/sh", "-c", (char *)cmd, NULL};
 	struct proc_opts opts = {.workdir = dir};
 	struct cmd_run *r = NULL;
@@ -365,9 +366,10 @@ static struct hostfile *source_command(const struct spec *spec, const char *dir,
 	}
 	if (r->timed_out) {
 		herd_errprintf(err,
-			       "%s: nodes.command '%.*s' timed out after %ld "
-			       "ms (nodes.command_timeout); killed it",
-			       spec->path, QUOTE_MAX, cmd, timeout);
+			       "%s: nodes.command '%.*s' timed out after %s "
+			       "(nodes.command_timeout); killed it",
+			       spec->path, QUOTE_MAX, cmd,
+			       spec_duration_text(timeout, took, sizeof(took)));
 		goto out;
 	}
 	if (r->too_big) {
@@ -500,6 +502,7 @@ static struct hostfile *source_inventory(const struct spec *spec,
 	const char *env = spec->nodes.inventory.token_env;
 	const char *token = env ? getenv(env) : NULL;
 	char shown[512], what[PATH_MAX + 600], cerr[CURL_ERROR_SIZE] = "";
+	char took[SPEC_DURATION_TEXT];
 	struct curl_slist *headers = NULL;
 	struct hostfile *hf = NULL;
 	struct body b = {0};
@@ -553,10 +556,13 @@ static struct hostfile *source_inventory(const struct spec *spec,
 		goto out;
 	}
 	if (rc == CURLE_OPERATION_TIMEDOUT) {
-		herd_errprintf(err,
-			       "%s: no answer within %ld ms "
-			       "(nodes.command_timeout)",
-			       what, spec->nodes.command_timeout_ms);
+		herd_errprintf(
+		    err,
+		    "%s: no answer within %s "
+		    "(nodes.command_timeout)",
+		    what,
+		    spec_duration_text(spec->nodes.command_timeout_ms, took,
+				       sizeof(took)));
 		goto out;
 	}
 	if (rc != CURLE_OK) {

@@ -776,8 +776,39 @@ static bool job_ended(uint32_t state)
 	return !(state & (JOB_COMPLETING | JOB_REQUEUE | JOB_REQUEUE_FED));
 }
 
-int sbatch_wait(uint32_t job_id, struct sbatch_end *end, struct herd_err *err)
+/* Tells seen about job when its state differs from the last one told
+ * (last: the caller's, "" at first).  Returns 1 when it told. */
+static int tell_seen(uint32_t job_id, const slurm_job_info_t *job,
+		     sbatch_seen_fn seen, void *arg, char *last, size_t size)
 {
+	const char *state =
+	    slurm_job_state_string(job->job_state & JOB_STATE_BASE);
+	char output[PATH_MAX];
+	struct sbatch_seen s;
+
+	if (!strcmp(state, last))
+		return 0;
+	output[0] = '\0';
+	/* Slurm's own filling of %j, %x, %u, ... (its header takes no
+	 * const job). */
+	slurm_get_job_stdout(output, (int)sizeof(output),
+			     (slurm_job_info_t *)job);
+	s = (struct sbatch_seen){
+	    .state = state,
+	    .nodes = job->nodes && job->nodes[0] ? job->nodes : NULL,
+	    .output = output,
+	    .first = !last[0],
+	};
+	snprintf(last, size, "%s", state);
+	if (seen)
+		seen(job_id, &s, arg);
+	return 1;
+}
+
+int sbatch_wait(uint32_t job_id, sbatch_seen_fn seen, void *arg,
+		struct sbatch_end *end, struct herd_err *err)
+{
+	char last[128] = "";
 	long delay = 500;
 	int errors = 0;
 
@@ -808,6 +839,9 @@ int sbatch_wait(uint32_t job_id, struct sbatch_end *end, struct herd_err *err)
 			int code = (int)job->exit_code;
 
 			errors = 0;
+			if (tell_seen(job_id, job, seen, arg, last,
+				      sizeof(last)))
+				delay = 500;
 			if (job_ended(job->job_state)) {
 				snprintf(end->state, sizeof(end->state), "%s",
 					 slurm_job_state_string(base));

@@ -82,11 +82,28 @@ void sbatch_slurm_init(void);
 int sbatch_submit(const struct sbatch *sb, const char *script, char *const *env,
 		  uint32_t *job_id, struct herd_err *err);
 
+/* What sbatch_wait() saw of the job at a poll whose state was new. */
+struct sbatch_seen {
+	const char *state;  /* Slurm's word: PENDING, RUNNING, ... */
+	const char *nodes;  /* its nodes; NULL while it has none */
+	const char *output; /* its stdout file, Slurm's %j, %x, ... filled */
+	int first;	    /* 1: the first poll that saw the job */
+};
+
+/* Called by sbatch_wait() at the first poll that finds the job and at
+ * each later one where its state changed, the last
+ * time with the state it ended in; arg is the caller's. */
+typedef void (*sbatch_seen_fn)(uint32_t job_id, const struct sbatch_seen *seen,
+			       void *arg);
+
 /* Polls slurmctld until job_id has ended (a requeued job is followed into
- * its next run), backing off from 0.5 s to 2 s between polls.  Returns 0
- * with end filled, or -1 with err when slurmctld stops answering for
- * SBATCH_WAIT_ERRORS_MAX polls in a row or forgets the job. */
-int sbatch_wait(uint32_t job_id, struct sbatch_end *end, struct herd_err *err);
+ * its next run), backing off from 0.5 s to 2 s between polls (back to
+ * 0.5 s after a change), calling seen (may be NULL) as said above.
+ * Returns 0 with end filled, or -1 with err when slurmctld stops
+ * answering for SBATCH_WAIT_ERRORS_MAX polls in a row or forgets the
+ * job. */
+int sbatch_wait(uint32_t job_id, sbatch_seen_fn seen, void *arg,
+		struct sbatch_end *end, struct herd_err *err);
 
 /* Failed polls in a row that sbatch_wait() bears (about a minute at the
  * 2 s backoff): slurmctld restarting is normal, gone for good is not. */

@@ -70,6 +70,13 @@ int spec_duration_format(long ms, char *buf, size_t size)
 	return n < 0 || (size_t)n >= size ? -1 : 0;
 }
 
+const char *spec_duration_text(long ms, char *buf, size_t size)
+{
+	if (spec_duration_format(ms, buf, size) < 0)
+		snprintf(buf, size, "%ldms", ms);
+	return buf;
+}
+
 /* --- byte counts: "512M", "10G" ----------------------------------------- */
 
 static const struct {

@@ -240,6 +240,49 @@ static int open_registry(char *path, size_t size, bool create,
 	return jobreg_state_open("jobs", path, size, create, err);
 }
 
+int jobreg_forget(const char *id, struct herd_err *err)
+{
+	char dir[PATH_MAX], name[JOBREG_ID_MAX + 8];
+	struct stat st;
+	int dfd, ret = -1;
+
+	if (!id_ok(id))
+		return herd_errprintf(err, "'%s' is not a job id", id);
+	snprintf(name, sizeof(name), "%s.json", id);
+	if ((dfd = open_registry(dir, sizeof(dir), false, err)) < 0)
+		return -1;
+	/* The registry is the user's alone (checked above), so what is
+	 * seen here is what unlinkat removes; it removes a link, never
+	 * what a link points to. */
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		int e = errno;
+
+		herd_errprintf(err, "%s/%s: %s", dir, name, strerror(e));
+		errno = e;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		herd_errprintf(err,
+			       "%s/%s: not a regular file of yours; left "
+			       "alone",
+			       dir, name);
+		errno = EPERM;
+		goto out;
+	}
+	if (unlinkat(dfd, name, 0) < 0) {
+		int e = errno;
+
+		herd_errprintf(err, "cannot remove %s/%s: %s", dir, name,
+			       strerror(e));
+		errno = e;
+		goto out;
+	}
+	ret = 0;
+out:
+	close(dfd);
+	return ret;
+}
+
 int jobreg_dir(char *buf, size_t size, bool create, struct herd_err *err)
 {
 	int fd = open_registry(buf, size, create, err);
@@ -263,6 +306,7 @@ void jobreg_entry_clear(struct jobreg_entry *e)
 	free(e->sock);
 	free(e->remote_herd);
 	free(e->machine);
+	free(e->slurm_job);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -290,6 +334,9 @@ char *jobreg_entry_json(const struct jobreg_entry *e)
 		return NULL;
 	if (e->machine)
 		json_object_set_new(o, "machine", json_string(e->machine));
+	if (e->slurm_job)
+		json_object_set_new(o, "slurm_job_id",
+				    json_string(e->slurm_job));
 	s = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return s;
@@ -331,7 +378,8 @@ int jobreg_entry_parse(const char *text, size_t len, struct jobreg_entry *out,
 	    get_str(o, "cwd", &out->cwd) < 0 ||
 	    get_str(o, "sock", &out->sock) < 0 ||
 	    get_str(o, "remote_herd", &out->remote_herd) < 0 ||
-	    get_str(o, "machine", &out->machine) < 0) {
+	    get_str(o, "machine", &out->machine) < 0 ||
+	    get_str(o, "slurm_job_id", &out->slurm_job) < 0) {
 		herd_errprintf(err, "an entry needs string id and run_dir");
 		goto out;
 	}
@@ -553,7 +601,7 @@ static int dup_entry(const struct jobreg_entry *e, struct jobreg_entry *out)
 	memset(out, 0, sizeof(*out));
 	if (DUP(id) || DUP(name) || DUP(run_dir) || DUP(host) ||
 	    DUP(job_file) || DUP(cwd) || DUP(sock) || DUP(remote_herd) ||
-	    DUP(machine)) {
+	    DUP(machine) || DUP(slurm_job)) {
 		jobreg_entry_clear(out);
 		return -1;
 	}

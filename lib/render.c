@@ -1,9 +1,11 @@
 /* render.c — {{placeholder}} substitution; see render.h. */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "herd/render.h"
+#include "herd/suggest.h"
 
 struct strbuf {
 	char *s;
@@ -146,6 +148,34 @@ oom:
 	free(b.s);
 	herd_errprintf(err, "rendered text exceeds %u bytes", RENDER_MAX);
 	return NULL;
+}
+
+char *render_suggest(const char *tmpl, const char *name, char *buf, size_t size)
+{
+	char names[RENDER_SUGGEST_NAMES][SUGGEST_WORD_MAX + 1];
+	const char *ptrs[RENDER_SUGGEST_NAMES], *near;
+	size_t n = 0;
+
+	for (const char *p = tmpl;
+	     n < RENDER_SUGGEST_NAMES && (p = strstr(p, "{{"));) {
+		struct placeholder ph;
+
+		if (!placeholder_parse(p, &ph)) {
+			p += 2;
+			continue;
+		}
+		if (ph.nlen <= SUGGEST_WORD_MAX) {
+			snprintf(names[n], sizeof(names[n]), "%.*s",
+				 (int)ph.nlen, ph.name);
+			ptrs[n] = names[n];
+			n++;
+		}
+		p = ph.end;
+	}
+	near = suggest_nearest(name, ptrs, n);
+	if (!near || snprintf(buf, size, "%s", near) >= (int)size)
+		return NULL;
+	return buf;
 }
 
 /* ---- shell text ---------------------------------------------------------- */

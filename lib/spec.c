@@ -1670,6 +1670,23 @@ static int yaml_fail(struct ctx *c, const yaml_parser_t *p, const char *buf,
 		return perr(c, m, "%s", p->problem ? p->problem : "bad text");
 	case YAML_SCANNER_ERROR:
 	case YAML_PARSER_ERROR:
+		/* libyaml names a tab as "character that cannot start any
+		 * token": say what it is, since it looks like blanks. */
+		if (p->problem_mark.index < len &&
+		    buf[p->problem_mark.index] == '\t') {
+			size_t i = p->problem_mark.index;
+
+			while (i > 0 &&
+			       (buf[i - 1] == ' ' || buf[i - 1] == '\t'))
+				i--;
+			if (i == 0 || buf[i - 1] == '\n')
+				return perr(c, p->problem_mark,
+					    "a tab in the indentation: YAML "
+					    "indents with spaces only");
+			return perr(c, p->problem_mark,
+				    "a tab where YAML takes none: write "
+				    "spaces");
+		}
 		if (p->context)
 			return perr(c, p->problem_mark,
 				    "invalid YAML: %s (%s "

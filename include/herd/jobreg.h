@@ -38,6 +38,9 @@ struct jobreg_entry {
 	 * by several login nodes holds one registry, and a pid means
 	 * something on its own machine only.  NULL: not known. */
 	char *machine;
+	/* The Slurm job the run was part of (SLURM_JOB_ID when herd run
+	 * started, digits only); NULL: none. */
+	char *slurm_job;
 	long pid;	    /* the controller's pid (on host), 0: unknown */
 	int64_t started_ms; /* Unix ms */
 	bool detached;
@@ -62,6 +65,14 @@ int jobreg_write(const struct jobreg_entry *e, struct herd_err *err);
 int jobreg_list(struct jobreg_entry **out, size_t *n, struct herd_err *err);
 
 void jobreg_entries_free(struct jobreg_entry *v, size_t n);
+
+/* Removes the registry entry of job id (DIR/ID.json), nothing else: the
+ * run directory stays.  The registry is checked as every use checks it,
+ * and the entry must be a regular file of the user's (a symlink or
+ * another's file is left alone and named in err); the caller decides
+ * that the job has ended.  Returns 0, or -1 with err (errno ENOENT when
+ * there is no such entry). */
+int jobreg_forget(const char *id, struct herd_err *err);
 
 /* Frees the strings of e and zeroes it; NULL is fine. */
 void jobreg_entry_clear(struct jobreg_entry *e);

@@ -28,6 +28,15 @@ struct render_var {
 char *render_text(const char *tmpl, const struct render_var *vars,
 		  size_t n_vars, int strict, struct herd_err *err);
 
+/* The placeholders of a template that render_suggest looks at, at most. */
+#define RENDER_SUGGEST_NAMES 256
+
+/* "Did you mean": the placeholder name of tmpl nearest to name
+ * (suggest_nearest), copied into buf of size bytes.  Returns buf, or NULL
+ * when none is near enough (or buf is too small). */
+char *render_suggest(const char *tmpl, const char *name, char *buf,
+		     size_t size);
+
 /* ---- text that /bin/sh will read (launch.command, resume_args) ----
  *
  * Every value herd puts into a command must reach the program as exactly

@@ -347,6 +347,14 @@ int spec_duration_parse(const char *text, long *ms, struct herd_err *err);
  * small or ms is negative. */
 int spec_duration_format(long ms, char *buf, size_t size);
 
+/* Room for any duration spec_duration_text writes. */
+#define SPEC_DURATION_TEXT 32
+
+/* A duration from the spec as a message shows it, the way the spec
+ * writes durations ("10s", not "10000 ms"): spec_duration_format into
+ * buf (at least SPEC_DURATION_TEXT bytes), else "Nms".  Returns buf. */
+const char *spec_duration_text(long ms, char *buf, size_t size);
+
 /* Parses a byte count: decimal digits with an optional binary unit, one
  * of K, M, G, T (or KiB, MiB, GiB, TiB), e.g. "512M", "10G", "0".
  * Returns 0, or -1 with err saying what was expected. */

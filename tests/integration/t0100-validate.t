@@ -191,15 +191,28 @@ test_expect_success 'metrics: listen, interval and patterns are checked at file:
 	herd validate --print p.yaml | test_cmp p.yaml -
 '
 
+test_expect_success 'a tab in the indentation is named as a tab, with file:line:col' '
+	printf "name: t\nlaunch:\n\tcommand: true\n" >tab1.yaml &&
+	expect_error tab1.yaml "3:1: a tab in the indentation: YAML indents with spaces only" &&
+	printf "name: t\nlaunch:\n  command: true\n\t  x: 1\n" >tab2.yaml &&
+	expect_error tab2.yaml "4:1: a tab in the indentation: YAML indents with spaces only" &&
+	printf "name: t\nlaunch:\n  \tcommand: true\n" >tab3.yaml &&
+	expect_error tab3.yaml "3:3: a tab in the indentation: YAML indents with spaces only"
+'
+
 test_expect_success 'usage: --help, no file, two files, unknown option' '
 	herd validate --help >out &&
 	grep "^usage: herd validate JOB.yaml \[--print\]" out &&
 	test_expect_code 2 herd validate 2>err &&
-	grep "usage: herd validate" err &&
+	grep "^try .herd validate --help.$" err &&
 	test_expect_code 2 herd validate a.yaml b.yaml 2>err &&
 	grep "expected one job file, got 2" err &&
 	test_expect_code 2 herd validate --frobnicate good-minimal.yaml 2>err &&
-	grep "unknown option" err
+	grep "unknown option" err &&
+	test_expect_code 2 herd validate --prnit good-minimal.yaml 2>err &&
+	printf "%s\n" "herd: validate: unknown option '"'"'--prnit'"'"' (did you mean '"'"'--print'"'"'?)" \
+		"try '"'"'herd validate --help'"'"'" >expect &&
+	test_cmp expect err
 '
 
 test_done

@@ -37,7 +37,9 @@ test_expect_success '--set fills placeholders; the last --set of a name wins' '
 test_expect_success 'a --set the template does not use is an error (a typo)' '
 	test_expect_code 2 herd render ds_zero3 --set micro_bach=4 >out 2>err &&
 	test_must_be_empty out &&
-	grep "^herd: --set micro_bach: ds_zero3.json.tmpl has no {{micro_bach}}$" err
+	grep "^herd: --set micro_bach: ds_zero3.json.tmpl has no {{micro_bach}} (did you mean .micro_batch.?)$" err &&
+	test_expect_code 2 herd render ds_zero3 --set nothing_like_it=4 2>err &&
+	grep "^herd: --set nothing_like_it: ds_zero3.json.tmpl has no {{nothing_like_it}}$" err
 '
 
 test_expect_success 'a value that breaks the JSON is caught, with line and column' '
@@ -106,7 +108,7 @@ test_expect_success 'unknown templates, bad options and unreadable files are nam
 	test_expect_code 2 herd render ds_zero3 finetune 2>err &&
 	grep "one template at a time" err &&
 	test_expect_code 2 herd render 2>err &&
-	grep "^usage: herd render" err &&
+	grep "^try .herd render --help.$" err &&
 	herd render --help | grep "^usage: herd render TEMPLATE"
 '
 

@@ -369,7 +369,7 @@ test_expect_success 'a bad spec exits 2 with file:line:col and starts nothing' '
 		test_expect_code 2 herd run missing.yaml 2>err &&
 		grep missing.yaml err &&
 		test_expect_code 2 herd run 2>err &&
-		grep usage err &&
+		grep "^try .herd run --help.$" err &&
 		test_expect_code 2 herd run --bogus bad.yaml 2>err &&
 		test ! -e ran && test ! -e runs
 	)

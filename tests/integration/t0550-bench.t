@@ -106,7 +106,7 @@ test_expect_success 'bad options are usage errors' '
 	test_expect_code 2 herd bench three.yaml --iters 0 2>err &&
 	grep "bench: --iters takes 1 to 1000, not .0." err &&
 	test_expect_code 2 herd bench 2>err &&
-	grep "^usage: herd bench" err &&
+	grep "^try .herd bench --help.$" err &&
 	herd bench --help | grep "^usage: herd bench JOB.yaml"
 '
 

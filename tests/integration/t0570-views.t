@@ -16,8 +16,10 @@ test_expect_success 'the commands are in herd --help and have --help' '
 	grep "^  herd top " help &&
 	grep "^  herd report " help &&
 	herd status --help >out && grep "^usage: herd status RUNDIR" out &&
-	herd top --help >out && grep "^usage: herd top RUNDIR" out &&
-	herd report --help >out && grep "^usage: herd report RUNDIR" out
+	herd top --help >out && grep "^usage: herd top JOB|RUNDIR" out &&
+	grep "^JOB is a job.s id or name" out &&
+	herd report --help >out && grep "^usage: herd report JOB|RUNDIR" out &&
+	grep "^JOB is a job.s id or name" out
 '
 
 test_expect_success 'errors: one line each, with the exit status' '
@@ -35,7 +37,8 @@ test_expect_success 'errors: one line each, with the exit status' '
 	grep -x "herd: status: $PWD/unreadable/metrics.jsonl: Is a directory" err &&
 	test_expect_code 2 herd status 2>err &&
 	test_expect_code 2 herd status --bogus plain 2>err &&
-	grep -x "herd: status: unknown option .--bogus. (try .herd status --help.)" err &&
+	grep -x "herd: status: unknown option .--bogus." err &&
+	grep -x "try .herd status --help." err &&
 	test_expect_code 2 herd top --sort colour --once plain 2>err &&
 	grep "^herd: top: --sort colour: unknown key" err &&
 	test_expect_code 2 herd top --interval 0 --once plain 2>err &&

@@ -225,7 +225,7 @@ test_expect_success 'herd stop --wait ends the job: status 143 in job_end, nothi
 	until_true 20 grep -q "^\[0\] step" attend.out &&
 	test_expect_code 143 herd stop --wait "$ID" >stop.out &&
 	cat stop.out &&
-	grep "^herd: $ID: stopping all ranks (SIGTERM, SIGKILL after 2000 ms)" stop.out &&
+	grep "^herd: $ID: stopping all ranks (SIGTERM, SIGKILL after 2s)" stop.out &&
 	grep "^herd: $ID: ended, exit status 143" stop.out &&
 	ev_all "$RD/events.jsonl" job_end ".status == 143" &&
 	# the attached client got the end too, and exits with the status

@@ -281,9 +281,19 @@ test_expect_success 'localhost without --topology: this machine (HWLOC_XMLFILE r
 	grep -q "^0     0     localhost  0 " out
 '
 
+test_expect_success 'agents (transport local): the plan, and no "resumes from" line for a checkpoint' '
+	mkdir -p ck/step_1 && touch ck/step_1/COMPLETE &&
+	printf "name: p\nnodes: {hosts: \"sim[1-2]\", transport: local}\ncheckpoint: {dir: ck, pattern: \"step_*\", complete_marker: COMPLETE}\n" |
+		job ck.yaml &&
+	herd plan ck.yaml >out 2>err &&
+	grep -q "^1     1     sim2 " out &&
+	! grep "resumes from" err &&
+	test_must_be_empty err
+'
+
 test_expect_success 'usage errors: exit 2' '
 	test_expect_code 2 herd plan 2>err &&
-	grep "usage: herd plan" err &&
+	grep "^try .herd plan --help.$" err &&
 	test_expect_code 2 herd plan j4.yaml --bogus 2>err &&
 	grep "unknown option" err &&
 	test_expect_code 2 herd plan j4.yaml --topology 2>err &&

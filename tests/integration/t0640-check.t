@@ -221,7 +221,7 @@ test_expect_success 'a node whose agent cannot start is a failed row with the tr
 
 test_expect_success 'usage' '
 	herd check --help | grep "^usage: herd check JOB.yaml" &&
-	test_expect_code 2 herd check 2>err && grep "^usage: herd check" err &&
+	test_expect_code 2 herd check 2>err && grep "^try .herd check --help.$" err &&
 	test_expect_code 2 herd check all.yaml --bogus 2>err &&
 	echo "name: [" >broken.yaml &&
 	test_expect_code 2 herd check broken.yaml 2>err &&

@@ -37,7 +37,7 @@ test_expect_success '--help, --list and a template'\''s values' '
 	grep "^  parallel  *data parallelism.*(default ddp)$" out &&
 	grep "^files: $FILES$" out &&
 	test_expect_code 2 herd init 2>err &&
-	grep "^usage: herd init" err &&
+	grep "^try .herd init --help.$" err &&
 	test_expect_code 2 herd init pretrain 2>err &&
 	grep "where should the project go" err &&
 	test_expect_code 2 herd init nope p 2>err &&
@@ -211,7 +211,7 @@ test_expect_success 'herd sbatch --wait runs a generated project on the 2 nodes 
 	herd init pretrain "sb proj" --set corpus=texts --set nodes=2 \
 		--set steps=7 --set name=initsb --set "extra_args=--seq-len 16" >out &&
 	cp "$DATA/hello-train.py" "sb proj/train.py" &&
-	timeout 120 herd sbatch --wait "sb proj/job.yaml" >out 2>err ||
+	timeout 120 herd sbatch --wait --parsable "sb proj/job.yaml" >out 2>err ||
 		{ cat err "sb proj"/runs/initsb/slurm-*.out; false; } &&
 	id=$(cat out) &&
 	log="sb proj/runs/initsb/slurm-$id.out" &&

@@ -7,7 +7,7 @@ test_description='herd sbatch on the local Slurm: the batch script, submission t
 
 require_root
 require_cmd ip nsenter unshare setsid flock ssh-keygen bash timeout \
-	sinfo scontrol sbatch
+	sinfo scontrol sbatch jq
 for c in /usr/sbin/sshd /usr/sbin/slurmctld /usr/sbin/slurmd /usr/sbin/munged; do
 	[ -x $c ] || error "prerequisite $c is missing (run 'make deps')"
 done
@@ -55,6 +55,24 @@ wait_job_state() {
 }
 
 # wait_file FILE [S]: poll until FILE exists (at most S s, 20).
+# wait_line FILE REGEX [SECONDS]: until a line of FILE matches REGEX.
+wait_line() {
+	_i=0
+	until grep -q -x "$2" "$1" 2>/dev/null; do
+		_i=$((_i + 1))
+		[ $_i -lt $((${3:-20} * 20)) ] || {
+			echo "no line $2 in $1:" >&2 && cat "$1" >&2
+			return 1
+		}
+		sleep 0.05   # poll interval of a bounded wait
+	done
+}
+
+# submitted_id FILE: the job id of herd sbatch --wait's first line.
+submitted_id() {
+	sed -n "1s/^submitted batch job \([0-9][0-9]*\) (output: .*)\$/\1/p" "$1"
+}
+
 wait_file() {
 	_i=0
 	until [ -e "$1" ]; do
@@ -66,11 +84,11 @@ wait_file() {
 
 test_expect_success '--help says what it does, without Slurm' '
 	herd sbatch --help >out &&
-	grep "^usage: herd sbatch JOB.yaml \[--dry-run\] \[--wait\]" out &&
+	grep "^usage: herd sbatch JOB.yaml \[--dry-run\] \[--wait \[--parsable\]\]" out &&
 	grep -- "--wait" out &&
 	herd --help | grep "herd sbatch" &&
 	test_expect_code 2 herd sbatch 2>err &&
-	grep "^usage: herd sbatch" err &&
+	grep "^try .herd sbatch --help.$" err &&
 	test_expect_code 2 herd sbatch a.yaml b.yaml 2>err
 '
 
@@ -156,14 +174,21 @@ test_expect_success '--wait: the job runs herd run on its batch node; output in 
 	output: runs/{{name}}/slurm-%j.out
 	EOF
 	timeout 60 herd sbatch --wait hello.yaml >out 2>err &&
-	grep -x "[0-9][0-9]*" out &&
-	test $(wc -l <out) -eq 1 &&
-	id=$(cat out) &&
+	id=$(submitted_id out) &&
+	test -n "$id" &&
+	grep -x "submitted batch job $id (output: $PWD/runs/hello/slurm-$id.out)" out &&
+	tail -n 1 out | grep -x "job $id: COMPLETED" &&
+	{ sed 1d out | grep -v -x "job $id: \(PENDING\|RUNNING on [^ ]*\|COMPLETING\|COMPLETED\)" >other || true; } &&
+	test_must_be_empty other &&
 	test -s runs/hello/slurm-$id.out &&
 	node=$(sed -n "s/^\[0\] //p" runs/hello/slurm-$id.out) &&
 	echo "$HERD_CLUSTER_NODES" | tr " " "\n" | grep -x "$node" &&
 	test -s runs/hello/latest/events.jsonl &&
-	test_must_be_empty err
+	test_must_be_empty err &&
+	herd list --json >list.json &&
+	jq -e --arg id "$id" "[.[] | select(.name == \"hello\")][0].slurm_job_id == \$id" list.json &&
+	herd list >list &&
+	grep "^[^ ]*  hello  .*  $id  *$PWD/runs/hello/" list
 '
 
 test_expect_success 'the job description carries every option: name, nodes, time, exclusive, requeue, exclude, workdir' '
@@ -206,8 +231,46 @@ test_expect_success '--wait: a failing command fails the job; its exit status an
 	output: fails-%j.out
 	EOF
 	test_expect_code 3 timeout 60 herd sbatch --wait fails.yaml >out 2>err &&
-	id=$(cat out) &&
+	id=$(submitted_id out) &&
+	grep -x "submitted batch job $id (output: $PWD/fails-$id.out)" out &&
+	tail -n 1 out | grep -x "job $id: FAILED" &&
 	grep "^herd: sbatch: job $id ended FAILED, exit status 3\$" err
+'
+
+test_expect_success '--wait prints each state as it changes: RUNNING on its node while it runs, then COMPLETED' '
+	rm -f started go &&
+	job heldw "$DATA/hold.sh '\''$PWD'\''" <<-EOF &&
+	output: heldw-%j.out
+	EOF
+	{
+		{ timeout 60 herd sbatch --wait heldw.yaml >wout 2>werr
+		  echo $? >wrc.tmp && mv wrc.tmp wrc; } &
+	} &&
+	wait_file started &&
+	id=$(submitted_id wout) &&
+	test -n "$id" &&
+	wait_line wout "job $id: RUNNING on $(cat started)" &&
+	! grep "COMPLETED" wout &&
+	touch go &&
+	wait_file wrc 40 &&
+	test "$(cat wrc)" = 0 &&
+	tail -n 1 wout | grep -x "job $id: COMPLETED" &&
+	test_must_be_empty werr
+'
+
+test_expect_success '--wait --parsable prints the job id alone, as plain herd sbatch does' '
+	job quick true <<-\EOF &&
+	output: quick-%j.out
+	EOF
+	timeout 60 herd sbatch --wait --parsable quick.yaml >out 2>err &&
+	grep -x "[0-9][0-9]*" out &&
+	test $(wc -l <out) -eq 1 &&
+	test_must_be_empty err &&
+	herd sbatch quick.yaml >out 2>err &&
+	grep -x "[0-9][0-9]*" out &&
+	test $(wc -l <out) -eq 1 &&
+	test_expect_code 2 herd sbatch --parsable quick.yaml 2>err &&
+	grep "^herd: sbatch: --parsable goes with --wait" err
 '
 
 test_expect_success 'the sbatch program takes a --dry-run script as it is' '

@@ -39,7 +39,7 @@ test_expect_success 'herd sbatch --wait: train.py --steps 10 on 4 nodes x 2 slot
 	  time: "0:10:00"
 	  output: "$PWD/runs/ddp/slurm-%j.out"
 	EOF
-	timeout 120 herd sbatch --wait ddp.yaml >out 2>err &&
+	timeout 120 herd sbatch --wait --parsable ddp.yaml >out 2>err &&
 	test_must_be_empty err &&
 	id=$(cat out) &&
 	grep -x "[0-9][0-9]*" out &&

@@ -58,7 +58,7 @@ test_expect_success 'a subset fence rank 3 never joins: the attempt fails after 
 	restart: {max: 0}
 	EOF
 	test_expect_code 1 timeout 60 herd run stall.yaml >out.stall 2>err.stall &&
-	grep "^herd: PMIx fence 1 over ranks 0-3 timed out after 3 s; never contributed: [^ ]*\$" err.stall >why &&
+	grep "^herd: PMIx fence 1 over ranks 0-3 timed out after 3s; never contributed: [^ ]*\$" err.stall >why &&
 	test "$(sed "s/.*never contributed: //" why)" = "$N2" &&
 	i=0 &&
 	while test -n "$(left)"; do

@@ -231,7 +231,7 @@ static void test_script_entry(void **state)
 	json_decref(e);
 	e = check_script_entry(9, true, 1500, out, sizeof(out) - 1);
 	assert_string_equal(str(e, "reason"),
-			    "check_command timed out after 1500 ms: scratch "
+			    "check_command timed out after 1500ms: scratch "
 			    "is full");
 	json_decref(e);
 }

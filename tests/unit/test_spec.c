@@ -108,6 +108,21 @@ static void test_duration_format(void **state)
 	assert_int_equal(spec_duration_format(7200000, buf, 2), -1);
 }
 
+/* What messages print: the spec's way ("10s", "500ms"), never "10000 ms";
+ * a value format cannot write still prints. */
+static void test_duration_text(void **state)
+{
+	char buf[SPEC_DURATION_TEXT];
+
+	(void)state;
+	assert_string_equal(spec_duration_text(10000, buf, sizeof(buf)), "10s");
+	assert_string_equal(spec_duration_text(500, buf, sizeof(buf)), "500ms");
+	assert_string_equal(spec_duration_text(86400000, buf, sizeof(buf)),
+			    "24h");
+	assert_string_equal(spec_duration_text(-1, buf, sizeof(buf)), "-1ms");
+	assert_ptr_equal(spec_duration_text(3000, buf, sizeof(buf)), buf);
+}
+
 static void test_defaults(void **state)
 {
 	struct spec *s = ok(MIN);
@@ -880,6 +895,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_duration_parse),
 	    cmocka_unit_test(test_duration_format),
+	    cmocka_unit_test(test_duration_text),
 	    cmocka_unit_test(test_defaults),
 	    cmocka_unit_test(test_name_from_path),
 	    cmocka_unit_test(test_values),
