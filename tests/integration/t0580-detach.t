@@ -344,7 +344,7 @@ test_expect_success '--detach --no-wait returns once the run dir exists, as befo
 	ev_all "$RD/events.jsonl" job_end ".status == 1" &&
 	grep "authentication failed for user root" "$RD/herd.log" &&
 	test_expect_code 2 herd run --no-wait t0580-auth.yaml 2>usage.err &&
-	grep "^usage: herd run" usage.err &&
+	grep -x "herd: run: --no-wait goes with --detach" usage.err &&
 	herd run --help | grep -- "--no-wait" &&
 	until_true 20 nothing_left
 '
