@@ -1290,8 +1290,8 @@ void pmix_fini(struct agent *a)
 		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 		pthread_cond_init(&w.cv, &ca);
 		pthread_condattr_destroy(&ca);
-		watching = pthread_create(&watchdog, NULL, fini_watchdog, &w) ==
-			   0;
+		watching =
+		    pthread_create(&watchdog, NULL, fini_watchdog, &w) == 0;
 		pmix_spawn_reset(p);
 		deregister_nspace(p);
 		/* A wedged library would hang here too. */

@@ -84,7 +84,7 @@ struct pub_wait {
  * PUBSUB_REFUSED_LOG_MS with a count (issue 23: a program that publishes
  * in a loop past the limit printed 7,765 lines in 2 minutes). */
 #define PUBSUB_REFUSED_LOG_BURST 3
-#define PUBSUB_REFUSED_LOG_MS 10000
+#define PUBSUB_REFUSED_LOG_MS	 10000
 
 struct ctl_pubsub {
 	struct pub_entry *entries;
@@ -93,7 +93,7 @@ struct ctl_pubsub {
 	size_t n_waits;
 	struct ratelog refused;
 	long refused_timer;	/* the summary of lines left out */
-	char refused_last[128];	/* "rank R on HOST" */
+	char refused_last[128]; /* "rank R on HOST" */
 };
 
 static enum pub_range range_of(const char *s)
