@@ -599,8 +599,10 @@ void pmix_on_fence_done(struct agent *a, struct proto_frame *f)
  * wedged: no later wait, and no PMIx_server_finalize. */
 #define PMIX_OP_WAIT_S 30
 /* The teardown's bound before herd's HEARTBEAT told health.timeout
- * (its default). */
+ * (its default), and the least one (a normal teardown takes about half a
+ * second). */
 #define PMIX_FINI_WAIT_MS 3000
+#define PMIX_FINI_WAIT_MIN_MS 1000
 
 struct op_wait {
 	pthread_mutex_t m;
@@ -1234,8 +1236,8 @@ int pmix_setup_proc(struct agent *a, const char *nspace, uint32_t rank,
  * can spin forever in its progress thread's event loop (issue 23: after a
  * PMIx_Connect over the whole namespace, every agent outlived herd at 100 %
  * of a core).  An agent whose herd is gone must be gone within
- * health.timeout, whatever the library does: a watchdog thread ends the
- * process if the teardown has not returned by then.  Its ranks and their
+ * health.timeout (at least 1 s), whatever the library does: a watchdog
+ * thread ends the process if the teardown has not returned by then.  Its ranks and their
  * keepers are gone already (main.c kills and reaps them first). */
 struct fini_watch {
 	pthread_mutex_t m;
@@ -1282,6 +1284,8 @@ void pmix_fini(struct agent *a)
 
 	if (!p)
 		return;
+	if (w.ms < PMIX_FINI_WAIT_MIN_MS)
+		w.ms = PMIX_FINI_WAIT_MIN_MS;
 	fences_clear(p, false);
 	pmix_pubsub_clear(p, true);
 	if (p->server_up) {
