@@ -197,8 +197,9 @@ pid_t keeper_spawn(struct loop *loop, const struct keeper_rank *k,
 int keeper_main(int argc, char **argv);
 
 /* rank.c */
-/* Processes PMIx_Spawn may start on one node per attempt (the room kept
- * in a->ranks, whose entries never move while the attempt runs). */
+/* Processes PMIx_Spawn may run on one node at once (the room kept in
+ * a->ranks, whose entries never move while the attempt runs; the entry of
+ * one that is over is taken again). */
 #define AGENT_SPAWN_LOCAL_MAX 64
 
 /* A spawned process (pmix_spawn.c) to start like a rank: its keeper,

@@ -598,6 +598,11 @@ void pmix_on_fence_done(struct agent *a, struct proto_frame *f)
  * that may still come (a few bytes, once), and the server is marked
  * wedged: no later wait, and no PMIx_server_finalize. */
 #define PMIX_OP_WAIT_S 30
+/* The teardown's bound before herd's HEARTBEAT told health.timeout
+ * (its default), and the least one (a normal teardown takes about half a
+ * second). */
+#define PMIX_FINI_WAIT_MS 3000
+#define PMIX_FINI_WAIT_MIN_MS 1000
 
 struct op_wait {
 	pthread_mutex_t m;
@@ -1227,20 +1232,84 @@ int pmix_setup_proc(struct agent *a, const char *nspace, uint32_t rank,
 	return ret;
 }
 
+/* The library's teardown, bounded: libpmix 4.2's PMIx_server_finalize
+ * can spin forever in its progress thread's event loop (issue 23: after a
+ * PMIx_Connect over the whole namespace, every agent outlived herd at 100 %
+ * of a core).  An agent whose herd is gone must be gone within
+ * health.timeout (at least 1 s), whatever the library does: a watchdog
+ * thread ends the process if the teardown has not returned by then.  Its ranks and their
+ * keepers are gone already (main.c kills and reaps them first). */
+struct fini_watch {
+	pthread_mutex_t m;
+	pthread_cond_t cv;
+	bool done;
+	int64_t ms;
+};
+
+static void *fini_watchdog(void *arg)
+{
+	struct fini_watch *w = arg;
+	struct timespec until;
+	int e = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += (time_t)(w->ms / 1000);
+	until.tv_nsec += (long)(w->ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&w->m);
+	while (!w->done && e != ETIMEDOUT)
+		e = pthread_cond_timedwait(&w->cv, &w->m, &until);
+	if (!w->done) {
+		fprintf(stderr,
+			"herd-agent: the PMIx library did not shut down in "
+			"%lld ms; exiting without it\n",
+			(long long)w->ms);
+		_exit(0);
+	}
+	pthread_mutex_unlock(&w->m);
+	return NULL;
+}
+
 void pmix_fini(struct agent *a)
 {
 	struct pmix_state *p = a->pmix;
+	struct fini_watch w = {.ms = a->hb_timeout_ms > 0 ? a->hb_timeout_ms
+							  : PMIX_FINI_WAIT_MS};
+	pthread_condattr_t ca;
+	pthread_t watchdog;
+	bool watching = false;
 
 	if (!p)
 		return;
+	if (w.ms < PMIX_FINI_WAIT_MIN_MS)
+		w.ms = PMIX_FINI_WAIT_MIN_MS;
 	fences_clear(p, false);
 	pmix_pubsub_clear(p, true);
 	if (p->server_up) {
+		pthread_mutex_init(&w.m, NULL);
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&w.cv, &ca);
+		pthread_condattr_destroy(&ca);
+		watching =
+		    pthread_create(&watchdog, NULL, fini_watchdog, &w) == 0;
 		pmix_spawn_reset(p);
 		deregister_nspace(p);
 		/* A wedged library would hang here too. */
 		if (!p->wedged)
 			PMIx_server_finalize();
+		if (watching) {
+			pthread_mutex_lock(&w.m);
+			w.done = true;
+			pthread_cond_signal(&w.cv);
+			pthread_mutex_unlock(&w.m);
+			pthread_join(watchdog, NULL);
+		}
+		pthread_mutex_destroy(&w.m);
+		pthread_cond_destroy(&w.cv);
 	}
 	/* After the progress thread is gone: nothing calls back any more. */
 	pmix_modex_fini(p);

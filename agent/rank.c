@@ -553,15 +553,28 @@ int rank_spawn_proc(struct agent *a, const struct rank_proc *p,
 {
 	const char *workdir = p->cwd;
 	struct envv env = {0};
-	struct rank *r;
+	struct rank *r = NULL;
 	cpu_set_t set;
 	char **argv;
 	size_t n = 0;
+	bool reuse = false;
 	int rc;
 
-	if (!a->ranks || a->n_ranks >= a->ranks_cap)
+	/* The bound is on processes alive at once (issue 23): the entry of
+	 * a spawned process that is over (reaped, output drained, EXIT
+	 * sent) is taken again once the room is used up. */
+	if (a->ranks && a->n_ranks >= a->ranks_cap) {
+		for (int i = 0; i < a->n_ranks && !reuse; i++) {
+			struct rank *o = &a->ranks[i];
+
+			reuse = o->spawn && o->exit_sent && !o->running &&
+				o->out.fd < 0 && o->err.fd < 0;
+			r = &a->ranks[i];
+		}
+	}
+	if (!a->ranks || (a->n_ranks >= a->ranks_cap && !reuse))
 		return herd_errprintf(err, "this node already runs %d spawned "
-				      "processes (at most %d)",
+				      "processes (at most %d alive at once)",
 				      AGENT_SPAWN_LOCAL_MAX,
 				      AGENT_SPAWN_LOCAL_MAX);
 	if (!workdir && a->launch)
@@ -585,12 +598,15 @@ int rank_spawn_proc(struct agent *a, const struct rank_proc *p,
 	argv[3] = (char *)p->cmd;
 	for (size_t i = 0; i < n; i++)
 		argv[4 + i] = p->argv[i];
-	r = &a->ranks[a->n_ranks];
+	if (!reuse)
+		r = &a->ranks[a->n_ranks];
 	memset(r, 0, sizeof(*r));
+	/* Not alive (not counted, no EXIT owed) until it is started. */
+	r->exit_sent = reuse;
 	r->rank = p->id;
 	r->spawn = p->spawn;
 	r->srank = p->srank;
-	r->local_rank = a->n_ranks;
+	r->local_rank = (int)(r - a->ranks);
 	r->out.fd = r->err.fd = -1;
 	r->touch_wd = -1;
 	/* Not watched for hangs: herd's hang evidence is about the job's
@@ -625,7 +641,9 @@ int rank_spawn_proc(struct agent *a, const struct rank_proc *p,
 	 * ones the process must see. */
 	if (pmix_setup_proc(a, p->nspace, (uint32_t)p->srank, &env, err) < 0)
 		goto out;
-	a->n_ranks++;
+	if (!reuse)
+		a->n_ranks++;
+	r->exit_sent = false;
 	rc = spawn_one(a, r, argv, workdir, p->cpus ? &set : NULL, -1, &env,
 		       err);
 	if (rc < 0) {

@@ -1595,6 +1595,7 @@ static void spawned_exit(struct ctl *c, struct node *n, int slot,
 		return;
 	r->done = true;
 	c->ranks_done++;
+	ctl_spawn_proc_gone(c, slot);
 	ctl_print(c, slot, 1, "", 0, true);
 	ctl_print(c, slot, 2, "", 0, true);
 	ctl_close_rank_log(c, slot);

@@ -442,6 +442,9 @@ void ctl_spawn_up(struct ctl *c, struct node *n, struct proto_frame *f);
 void ctl_connect_frame(struct ctl *c, struct node *n, struct proto_frame *f);
 /* Drops spawns and connects in flight (the attempt is over). */
 void ctl_spawn_clear(struct ctl *c);
+/* The spawned process of slot ended: its room (alive at once, per node
+ * and per attempt) is free again. */
+void ctl_spawn_proc_gone(struct ctl *c, int slot);
 /* The node index hosting rank of namespace ns (0: the job's, N: spawn
  * N), or -1: for direct modex and fences over spawned processes. */
 int ctl_spawn_node_of(struct ctl *c, int ns, int rank);

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "ctl_int.h"
+#include "herd/ratelog.h"
 
 /* 4,096 entries and 64 MiB of values: far more than MPI programs
  * publish (a port name or two per server), small next to herd. */
@@ -79,11 +80,20 @@ struct pub_wait {
 	struct pub_wait *next;
 };
 
+/* Refused publishes are said in a few lines, then at most one per
+ * PUBSUB_REFUSED_LOG_MS with a count (issue 23: a program that publishes
+ * in a loop past the limit printed 7,765 lines in 2 minutes). */
+#define PUBSUB_REFUSED_LOG_BURST 3
+#define PUBSUB_REFUSED_LOG_MS	 10000
+
 struct ctl_pubsub {
 	struct pub_entry *entries;
 	size_t n_entries, bytes;
 	struct pub_wait *waits;
 	size_t n_waits;
+	struct ratelog refused;
+	long refused_timer;	/* the summary of lines left out */
+	char refused_last[128]; /* "rank R on HOST" */
 };
 
 static enum pub_range range_of(const char *s)
@@ -112,9 +122,66 @@ static enum pub_persist persist_of(const char *s)
 
 static struct ctl_pubsub *ps_of(struct ctl *c)
 {
-	if (!c->pubsub)
-		c->pubsub = calloc(1, sizeof(*c->pubsub));
+	if (!c->pubsub && (c->pubsub = calloc(1, sizeof(*c->pubsub))))
+		ratelog_init(&c->pubsub->refused, PUBSUB_REFUSED_LOG_BURST,
+			     PUBSUB_REFUSED_LOG_MS);
 	return c->pubsub;
+}
+
+/* How many refusals were left out since the last line, if any. */
+static void refused_say_left_out(struct ctl_pubsub *ps, unsigned long n)
+{
+	if (n)
+		fprintf(stderr,
+			"herd: %lu more PMIx_Publish refused (the latest from "
+			"%s): the job holds at most %d entries (%u bytes); at "
+			"most one such line every %d s\n",
+			n, ps->refused_last, CTL_PUBSUB_ENTRIES_MAX,
+			CTL_PUBSUB_BYTES_MAX, PUBSUB_REFUSED_LOG_MS / 1000);
+}
+
+static void refused_summary(struct loop *loop, void *arg)
+{
+	struct ctl *c = arg;
+	struct ctl_pubsub *ps = c->pubsub;
+
+	(void)loop;
+	if (!ps)
+		return;
+	ps->refused_timer = 0;
+	refused_say_left_out(ps, ratelog_flush(&ps->refused, loop_now_ms()));
+}
+
+/* A publish refused at the job's limit: one line, rate-limited. */
+static void refused_log(struct ctl *c, struct ctl_pubsub *ps, int rank,
+			const char *host)
+{
+	int64_t now = loop_now_ms();
+	unsigned long left_out = 0;
+
+	snprintf(ps->refused_last, sizeof(ps->refused_last), "rank %d on %s",
+		 rank, host);
+	if (ratelog_hit(&ps->refused, now, &left_out)) {
+		fprintf(stderr,
+			"herd: rank %d on %s: PMIx_Publish refused: the job "
+			"holds %zu entries (%zu bytes), at most %d (%u)",
+			rank, host, ps->n_entries, ps->bytes,
+			CTL_PUBSUB_ENTRIES_MAX, CTL_PUBSUB_BYTES_MAX);
+		if (left_out)
+			fprintf(stderr,
+				" (and %lu more not shown since the last such "
+				"line)",
+				left_out);
+		fputc('\n', stderr);
+		return;
+	}
+	if (!ps->refused_timer) {
+		ps->refused_timer =
+		    loop_timer_add(c->loop, ratelog_due(&ps->refused) - now,
+				   refused_summary, c);
+		if (ps->refused_timer < 0)
+			ps->refused_timer = 0; /* the count waits for free */
+	}
 }
 
 /* Does range r of a rank (nspace, rank, node) include the other's? */
@@ -343,11 +410,7 @@ void ctl_pubsub_publish(struct ctl *c, struct node *n, struct proto_frame *f)
 	}
 	if (ps->n_entries + nkeys > CTL_PUBSUB_ENTRIES_MAX ||
 	    ps->bytes + total > CTL_PUBSUB_BYTES_MAX) {
-		fprintf(stderr,
-			"herd: rank %d on %s: PMIx_Publish refused: the job "
-			"holds %zu entries (%zu bytes), at most %d (%u)\n",
-			who.rank, n->host, ps->n_entries, ps->bytes,
-			CTL_PUBSUB_ENTRIES_MAX, CTL_PUBSUB_BYTES_MAX);
+		refused_log(c, ps, who.rank, n->host);
 		answer(c, who.node, id, "limit", NULL, NULL, 0);
 		return;
 	}
@@ -534,6 +597,9 @@ void ctl_pubsub_free(struct ctl *c)
 		wait_free(c, &ps->waits);
 	while (ps->entries)
 		entry_free(ps, &ps->entries);
+	if (ps->refused_timer)
+		loop_timer_del(c->loop, ps->refused_timer);
+	refused_say_left_out(ps, ratelog_flush(&ps->refused, loop_now_ms()));
 	free(ps);
 	c->pubsub = NULL;
 }

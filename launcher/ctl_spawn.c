@@ -23,10 +23,14 @@
  *                the contributions, concatenated in node order, go back
  *                to each.
  *
- * Limits (said to the asker as a PMIx status): PROTO_SPAWN_PROCS_MAX (256)
- * processes per spawn and per attempt in all, CTL_SPAWN_LOCAL_MAX (64)
- * per node (the room an agent keeps), PROTO_SPAWN_APPS_MAX (16) apps.
- * Everything is per attempt: ctl_spawn_clear() drops it.
+ * Limits (said to the asker as a PMIx status, and in one line on herd's
+ * stderr): PROTO_SPAWN_PROCS_MAX (256) processes per spawn and alive at
+ * once in the attempt, CTL_SPAWN_LOCAL_MAX (64) alive at once per node
+ * (the room an agent keeps), CTL_SPAWN_TOTAL_MAX processes spawned in
+ * all per attempt, PROTO_SPAWN_APPS_MAX (16) apps.  A process that
+ * exited frees its room (issue 23: loops that spawn and reap children
+ * were refused after 256).  Everything is per attempt: ctl_spawn_clear()
+ * drops it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +40,9 @@
 
 /* The agent's AGENT_SPAWN_LOCAL_MAX. */
 #define CTL_SPAWN_LOCAL_MAX 64
+/* Every spawned process keeps a slot of c->ranks (its status, its log's
+ * name) until the attempt ends. */
+#define CTL_SPAWN_TOTAL_MAX 16384
 
 /* PMIx status values (the standard's numbers) herd answers with. */
 #define ST_ERROR		(-1)
@@ -73,8 +80,9 @@ struct dyn_connect {
 struct ctl_dyn {
 	struct dyn_spawn *spawns;
 	int n_spawns;
-	int n_procs;   /* spawned in this attempt */
-	int *per_node; /* spawned per node index */
+	int n_procs;   /* spawned and alive in this attempt */
+	int n_total;   /* spawned in this attempt, in all */
+	int *per_node; /* spawned and alive per node index */
 	struct dyn_connect *conns;
 	int n_conns;
 };
@@ -225,7 +233,8 @@ static int place_app(struct ctl *c, json_t *app, int np, int *node_of,
 		if (best < 0 || load[best] >= CTL_SPAWN_LOCAL_MAX) {
 			snprintf(why, size,
 				 "no node has room for another spawned "
-				 "process (at most %d per node)",
+				 "process (at most %d alive at once per "
+				 "node)",
 				 CTL_SPAWN_LOCAL_MAX);
 			free(cand);
 			return ST_OUT_OF_RESOURCE;
@@ -371,11 +380,19 @@ void ctl_spawn_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 	    (int)json_integer_value(json_object_get(app, "np"));
 	if (total > PROTO_SPAWN_PROCS_MAX - d->n_procs) {
 		snprintf(why, sizeof(why),
-			 "%d more processes: at most %d per attempt (%d "
-			 "spawned)",
+			 "%d more processes: at most %d alive at once per "
+			 "attempt (%d running)",
 			 total, PROTO_SPAWN_PROCS_MAX, d->n_procs);
-		spawn_answer(c, idx, seq, ST_OUT_OF_RESOURCE, 0, why);
-		return;
+		st = ST_OUT_OF_RESOURCE;
+		goto refuse;
+	}
+	if (total > CTL_SPAWN_TOTAL_MAX - d->n_total) {
+		snprintf(why, sizeof(why),
+			 "%d more processes: at most %d spawned per attempt "
+			 "in all (%d spawned)",
+			 total, CTL_SPAWN_TOTAL_MAX, d->n_total);
+		st = ST_OUT_OF_RESOURCE;
+		goto refuse;
 	}
 	node_of = calloc((size_t)total, sizeof(int));
 	app_of = calloc((size_t)total, sizeof(int));
@@ -427,6 +444,7 @@ void ctl_spawn_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 	}
 	memcpy(d->per_node, load, (size_t)c->n_nodes * sizeof(int));
 	d->n_procs += total;
+	d->n_total += total;
 	procs = json_array();
 	for (int r = 0; r < total; r++) {
 		struct rank_slot *sl = &c->ranks[c->n_slots + r];
@@ -470,6 +488,19 @@ out:
 	free(node_of);
 	free(app_of);
 	free(load);
+}
+
+void ctl_spawn_proc_gone(struct ctl *c, int slot)
+{
+	struct ctl_dyn *d = c->dyn;
+	int node = c->ranks[slot].node;
+
+	if (!d)
+		return;
+	if (d->n_procs > 0)
+		d->n_procs--;
+	if (node >= 0 && node < c->n_nodes && d->per_node[node] > 0)
+		d->per_node[node]--;
 }
 
 /* The spawn is over for the asker: launched, or the attempt fails (some

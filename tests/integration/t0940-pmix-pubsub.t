@@ -15,6 +15,8 @@ test_expect_success 'cluster of 4 nodes, the programs' '
 	cc -O2 -Wall -Werror $(pkg-config --cflags pmix) \
 		"$PMIX_DATA/ppub.c" -o ppub $(pkg-config --libs pmix) &&
 	mpicc -O2 -Wall -Werror "$PMIX_DATA/mpub.c" -o mpub &&
+	cc -O2 -Wall -Werror $(pkg-config --cflags pmix) \
+		"$PMIX_DATA/pflood.c" -o pflood $(pkg-config --libs pmix) &&
 	cluster_up 4
 '
 
@@ -53,6 +55,28 @@ test_expect_success 'Open MPI: MPI_Publish_name, MPI_Lookup_name from 7 ranks, M
 	test "$(grep -c "^\[[1-7]\] rank [1-7] lookup: ok herd-port-of-rank-0\$" out)" = 7 &&
 	grep "^\[0\] rank 0 unpublish: ok\$" out &&
 	grep "^\[1\] rank 1 lookup after unpublish: not found\$" out
+'
+
+# Issue 23: every refused publish printed one line (7,765 in 2 minutes).
+test_expect_success 'publishes past the job'"'"'s limit (8 ranks x 24 calls of 64 keys: 64 taken, 128 refused): a few lines, then one with the count' '
+	PMIX_PROG=$PWD/pflood &&
+	pmix_job flood 24 <<-EOF &&
+	nodes: {hosts: "$HERD_CLUSTER_HOSTLIST", slots: 2}
+	restart: {max: 0}
+	EOF
+	timeout 120 herd run flood.yaml >out 2>err &&
+	sed -n "s/^\[[0-7]\] rank [0-7] published \([0-9]*\) refused \([0-9]*\)\$/\1 \2/p" out >counts &&
+	test "$(wc -l <counts)" = 8 &&
+	test "$(awk "{p += \$1; r += \$2} END {print p, r}" counts)" = "64 128" &&
+	grep "PMIx_Publish refused" err >lines &&
+	cat lines &&
+	test "$(wc -l <lines)" -le 5 &&
+	grep -c "^herd: rank [0-7] on [^ ]*: PMIx_Publish refused: the job holds 4096 entries (.* bytes), at most 4096 " lines &&
+	grep "^herd: [0-9]* more PMIx_Publish refused (the latest from rank [0-7] on [^ ]*): the job holds at most 4096 entries" lines &&
+	test "$(awk "
+		/^herd: rank / { n++; if (match(\$0, /and [0-9]+ more/)) n += substr(\$0, RSTART + 4, RLENGTH - 9) }
+		/^herd: [0-9]+ more / { n += \$2 }
+		END { print n }" lines)" = 128
 '
 
 test_done

@@ -10,14 +10,16 @@ test_description='issue 16: PMIx_Spawn from rank 0 of 8 (4 nodes x 2): the child
 pmix_require
 require_cmd cc pkg-config timeout
 
-# none_left: no pspawn and no herd-agent within 10 s.
-none_left() { pmix_gone 10 pspawn herd-agent; }
+# none_left: no pspawn and no agent (by its real name) within 10 s.
+none_left() { pmix_gone 10 pspawn "$AGENT"; }
 
 test_expect_success 'cluster of 4 nodes, the program' '
 	own_binaries &&
 	cc -O2 -Wall -Werror $(pkg-config --cflags pmix) \
 		"$PMIX_DATA/pspawn.c" -o pspawn $(pkg-config --libs pmix) &&
 	PMIX_PROG=$PWD/pspawn &&
+	AGENT=$(pmix_agent_comm) &&
+	case $AGENT in agent-?*) ;; *) false ;; esac &&
 	cluster_up 4
 '
 
@@ -93,6 +95,22 @@ test_expect_success 'more than 256 processes: refused (OUT-OF-RESOURCE)' '
 	EOF
 	timeout 90 herd run many.yaml >out 2>err &&
 	grep -x "\[0\] rank 0 spawn: OUT-OF-RESOURCE" out &&
+	none_left
+'
+
+# Issue 23: the bounds counted every process ever spawned, so loops that
+# spawn and reap children (mpi4py's test_spawn) were refused after 256.
+test_expect_success '9 spawns of 32 processes that exit, one after the other (288 in all): every spawn runs, the job exits 0' '
+	mkdir loopd &&
+	pmix_job loop loop 32 9 "\"$PWD/loopd\"" <<-EOF &&
+	nodes: {hosts: "$HERD_CLUSTER_HOSTLIST", slots: 2}
+	restart: {max: 0}
+	EOF
+	timeout 150 herd run loop.yaml >out 2>err &&
+	grep -x "\[0\] rank 0 loop: 9 of 9" out &&
+	! grep "loop [0-9]*: " out &&
+	test "$(ls loopd | grep -c "^[0-8]\.[0-9]*\$")" = 288 &&
+	test "$(grep -c "^\[[0-7]\] rank [0-7] finalize: SUCCESS\$" out)" = 8 &&
 	none_left
 '
 

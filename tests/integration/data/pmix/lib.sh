@@ -24,6 +24,8 @@
 #   pmix_gone S NAME...         poll until pmix_procs NAME... is empty (at
 #                               most S s; else lists them and fails)
 #   now_ms                      wall clock, ms
+#   pmix_agent_comm             the agent's comm on the nodes (its name in
+#                               ~/.cache/herd, cut to 15 characters)
 
 PMIX_DATA=$HERD_TEST_DIR/data/pmix
 PMIX_PROG=$PWD/allreduce
@@ -127,3 +129,13 @@ pmix_gone() {
 }
 
 now_ms() { date +%s%3N; }
+
+# pmix_agent_comm: the comm of this test's agent as it runs on a node,
+# where herd runs it by its name in the node's agent cache (~/.cache/herd:
+# agent-VERSION-HASH, cut to the kernel's 15 characters), never as
+# "herd-agent".  Call after own_binaries.
+pmix_agent_comm() {
+	/usr/bin/python3 "$HERD_TEST_DIR/data/run/agent-name.py" \
+		"$(command -v herd-agent)" \
+		"$(herd-agent --version | cut -d" " -f2)" | cut -c1-15
+}

@@ -21,6 +21,13 @@
  *   fail     child 1 exits 3 (the others 0)
  *   sleep    the children print "child R pid PID" and sleep (a test
  *            kills them)
+ *
+ *   pspawn loop NP ROUNDS DIR
+ *
+ * (issue 23) Rank 0 spawns NP processes of sh, ROUNDS times, each round
+ * after the last one's children are over: each child creates
+ * DIR/ROUND.RANK and exits 0; rank 0 prints "rank 0 loop R: STATUS" for a
+ * spawn that fails and "rank 0 loop: N of ROUNDS" at the end.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +83,50 @@ static void connect_pair(const char *who, const char *parent_ns,
 	rc = PMIx_Disconnect(procs, 2, NULL, 0);
 	printf("%s disconnect: %s\n", who, PMIx_Error_string(rc));
 	fflush(stdout);
+}
+
+/* Rank 0's spawn loop (pspawn loop NP ROUNDS DIR). */
+static int spawn_loop(int np, int rounds, const char *dir)
+{
+	int ok = 0;
+
+	for (int r = 0; r < rounds; r++) {
+		pmix_app_t app;
+		pmix_nspace_t ns;
+		pmix_status_t rc;
+		char round[16], path[4096];
+
+		snprintf(round, sizeof(round), "%d", r);
+		PMIX_APP_CONSTRUCT(&app);
+		app.cmd = strdup("sh");
+		PMIX_ARGV_APPEND(rc, app.argv, "sh");
+		PMIX_ARGV_APPEND(rc, app.argv, "-c");
+		PMIX_ARGV_APPEND(rc, app.argv,
+				 ": >\"$0/$1.$PMIX_RANK.tmp\" && "
+				 "mv \"$0/$1.$PMIX_RANK.tmp\" \"$0/$1.$PMIX_RANK\"");
+		PMIX_ARGV_APPEND(rc, app.argv, dir);
+		PMIX_ARGV_APPEND(rc, app.argv, round);
+		app.maxprocs = np;
+		memset(ns, 0, sizeof(ns));
+		rc = PMIx_Spawn(NULL, 0, &app, 1, ns);
+		PMIX_APP_DESTRUCT(&app);
+		if (rc != PMIX_SUCCESS) {
+			printf("rank 0 loop %d: %s\n", r, PMIx_Error_string(rc));
+			fflush(stdout);
+			break;
+		}
+		/* The round's children are over once each made its file (a
+		 * bounded wait: the test's timeout). */
+		for (int c = 0; c < np; c++) {
+			snprintf(path, sizeof(path), "%s/%d.%d", dir, r, c);
+			while (access(path, F_OK) != 0)
+				usleep(10000);
+		}
+		ok++;
+	}
+	printf("rank 0 loop: %d of %d\n", ok, rounds);
+	fflush(stdout);
+	return 0;
 }
 
 static int child(const char *mode)
@@ -148,7 +199,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	mode = argv[1];
-	if (me.rank == 0) {
+	if (me.rank == 0 && !strcmp(mode, "loop") && argc > 4) {
+		spawn_loop(atoi(argv[2]), atoi(argv[3]), argv[4]);
+	} else if (me.rank == 0) {
 		bool multi = !strcmp(mode, "multiple");
 		pmix_app_t app[2];
 		pmix_info_t host;
