@@ -91,6 +91,7 @@ test_expect_success 'nodes.min 3: node 3 crashes; 2 nodes left is too few, the j
 '
 
 test_expect_success 'no nodes.min, no spares: the first lost node ends the job, and the message says nodes.min is every node by default and names the keys to change (issue 22)' '
+	cluster_wait_ssh 3 60 &&
 	fo_job all "$THREE" &&
 	run_bg all.yaml out.all err.all &&
 	fo_wait_step all 1 12 &&
