@@ -50,8 +50,8 @@ static void init_usage(FILE *out)
 		"must be given\n"
 		"  --force           replace files DIR holds already (each is "
 		"named) that\n"
-		"                    are as herd init wrote them (DIR/"
-		INITPROJ_SUMS " holds\n"
+		"                    are as herd init wrote them "
+		"(DIR/" INITPROJ_SUMS " holds\n"
 		"                    their SHA-256); a file changed since, "
 		"or not herd\n"
 		"                    init's, is refused: nothing is written\n"
@@ -407,8 +407,8 @@ int cmd_init(int argc, char **argv)
 		status = rc;
 		goto out;
 	}
-	if (tune && (rc = initproj_sums_update(dir, "ds_zero3.json", &err)) <
-			0) {
+	if (tune &&
+	    (rc = initproj_sums_update(dir, "ds_zero3.json", &err)) < 0) {
 		cli_error("init: --tune: %s", err.text);
 		status = rc == -2 ? EXIT_RUNTIME : EXIT_SPEC;
 		goto out;

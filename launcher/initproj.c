@@ -24,10 +24,9 @@ static const char *const run_time[] = {"checkpoint", "resume_args", "attempt"};
 /* herd's own values: project_dir, herd, template. */
 #define N_OWN 3
 
-static const char *const kinds[] = {"int",	 "number",  "word", "choice",
-				    "path",	 "program", "time", "hosts",
-				    "tokenizer", "args",    "hostlist",
-				    "file"};
+static const char *const kinds[] = {
+    "int",  "number", "word",	   "choice", "path",	 "program",
+    "time", "hosts",  "tokenizer", "args",   "hostlist", "file"};
 
 static bool name_ok(const char *s)
 {
@@ -1097,8 +1096,7 @@ static int sums_write(int dfd, const char *dir, json_t *doc,
 
 /* Whether dfd/name is as herd init wrote it (its sum recorded in sums)
  * or holds text already. */
-static bool unchanged(int dfd, const char *name, json_t *sums,
-		      const char *text)
+static bool unchanged(int dfd, const char *name, json_t *sums, const char *text)
 {
 	const char *was = json_string_value(
 	    json_object_get(json_object_get(sums, "sha256"), name));
@@ -1201,8 +1199,8 @@ int initproj_write(struct initproj *p, const char *dir, int force,
 		}
 		if (sha256_hex(p->files[i].text, strlen(p->files[i].text),
 			       hex) < 0 ||
-		    json_object_set_new(tab, p->files[i].to,
-					json_string(hex)) < 0) {
+		    json_object_set_new(tab, p->files[i].to, json_string(hex)) <
+			0) {
 			herd_errprintf(err, "cannot hash %s/%s", dir,
 				       p->files[i].to);
 			rc = -2;

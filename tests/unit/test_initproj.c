@@ -6,8 +6,8 @@
  * refused directories); and herd's own templates (templates/init): the
  * project shrinks, its ssh: section and next steps (issue 22). */
 #include <setjmp.h>
-#include <stdbool.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -506,7 +506,8 @@ static void test_builtin_render(void **state)
 	initproj_free(p);
 	p = builtin(hosts, 2);
 	assert_true(has_next(p, "herd run job.yaml"));
-	assert_non_null(strstr(p->files[0].text, "\n  # identity: not given\n"));
+	assert_non_null(
+	    strstr(p->files[0].text, "\n  # identity: not given\n"));
 	assert_true(has_next(p, "# ssh (job.yaml's ssh:): key none given "
 				"(--set identity=): ~/.ssh/config's, else "
 				"~/.ssh/herd_ed25519 (herd keys job.yaml "
