@@ -592,7 +592,11 @@ char *initproj_value_check(const char *kind, char *const *choices,
 			       "node[05-06], or nothing%s%s",
 			       value, hl ? "" : ": ", hl ? "" : e.text);
 	} else if (!strcmp(kind, "file")) {
-		return n ? absolute(value, cwd, err) : strdup(value);
+		/* "~/" stays: herd expands it where it reads the file (the
+		 * shell does not after "--set NAME="). */
+		if (!n || !strncmp(value, "~/", 2))
+			return strdup(value);
+		return absolute(value, cwd, err);
 	} else if (!strcmp(kind, "tokenizer")) {
 		if (all_digits(value, 9))
 			return strdup(value);

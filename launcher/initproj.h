@@ -30,10 +30,18 @@
  *   time       Slurm's time syntax: digits, ':' and '-'
  *   hosts      "slurm", or a Slurm hostlist expression; NAME.yaml is the
  *              nodes: entry for it ("slurm: true" or "hosts: \"...\"")
+ *   hostlist   empty, or a Slurm hostlist expression; NAME.yaml is the
+ *              job file's entry NAME: "VALUE" (a comment when empty)
+ *   file       empty, or a path made absolute ("~/" kept: herd expands
+ *              it); NAME.yaml as for hostlist
  *   tokenizer  a vocabulary size (digits) or a path; NAME.args is
  *              tokenize.py's argument for it (--vocab-size N or
  *              --tokenizer 'PATH')
  *
+ * For the value of kind hosts, herd adds NAME.run (herd sbatch --wait
+ * job.yaml under Slurm, else herd run job.yaml) and NAME.ssh (a comment
+ * saying how herd reaches the nodes: the file values identity and
+ * known_hosts, or what herd uses without them).
  * herd adds project_dir (the project's absolute path), herd (this herd's
  * path) and template (the template's name); {{checkpoint}},
  * {{resume_args}} and {{attempt}} are kept for herd run.

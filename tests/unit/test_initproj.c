@@ -172,6 +172,7 @@ static void test_kinds(void **state)
 	want_value("hostlist", "node[05-", NULL);
 	want_value("file", "", "");
 	want_value("file", "keys/id", "/cwd/keys/id");
+	want_value("file", "~/.ssh/id", "~/.ssh/id");
 	want_value("nope", "x", NULL);
 }
 

@@ -362,6 +362,7 @@ class Stop:
 
     def __init__(self):
         self.signum = 0
+        self.flag = None
         signal.signal(signal.SIGTERM, self._on)
 
     def _on(self, signum, frame):
@@ -371,9 +372,16 @@ class Stop:
         """The signal any rank got (0: none); every rank must call it."""
         if world == 1:
             return self.signum
-        t = torch.tensor([self.signum], dtype=torch.int32, device=device)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        return int(t.item())
+        # One tensor for the whole run, held by STOP until the process
+        # ends: a tensor Python dropped while gloo's thread still held it
+        # is freed in that thread, which then needs the GIL, and PyTorch
+        # 1.13's ProcessGroupGloo destructor joins that thread holding
+        # the GIL (a hang at exit).
+        if self.flag is None:
+            self.flag = torch.zeros(1, dtype=torch.int32, device=device)
+        self.flag.fill_(self.signum)
+        dist.all_reduce(self.flag, op=dist.ReduceOp.MAX)
+        return int(self.flag.item())
 
     @staticmethod
     def exit(signum):
@@ -508,9 +516,13 @@ class Parallel:
 
 # ---- main ---------------------------------------------------------------------
 
+STOP = None  # main()'s Stop: module-level, so it outlives main()'s locals
+
+
 def main(argv=None):
+    global STOP
     args = parse(argv)
-    stop = Stop()
+    stop = STOP = Stop()
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local = int(os.environ.get("LOCAL_RANK", "0"))
