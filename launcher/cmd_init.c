@@ -49,7 +49,14 @@ static void init_usage(FILE *out)
 		"                    them); every value without a default "
 		"must be given\n"
 		"  --force           replace files DIR holds already (each is "
-		"named)\n"
+		"named) that\n"
+		"                    are as herd init wrote them "
+		"(DIR/" INITPROJ_SUMS " holds\n"
+		"                    their SHA-256); a file changed since, "
+		"or not herd\n"
+		"                    init's, is refused: nothing is written\n"
+		"  --force --force   replace changed files too, each kept as "
+		"FILE.orig\n"
 		"  --tune            set ds_zero3.json's bucket sizes from the "
 		"network of\n"
 		"                    the project's nodes, as herd render "
@@ -69,11 +76,43 @@ static void init_usage(FILE *out)
 		"first: ds_zero3.json must be JSON, job.yaml a valid herd "
 		"job.\n"
 		"\n"
+		"Values every template takes (TEMPLATE --help lists them "
+		"all):\n"
+		"  hosts=slurm|HOSTLIST  the nodes; slurm (the default): those "
+		"of the\n"
+		"                    allocation, and the next steps run the "
+		"job with\n"
+		"                    herd sbatch --wait job.yaml, not herd "
+		"run\n"
+		"  min=N             nodes.min: after losing nodes the job "
+		"restarts on\n"
+		"                    spares, else on at least N nodes "
+		"(default 1: it\n"
+		"                    shrinks; train.py says the new global "
+		"batch)\n"
+		"  spares=HOSTLIST   nodes.spares, taken before shrinking "
+		"(default none)\n"
+		"  identity=FILE, known_hosts=FILE\n"
+		"                    job.yaml's ssh: key and host keys; "
+		"without them\n"
+		"                    herd uses ~/.ssh/config, "
+		"~/.ssh/herd_ed25519 or the\n"
+		"                    ssh agent, and ~/.ssh/known_hosts (the "
+		"next steps\n"
+		"                    say which)\n"
+		"\n"
+		"train.py checkpoints the step it reached on SIGTERM (herd "
+		"stop, scancel,\n"
+		"a preemption; Slurm's --signal) and exits, within "
+		"health.grace.\n"
+		"\n"
 		"Exit status: 0 success; 1 DIR could not be written; 2 a "
 		"missing,\n"
 		"unknown or bad value, files that exist without --force, a "
 		"DIR that\n"
-		"is a symlink or not yours, or bad usage.\n");
+		"is a symlink or not yours, files changed since herd init "
+		"wrote them\n"
+		"without --force twice, or bad usage.\n");
 }
 
 static int list_templates(const char *tdir)
@@ -240,7 +279,8 @@ int cmd_init(int argc, char **argv)
 	char self[PATH_MAX], tdir[PATH_MAX], proj[PATH_MAX];
 	const char *tmpl = NULL, *dir = NULL, *platform = NULL;
 	struct initproj *p = NULL;
-	bool list = false, help = false, force = false, tune = false;
+	bool list = false, help = false, tune = false;
+	int force = 0; /* --force given twice: changed files too */
 	size_t n_sets = 0;
 	struct herd_err err;
 	int status = EXIT_SPEC, rc;
@@ -269,7 +309,7 @@ int cmd_init(int argc, char **argv)
 		} else if (!strcmp(a, "--list")) {
 			list = true;
 		} else if (!strcmp(a, "--force")) {
-			force = true;
+			force++;
 		} else if (!strcmp(a, "--tune")) {
 			tune = true;
 		} else if (!strcmp(a, "--platform")) {
@@ -354,19 +394,31 @@ int cmd_init(int argc, char **argv)
 		status = rc == -2 ? EXIT_RUNTIME : EXIT_SPEC;
 		goto out;
 	}
-	for (size_t i = 0; i < p->n_files; i++)
-		printf("%s %s/%s\n",
-		       p->files[i].replaced ? "replaced" : "wrote", proj,
-		       p->files[i].to);
+	for (size_t i = 0; i < p->n_files; i++) {
+		printf("%s %s/%s", p->files[i].replaced ? "replaced" : "wrote",
+		       proj, p->files[i].to);
+		if (p->files[i].kept)
+			printf(" (yours, changed since herd init wrote it, "
+			       "kept as %s.orig)",
+			       p->files[i].to);
+		printf("\n");
+	}
 	fflush(stdout);
 	if (tune && (rc = tune_project(proj, platform)) != 0) {
 		status = rc;
 		goto out;
 	}
+	if (tune &&
+	    (rc = initproj_sums_update(dir, "ds_zero3.json", &err)) < 0) {
+		cli_error("init: --tune: %s", err.text);
+		status = rc == -2 ? EXIT_RUNTIME : EXIT_SPEC;
+		goto out;
+	}
 	if (p->n_next) {
 		printf("\nnext steps:\n");
 		for (size_t i = 0; i < p->n_next; i++)
-			printf("  %s\n", p->next[i]);
+			if (p->next[i][0])
+				printf("  %s\n", p->next[i]);
 	}
 	status = 0;
 out:

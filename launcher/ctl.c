@@ -1108,6 +1108,22 @@ static int take_spares(struct ctl *c)
 	return count_nodes(c, NODE_CONNECTING, 1);
 }
 
+/* Why the job ends with up members: the key to change named (issue 22:
+ * nodes.min is every node unless set, so a job without spares ends with
+ * its first lost node). */
+static void too_few_why(const struct ctl *c, int up, char *buf, size_t size)
+{
+	const struct spec *s = c->spec;
+
+	snprintf(buf, size,
+		 "only %d node%s left, nodes.min is %d%s; giving up: set "
+		 "nodes.min lower in %s to go on with fewer nodes, or add "
+		 "nodes.spares",
+		 up, up == 1 ? "" : "s", c->min_nodes,
+		 s->nodes.min > 0 ? "" : " (every node: the default)",
+		 s->path ? s->path : "the job file");
+}
+
 static void on_backoff(struct loop *loop, void *arg)
 {
 	struct ctl *c = arg;
@@ -1121,11 +1137,9 @@ static void act_backoff_over(struct ctl *c, struct ctl_ev *ev)
 {
 	(void)ev;
 	if (count_nodes(c, NODE_UP, 1) < c->min_nodes) {
-		char why[160];
+		char why[320];
 
-		snprintf(why, sizeof(why),
-			 "only %d nodes left, nodes.min is %d",
-			 count_nodes(c, NODE_UP, 1), c->min_nodes);
+		too_few_why(c, count_nodes(c, NODE_UP, 1), why, sizeof(why));
 		fprintf(stderr, "herd: %s\n", why);
 		c->final_failure = true;
 		post_stop(c, CTL_EV_FINISH, 0, SIGTERM);
@@ -1161,12 +1175,10 @@ static void check_recovered(struct ctl *c)
 		return;
 	up = count_nodes(c, NODE_UP, 1);
 	if (up < c->min_nodes) {
-		char why[160];
+		char why[320];
 
-		snprintf(why, sizeof(why),
-			 "only %d node%s left, nodes.min is %d", up,
-			 up == 1 ? "" : "s", c->min_nodes);
-		fprintf(stderr, "herd: %s; giving up\n", why);
+		too_few_why(c, up, why, sizeof(why));
+		fprintf(stderr, "herd: %s\n", why);
 		c->final_failure = true;
 		post_stop(c, CTL_EV_FINISH, 0, SIGTERM);
 		return;

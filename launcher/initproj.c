@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <openssl/evp.h>
 
 #include "herd/file.h"
 #include "herd/hostlist.h"
@@ -24,9 +25,9 @@ static const char *const run_time[] = {"checkpoint", "resume_args", "attempt"};
 /* herd's own values: project_dir, herd, template. */
 #define N_OWN 3
 
-static const char *const kinds[] = {"int",	 "number",  "word", "choice",
-				    "path",	 "program", "time", "hosts",
-				    "tokenizer", "args"};
+static const char *const kinds[] = {
+    "int",  "number", "word",	   "choice", "path",	 "program",
+    "time", "hosts",  "tokenizer", "args",   "hostlist", "file"};
 
 static bool name_ok(const char *s)
 {
@@ -575,6 +576,28 @@ char *initproj_value_check(const char *kind, char *const *choices,
 			       "'%s': expected slurm or a hostlist such as "
 			       "node[01-04]%s%s",
 			       value, hl ? "" : ": ", hl ? "" : e.text);
+	} else if (!strcmp(kind, "hostlist")) {
+		struct hostlist *hl;
+		struct herd_err e;
+
+		if (!n)
+			return strdup(value);
+		if ((hl = hostlist_expand(value, &e)) &&
+		    hostlist_count(hl) > 0) {
+			hostlist_free(hl);
+			return strdup(value);
+		}
+		hostlist_free(hl);
+		herd_errprintf(err,
+			       "'%s': expected a hostlist such as "
+			       "node[05-06], or nothing%s%s",
+			       value, hl ? "" : ": ", hl ? "" : e.text);
+	} else if (!strcmp(kind, "file")) {
+		/* "~/" stays: herd expands it where it reads the file (the
+		 * shell does not after "--set NAME="). */
+		if (!n || !strncmp(value, "~/", 2))
+			return strdup(value);
+		return absolute(value, cwd, err);
 	} else if (!strcmp(kind, "tokenizer")) {
 		if (all_digits(value, 9))
 			return strdup(value);
@@ -628,6 +651,13 @@ static int kind_derived(const struct initproj_value *v, const char *value,
 			text = strdup("slurm: true");
 		else if (asprintf(&text, "hosts: \"%s\"", value) < 0)
 			text = NULL;
+	} else if (!strcmp(v->kind, "hostlist") || !strcmp(v->kind, "file")) {
+		/* The job file's key of the same name; a comment when not
+		 * given (the job's default holds). */
+		snprintf(name, sizeof(name), "%s.yaml", v->name);
+		if (asprintf(&text, *value ? "%s: \"%s\"" : "# %s: not given",
+			     v->name, value) < 0)
+			text = NULL;
 	} else if (!strcmp(v->kind, "tokenizer")) {
 		snprintf(name, sizeof(name), "%s.args", v->name);
 		if (asprintf(&text,
@@ -642,6 +672,66 @@ static int kind_derived(const struct initproj_value *v, const char *value,
 		return -1;
 	rc = var_add(vars, n, name, text);
 	free(text);
+	return rc;
+}
+
+/* The value name in vars, or NULL. */
+static const char *var_get(const struct render_var *vars, size_t n,
+			   const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(vars[i].name, name))
+			return vars[i].value;
+	return NULL;
+}
+
+/* For the value of kind hosts: NAME.run, the command that runs the job
+ * (herd sbatch --wait under Slurm, else herd run), and NAME.ssh, a
+ * comment line saying how herd reaches the nodes (the file values
+ * identity and known_hosts, or what herd uses without them).  Appended
+ * to vars.  Returns 0 or -1. */
+static int run_derived(const struct initproj *p, struct render_var *vars,
+		       size_t *n)
+{
+	const char *hosts = NULL, *id, *kh, *name = NULL;
+	char key[160], *run = NULL, *ssh = NULL;
+	int rc = -1;
+
+	for (size_t i = 0; i < p->n_values && !name; i++)
+		if (!strcmp(p->values[i].kind, "hosts"))
+			name = p->values[i].name;
+	if (!name || !(hosts = var_get(vars, *n, name)))
+		return 0;
+	id = var_get(vars, *n, "identity");
+	kh = var_get(vars, *n, "known_hosts");
+	if (!strcmp(hosts, "slurm")) {
+		run = strdup("herd sbatch --wait job.yaml  # inside an "
+			     "allocation already: herd run job.yaml");
+		ssh = strdup("# ssh: not used: in the allocation herd starts "
+			     "its agents with srun");
+	} else {
+		run = strdup("herd run job.yaml");
+		if (asprintf(&ssh,
+			     "# ssh (job.yaml's ssh:): key %s; host keys "
+			     "checked in %s",
+			     id && *id ? id
+				       : "none given (--set identity=): "
+					 "~/.ssh/config's, else "
+					 "~/.ssh/herd_ed25519 (herd keys "
+					 "job.yaml makes it) or the ssh "
+					 "agent's",
+			     kh && *kh ? kh : "~/.ssh/known_hosts") < 0)
+			ssh = NULL;
+	}
+	if (run && ssh) {
+		snprintf(key, sizeof(key), "%s.run", name);
+		rc = var_add(vars, n, key, run);
+		snprintf(key, sizeof(key), "%s.ssh", name);
+		if (rc == 0)
+			rc = var_add(vars, n, key, ssh);
+	}
+	free(run);
+	free(ssh);
 	return rc;
 }
 
@@ -695,7 +785,7 @@ int initproj_render(struct initproj *p, const char *tdir,
 		    const char *project_dir, const char *herd,
 		    struct herd_err *err)
 {
-	struct render_var vars[3 * INITPROJ_ITEMS_MAX + N_OWN + N_RUN_TIME];
+	struct render_var vars[3 * INITPROJ_ITEMS_MAX + N_OWN + N_RUN_TIME + 2];
 	char missing[HERD_ERR_MAX / 2] = "", bad[HERD_ERR_MAX / 2] = "";
 	char cwd[PATH_MAX];
 	size_t n = 0, n_missing = 0;
@@ -764,6 +854,8 @@ int initproj_render(struct initproj *p, const char *tdir,
 		herd_errprintf(err, "%s", bad);
 		goto out;
 	}
+	if (run_derived(p, vars, &n) < 0)
+		goto oom;
 	/* Kept for herd run, after everything else. */
 	for (size_t i = 0; i < N_RUN_TIME; i++) {
 		char keep[32];
@@ -938,23 +1030,127 @@ static int open_dir(const char *given, struct herd_err *err)
 	return dfd;
 }
 
-int initproj_write(struct initproj *p, const char *dir, bool force,
+/* text's SHA-256 as 64 hex digits into hex (65 bytes).  Returns 0 or -1. */
+static int sha256_hex(const void *text, size_t len, char *hex)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+
+	if (!EVP_Digest(text, len, md, &mdlen, EVP_sha256(), NULL) ||
+	    mdlen != 32)
+		return -1;
+	for (unsigned int i = 0; i < mdlen; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	return 0;
+}
+
+/* The SHA-256 of the regular file dfd/name (not followed when a link)
+ * into hex.  Returns 0, or -1 when it is not a regular file of at most
+ * INITPROJ_FILE_MAX bytes or cannot be read. */
+static int file_sha256(int dfd, const char *name, char *hex)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	char *buf = NULL;
+	size_t off = 0;
+	int rc = -1;
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size > INITPROJ_FILE_MAX ||
+	    !(buf = malloc((size_t)st.st_size + 1)))
+		goto out;
+	while (off < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + off, (size_t)st.st_size - off);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			goto out;
+		off += (size_t)r;
+	}
+	rc = sha256_hex(buf, off, hex);
+out:
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+/* The sums file of the project in dfd ({"sha256": {FILE: HEX}}), or a
+ * new empty one when there is none or it is not one. */
+static json_t *sums_read(int dfd)
+{
+	int fd = openat(dfd, INITPROJ_SUMS, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	json_t *doc = NULL;
+	json_error_t jerr;
+
+	if (fd >= 0) {
+		doc = json_loadfd(fd, JSON_REJECT_DUPLICATES, &jerr);
+		close(fd);
+	}
+	if (!json_is_object(json_object_get(doc, "sha256"))) {
+		json_decref(doc);
+		doc = json_pack("{s:s, s:{}}", "about",
+				"the files herd init wrote and their SHA-256: "
+				"herd init --force replaces only these "
+				"unchanged",
+				"sha256");
+	}
+	return doc;
+}
+
+static int sums_write(int dfd, const char *dir, json_t *doc,
+		      struct herd_err *err)
+{
+	char *text = json_dumps(doc, JSON_INDENT(1) | JSON_SORT_KEYS);
+	int rc;
+
+	if (!text)
+		return herd_errprintf(err, "out of memory");
+	rc = write_at(dfd, dir, INITPROJ_SUMS, text, 0644, err);
+	free(text);
+	return rc;
+}
+
+/* Whether dfd/name is as herd init wrote it (its sum recorded in sums)
+ * or holds text already. */
+static bool unchanged(int dfd, const char *name, json_t *sums, const char *text)
+{
+	const char *was = json_string_value(
+	    json_object_get(json_object_get(sums, "sha256"), name));
+	char hex[65], want[65];
+
+	if (file_sha256(dfd, name, hex) < 0)
+		return false;
+	if (was && !strcmp(was, hex))
+		return true;
+	return sha256_hex(text, strlen(text), want) == 0 && !strcmp(hex, want);
+}
+
+int initproj_write(struct initproj *p, const char *dir, int force,
 		   struct herd_err *err)
 {
-	char exist[HERD_ERR_MAX / 2] = "";
+	char exist[HERD_ERR_MAX / 2] = "", changed[HERD_ERR_MAX / 2] = "";
+	json_t *sums = NULL, *tab;
 	int dfd, rc = -1;
 
 	if ((dfd = open_dir(dir, err)) < 0)
 		return dfd;
+	if (!(sums = sums_read(dfd))) {
+		herd_errprintf(err, "out of memory");
+		goto out;
+	}
+	tab = json_object_get(sums, "sha256");
 	for (size_t i = 0; i < p->n_files; i++) {
+		struct initproj_file *f = &p->files[i];
 		struct stat st;
 
-		p->files[i].replaced = false;
-		if (fstatat(dfd, p->files[i].to, &st, AT_SYMLINK_NOFOLLOW) <
-		    0) {
+		f->replaced = f->kept = false;
+		if (fstatat(dfd, f->to, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			if (errno == ENOENT)
 				continue;
-			herd_errprintf(err, "%s/%s: %s", dir, p->files[i].to,
+			herd_errprintf(err, "%s/%s: %s", dir, f->to,
 				       strerror(errno));
 			rc = -2;
 			goto out;
@@ -963,12 +1159,18 @@ int initproj_write(struct initproj *p, const char *dir, bool force,
 			herd_errprintf(err,
 				       "%s/%s is a directory: herd init "
 				       "would write a file there",
-				       dir, p->files[i].to);
+				       dir, f->to);
 			goto out;
 		}
-		p->files[i].replaced = true;
+		f->replaced = true;
 		snprintf(exist + strlen(exist), sizeof(exist) - strlen(exist),
-			 "%s%s", exist[0] ? ", " : "", p->files[i].to);
+			 "%s%s", exist[0] ? ", " : "", f->to);
+		if (!unchanged(dfd, f->to, sums, f->text)) {
+			f->kept = true;
+			snprintf(changed + strlen(changed),
+				 sizeof(changed) - strlen(changed), "%s%s",
+				 changed[0] ? ", " : "", f->to);
+		}
 	}
 	if (exist[0] && !force) {
 		herd_errprintf(err,
@@ -977,12 +1179,57 @@ int initproj_write(struct initproj *p, const char *dir, bool force,
 			       dir, exist, strchr(exist, ',') ? "them" : "it");
 		goto out;
 	}
-	for (size_t i = 0; i < p->n_files; i++)
+	if (changed[0] && force < 2) {
+		bool many = strchr(changed, ',') != NULL;
+
+		const char *them = many ? "them" : "it";
+
+		herd_errprintf(err,
+			       "%s: %s changed since herd init wrote %s (or "
+			       "herd init did not write %s): nothing written; "
+			       "give --force twice to replace %s, keeping "
+			       "yours as %s%s",
+			       dir, changed, them, them, them,
+			       many ? "FILE" : changed,
+			       many ? ".orig each" : ".orig");
+		goto out;
+	}
+	for (size_t i = 0; i < p->n_files; i++) {
+		struct initproj_file *f = &p->files[i];
+		char orig[NAME_MAX + 1];
+
+		if (!f->kept)
+			continue;
+		snprintf(orig, sizeof(orig), "%s.orig", f->to);
+		if (renameat(dfd, f->to, dfd, orig) < 0) {
+			herd_errprintf(err, "cannot keep %s/%s as %s: %s", dir,
+				       f->to, orig, strerror(errno));
+			rc = -2;
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < p->n_files; i++) {
+		char hex[65];
+
 		if (write_at(dfd, dir, p->files[i].to, p->files[i].text,
 			     p->files[i].mode, err) < 0) {
 			rc = -2;
 			goto out;
 		}
+		if (sha256_hex(p->files[i].text, strlen(p->files[i].text),
+			       hex) < 0 ||
+		    json_object_set_new(tab, p->files[i].to, json_string(hex)) <
+			0) {
+			herd_errprintf(err, "cannot hash %s/%s", dir,
+				       p->files[i].to);
+			rc = -2;
+			goto out;
+		}
+	}
+	if (sums_write(dfd, dir, sums, err) < 0) {
+		rc = -2;
+		goto out;
+	}
 	if (fsync(dfd) < 0) {
 		herd_errprintf(err, "cannot sync %s: %s", dir, strerror(errno));
 		rc = -2;
@@ -990,6 +1237,35 @@ int initproj_write(struct initproj *p, const char *dir, bool force,
 	}
 	rc = 0;
 out:
+	json_decref(sums);
+	close(dfd);
+	return rc;
+}
+
+int initproj_sums_update(const char *dir, const char *name,
+			 struct herd_err *err)
+{
+	json_t *sums = NULL;
+	char hex[65];
+	int dfd, rc = -2;
+
+	if ((dfd = open_dir(dir, err)) < 0)
+		return dfd;
+	if (file_sha256(dfd, name, hex) < 0) {
+		herd_errprintf(err, "cannot read %s/%s", dir, name);
+		goto out;
+	}
+	if (!(sums = sums_read(dfd)) ||
+	    json_object_set_new(json_object_get(sums, "sha256"), name,
+				json_string(hex)) < 0) {
+		herd_errprintf(err, "out of memory");
+		goto out;
+	}
+	if (sums_write(dfd, dir, sums, err) < 0)
+		goto out;
+	rc = 0;
+out:
+	json_decref(sums);
 	close(dfd);
 	return rc;
 }

@@ -30,10 +30,18 @@
  *   time       Slurm's time syntax: digits, ':' and '-'
  *   hosts      "slurm", or a Slurm hostlist expression; NAME.yaml is the
  *              nodes: entry for it ("slurm: true" or "hosts: \"...\"")
+ *   hostlist   empty, or a Slurm hostlist expression; NAME.yaml is the
+ *              job file's entry NAME: "VALUE" (a comment when empty)
+ *   file       empty, or a path made absolute ("~/" kept: herd expands
+ *              it); NAME.yaml as for hostlist
  *   tokenizer  a vocabulary size (digits) or a path; NAME.args is
  *              tokenize.py's argument for it (--vocab-size N or
  *              --tokenizer 'PATH')
  *
+ * For the value of kind hosts, herd adds NAME.run (herd sbatch --wait
+ * job.yaml under Slurm, else herd run job.yaml) and NAME.ssh (a comment
+ * saying how herd reaches the nodes: the file values identity and
+ * known_hosts, or what herd uses without them).
  * herd adds project_dir (the project's absolute path), herd (this herd's
  * path) and template (the template's name); {{checkpoint}},
  * {{resume_args}} and {{attempt}} are kept for herd run.
@@ -59,6 +67,13 @@
  * template: a manifest is written by hand. */
 #define INITPROJ_ITEMS_MAX 64
 
+/* In the project directory: the SHA-256 of each file herd init wrote
+ * (JSON), so --force tells the user's edits from herd init's text. */
+#define INITPROJ_SUMS ".herd-init.json"
+
+/* A project file larger than this was not written by herd init. */
+#define INITPROJ_FILE_MAX (16u * 1024 * 1024)
+
 /* A value given with --set or a default: at most this long (a path). */
 #define INITPROJ_VALUE_MAX 4096
 
@@ -69,6 +84,7 @@ struct initproj_file {
 	bool copy;     /* copied as it is, not rendered */
 	char *text;    /* what initproj_render() made */
 	bool replaced; /* initproj_write() replaced an existing file */
+	bool kept;     /* ... that had changed: kept as NAME.orig */
 };
 
 struct initproj_value {
@@ -117,13 +133,23 @@ int initproj_render(struct initproj *p, const char *tdir,
 /* Writes the rendered files into dir, made 0755 when missing (its parent
  * must exist).  Refuses a dir that is a symlink, not a directory, not
  * owned by the caller or writable by group or others.  When a file
- * exists already, nothing is written unless force (then each replaced
- * file has replaced set); the error names every one.  Each file is
- * written to a temporary name in dir and renamed over its name.  Returns
- * 0; -1 with err when refused (the user's input), -2 with err when
- * making dir or writing a file failed. */
-int initproj_write(struct initproj *p, const char *dir, bool force,
+ * exists already, nothing is written unless force is 1 or more (then
+ * each replaced file has replaced set); the error names every one.  A
+ * file that changed since herd init wrote it (its SHA-256 is not the
+ * one dir/INITPROJ_SUMS records, nor that of the new text), or that herd
+ * init did not write, is replaced only when force is 2 or more: it is
+ * renamed to NAME.orig first (and kept set).  Each file is written to a
+ * temporary name in dir and renamed over its name; then INITPROJ_SUMS
+ * with the SHA-256 of each.  Returns 0; -1 with err when refused (the
+ * user's input), -2 with err when making dir or writing a file failed. */
+int initproj_write(struct initproj *p, const char *dir, int force,
 		   struct herd_err *err);
+
+/* Records the SHA-256 of dir/name as it is now in dir/INITPROJ_SUMS (a
+ * file herd changed after initproj_write: --tune's ds_zero3.json).
+ * Returns 0, -1 or -2 with err as initproj_write. */
+int initproj_sums_update(const char *dir, const char *name,
+			 struct herd_err *err);
 
 /* Checks value against kind (choices for kind choice) and returns its
  * malloc'd form: a path made absolute with cwd.  Returns NULL with err

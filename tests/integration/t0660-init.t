@@ -1,6 +1,6 @@
 #!/bin/sh
 
-test_description='herd init: finetune and pretrain projects from templates/init, values checked and named at once, no overwrite without --force, only into a directory of yours; the project under Slurm: herd sbatch --wait, sbatch batch.sbatch, and srun-pmix.sbatch (no herd) with a torch all_reduce across 2 nodes'
+test_description='herd init: finetune and pretrain projects from templates/init, values checked and named at once, no overwrite without --force and no hand edit lost to --force (a checksum of each file written; --force twice keeps FILE.orig), only into a directory of yours; nodes.min 1 and --set min= spares=; the ssh: section from --set identity= known_hosts=, the next steps saying which, herd sbatch --wait first under Slurm; the project under Slurm: herd sbatch --wait, sbatch batch.sbatch, and srun-pmix.sbatch (no herd) with a torch all_reduce across 2 nodes'
 
 . "$(dirname "$0")/test-lib.sh"
 . "$HERD_ROOT/tests/cluster/lib.sh"
@@ -36,6 +36,16 @@ test_expect_success '--help, --list and a template'\''s values' '
 	grep "^  base  *the base checkpoint .*(required)$" out &&
 	grep "^  parallel  *data parallelism.*(default ddp)$" out &&
 	grep "^files: $FILES$" out &&
+	grep "^  min  *the fewest nodes .*(default 1)$" out &&
+	grep "^  spares  *spare nodes .*(default '\'''\'')$" out &&
+	grep "^  identity  *the ssh private key .*(default '\'''\'')$" out &&
+	grep "^  known_hosts  *the nodes. host keys .*(default '\'''\'')$" out &&
+	herd init --help >out &&
+	grep "^  --force --force   replace changed files too, each kept as FILE.orig" out &&
+	grep "^  min=N  *nodes.min" out &&
+	grep "^  spares=HOSTLIST  *nodes.spares" out &&
+	grep "^  identity=FILE, known_hosts=FILE" out &&
+	grep "^train.py checkpoints the step it reached on SIGTERM" out &&
 	test_expect_code 2 herd init 2>err &&
 	grep "^try .herd init --help.$" err &&
 	test_expect_code 2 herd init pretrain 2>err &&
@@ -69,6 +79,9 @@ test_expect_success 'pretrain: every file, its mode, absolute paths, a valid job
 	grep "^next steps:" out &&
 	grep -x "  cd '\''$PWD/proj'\''" out &&
 	grep -x "  /usr/bin/python3 tokenize.py --corpus '\''$PWD/texts'\'' --out data --vocab-size 8000" out &&
+	grep -x "  # ssh (job.yaml.s ssh:): key none given (--set identity=): ~/.ssh/config.s, else ~/.ssh/herd_ed25519 (herd keys job.yaml makes it) or the ssh agent.s; host keys checked in ~/.ssh/known_hosts" out &&
+	grep -x "  herd run job.yaml" out &&
+	! grep "herd sbatch" out &&
 	test $(mode proj) = 755 &&
 	for f in job.yaml tokenize.yaml ds_zero3.json README.md; do
 		test $(mode proj/$f) = 644 || return 1
@@ -83,6 +96,10 @@ test_expect_success 'pretrain: every file, its mode, absolute paths, a valid job
 	grep "^    .*tokenize.py --corpus '\''$PWD/texts'\'' --out data --vocab-size 8000\$" proj/tokenize.yaml &&
 	herd validate --print proj/job.yaml >spec &&
 	grep "mode: torch" spec &&
+	grep "^  min: 1$" spec &&
+	grep "^  host_keys: strict$" spec &&
+	grep "^  # spares: not given$" proj/job.yaml &&
+	grep "^  # identity: not given$" proj/job.yaml &&
 	grep "pattern: \"\\?step_\*" spec &&
 	grep "complete_marker: \"\\?COMPLETE" spec &&
 	grep "^  command: .*train.py --data data --ckpt-dir ckpt --model-size tiny --steps 40 --batch 8 --lr 3e-3 --ckpt-every 100 --parallel ddp --deepspeed ds_zero3.json  *{{resume_args}}" spec &&
@@ -95,7 +112,7 @@ test_expect_success 'pretrain: every file, its mode, absolute paths, a valid job
 	grep "herd init pretrain" proj/README.md &&
 	! grep "{{" proj/README.md proj/batch.sbatch proj/srun-pmix.sbatch proj/ds_zero3.json &&
 	ls -a proj >got &&
-	printf "%s\n" . .. $FILES | sort >expect &&
+	printf "%s\n" . .. .herd-init.json $FILES | sort >expect &&
 	sort got >got.sorted &&
 	test_cmp expect got.sorted
 '
@@ -108,7 +125,29 @@ test_expect_success 'finetune: --init-from the base, the tokenizer model, slurm 
 	grep -- "--init-from '\''$PWD/base/step_00000100'\''" ft/srun-pmix.sbatch &&
 	grep "^  slurm: true$" ft/job.yaml &&
 	grep -x "#SBATCH --nodes=3" ft/batch.sbatch &&
-	grep -- "--tokenizer '\''$PWD/tok.model'\''" out
+	grep -- "--tokenizer '\''$PWD/tok.model'\''" out &&
+	sed -n "/^next steps:/,\$p" out | grep -v "^  cd \|tokenize.py\|herd validate\|^next steps:\|^  #" | head -1 >first &&
+	echo "  herd sbatch --wait job.yaml  # inside an allocation already: herd run job.yaml" >expect &&
+	test_cmp expect first &&
+	grep -x "  # ssh: not used: in the allocation herd starts its agents with srun" out &&
+	! grep "^  herd run" out
+'
+
+test_expect_success '--set identity= known_hosts= min= spares=: job.yaml'\''s ssh: and nodes:, the next steps name the key' '
+	herd init pretrain keyed --set corpus=texts --set "hosts=node[01-04]" \
+		--set identity=keys/id --set known_hosts=/etc/kh --set min=3 \
+		--set "spares=node[05-06]" >out &&
+	herd validate --print keyed/job.yaml >spec &&
+	grep "^  identity: \"\?$PWD/keys/id\"\?$" spec &&
+	grep "^  known_hosts: \"\?/etc/kh\"\?$" spec &&
+	grep "^  min: 3$" spec &&
+	grep "^  spares: \"\?node\[05-06\]\"\?$" spec &&
+	grep -x "  # ssh (job.yaml.s ssh:): key $PWD/keys/id; host keys checked in /etc/kh" out &&
+	test_expect_code 2 herd init pretrain k2 --set corpus=texts --set "hosts=node[01-04]" --set min=5 2>err &&
+	grep "nodes.min (5) is more than the 4 nodes" err &&
+	test_expect_code 2 herd init pretrain k2 --set corpus=texts --set "spares=n[1-" 2>err &&
+	grep "spares: .n\[1-.: expected a hostlist such as node\[05-06\], or nothing" err &&
+	test ! -e k2
 '
 
 test_expect_success 'every missing value named at once; nothing written' '
@@ -141,22 +180,36 @@ b" 2>err &&
 	test ! -e p2 && test ! -e INJ
 '
 
-test_expect_success 'existing files: refused without --force (all named, nothing written); --force replaces and names them' '
+test_expect_success 'existing files: refused without --force (all named, nothing written); --force replaces those herd init wrote, refuses hand edits (nothing written); --force twice keeps them as FILE.orig' '
 	cp proj/job.yaml job.before &&
-	echo mine >proj/README.md &&
 	test_expect_code 2 herd init pretrain proj --set corpus=texts --set steps=7 2>err &&
 	grep "^herd: init: proj holds job.yaml, train.py, tokenize.py, tokenize.yaml, ds_zero3.json, batch.sbatch, srun-pmix.sbatch, README.md already: nothing written; give --force to replace them" err &&
 	test_cmp job.before proj/job.yaml &&
-	test "$(cat proj/README.md)" = mine &&
 	herd init pretrain proj --set corpus=texts --set steps=7 --force >out &&
 	grep -x "replaced $PWD/proj/README.md" out &&
 	grep -x "replaced $PWD/proj/job.yaml" out &&
 	grep -- "--steps 7 " proj/job.yaml &&
+	jq -e ".sha256[\"job.yaml\"] == \"$(sha256sum <proj/job.yaml | cut -d" " -f1)\"" proj/.herd-init.json &&
+	echo mine >proj/README.md &&
+	sed -i "s/^  min: 1$/  min: 2/" proj/job.yaml &&
+	echo "# my ssh" >>proj/job.yaml &&
+	cp proj/job.yaml job.mine &&
+	test_expect_code 2 herd init pretrain proj --set corpus=texts --set steps=9 --force 2>err &&
+	grep "^herd: init: proj: job.yaml, README.md changed since herd init wrote them (or herd init did not write them): nothing written; give --force twice to replace them, keeping yours as FILE.orig each" err &&
+	test_cmp job.mine proj/job.yaml &&
+	test "$(cat proj/README.md)" = mine &&
+	herd init pretrain proj --set corpus=texts --set steps=9 --force --force >out &&
+	grep -x "replaced $PWD/proj/job.yaml (yours, changed since herd init wrote it, kept as job.yaml.orig)" out &&
+	grep -x "replaced $PWD/proj/README.md (yours, changed since herd init wrote it, kept as README.md.orig)" out &&
+	grep -x "replaced $PWD/proj/train.py" out &&
+	test_cmp job.mine proj/job.yaml.orig &&
+	test "$(cat proj/README.md.orig)" = mine &&
+	grep -- "--steps 9 " proj/job.yaml &&
 	grep "herd init pretrain" proj/README.md &&
-	rm proj/README.md &&
+	rm proj/README.md proj/job.yaml.orig proj/README.md.orig &&
 	herd init pretrain proj --set corpus=texts --force >out &&
 	grep -x "wrote $PWD/proj/README.md" out &&
-	! ls -a proj | grep "^\.[^.]"
+	! ls -a proj | grep "^\.[^.]" | grep -vx ".herd-init.json"
 '
 
 test_expect_success 'a DIR that is a symlink, not a directory, not yours or writable by others is refused' '
@@ -177,8 +230,11 @@ test_expect_success 'a DIR that is a symlink, not a directory, not yours or writ
 	grep "open is writable by others (mode 0777)" err &&
 	test -z "$(ls -A theirs)" && test -z "$(ls -A open)" &&
 	mkdir -p ro/p && ln -s /nonexistent ro/p/job.yaml &&
-	herd init pretrain ro/p --set corpus=texts --force >out &&
+	test_expect_code 2 herd init pretrain ro/p --set corpus=texts --force 2>err &&
+	grep "job.yaml changed since herd init wrote it" err &&
+	herd init pretrain ro/p --set corpus=texts --force --force >out &&
 	test -f ro/p/job.yaml && ! test -L ro/p/job.yaml &&
+	test -L ro/p/job.yaml.orig &&
 	test_expect_code 1 herd init pretrain no/such/dir --set corpus=texts 2>err &&
 	grep "^herd: init: cannot make no/such/dir: No such file or directory\$" err
 '
@@ -195,6 +251,10 @@ test_expect_success '--tune with a platform file: ds_zero3.json gets the rule'\'
 	jq -e ".zero_optimization.reduce_bucket_size == 14000000 and .zero_optimization.allgather_bucket_size == 14000000 and .zero_optimization.stage3_prefetch_bucket_size == 28000000 and .zero_optimization.stage3_param_persistence_threshold == 1000000 and .zero_optimization.stage == 3" tuned/ds_zero3.json &&
 	test "$(mode tuned/ds_zero3.json)" = 644 &&
 	! ls tuned/.ds_zero3.json.* 2>/dev/null &&
+	herd init pretrain tuned --set corpus=/usr/lib/python3.11 \
+		--set "hosts=h[1-2]" --set ranks_per_node=8 \
+		--tune --platform net.json --force >out 2>err &&
+	grep -x "replaced $PWD/tuned/ds_zero3.json" out &&
 	test_expect_code 2 herd init pretrain t2 --set corpus=/usr/lib/python3.11 \
 		--set "hosts=h[1-2]" --platform net.json 2>err &&
 	grep "platform goes with --tune" err

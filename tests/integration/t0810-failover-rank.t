@@ -83,9 +83,22 @@ test_expect_success 'nodes.min 3: node 3 crashes; 2 nodes left is too few, the j
 	cluster_kill_node 3 &&
 	wait_exit $HERD_PID 60 &&
 	test "$WAIT_RC" != 0 &&
-	grep "only 2 nodes left, nodes.min is 3" err.min &&
+	grep "^herd: only 2 nodes left, nodes.min is 3; giving up: set nodes.min lower in min.yaml to go on with fewer nodes, or add nodes.spares$" err.min &&
 	fo_has min job_end ".status != 0 and .attempts == 1" &&
 	fo_has min node_failed ".host == \"$(cluster_node 3)\"" &&
+	fo_no_train_left &&
+	cluster_start_node 3
+'
+
+test_expect_success 'no nodes.min, no spares: the first lost node ends the job, and the message says nodes.min is every node by default and names the keys to change (issue 22)' '
+	cluster_wait_ssh 3 60 &&
+	fo_job all "$THREE" &&
+	run_bg all.yaml out.all err.all &&
+	fo_wait_step all 1 12 &&
+	cluster_kill_node 3 &&
+	wait_exit $HERD_PID 60 &&
+	test "$WAIT_RC" != 0 &&
+	grep "^herd: only 2 nodes left, nodes.min is 3 (every node: the default); giving up: set nodes.min lower in all.yaml to go on with fewer nodes, or add nodes.spares$" err.all &&
 	fo_no_train_left &&
 	cluster_start_node 3
 '

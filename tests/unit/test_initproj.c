@@ -1,10 +1,13 @@
 /* test_initproj.c — launcher/initproj.c: the manifest's checks, values by
  * kind, every missing value named at once, an unknown --set, rendering
  * (copied files, derived values, herd run's placeholders kept, a result
- * that does not check), writing (no overwrite without force, modes,
- * refused directories); and herd's own templates (templates/init). */
+ * that does not check), writing (no overwrite without force, a hand
+ * edit refused by one --force and kept as NAME.orig by two, modes,
+ * refused directories); and herd's own templates (templates/init): the
+ * project shrinks, its ssh: section and next steps (issue 22). */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,6 +167,12 @@ static void test_kinds(void **state)
 	want_value("hosts", "node[01-", NULL);
 	want_value("tokenizer", "8000", "8000");
 	want_value("tokenizer", "tok.model", "/cwd/tok.model");
+	want_value("hostlist", "", "");
+	want_value("hostlist", "node[05-06]", "node[05-06]");
+	want_value("hostlist", "node[05-", NULL);
+	want_value("file", "", "");
+	want_value("file", "keys/id", "/cwd/keys/id");
+	want_value("file", "~/.ssh/id", "~/.ssh/id");
 	want_value("nope", "x", NULL);
 }
 
@@ -370,39 +379,149 @@ static mode_t mode_of(const char *dir, const char *name)
 	return st.st_mode;
 }
 
+/* The contents of dir/name into buf.  Returns 0 or -1. */
+static int read_of(const char *dir, const char *name, char *buf, size_t size)
+{
+	char path[256];
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	n = fread(buf, 1, size - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return 0;
+}
+
 static void test_write(void **state)
 {
 	struct fixture *f = *state;
 	struct render_var sets[] = {{"corpus", "/c"}, {"base", "/b"}};
 	struct initproj *p = load(f);
 	struct herd_err err;
-	char link[128];
+	char link[128], path[256], text[4096];
 
 	assert_int_equal(
 	    initproj_render(p, f->dir, sets, 2, f->proj, "/bin/herd", &err), 0);
-	assert_int_equal(initproj_write(p, f->proj, false, &err), 0);
+	assert_int_equal(initproj_write(p, f->proj, 0, &err), 0);
 	assert_int_equal(mode_of(f->proj, ".") & 07777, 0755);
 	assert_int_equal(mode_of(f->proj, "job.yaml") & 07777, 0644);
 	assert_int_equal(mode_of(f->proj, "run.sh") & 07777, 0755);
 	assert_false(p->files[0].replaced);
 	/* Again: refused, every file named. */
-	assert_int_equal(initproj_write(p, f->proj, false, &err), -1);
+	assert_int_equal(initproj_write(p, f->proj, 0, &err), -1);
 	assert_non_null(strstr(err.text, "holds job.yaml, run.sh, raw.py "
 					 "already: nothing written; give "
 					 "--force to replace them"));
-	assert_int_equal(initproj_write(p, f->proj, true, &err), 0);
+	assert_int_equal(initproj_write(p, f->proj, 1, &err), 0);
 	assert_true(p->files[0].replaced && p->files[2].replaced);
+	assert_false(p->files[0].kept || p->files[2].kept);
+	/* A hand edit: refused by one --force, nothing written; kept as
+	 * NAME.orig by two. */
+	put(f->proj, "job.yaml", "mine\n");
+	put(f->proj, "raw.py", "mine too\n");
+	assert_int_equal(initproj_write(p, f->proj, 1, &err), -1);
+	assert_non_null(strstr(err.text, "job.yaml, raw.py changed since herd "
+					 "init wrote them (or herd init did "
+					 "not write them): nothing written; "
+					 "give --force twice"));
+	assert_int_equal(read_of(f->proj, "job.yaml", text, sizeof(text)), 0);
+	assert_string_equal(text, "mine\n");
+	assert_int_equal(initproj_write(p, f->proj, 2, &err), 0);
+	assert_true(p->files[0].kept && p->files[2].kept);
+	assert_false(p->files[1].kept);
+	assert_int_equal(read_of(f->proj, "job.yaml.orig", text, sizeof(text)),
+			 0);
+	assert_string_equal(text, "mine\n");
+	assert_int_equal(read_of(f->proj, "job.yaml", text, sizeof(text)), 0);
+	assert_string_equal(text, p->files[0].text);
+	/* Without the sums file herd init cannot tell: a file that is not
+	 * the new text counts as changed. */
+	snprintf(path, sizeof(path), "%s/" INITPROJ_SUMS, f->proj);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(initproj_write(p, f->proj, 1, &err), 0);
+	put(f->proj, INITPROJ_SUMS, "not json");
+	put(f->proj, "run.sh", "#!/bin/sh\n");
+	assert_int_equal(initproj_write(p, f->proj, 1, &err), -1);
+	assert_non_null(strstr(err.text, "run.sh changed since herd init "
+					 "wrote it"));
 	/* A symlink to the project, with or without a trailing slash. */
 	snprintf(link, sizeof(link), "%s/link", f->dir);
 	assert_int_equal(symlink(f->proj, link), 0);
-	assert_int_equal(initproj_write(p, link, true, &err), -1);
+	assert_int_equal(initproj_write(p, link, 1, &err), -1);
 	assert_non_null(strstr(err.text, "is a symbolic link"));
 	strcat(link, "/");
-	assert_int_equal(initproj_write(p, link, true, &err), -1);
+	assert_int_equal(initproj_write(p, link, 1, &err), -1);
 	assert_non_null(strstr(err.text, "is a symbolic link"));
 	assert_int_equal(chmod(f->proj, 0775), 0);
-	assert_int_equal(initproj_write(p, f->proj, true, &err), -1);
+	assert_int_equal(initproj_write(p, f->proj, 2, &err), -1);
 	assert_non_null(strstr(err.text, "writable by its group (mode 0775)"));
+	initproj_free(p);
+}
+
+/* Renders herd's pretrain template with sets; fails on an error. */
+static struct initproj *builtin(const struct render_var *sets, size_t n)
+{
+	struct herd_err err;
+	struct initproj *p = initproj_load("templates", "pretrain", &err);
+
+	if (!p)
+		fail_msg("%s", err.text);
+	if (initproj_render(p, "templates", sets, n, "/proj", "/bin/herd",
+			    &err) < 0)
+		fail_msg("%s", err.text);
+	return p;
+}
+
+static bool has_next(const struct initproj *p, const char *line)
+{
+	for (size_t i = 0; i < p->n_next; i++)
+		if (!strcmp(p->next[i], line))
+			return true;
+	return false;
+}
+
+/* Issue 22: nodes.min 1 (a project shrinks), --set min= spares=; the
+ * ssh: section from --set identity= known_hosts= and the next steps
+ * saying which; under Slurm herd sbatch --wait, not herd run. */
+static void test_builtin_render(void **state)
+{
+	struct render_var slurm[] = {{"corpus", "/c"}};
+	struct render_var hosts[] = {{"corpus", "/c"}, {"hosts", "n[1-4]"}};
+	struct render_var keyed[] = {{"corpus", "/c"},	 {"hosts", "n[1-4]"},
+				     {"identity", "/k"}, {"known_hosts", "/kh"},
+				     {"min", "3"},	 {"spares", "n[5-6]"}};
+	struct initproj *p;
+
+	(void)state;
+	p = builtin(slurm, 1);
+	assert_string_equal(p->files[0].to, "job.yaml");
+	assert_non_null(strstr(p->files[0].text, "\n  min: 1\n"));
+	assert_non_null(strstr(p->files[0].text, "\n  # spares: not given\n"));
+	assert_non_null(strstr(p->files[0].text, "\nssh:\n"));
+	assert_true(has_next(p, "herd sbatch --wait job.yaml  # inside an "
+				"allocation already: herd run job.yaml"));
+	assert_false(has_next(p, "herd run job.yaml"));
+	initproj_free(p);
+	p = builtin(hosts, 2);
+	assert_true(has_next(p, "herd run job.yaml"));
+	assert_non_null(
+	    strstr(p->files[0].text, "\n  # identity: not given\n"));
+	assert_true(has_next(p, "# ssh (job.yaml's ssh:): key none given "
+				"(--set identity=): ~/.ssh/config's, else "
+				"~/.ssh/herd_ed25519 (herd keys job.yaml "
+				"makes it) or the ssh agent's; host keys "
+				"checked in ~/.ssh/known_hosts"));
+	initproj_free(p);
+	p = builtin(keyed, 6);
+	assert_non_null(strstr(p->files[0].text, "\n  identity: \"/k\"\n"));
+	assert_non_null(strstr(p->files[0].text, "\n  known_hosts: \"/kh\"\n"));
+	assert_non_null(strstr(p->files[0].text, "\n  min: 3\n"));
+	assert_non_null(strstr(p->files[0].text, "\n  spares: \"n[5-6]\"\n"));
+	assert_true(has_next(p, "# ssh (job.yaml's ssh:): key /k; host keys "
+				"checked in /kh"));
 	initproj_free(p);
 }
 
@@ -411,6 +530,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_kinds),
 	    cmocka_unit_test(test_builtin),
+	    cmocka_unit_test(test_builtin_render),
 	    cmocka_unit_test_setup_teardown(test_bad_manifests, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_missing_and_unknown, setup,

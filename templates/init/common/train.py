@@ -29,6 +29,19 @@ directory whose newest complete step_* is taken): fine-tuning starts at
 step 0 with a new optimizer.  A resume wins over --init-from (a
 fine-tuning run that restarts continues itself).
 
+Stopping: on SIGTERM (herd stop, herd stopping the ranks after a node
+failed elsewhere, scancel, a preemption, Slurm's --signal=TERM@SECONDS)
+the step under way is finished and checkpointed, then the process ends
+as SIGTERM would have ended it; the ranks agree on the step (a flag
+all-reduced after every step), so all of them save the same one.  herd
+waits health.grace (10 s by default) before SIGKILL: a step and a
+checkpoint must fit in it.
+
+Shrinking: resumed on another number of ranks than the checkpoint's
+(herd goes on with fewer nodes after losing some, nodes.min), rank 0
+says once that the global batch (--batch per rank times the ranks)
+changes, with the old and new sizes.
+
 Metrics: every step one JSON line {"step", "loss", "tokens",
 "step_time"} is appended to $HERD_METRICS and $HERD_PROGRESS_FILE is
 touched (both only when herd sets them); rank 0 prints
@@ -55,6 +68,7 @@ import contextlib  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import shutil  # noqa: E402
+import signal  # noqa: E402
 import socket  # noqa: E402
 import time  # noqa: E402
 
@@ -341,6 +355,61 @@ class Herd:
                 open(self.progress, "a").close()
 
 
+# ---- stopping on SIGTERM ------------------------------------------------------
+
+class Stop:
+    """SIGTERM noted, acted on at the end of a step (Stop.agreed)."""
+
+    def __init__(self):
+        self.signum = 0
+        self.flag = None
+        signal.signal(signal.SIGTERM, self._on)
+
+    def _on(self, signum, frame):
+        self.signum = signum
+
+    def agreed(self, world, device):
+        """The signal any rank got (0: none); every rank must call it."""
+        if world == 1:
+            return self.signum
+        # One tensor for the whole run, held by STOP until the process
+        # ends: a tensor Python dropped while gloo's thread still held it
+        # is freed in that thread, which then needs the GIL, and PyTorch
+        # 1.13's ProcessGroupGloo destructor joins that thread holding
+        # the GIL (a hang at exit).
+        if self.flag is None:
+            self.flag = torch.zeros(1, dtype=torch.int32, device=device)
+        self.flag.fill_(self.signum)
+        dist.all_reduce(self.flag, op=dist.ReduceOp.MAX)
+        return int(self.flag.item())
+
+    @staticmethod
+    def exit(signum):
+        """Ends the process as the signal would have: herd and Slurm see
+        it stopped, not finished."""
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        signal.pause()
+
+
+def said_world(resume, world, batch):
+    """Rank 0, on resume: the global batch changes when the checkpoint was
+    written by another number of ranks (config.json's world_size)."""
+    try:
+        with open(os.path.join(resume, "config.json")) as f:
+            was = int(json.load(f).get("world_size", world))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return
+    if was != world:
+        print(f"train.py: {was} rank{'s' if was != 1 else ''} wrote "
+              f"{os.path.basename(resume)}, "
+              f"{world} resume it: the global batch goes from {was * batch}"
+              f" to {world * batch} sequences per step (--batch {batch} "
+              f"per rank)", flush=True)
+
+
 # ---- parallelism --------------------------------------------------------------
 
 def import_fsdp():
@@ -447,8 +516,13 @@ class Parallel:
 
 # ---- main ---------------------------------------------------------------------
 
+STOP = None  # main()'s Stop: module-level, so it outlives main()'s locals
+
+
 def main(argv=None):
+    global STOP
     args = parse(argv)
+    stop = STOP = Stop()
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local = int(os.environ.get("LOCAL_RANK", "0"))
@@ -547,6 +621,7 @@ def main(argv=None):
         if rank == 0:
             print(f"rank 0: resumed from {resume} at step {start}",
                   flush=True)
+            said_world(resume, world, args.batch)
     elif args.init_from and rank == 0:
         print(f"rank 0: fine-tuning from {args.init_from} "
               f"({config['layers']} layers, width {config['width']})",
@@ -602,9 +677,20 @@ def main(argv=None):
                       f"tokens/s {tok_log / max(now - t_log, 1e-9):.0f} "
                       f"lr {lr:.2e}", flush=True)
             t_log, tok_log, loss_sum, loss_n = now, 0, 0.0, 0
-        if args.ckpt_dir and ((step + 1) % args.ckpt_every == 0
-                              or step + 1 == args.steps):
+        due = args.ckpt_dir and ((step + 1) % args.ckpt_every == 0
+                                 or step + 1 == args.steps)
+        if due:
             checkpoint(args, config, step + 1, rank, world, par, ds)
+        sig = stop.agreed(world, device)
+        if sig:
+            if args.ckpt_dir and not due:
+                checkpoint(args, config, step + 1, rank, world, par, ds)
+            if rank == 0:
+                print(f"rank 0: {signal.Signals(sig).name} at step "
+                      f"{step + 1}: "
+                      f"{'checkpointed' if args.ckpt_dir else 'no --ckpt-dir, nothing saved'}"
+                      f"; stopping", flush=True)
+            Stop.exit(sig)
         if args.step_sleep:
             time.sleep(args.step_sleep)
     if rank == 0:
