@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "herd/render.h"
+#include "herd/spec.h"
 #include "template.h"
 #include "tune.h"
 
@@ -335,6 +336,34 @@ static yaml_node_t *map_get(yaml_document_t *doc, yaml_node_t *map,
 	return NULL;
 }
 
+/* Whether text is YAML nested at most SPEC_DEPTH_MAX deep, checked on
+ * the event stream, as spec_parse() does before it loads a document. */
+static bool shallow(const char *text)
+{
+	yaml_parser_t parser;
+	yaml_event_t ev;
+	bool ok = false, done = false;
+	int depth = 0;
+
+	if (!yaml_parser_initialize(&parser))
+		return false;
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text,
+				     strlen(text));
+	while (!done && yaml_parser_parse(&parser, &ev)) {
+		if (ev.type == YAML_SEQUENCE_START_EVENT ||
+		    ev.type == YAML_MAPPING_START_EVENT)
+			done = ++depth > SPEC_DEPTH_MAX;
+		else if (ev.type == YAML_SEQUENCE_END_EVENT ||
+			 ev.type == YAML_MAPPING_END_EVENT)
+			depth--;
+		else if (ev.type == YAML_STREAM_END_EVENT)
+			done = ok = true;
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&parser);
+	return ok;
+}
+
 /* Which shell field of the job text (rendered with stand-ins) holds
  * mark: its index, -1 when none, -2 when the text is no YAML mapping
  * (then every value counts as shell text: nothing is guessed). */
@@ -345,7 +374,7 @@ static int shell_field_of(const char *text, const char *mark)
 	yaml_node_t *root;
 	int found = -2;
 
-	if (!yaml_parser_initialize(&parser))
+	if (!shallow(text) || !yaml_parser_initialize(&parser))
 		return -2;
 	yaml_parser_set_input_string(&parser, (const unsigned char *)text,
 				     strlen(text));
