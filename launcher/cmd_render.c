@@ -11,8 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <yaml.h>
+
 #include "cli.h"
 #include "herd/render.h"
+#include "herd/spec.h"
 #include "herd/suggest.h"
 #include "template.h"
 #include "tune.h"
@@ -72,6 +75,10 @@ static void render_usage(FILE *out)
 	    "{{checkpoint}}, {{resume_args}} and {{attempt}} are kept for\n"
 	    "herd run to fill in at each launch.  What comes out is checked:\n"
 	    "a .json file must be JSON, a .yaml file a valid herd job.\n"
+	    "A --set value that goes into shell text (launch.command,\n"
+	    "checkpoint.resume_args, health.check_command, nodes.command,\n"
+	    "or a script) may hold only letters, digits, spaces and\n"
+	    "._=,:/+-@%%; no value of a job or script a control character.\n"
 	    "\n"
 	    "Exit status: 0 success; 1 the output could not be written or\n"
 	    "the --tune bench run failed;\n"
@@ -290,6 +297,188 @@ static int check_sets_used(const char *text, struct render_var *vars,
 	return 0;
 }
 
+/* ---- values that go into shell text (issue 23) ------------------------
+ *
+ * A job's launch.command (and the other fields below) is shell text the
+ * job's author wrote: a --set value pasted into it as it is would be
+ * shell code ("org/m; touch F;", "$(id)").  Such a value may hold only
+ * characters the shell reads as themselves (spaces split words, as
+ * {{extra_args}} wants); anything else is refused, naming the field.  A
+ * script template (#! or .sh) is shell text throughout.  No --set value
+ * of a job or a script may hold a control character (a newline would
+ * start a YAML key or a shell command of its own). */
+
+/* The fields of a job file that /bin/sh reads. */
+static const char *const shell_fields[][2] = {
+    {"launch", "command"},
+    {"checkpoint", "resume_args"},
+    {"health", "check_command"},
+    {"nodes", "command"},
+};
+#define N_SHELL_FIELDS (sizeof(shell_fields) / sizeof(shell_fields[0]))
+
+#define SHELL_SAFE_PUNCT " ._=,:/+-@%"
+
+/* The first character of v the shell would act on, or 0. */
+static char shell_unsafe(const char *v)
+{
+	for (; *v; v++)
+		if (!((*v >= 'a' && *v <= 'z') || (*v >= 'A' && *v <= 'Z') ||
+		      (*v >= '0' && *v <= '9') || strchr(SHELL_SAFE_PUNCT, *v)))
+			return *v;
+	return 0;
+}
+
+static yaml_node_t *map_get(yaml_document_t *doc, yaml_node_t *map,
+			    const char *key)
+{
+	if (!map || map->type != YAML_MAPPING_NODE)
+		return NULL;
+	for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
+	     p < map->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = yaml_document_get_node(doc, p->key);
+
+		if (k && k->type == YAML_SCALAR_NODE &&
+		    !strcmp((const char *)k->data.scalar.value, key))
+			return yaml_document_get_node(doc, p->value);
+	}
+	return NULL;
+}
+
+/* Whether text is YAML nested at most SPEC_DEPTH_MAX deep, checked on
+ * the event stream, as spec_parse() does before it loads a document. */
+static bool shallow(const char *text)
+{
+	yaml_parser_t parser;
+	yaml_event_t ev;
+	bool ok = false, done = false;
+	int depth = 0;
+
+	if (!yaml_parser_initialize(&parser))
+		return false;
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text,
+				     strlen(text));
+	while (!done && yaml_parser_parse(&parser, &ev)) {
+		if (ev.type == YAML_SEQUENCE_START_EVENT ||
+		    ev.type == YAML_MAPPING_START_EVENT)
+			done = ++depth > SPEC_DEPTH_MAX;
+		else if (ev.type == YAML_SEQUENCE_END_EVENT ||
+			 ev.type == YAML_MAPPING_END_EVENT)
+			depth--;
+		else if (ev.type == YAML_STREAM_END_EVENT)
+			done = ok = true;
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&parser);
+	return ok;
+}
+
+/* Which shell field of the job text (rendered with stand-ins) holds
+ * mark: its index, -1 when none, -2 when the text is no YAML mapping
+ * (then every value counts as shell text: nothing is guessed). */
+static int shell_field_of(const char *text, const char *mark)
+{
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	yaml_node_t *root;
+	int found = -2;
+
+	if (!shallow(text) || !yaml_parser_initialize(&parser))
+		return -2;
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text,
+				     strlen(text));
+	if (!yaml_parser_load(&parser, &doc)) {
+		yaml_parser_delete(&parser);
+		return -2;
+	}
+	root = yaml_document_get_root_node(&doc);
+	if (root && root->type == YAML_MAPPING_NODE) {
+		found = -1;
+		for (size_t f = 0; f < N_SHELL_FIELDS && found < 0; f++) {
+			yaml_node_t *v = map_get(
+			    &doc, map_get(&doc, root, shell_fields[f][0]),
+			    shell_fields[f][1]);
+
+			if (v && v->type == YAML_SCALAR_NODE &&
+			    strstr((const char *)v->data.scalar.value, mark))
+				found = (int)f;
+		}
+	}
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&parser);
+	return found;
+}
+
+/* Checks the --set values of a job (.yaml) or script template as above.
+ * Returns 0, or -1 with err. */
+static int check_shell_values(const char *text, struct render_var *vars,
+			      size_t n_sets, const char *out_name,
+			      struct herd_err *err)
+{
+	bool job = ends_with(out_name, ".yaml") || ends_with(out_name, ".yml");
+	bool script =
+	    !job && (ends_with(out_name, ".sh") || !strncmp(text, "#!", 2));
+
+	if (!job && !script)
+		return 0;
+	for (size_t i = 0; i < n_sets; i++) {
+		const char *value = vars[i].value, *where = "the script";
+		char where_buf[64];
+		bool later = false;
+		char bad;
+
+		/* render_text takes the first of a name: the others are
+		 * overridden and never written. */
+		for (size_t k = 0; k < i; k++)
+			later = later || !strcmp(vars[k].name, vars[i].name);
+		if (later)
+			continue;
+		for (const char *c = value; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				return herd_errprintf(
+				    err,
+				    "--set %s: the value holds a control "
+				    "character (a newline, a tab, ...)",
+				    vars[i].name);
+		if (!(bad = shell_unsafe(value)))
+			continue;
+		if (job) {
+			static const char mark[] = "herdrendermark";
+			struct render_var probe[SETS_MAX + 1];
+			struct herd_err e;
+			char *out;
+			int f;
+
+			/* The job with a stand-in for this value (first:
+			 * it wins), the other values as they are. */
+			probe[0] = (struct render_var){vars[i].name, mark};
+			memcpy(probe + 1, vars, n_sets * sizeof(*vars));
+			out = render_text(text, probe, n_sets + 1, 0, &e);
+			f = out ? shell_field_of(out, mark) : -2;
+			free(out);
+			if (f == -1)
+				continue;
+			if (f >= 0) {
+				snprintf(where_buf, sizeof(where_buf), "%s.%s",
+					 shell_fields[f][0],
+					 shell_fields[f][1]);
+				where = where_buf;
+			} else {
+				where = "the job (whose shell text cannot be "
+					"told)";
+			}
+		}
+		return herd_errprintf(
+		    err,
+		    "--set %s: '%s' goes into %s, which /bin/sh reads, and "
+		    "holds '%c': a value there may hold only letters, digits, "
+		    "spaces and %s (write such a value into the job file "
+		    "yourself, quoted)",
+		    vars[i].name, value, where, bad, SHELL_SAFE_PUNCT + 1);
+	}
+	return 0;
+}
+
 /* Writes text to dir/name through a temporary file and a rename, mode
  * 0644 (0755 for a script starting with "#!"). */
 static int write_output(const char *dir, const char *name, const char *text,
@@ -435,7 +624,8 @@ int cmd_render(int argc, char **argv)
 	if (ends_with(base, ".tmpl") && n > 5)
 		n -= 5;
 	snprintf(out_name, sizeof(out_name), "%.*s", (int)n, base);
-	if (check_sets_used(text, vars, n_sets, base, &err) < 0)
+	if (check_sets_used(text, vars, n_sets, base, &err) < 0 ||
+	    check_shell_values(text, vars, n_sets, out_name, &err) < 0)
 		goto fail;
 	/* After the --set values (which win): the tuned ones, then herd
 	 * run's own. */

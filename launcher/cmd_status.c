@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "herd/runlog.h"
 #include "herd/svgplot.h"
+#include "herd/text.h"
 #include "jobview.h"
 #include "rundir.h"
 
@@ -331,8 +332,12 @@ static void status_text(const struct runlog *rl,
 		const char *slow = json_string_value(
 		    json_object_get(json_object_get(rl->last, "job"),
 				    "slowest"));
+		char shown_slow[256];
 
-		printf("slowest node: %s\n", slow ? slow : "none named");
+		/* metrics.jsonl's text: no control character printed. */
+		snprintf(shown_slow, sizeof(shown_slow), "%s",
+			 slow ? slow : "none named");
+		printf("slowest node: %s\n", herd_text_clean(shown_slow));
 	}
 	shown = 0;
 	for (size_t i = 0; i < rl->n_attempts; i++)

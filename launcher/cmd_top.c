@@ -27,6 +27,7 @@
 #include "cli.h"
 #include "herd/runlog.h"
 #include "herd/svgplot.h"
+#include "herd/text.h"
 #include "rundir.h"
 
 enum col {
@@ -253,14 +254,22 @@ static int64_t now_ms(void)
 /* Writes one frame into a memory buffer: header lines, then the table. */
 static char *frame(const struct runlog *rl, size_t *len)
 {
-	const char *slowest = json_string_value(json_object_get(
+	const char *slow = json_string_value(json_object_get(
 	    json_object_get(rl->last, "job"), "slowest"));
+	char slow_buf[256];
+	const char *slowest = NULL;
 	struct row *rows = calloc(rl->n_nodes + 1, sizeof(*rows));
 	char *buf = NULL, b[48];
 	FILE *f = open_memstream(&buf, len);
 	int64_t start = rl->start_t ? rl->start_t : rl->first_metrics_t;
 	double v;
 
+	/* metrics.jsonl's text: no control character printed (the node
+	 * names are cleaned the same way, runlog.c). */
+	if (slow) {
+		snprintf(slow_buf, sizeof(slow_buf), "%s", slow);
+		slowest = herd_text_clean(slow_buf);
+	}
 	if (!f || !rows) {
 		if (f)
 			fclose(f);

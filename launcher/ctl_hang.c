@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "ctl_int.h"
+#include "herd/text.h"
 
 struct hang_rank {
 	bool hung;	      /* reported hung by its agent */
@@ -207,8 +208,11 @@ void ctl_hang_answer(struct ctl *c, struct node *n, json_t *body)
 		    json_string_value(json_object_get(e, "method")));
 		free(r->frame);
 		free(r->error);
-		r->frame = frame ? strdup(frame) : NULL;
-		r->error = error ? strdup(error) : NULL;
+		/* The frame is the rank's text (a function or file name
+		 * of its own making): no control character of it reaches
+		 * herd's terminal line, the attempt's reason or the events. */
+		r->frame = herd_text_clean(frame ? strdup(frame) : NULL);
+		r->error = herd_text_clean(error ? strdup(error) : NULL);
 		r->in_collective =
 		    json_is_true(json_object_get(e, "in_collective"));
 		r->last_sign_ms =

@@ -330,6 +330,30 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn,
 
 static void on_mhd_timer(struct loop *loop, void *arg);
 
+static unsigned int mhd_connections(struct ctl_metrics *cm)
+{
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(
+	    cm->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+
+	return info ? info->num_connections : 0;
+}
+
+/* One MHD_run(), and a second one when the first closed connections.  At
+ * MHD_OPTION_CONNECTION_LIMIT (or when accept() ran out of fds) MHD takes
+ * its listen socket out of its epoll set, and puts it back only at the
+ * start of a later MHD_run(); once the connections are closed nothing
+ * makes the epoll fd readable nor arms a timeout, so without the second
+ * run the endpoint stayed deaf until the job ended (issue 23: 40
+ * connections held open and then closed, or more than 32 scrapers). */
+static void mhd_run(struct ctl_metrics *cm)
+{
+	unsigned int before = mhd_connections(cm);
+
+	MHD_run(cm->mhd);
+	if (mhd_connections(cm) < before)
+		MHD_run(cm->mhd);
+}
+
 /* After MHD ran: its next timeout, if it has one. */
 static void mhd_arm(struct ctl *c)
 {
@@ -349,7 +373,7 @@ static void on_mhd_timer(struct loop *loop, void *arg)
 
 	(void)loop;
 	c->metrics->mhd_timer = 0;
-	MHD_run(c->metrics->mhd);
+	mhd_run(c->metrics);
 	mhd_arm(c);
 }
 
@@ -360,7 +384,7 @@ static void on_mhd_fd(struct loop *loop, int fd, short revents, void *arg)
 	(void)loop;
 	(void)fd;
 	(void)revents;
-	MHD_run(c->metrics->mhd);
+	mhd_run(c->metrics);
 	mhd_arm(c);
 }
 

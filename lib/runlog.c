@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "herd/runlog.h"
+#include "herd/text.h"
 
 const char *const runlog_job_keys[RUNLOG_JOB_N_] = {
     [RUNLOG_JOB_STEP] = "step",
@@ -46,7 +47,7 @@ static char *dup_str(const json_t *obj, const char *key)
 {
 	const char *s = json_string_value(json_object_get(obj, key));
 
-	return s ? strdup(s) : NULL;
+	return herd_text_clean(s ? strdup(s) : NULL);
 }
 
 static void set_str(char **dst, const json_t *obj, const char *key)
@@ -168,7 +169,7 @@ static struct runlog_node *node_get(struct runlog *rl, const char *name)
 	rl->nodes = grown;
 	n = &rl->nodes[rl->n_nodes];
 	memset(n, 0, sizeof(*n));
-	n->name = strdup(name);
+	n->name = herd_text_clean(strdup(name));
 	if (!n->name || json_object_set_new(rl->node_index, name,
 					    json_integer((json_int_t)rl->n_nodes)) < 0) {
 		free(n->name);
@@ -216,9 +217,9 @@ static void add_mark(struct runlog *rl, int64_t t, const char *event,
 	rl->marks = m;
 	m = &rl->marks[rl->n_marks];
 	m->t = t;
-	m->event = strdup(event);
-	m->host = host ? strdup(host) : NULL;
-	m->detail = detail ? strdup(detail) : NULL;
+	m->event = herd_text_clean(strdup(event));
+	m->host = herd_text_clean(host ? strdup(host) : NULL);
+	m->detail = herd_text_clean(detail ? strdup(detail) : NULL);
 	m->attempt = attempt;
 	if (!m->event) {
 		free(m->host);
@@ -286,7 +287,7 @@ static void node_event(struct runlog *rl, const char *event, const json_t *o,
 	}
 	if (reason) {
 		free(n->reason);
-		n->reason = strdup(reason);
+		n->reason = herd_text_clean(strdup(reason));
 	}
 	add_mark(rl, t, event, host, reason, attempt);
 }

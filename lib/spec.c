@@ -1702,13 +1702,17 @@ static int yaml_fail(struct ctx *c, const yaml_parser_t *p, const char *buf,
 	}
 }
 
-/* The first pass: events only, refusing aliases and a second document,
- * so that the loader never expands an alias. */
+/* The first pass: events only, refusing aliases, a second document and
+ * nesting deeper than SPEC_DEPTH_MAX, so that the loader never expands an
+ * alias nor spends minutes on "[[[[..." (libyaml's scanner is quadratic
+ * in the depth of flow collections: a 1 MiB file of them held herd for
+ * tens of minutes).  The depth is checked on each start event, so the
+ * parse stops at the first collection too deep. */
 static int prescan(struct ctx *c, const char *buf, size_t len)
 {
 	yaml_parser_t p;
 	yaml_event_t ev;
-	int docs = 0, rc = -1, done = 0;
+	int docs = 0, rc = -1, done = 0, depth = 0;
 
 	if (!yaml_parser_initialize(&p))
 		return herd_errprintf(c->err, "%s: out of memory", c->path);
@@ -1727,6 +1731,20 @@ static int prescan(struct ctx *c, const char *buf, size_t len)
 			     ev.data.alias.anchor);
 			yaml_event_delete(&ev);
 			goto out;
+		}
+		if (ev.type == YAML_SEQUENCE_START_EVENT ||
+		    ev.type == YAML_MAPPING_START_EVENT) {
+			if (++depth > SPEC_DEPTH_MAX) {
+				perr(c, ev.start_mark,
+				     "nested deeper than %d (a job file "
+				     "needs a few levels)",
+				     SPEC_DEPTH_MAX);
+				yaml_event_delete(&ev);
+				goto out;
+			}
+		} else if (ev.type == YAML_SEQUENCE_END_EVENT ||
+			   ev.type == YAML_MAPPING_END_EVENT) {
+			depth--;
 		}
 		if (ev.type == YAML_DOCUMENT_START_EVENT && ++docs > 1) {
 			perr(c, ev.start_mark,
@@ -1827,6 +1845,19 @@ struct spec *spec_parse(const char *buf, size_t len, const char *path,
 	spec->metrics.interval_ms = -1; /* auto */
 	c.spec = spec;
 
+	/* A UTF-8 byte order mark (some editors write one) is not YAML
+	 * text: skipped, so positions count from what the editor shows.
+	 * One of UTF-16 or UTF-32 is named. */
+	if (len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3)) {
+		buf += 3;
+		len -= 3;
+	} else if (len >= 2 && (!memcmp(buf, "\xff\xfe", 2) ||
+				!memcmp(buf, "\xfe\xff", 2))) {
+		perr(&c, top,
+		     "starts with a UTF-16 or UTF-32 byte order mark; a job "
+		     "file must be UTF-8 (iconv -f UTF-16 -t UTF-8)");
+		goto out;
+	}
 	if (prescan(&c, buf, len) < 0)
 		goto out;
 	if (!yaml_parser_initialize(&parser)) {

@@ -22,6 +22,11 @@
  * few KiB, and libyaml holds the whole document in memory. */
 #define SPEC_FILE_MAX (1024 * 1024)
 
+/* Collections nested deeper than this are refused while parsing (a job
+ * file needs a handful of levels; libyaml's time grows with the square of
+ * the depth). */
+#define SPEC_DEPTH_MAX 32
+
 enum spec_source {
 	SPEC_SOURCE_NONE = 0,	/* no source key: hosts default to localhost */
 	SPEC_SOURCE_HOSTS,	/* nodes.hosts: expression or list */

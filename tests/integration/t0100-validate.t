@@ -200,6 +200,22 @@ test_expect_success 'a tab in the indentation is named as a tab, with file:line:
 	expect_error tab3.yaml "3:3: a tab in the indentation: YAML indents with spaces only"
 '
 
+test_expect_success 'nesting deeper than 32 is refused at once, even 1 MiB of it; a UTF-8 byte order mark is fine (issue 23)' '
+	python3 -c "import sys; sys.stdout.write(\"launch: {command: x}\nx: \" + \"[\" * (1024 * 1024 - 40))" >deep.yaml &&
+	test_expect_code 2 timeout 30 herd validate deep.yaml 2>err &&
+	echo "deep.yaml:2:35: nested deeper than 32 (a job file needs a few levels)" >expect &&
+	test_cmp expect err &&
+	printf "launch:\n" >deep2.yaml &&
+	for i in $(seq 40); do printf "%*s- \n" $((i * 2)) "" >>deep2.yaml; done &&
+	test_expect_code 2 herd validate deep2.yaml 2>err &&
+	grep -F "deep2.yaml:33:65: nested deeper than 32" err &&
+	printf "\357\273\277name: bom\nlaunch: {command: x}\n" >bom.yaml &&
+	herd validate bom.yaml &&
+	printf "\377\376n\000:\000" >u16.yaml &&
+	test_expect_code 2 herd validate u16.yaml 2>err &&
+	grep -F "u16.yaml:1:1: starts with a UTF-16 or UTF-32 byte order mark; a job file must be UTF-8" err
+'
+
 test_expect_success 'usage: --help, no file, two files, unknown option' '
 	herd validate --help >out &&
 	grep "^usage: herd validate JOB.yaml \[--print\]" out &&

@@ -84,6 +84,33 @@ test_expect_success 'a value that breaks the job is caught as herd validate woul
 	test ! -e bad/finetune.yaml
 '
 
+test_expect_success 'a --set value that would be shell code in launch.command or a script is refused; hosts and extra_args words pass (issue 23)' '
+	test_expect_code 2 herd render finetune --set hosts=h1 \
+		--set "model=org/m; touch F;" -o inj >out 2>err &&
+	echo "herd: --set model: '"'"'org/m; touch F;'"'"' goes into launch.command, which /bin/sh reads, and holds '"'"';'"'"': a value there may hold only letters, digits, spaces and ._=,:/+-@% (write such a value into the job file yourself, quoted)" >expect &&
+	test_cmp expect err &&
+	test_must_be_empty out &&
+	test ! -e inj/finetune.yaml &&
+	test_expect_code 2 herd render finetune --set hosts=h1 --set "model=\$(id)" 2>err &&
+	grep -F "holds '"'"'\$'"'"'" err &&
+	test_expect_code 2 herd render finetune --set hosts=h1 --set model=m \
+		--set "extra_args=--x \`id\`" 2>err &&
+	grep -F "extra_args: " err &&
+	test_expect_code 2 herd render finetune --set model=m \
+		--set "hosts=h1\"
+restart: {max: 99}
+x: \"" 2>err &&
+	grep -F "herd: --set hosts: the value holds a control character" err &&
+	herd render finetune --set "hosts=gpu[01-02]" --set model=org/m-7b \
+		--set "extra_args=--bf16 --lr 2e-5 --tag=a,b:c" -o ok >/dev/null &&
+	herd validate --print ok/finetune.yaml >spec &&
+	grep -F -- "--output_dir checkpoints {{resume_args}} --bf16 --lr 2e-5 --tag=a,b:c" spec &&
+	printf "#!/bin/sh\necho {{who}}\n" >hi2.sh.tmpl &&
+	test_expect_code 2 herd render ./hi2.sh.tmpl --set "who=x; touch F" 2>err &&
+	grep -F "goes into the script, which /bin/sh reads" err &&
+	test ! -e F
+'
+
 test_expect_success 'a user template by path; a script keeps its mode 0755' '
 	mkdir -p mine &&
 	printf "#!/bin/sh\necho {{greeting|hello}} {{who}}\n" >mine/hi.sh.tmpl &&

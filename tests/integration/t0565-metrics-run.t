@@ -193,6 +193,36 @@ test_expect_success 'Prometheus: scraped while the job runs, promtool clean, oth
 	test_must_fail curl -s "http://127.0.0.1:$port/metrics"
 '
 
+test_expect_success 'Prometheus: 40 connections held with partial requests and then closed, or 40 scrapers at once, leave the endpoint scrapable (issue 23)' '
+	port=$(free_port) &&
+	mkdir pids3 &&
+	job flood 1 "{listen: \"127.0.0.1:$port\"}" <<-EOF &&
+	command: $(yaml_cmd sh "$RUN_DATA/rank-wait.sh" "$PWD/pids3")
+	EOF
+	run_bg flood.yaml out err &&
+	test_when_finished "kill \$HERD_PID 2>/dev/null || :" &&
+	wait_files 1 "pids3/pid.*" 20 &&
+	# herd serves 32 at once: 8 wait in the accept queue
+	python3 "$M/flood.py" $port 40 8 &&
+	i=0 &&
+	until curl -sS --max-time 2 -o scrape "http://127.0.0.1:$port/metrics"
+	do
+		i=$((i + 1)) && test $i -lt 5 || return 1
+	done &&
+	grep -x "herd_attempt 1" scrape &&
+	curls= &&
+	for k in $(seq 40); do
+		curl -s --max-time 10 -o "scrape.$k" "http://127.0.0.1:$port/metrics" &
+		curls="$curls $!"
+	done &&
+	for p in $curls; do wait $p || :; done &&
+	test "$(grep -lx "herd_attempt 1" scrape.* | wc -l)" = 40 &&
+	curl -sS --max-time 2 -o scrape "http://127.0.0.1:$port/metrics" &&
+	kill -INT $HERD_PID &&
+	wait_exit $HERD_PID &&
+	test "$WAIT_RC" = 130
+'
+
 test_expect_success 'GPU values (the fake NVML) flow to the status line, metrics.jsonl and the endpoint' '
 	cat >nvml <<-\EOF &&
 	count 2

@@ -97,4 +97,43 @@ test_expect_success 'a native rank stuck in a C function: gdb'"'"'s backtrace is
 	none_left gdb
 '
 
+test_expect_success 'a forged traceback whose names hold escape sequences: herd'"'"'s lines, the attempt'"'"'s reason, events.jsonl and herd status show them as ? (issue 23)' '
+	cat >forge.yaml <<-EOF &&
+	name: forge
+	nodes: {hosts: localhost, slots: 1}
+	health: {heartbeat: 500ms, timeout: 3s, grace: 2s, progress_timeout: 2s}
+	restart: {max: 0}
+	log: {dir: "$PWD/runs/{{name}}"}
+	launch:
+	  command: $(yaml_cmd /usr/bin/python3 "$HANG_DATA/forge.py")
+	EOF
+	run_bg forge.yaml out.forge err.forge &&
+	test_when_finished "kill \$HERD_PID 2>/dev/null || :" &&
+	wait_exit $HERD_PID 60 &&
+	test "$WAIT_RC" = 1 &&
+	esc=$(printf "\033") && bel=$(printf "\007") &&
+	grep -F "herd: rank 0 on localhost hung in innocent?[1A?[2K?herd: all fine (?]0;OWNED?evil.py:7)" err.forge &&
+	# herd'"'"'s own lines (the rank'"'"'s, tagged [0], are its output as it is)
+	grep -v "^\[0\] " err.forge >own &&
+	grep -F "herd:   attempt 1: rank 0 on localhost hung in innocent?[1A" own &&
+	! grep -q "[$esc$bel]" own &&
+	ev=runs/forge/latest/events.jsonl &&
+	jq -e -s "any(.[]; .event == \"rank_hung\" and .frame == \"innocent?[1A?[2K?herd: all fine (?]0;OWNED?evil.py:7)\")" $ev &&
+	jq -e -s "any(.[]; .event == \"attempt_end\" and (.reason | contains(\"innocent?[1A\")))" $ev &&
+	! grep -q "[$esc$bel]" $ev &&
+	# text planted in the files herd status and top read
+	printf "%s\n" "{\"t\": 1, \"event\": \"node_failed\", \"host\": \"evil\\u001b]0;X\\u0007\", \"reason\": \"gone\\u001b[2K\\r\\u009b\"}" >>$ev &&
+	printf "%s\n" "{\"t\": 2, \"job\": {\"slowest\": \"s\\u001b[2J\"}, \"nodes\": [{\"node\": \"m\\u001b[1A\", \"state\": \"up\", \"step\": 1}]}" >>runs/forge/latest/metrics.jsonl &&
+	herd status runs/forge/latest >status &&
+	cat status &&
+	grep -F "evil?]0;X?" status &&
+	grep -F "gone?[2K???" status &&
+	grep -F "slowest node: s?[2J" status &&
+	! grep -q "[$esc$bel]" status &&
+	herd top --once runs/forge/latest >top &&
+	cat top &&
+	grep -F "m?[1A" top &&
+	! grep -q "[$esc$bel]" top
+'
+
 test_done

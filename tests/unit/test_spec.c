@@ -640,13 +640,55 @@ static void test_document_shapes(void **state)
 	      "job.yaml:2:12: not valid UTF-8 text (invalid leading UTF-8 "
 	      "octet); a job file must be UTF-8");
 	fails("\xff\xfel\0a\0:\0",
-	      "job.yaml:1:1: not valid UTF-8 text (invalid leading UTF-8 "
-	      "octet); a job file must be UTF-8");
+	      "job.yaml:1:1: starts with a UTF-16 or UTF-32 byte order mark; "
+	      "a job file must be UTF-8 (iconv -f UTF-16 -t UTF-8)");
 	fails("launch: {command: x, \"mode\\0x\": plain}\n",
 	      "job.yaml:1:22: launch holds a NUL character");
 	fails_with("launch: {command: x\n",
 		   "job.yaml:2:1: invalid YAML: did not find expected ',' or "
 		   "'}' (while parsing a flow mapping at 1:9)");
+}
+
+/* Issue 23: nesting is bounded while parsing, at the first start event
+ * too deep; 1 MiB of "[" is refused at once (it took libyaml tens of
+ * minutes), and a UTF-8 byte order mark is accepted. */
+static void test_depth_and_bom(void **state)
+{
+	struct herd_err err;
+	struct spec *s;
+	char *buf;
+	size_t n = SPEC_FILE_MAX - 64;
+
+	(void)state;
+	s = ok("\xef\xbb\xbf" MIN);
+	assert_string_equal(s->launch.command, "./train");
+	spec_free(s);
+	fails("\xef\xbb\xbflaunch: {command: [x]}\n",
+	      "job.yaml:1:19: expected a string for launch.command, got a "
+	      "list");
+	/* 32 levels are fine as YAML (then refused as a field), 33 not. */
+	fails_with(MIN "x: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]"
+		       "]]]]]]]]]]]\n",
+		   "job.yaml:2:1: ");
+	fails(MIN "x: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]"
+		  "]]]]]]]]]]]]\n",
+	      "job.yaml:2:35: nested deeper than 32 (a job file needs a few "
+	      "levels)");
+	fails(MIN "x:\n - - - - - - - - - - - - - - - - - - - - - - - - - - - "
+		  "- - - - - - - a\n",
+	      "job.yaml:3:64: nested deeper than 32 (a job file needs a few "
+	      "levels)");
+	buf = malloc(n + 1);
+	assert_non_null(buf);
+	memcpy(buf, "x: ", 3);
+	memset(buf + 3, '[', n - 3);
+	buf[n] = '\0';
+	herd_err_clear(&err);
+	s = spec_parse(buf, n, "job.yaml", &err);
+	assert_null(s);
+	assert_string_equal(err.text, "job.yaml:1:35: nested deeper than 32 "
+				      "(a job file needs a few levels)");
+	free(buf);
 }
 
 static void test_required_and_size(void **state)
@@ -910,6 +952,7 @@ int main(void)
 	    cmocka_unit_test(test_transport),
 	    cmocka_unit_test(test_duplicates),
 	    cmocka_unit_test(test_document_shapes),
+	    cmocka_unit_test(test_depth_and_bom),
 	    cmocka_unit_test(test_required_and_size),
 	    cmocka_unit_test(test_host_names),
 	    cmocka_unit_test(test_exec_limits),

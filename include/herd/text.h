@@ -1,0 +1,14 @@
+/* text.h — text from outside herd (a rank's output, a node's answer, a
+ * line of events.jsonl) made fit for herd's own output: one terminal
+ * line that no escape sequence can rewrite. */
+#ifndef HERD_TEXT_H
+#define HERD_TEXT_H
+
+/* Replaces in place, with '?', every byte of s that a terminal could act
+ * on: the C0 controls (newline, tab, ESC, BEL, ...), DEL, the C1 controls
+ * U+0080..U+009F (CSI, OSC written as UTF-8) and each byte that is not
+ * part of valid UTF-8 (a raw 0x9b is CSI to an 8-bit terminal).  Other
+ * UTF-8 text is kept.  Returns s; NULL stays NULL. */
+char *herd_text_clean(char *s);
+
+#endif

@@ -1,0 +1,53 @@
+/* text.c — see text.h. */
+#include <stddef.h>
+
+#include "herd/text.h"
+
+/* The length of the valid UTF-8 sequence at p, 0 when there is none
+ * (overlong forms, surrogates and values above U+10FFFF included). */
+static size_t utf8_len(const unsigned char *p)
+{
+	unsigned cp;
+	size_t n;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2, cp = p[0] & 0x1fu;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		n = 3, cp = p[0] & 0x0fu;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		n = 4, cp = p[0] & 0x07u;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3fu);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+char *herd_text_clean(char *s)
+{
+	unsigned char *p = (unsigned char *)s;
+
+	while (p && *p) {
+		size_t n = utf8_len(p);
+
+		if (n == 0 || *p < 0x20 || *p == 0x7f ||
+		    (n == 2 && p[0] == 0xc2 && p[1] < 0xa0)) {
+			/* '?' for the byte, or for each byte of a C1 control.
+			 */
+			*p++ = '?';
+			if (n == 2)
+				*p++ = '?';
+			continue;
+		}
+		p += n;
+	}
+	return s;
+}
