@@ -729,4 +729,11 @@ def checkpoint(args, config, step, rank, world, par, ds):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    # Leave without running destructors: PyTorch 1.13 (Debian 12's) can
+    # deadlock at exit when the last reference to a gloo process group
+    # goes (its destructor joins a gloo thread that waits for the GIL the
+    # destructor holds): a rank that printed "done" and never exited.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
