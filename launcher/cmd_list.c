@@ -2,7 +2,8 @@
  * --forget-ended`: the user's jobs known on this
  * machine (the registry, herd/jobreg.h), newest first, each with its
  * state read from its run directory (runlog.h) or, for a job on another
- * host, asked there (remote.h). */
+ * host, its job_end read here or else asked there: each host once, every
+ * host at once, with a bound (remote.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
