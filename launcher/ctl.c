@@ -2462,8 +2462,12 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 	}
 	if (c->lt)
 		fprintf(stderr, "herd: logs in %s\n", logtree_run_dir(c->lt));
+	/* The socket first: the entry records where it listens. */
+	if (ctl_sock_listen(c) < 0) /* issue 13: herd attach, herd stop */
+		return 1;
 	if (c->lt && jobrun_register(c->lt, spec->name, c->opt,
-				     c->opt->detach, &err) < 0) {
+				     c->opt->detach, ctl_sock_path(c),
+				     &err) < 0) {
 		if (c->opt->detach) { /* nobody could find it again */
 			fprintf(stderr, "herd: job not registered: %s\n",
 				err.text);
@@ -2472,8 +2476,6 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 		fprintf(stderr, "herd: warning: job not registered (herd "
 				"list will not show it): %s\n", err.text);
 	}
-	if (ctl_sock_listen(c) < 0) /* issue 13: herd attach, herd stop */
-		return 1;
 	if (ctl_term_open(c) < 0) {
 		fprintf(stderr, "herd: %s\n", strerror(errno));
 		return 1;

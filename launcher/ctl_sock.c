@@ -2,7 +2,8 @@
  * one loop.
  *
  * Every `herd run` listens on SOCKDIR/ID.sock (AF_UNIX stream, 0600 in a
- * 0700 directory of the user's own) so that `herd attach`, `herd stop` and
+ * 0700 directory of the user's own, jobreg_sock_new(); the job's registry
+ * entry records the path) so that `herd attach`, `herd stop` and
  * `herd list` reach the job from another shell.  A peer whose SO_PEERCRED
  * uid is not ours is closed at once with nothing said (root too: the
  * directory already keeps others out; this is the second lock).  Each
@@ -71,6 +72,7 @@ struct ctl_sock {
 	struct ctl *c;
 	int fd;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	bool priv; /* path is in a directory of this run's own (removed) */
 	struct sock_client *clients[CTL_SOCK_CLIENTS_MAX];
 	int n_clients;
 	long status_timer, reap_timer;
@@ -313,11 +315,25 @@ static void on_accept(struct loop *loop, int fd, short revents, void *arg)
 	s->clients[s->n_clients++] = cl;
 }
 
+/* The directory of this run's own that holds the socket at path
+ * (jobreg_sock_new()), once the socket is gone: empty, so rmdir. */
+static void sock_dir_remove(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	if ((slash = strrchr(dir, '/')) && slash != dir) {
+		*slash = '\0';
+		rmdir(dir);
+	}
+}
+
 int ctl_sock_listen(struct ctl *c)
 {
 	struct ctl_sock *s = NULL;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	struct herd_err err;
+	struct herd_err err, note;
 	mode_t old;
 	int rc;
 
@@ -330,9 +346,11 @@ int ctl_sock_listen(struct ctl *c)
 	}
 	s->c = c;
 	s->fd = -1;
-	if (jobreg_sock_path(logtree_run_id(c->lt), s->path, sizeof(s->path),
-			     true, &err) < 0)
+	if (jobreg_sock_new(logtree_run_id(c->lt), s->path, sizeof(s->path),
+			    &s->priv, &note, &err) < 0)
 		goto fail;
+	if (note.text[0])
+		fprintf(stderr, "herd: control socket: %s\n", note.text);
 	memcpy(sa.sun_path, s->path, strlen(s->path) + 1);
 	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s->fd < 0) {
@@ -360,6 +378,8 @@ int ctl_sock_listen(struct ctl *c)
 fail:
 	if (s && s->fd >= 0)
 		close(s->fd);
+	if (s && s->priv)
+		sock_dir_remove(s->path);
 	free(s);
 	if (c->opt->detach) {
 		fprintf(stderr, "herd: control socket: %s\n", err.text);
@@ -517,6 +537,8 @@ void ctl_sock_free(struct ctl *c)
 	loop_fd_del(c->loop, s->fd);
 	close(s->fd);
 	unlink(s->path);
+	if (s->priv)
+		sock_dir_remove(s->path);
 	free(s);
 	c->sock = NULL;
 }

@@ -261,11 +261,10 @@ out:
 
 int jobrun_register(struct logtree *lt, const char *name,
 		    const struct ctl_options *opt, bool detached,
-		    struct herd_err *err)
+		    const char *sock, struct herd_err *err)
 {
 	struct jobreg_entry e = {0};
-	char cwd[PATH_MAX], sock[PATH_MAX], machine[256];
-	struct herd_err serr;
+	char cwd[PATH_MAX], machine[256];
 	struct timeval tv;
 	json_t *run = NULL;
 	char *text = NULL;
@@ -299,12 +298,11 @@ int jobrun_register(struct logtree *lt, const char *name,
 		machine[sizeof(machine) - 1] = '\0';
 		e.machine = machine;
 	}
-	/* Where this run's control socket is (ctl_sock.c listens there);
-	 * none when the socket directory is refused: list then goes by the
-	 * pid alone. */
-	herd_err_clear(&serr);
-	if (jobreg_sock_path(e.id, sock, sizeof(sock), true, &serr) == 0)
-		e.sock = sock;
+	/* Where this run's control socket is (ctl_sock.c listens there):
+	 * clients go by it, never by recomputing it (it may be a directory
+	 * of this run's own); none when there is no socket: list then goes
+	 * by the pid alone. */
+	e.sock = (char *)sock;
 	if (write_new(lt, "job.yaml", opt->job_text, opt->job_len, err) < 0)
 		goto out;
 	run = json_pack("{s:s, s:s?, s:s, s:s, s:s, s:b, s:I, s:s*}", "id",

@@ -34,11 +34,12 @@ void jobrun_close(struct ctl_options *opt);
 
 /* Once the run directory exists (ctl_start): writes job.yaml and
  * run.json into it (logtree_create(): new files, log.mode, no links
- * followed) and the registry entry (pid = this process, host NULL).
+ * followed) and the registry entry (pid = this process, host NULL,
+ * sock: the control socket the run listens on, NULL for none).
  * Does nothing when opt->job_file is NULL (plan, bench).  Returns 0 or
  * -1 with err; the caller decides (a foreground run warns and goes on). */
 int jobrun_register(struct logtree *lt, const char *name,
 		    const struct ctl_options *opt, bool detached,
-		    struct herd_err *err);
+		    const char *sock, struct herd_err *err);
 
 #endif

@@ -743,6 +743,81 @@ int jobreg_sock_dir(char *buf, size_t size, bool create, struct herd_err *err)
 	return 0;
 }
 
+/* A directory of this run's own for its socket: mkdtemp(3) under /tmp
+ * (a fresh name nobody else holds: mkdir fails on one that exists),
+ * exactly 0700, opened without following a link and checked as every
+ * socket directory.  Its path into dir (size >= 64).  Returns 0 or -1
+ * with err. */
+static int sock_dir_private(char *dir, size_t size, struct herd_err *err)
+{
+	int fd;
+
+	if ((size_t)snprintf(dir, size, "/tmp/herd-%u.XXXXXX",
+			     (unsigned)geteuid()) >= size)
+		return herd_errprintf(err, "buffer too small");
+	if (!mkdtemp(dir))
+		return herd_errprintf(err,
+				      "cannot create a directory in "
+				      "/tmp: %s",
+				      strerror(errno));
+	/* Exactly 0700, whatever the umask (the sticky /tmp keeps the
+	 * name ours meanwhile). */
+	if (fchmodat(AT_FDCWD, dir, 0700, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    (fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) <
+		0) {
+		herd_errprintf(err, "cannot open %s: %s", dir, strerror(errno));
+		rmdir(dir);
+		return -1;
+	}
+	if (check_own(fd, dir, true, err) < 0) {
+		close(fd);
+		rmdir(dir);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+int jobreg_sock_new(const char *id, char *buf, size_t size, bool *priv,
+		    struct herd_err *note, struct herd_err *err)
+{
+	char dir[PATH_MAX];
+	struct sockaddr_un sun;
+	struct herd_err why;
+
+	*priv = false;
+	herd_err_clear(note);
+	herd_err_clear(&why);
+	if (!id_ok(id))
+		return herd_errprintf(err, "bad job id %s", id ? id : "");
+	if (jobreg_sock_dir(dir, sizeof(dir), true, &why) == 0) {
+		if ((size_t)snprintf(buf, size, "%s/%s.sock", dir, id) < size &&
+		    strlen(buf) < sizeof(sun.sun_path))
+			return 0;
+		herd_errprintf(&why, "%s/%s.sock is too long for a socket path",
+			       dir, id);
+	}
+	/* The shared directory is another's (a name in /tmp anyone may
+	 * take first), a link, open to others, or too deep: this run
+	 * gets a directory of its own; the registry entry says where. */
+	if (sock_dir_private(dir, sizeof(dir), err) < 0)
+		return -1;
+	if ((size_t)snprintf(buf, size, "%s/%s.sock", dir, id) >= size ||
+	    strlen(buf) >= sizeof(sun.sun_path)) {
+		rmdir(dir);
+		return herd_errprintf(err,
+				      "%s/%s.sock: too long for a socket "
+				      "path",
+				      dir, id);
+	}
+	*priv = true;
+	herd_errprintf(note,
+		       "%s; this job's control socket is in %s instead "
+		       "(herd finds it through the job registry)",
+		       why.text, dir);
+	return 0;
+}
+
 int jobreg_sock_path(const char *id, char *buf, size_t size, bool create,
 		     struct herd_err *err)
 {

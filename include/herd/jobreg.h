@@ -3,7 +3,9 @@
  * the jobs' control sockets.
  *
  *   $XDG_STATE_HOME/herd/jobs/ID.json    (default ~/.local/state/herd/jobs)
- *   $XDG_RUNTIME_DIR/herd/ID.sock        (else /tmp/herd-EUID/ID.sock)
+ *   $XDG_RUNTIME_DIR/herd/ID.sock        (else /tmp/herd-EUID/ID.sock,
+ *                                         else /tmp/herd-EUID.XXXXXX/ID.sock:
+ *                                         jobreg_sock_new())
  *
  * The job id is the run id of lib/logtree.c (20261201-053100.123-4f2a);
  * the job's run directory is log.dir/ID.  An entry is written once, when
@@ -93,8 +95,21 @@ int jobreg_find(const char *job, struct jobreg_entry *out,
  * is DIR/ID.sock (jobreg_sock_path()).  Returns 0 or -1 with err. */
 int jobreg_sock_dir(char *buf, size_t size, bool create, struct herd_err *err);
 
+/* The control socket of a new run of job id (ctl_sock.c listens there,
+ * the registry entry records it: clients go by the entry, never by
+ * recomputing it): DIR/ID.sock in the socket directory above; when that
+ * directory is refused (/tmp/herd-EUID made first by another user, a
+ * symlink, open to others) or the path would not fit in sockaddr_un's
+ * 108 bytes, in a directory of this run's own, /tmp/herd-EUID.XXXXXX
+ * (mkdtemp(3), 0700, checked as above).  *priv: the latter (the caller
+ * removes it after the socket); note then says why (for a warning), else
+ * it is empty.  Returns 0 or -1 with err. */
+int jobreg_sock_new(const char *id, char *buf, size_t size, bool *priv,
+		    struct herd_err *note, struct herd_err *err);
+
 /* DIR/ID.sock into buf (sockaddr_un holds 108 bytes: a longer path is an
- * error).  Returns 0 or -1 with err. */
+ * error): where a run of job id would listen in the shared directory, for
+ * an entry that does not record its socket.  Returns 0 or -1 with err. */
 int jobreg_sock_path(const char *id, char *buf, size_t size, bool create,
 		     struct herd_err *err);
 

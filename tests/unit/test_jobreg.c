@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -448,6 +449,77 @@ static void test_sock_dir(void **s)
 	}
 }
 
+/* jobreg_sock_new(): the shared directory when it is fine, else one of
+ * the run's own (issue 23 item 6). */
+static void test_sock_new(void **s)
+{
+	static const char id[] = "20261201-053100.123-4f2a";
+	struct herd_err err, note;
+	char path[512], want[512], dir[512], *slash;
+	struct stat st;
+	bool priv = true;
+
+	(void)s;
+	herd_err_clear(&err);
+	/* A fine XDG_RUNTIME_DIR: DIR/herd/ID.sock, no note. */
+	setenv("XDG_RUNTIME_DIR", runtime, 1);
+	assert_int_equal(
+	    jobreg_sock_new(id, path, sizeof(path), &priv, &note, &err), 0);
+	snprintf(want, sizeof(want), "%s/herd/%s.sock", runtime, id);
+	assert_string_equal(path, want);
+	assert_false(priv);
+	assert_string_equal(note.text, "");
+
+	/* DIR/herd a symlink (planted): a directory of the run's own. */
+	snprintf(dir, sizeof(dir), "%s/herd", runtime);
+	assert_int_equal(rmdir(dir), 0);
+	assert_int_equal(symlink("/tmp", dir), 0);
+	assert_int_equal(
+	    jobreg_sock_new(id, path, sizeof(path), &priv, &note, &err), 0);
+	assert_true(priv);
+	assert_non_null(strstr(note.text, "is a symlink"));
+	snprintf(want, sizeof(want), "/tmp/herd-%u.", (unsigned)geteuid());
+	assert_int_equal(strncmp(path, want, strlen(want)), 0);
+	slash = strrchr(path, '/');
+	assert_non_null(slash);
+	assert_string_equal(slash + 1, "20261201-053100.123-4f2a.sock");
+	assert_true(strlen(path) < sizeof(((struct sockaddr_un *)0)->sun_path));
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	assert_non_null(strstr(note.text, dir));
+	assert_int_equal(lstat(dir, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_uid, geteuid());
+	assert_int_equal(st.st_mode & 07777, 0700);
+	assert_int_equal(rmdir(dir), 0);
+	snprintf(dir, sizeof(dir), "%s/herd", runtime);
+	assert_int_equal(unlink(dir), 0);
+
+	/* A path too long for sockaddr_un: a directory of the run's own. */
+	{
+		char longdir[400];
+
+		snprintf(longdir, sizeof(longdir), "%s/%s", runtime,
+			 "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+			 "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+		assert_int_equal(mkdir(longdir, 0700), 0);
+		setenv("XDG_RUNTIME_DIR", longdir, 1);
+		assert_int_equal(
+		    jobreg_sock_new(id, path, sizeof(path), &priv, &note, &err),
+		    0);
+		assert_true(priv);
+		assert_non_null(strstr(note.text, "too long"));
+		assert_int_equal(strncmp(path, want, strlen(want)), 0);
+		slash = strrchr(path, '/');
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+		assert_int_equal(rmdir(dir), 0);
+	}
+	/* A bad id: refused, nothing made. */
+	assert_int_equal(
+	    jobreg_sock_new("../x", path, sizeof(path), &priv, &note, &err),
+	    -1);
+	unsetenv("XDG_RUNTIME_DIR");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -458,6 +530,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_find, fresh),
 	    cmocka_unit_test_setup(test_entry_json, fresh),
 	    cmocka_unit_test_setup(test_sock_dir, fresh),
+	    cmocka_unit_test_setup(test_sock_new, fresh),
 	};
 
 	unsetenv("XDG_RUNTIME_DIR");
