@@ -459,8 +459,9 @@ static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 
 		if (r < 0 || r >= size || here == UINT32_MAX ||
 		    m.node_of[r] != here) {
-			herd_errprintf(err, "SPAWN_LAUNCH: process %d is not "
-					    "this node's in the spawn's map",
+			herd_errprintf(err,
+				       "SPAWN_LAUNCH: process %d is not "
+				       "this node's in the spawn's map",
 				       (int)r);
 			goto out;
 		}
@@ -512,9 +513,10 @@ static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 	}
 	/* Every app. */
 	for (uint32_t i = 0; i < napps; i++) {
-		pmix_info_t *ai = info_array(&info[k++], PMIX_APP_INFO_ARRAY, 3);
-		uint32_t asz = (i + 1 < napps ? app_first[i + 1] : size) -
-			       app_first[i];
+		pmix_info_t *ai =
+		    info_array(&info[k++], PMIX_APP_INFO_ARRAY, 3);
+		uint32_t asz =
+		    (i + 1 < napps ? app_first[i + 1] : size) - app_first[i];
 
 		PMIX_INFO_LOAD(&ai[0], PMIX_APPNUM, &i, PMIX_UINT32);
 		PMIX_INFO_LOAD(&ai[1], PMIX_APP_SIZE, &asz, PMIX_UINT32);
@@ -523,7 +525,8 @@ static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 	}
 	/* Every node of the spawn. */
 	for (size_t i = 0; i < m.nnodes; i++) {
-		pmix_info_t *ni = info_array(&info[k++], PMIX_NODE_INFO_ARRAY, 6);
+		pmix_info_t *ni =
+		    info_array(&info[k++], PMIX_NODE_INFO_ARRAY, 6);
 		pmix_data_array_t *d = info[k - 1].value.data.darray;
 
 		PMIX_INFO_LOAD(&ni[0], PMIX_NODEID, &(uint32_t){(uint32_t)i},

@@ -54,13 +54,12 @@ void ctl_pmix_log(struct ctl *c, struct node *n, struct proto_frame *f)
 	{
 		events_emit(c->ev, "pmix_log",
 			    json_pack("{s:i, s:i, s:s, s:O, s:O}", "attempt",
-				      c->attempt, "rank", rank, "host",
-				      n->host, "key", json_object_get(e, "key"),
-				      "message",
-				      json_object_get(e, "value")));
-		log_to_output(
-		    c, rank, json_string_value(json_object_get(e, "key")),
-		    json_string_value(json_object_get(e, "value")));
+				      c->attempt, "rank", rank, "host", n->host,
+				      "key", json_object_get(e, "key"),
+				      "message", json_object_get(e, "value")));
+		log_to_output(c, rank,
+			      json_string_value(json_object_get(e, "key")),
+			      json_string_value(json_object_get(e, "value")));
 	}
 	ctl_check_events(c);
 }
