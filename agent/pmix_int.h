@@ -178,6 +178,13 @@ PMIX_UPCALL(pmix_server_lookup_fn_t, pmix_up_lookup);
 PMIX_UPCALL(pmix_server_unpublish_fn_t, pmix_up_unpublish);
 /* pmix_event.c: */
 PMIX_UPCALL(pmix_server_register_events_fn_t, pmix_up_register_events);
+/* Loop side: event code from the server to the processes of the job's
+ * namespace that info's PMIX_EVENT_CUSTOM_RANGE names, on this node and
+ * (through herd, as from rank from) on those of ranks (an array of rank
+ * numbers; empty: every node); takes info (PMIX_INFO_CREATE'd). */
+void pmix_event_raise(struct pmix_state *p, pmix_status_t code,
+		      pmix_rank_t from, json_t *ranks, pmix_info_t *info,
+		      size_t ninfo);
 PMIX_UPCALL(pmix_server_deregister_events_fn_t, pmix_up_deregister_events);
 PMIX_UPCALL(pmix_server_notify_event_fn_t, pmix_up_notify_event);
 /* pmix_spawn.c: */
