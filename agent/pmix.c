@@ -779,21 +779,7 @@ static size_t cpuset_info(pmix_info_t *pi, const char *cpus)
 	return n;
 }
 
-/* The job's map as LAUNCH's "nodes" and "ppn" give it, for every rank:
- * its node (index in "nodes") and its local rank there; per node its
- * host, size and "ppn" segment (the peers).  Parsed from copies. */
-struct job_map {
-	char *hosts_buf, *ppn_buf;
-	char **host;		/* [nnodes] */
-	char **peers;		/* [nnodes] "r,r,..." */
-	uint32_t *nsize;	/* [nnodes] */
-	uint32_t *node_of;	/* [job_size] */
-	uint16_t *lrank_of;	/* [job_size] */
-	size_t nnodes;
-	uint32_t job_size;
-};
-
-static void job_map_free(struct job_map *m)
+void pmix_job_map_free(struct job_map *m)
 {
 	free(m->hosts_buf);
 	free(m->ppn_buf);
@@ -815,9 +801,9 @@ static size_t count_char(const char *s, char c)
 
 /* 0, or -1 with err: every rank 0..job_size-1 placed once, as many ppn
  * segments as nodes, at most 65535 ranks a node. */
-static int job_map_parse(struct job_map *m, const char *nodes,
-			 const char *ppn, uint32_t job_size,
-			 struct herd_err *err)
+int pmix_job_map_parse(struct job_map *m, const char *nodes,
+		       const char *ppn, uint32_t job_size,
+		       struct herd_err *err)
 {
 	char *save = NULL, *tok;
 	size_t i = 0;
@@ -939,7 +925,7 @@ static int register_nspace(struct agent *a, json_t *launch, json_t *pj,
 	if (!nodes || !ppn || !host || !json_is_array(local) || !job_size ||
 	    job_size > PMIX_JOB_RANKS_MAX)
 		return herd_errprintf(err, "LAUNCH lacks the pmix job map");
-	if (job_map_parse(&m, nodes, ppn, job_size, err) < 0)
+	if (pmix_job_map_parse(&m, nodes, ppn, job_size, err) < 0)
 		goto out;
 	/* This node: the one holding its first rank (the map's order). */
 	if (nlocal) {
@@ -1097,7 +1083,7 @@ out:
 		PMIX_INFO_FREE(info, ninfo);
 	free(node_regex);
 	free(proc_regex);
-	job_map_free(&m);
+	pmix_job_map_free(&m);
 	return ret;
 }
 

@@ -10,14 +10,20 @@
  * a corrupt heap: the agent dies; t0920).  iof_pull frees its request
  * when the host says it will call back.  So these are refused by
  * returning PMIX_ERR_NOT_SUPPORTED at once: the library sends that reply
- * itself, on its thread, and nothing is left waiting.  group and fabric
+ * itself, on its thread, and nothing is left waiting.  job_control
+ * (below) and query answer through the callback from the upcall itself,
+ * on the library's thread.  group and fabric
  * are collective or move to the library's thread themselves: they keep
  * the refusal through the callback (a synchronous one would leave the
  * other members of a group waiting). */
+#include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pmix_int.h"
 
@@ -336,19 +342,283 @@ pmix_status_t pmix_up_allocate(const pmix_proc_t *client,
 	return PMIX_ERR_NOT_SUPPORTED;	/* see the top */
 }
 
+/* --- PMIx_Job_control (issue 23 item 15) -----------------------------------
+ *
+ * What a launcher can do to the job's processes: PMIX_JOB_CTRL_SIGNAL (a
+ * signal), _KILL (SIGKILL), _TERMINATE (SIGTERM), each to this node's
+ * ranks only (a target on another node: PMIX_ERR_NOT_SUPPORTED, nothing
+ * done), and _CHECKPOINT (its ID) delivered to the targets, wherever they
+ * run, as the event PMIX_JCTRL_CHECKPOINT (through herd as any event).
+ * Targets: ranks of the job's namespace (none: all of them); another
+ * namespace's (a spawned one's included) PMIX_ERR_BAD_PARAM.  Declarations
+ * (_PREEMPTIBLE, _CHECKPOINT_METHOD / _EVENT / _SIGNAL, _ID) are taken
+ * and change nothing; any other PMIX_JOB_CTRL_ request (pause, resume,
+ * cancel, restart, provision) PMIX_ERR_NOT_SUPPORTED.  Checked and
+ * answered on the library's thread from api_job (see the top); the
+ * signal or event follows on the loop. */
+enum jctrl_op { JCTRL_NONE, JCTRL_SIGNAL, JCTRL_CHECKPOINT };
+
+struct jctrl {
+	enum jctrl_op op;
+	int sig;
+	char ckpt_id[256];
+	bool all; /* every rank of the job */
+	size_t n;
+	pmix_rank_t ranks[]; /* else these */
+};
+
+static bool jctrl_declared(const char *key)
+{
+	return !strcmp(key, PMIX_JOB_CTRL_PREEMPTIBLE) ||
+	       !strcmp(key, PMIX_JOB_CTRL_CHECKPOINT_METHOD) ||
+	       !strcmp(key, PMIX_JOB_CTRL_CHECKPOINT_EVENT) ||
+	       !strcmp(key, PMIX_JOB_CTRL_CHECKPOINT_SIGNAL) ||
+	       !strcmp(key, PMIX_JOB_CTRL_ID);
+}
+
+/* The request in directives: op, signal, checkpoint ID; or an error. */
+static pmix_status_t jctrl_parse(const pmix_info_t *d, size_t nd,
+				 struct jctrl *j)
+{
+	for (size_t i = 0; i < nd; i++) {
+		const char *key = d[i].key;
+		enum jctrl_op op = JCTRL_NONE;
+		int sig = 0;
+
+		if (strncmp(key, "pmix.jctrl.", 11) || jctrl_declared(key))
+			continue;
+		if (!strcmp(key, PMIX_JOB_CTRL_SIGNAL)) {
+			if (d[i].value.type != PMIX_INT ||
+			    d[i].value.data.integer < 1 ||
+			    d[i].value.data.integer >= 65)
+				return PMIX_ERR_BAD_PARAM;
+			op = JCTRL_SIGNAL;
+			sig = d[i].value.data.integer;
+		} else if (!strcmp(key, PMIX_JOB_CTRL_KILL) ||
+			   !strcmp(key, PMIX_JOB_CTRL_TERMINATE)) {
+			if (!PMIX_INFO_TRUE(&d[i]))
+				continue;
+			op = JCTRL_SIGNAL;
+			sig = !strcmp(key, PMIX_JOB_CTRL_KILL) ? SIGKILL
+							       : SIGTERM;
+		} else if (!strcmp(key, PMIX_JOB_CTRL_CHECKPOINT)) {
+			op = JCTRL_CHECKPOINT;
+			if (d[i].value.type == PMIX_STRING &&
+			    d[i].value.data.string)
+				snprintf(j->ckpt_id, sizeof(j->ckpt_id), "%s",
+					 d[i].value.data.string);
+		} else {
+			return PMIX_ERR_NOT_SUPPORTED;
+		}
+		if (j->op != JCTRL_NONE)
+			return PMIX_ERR_BAD_PARAM; /* one request a call */
+		j->op = op;
+		j->sig = sig;
+	}
+	return PMIX_SUCCESS;
+}
+
+/* The targets, checked against the job (api_lock held): the job's ranks,
+ * this node's for a signal. */
+static pmix_status_t jctrl_targets(const pmix_proc_t *req, const pmix_proc_t *t,
+				   size_t nt, struct jctrl *j)
+{
+	const struct api_job *job = api_job;
+
+	if (!job)
+		return PMIX_ERR_NOT_SUPPORTED;
+	if (nt == 0) {
+		if (!req || !PMIX_CHECK_NSPACE(req->nspace, job->nspace))
+			return PMIX_ERR_BAD_PARAM;
+		j->all = true;
+	}
+	for (size_t i = 0; i < nt; i++) {
+		if (!PMIX_CHECK_NSPACE(t[i].nspace, job->nspace) ||
+		    (t[i].rank >= job->size && t[i].rank != PMIX_RANK_WILDCARD))
+			return PMIX_ERR_BAD_PARAM;
+		if (t[i].rank == PMIX_RANK_WILDCARD)
+			j->all = true;
+		else
+			j->ranks[j->n++] = t[i].rank;
+	}
+	if (j->op != JCTRL_SIGNAL)
+		return PMIX_SUCCESS;
+	for (uint32_t r = 0; r < job->size; r++) {
+		bool want = j->all;
+
+		for (size_t i = 0; !want && i < j->n; i++)
+			want = j->ranks[i] == r;
+		if (want && !job->local[r]) {
+			fprintf(stderr,
+				"herd-agent: PMIx_Job_control: rank %u is on "
+				"%s; only this node's ranks can be signalled\n",
+				r, job->host[r]);
+			return PMIX_ERR_NOT_SUPPORTED;
+		}
+	}
+	return PMIX_SUCCESS;
+}
+
+/* The processes of group pgid but its leader, with their parents: at
+ * most max into pid/ppid; how many. */
+static size_t group_members(pid_t pgid, pid_t *pid, pid_t *ppid, size_t max)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	size_t n = 0;
+
+	while (d && n < max && (e = readdir(d))) {
+		char path[64], buf[512], *rp;
+		long p = strtol(e->d_name, &rp, 10), pp = 0, pg = 0;
+		ssize_t len;
+		int fd;
+
+		if (*rp || p <= 0 || p == (long)pgid)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/stat", p);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		/* "pid (comm) state ppid pgrp ...": comm may hold anything,
+		 * the last ')' ends it. */
+		if (!(rp = strrchr(buf, ')')) ||
+		    sscanf(rp + 1, " %*c %ld %ld", &pp, &pg) != 2 ||
+		    pg != (long)pgid)
+			continue;
+		pid[n] = (pid_t)p;
+		ppid[n++] = (pid_t)pp;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* SIGKILL to the rank's group.  Any other signal to the rank's command
+ * and what it started: the group but its leader, the rank's keeper
+ * (which takes SIGUSR1 for the agent's death and keeps the stop signals
+ * blocked), and but the `sh -c` herd runs the command with, the keeper's
+ * child, unless that is the command itself (the shell exec'd it). */
+static void jctrl_signal(const struct rank *rk, int sig)
+{
+	pid_t pid[256], ppid[256];
+	size_t n, sent = 0;
+
+	if (sig == SIGKILL) {
+		kill(-rk->pid, sig);
+		return;
+	}
+	n = group_members(rk->pid, pid, ppid, 256);
+	for (size_t i = 0; i < n; i++)
+		if (n == 1 || ppid[i] != rk->pid)
+			sent += kill(pid[i], sig) == 0;
+	if (!sent)
+		fprintf(stderr,
+			"herd-agent: PMIx_Job_control: rank %d has no process "
+			"(yet); signal %d not sent\n",
+			rk->rank, sig);
+}
+
+static void run_jctrl(struct pmix_state *p, struct req *r)
+{
+	struct jctrl *j = r->arg;
+	struct agent *a = p->a;
+	pmix_info_t *info;
+	pmix_data_array_t *d;
+	pmix_proc_t *procs;
+	size_t n = j->all ? 1 : j->n;
+	json_t *ranks;
+
+	if (!p->nspace_registered)
+		return;
+	if (j->op == JCTRL_SIGNAL) {
+		for (int i = 0; i < a->n_ranks; i++) {
+			struct rank *rk = &a->ranks[i];
+			bool want = j->all && !rk->spawn;
+
+			for (size_t k = 0; !want && !rk->spawn && k < j->n; k++)
+				want = j->ranks[k] == (pmix_rank_t)rk->rank;
+			if (want && rk->running)
+				jctrl_signal(rk, j->sig);
+		}
+		return;
+	}
+	/* The checkpoint: an event to the targets (a custom range), here
+	 * and through herd on their nodes. */
+	PMIX_INFO_CREATE(info, 2);
+	if (!info)
+		return;
+	PMIX_DATA_ARRAY_CREATE(d, n, PMIX_PROC);
+	if (!d) {
+		PMIX_INFO_FREE(info, 2);
+		return;
+	}
+	procs = d->array;
+	for (size_t i = 0; i < n; i++)
+		PMIX_LOAD_PROCID(&procs[i], p->nspace,
+				 j->all ? PMIX_RANK_WILDCARD : j->ranks[i]);
+	PMIX_LOAD_KEY(info[0].key, PMIX_EVENT_CUSTOM_RANGE);
+	info[0].value.type = PMIX_DATA_ARRAY;
+	info[0].value.data.darray = d;
+	PMIX_INFO_LOAD(&info[1], PMIX_JOB_CTRL_CHECKPOINT, j->ckpt_id,
+		       PMIX_STRING);
+	ranks = json_array();
+	for (size_t i = 0; ranks && !j->all && i < j->n; i++)
+		json_array_append_new(ranks, json_integer(j->ranks[i]));
+	if (ranks)
+		pmix_event_raise(p, PMIX_JCTRL_CHECKPOINT, r->proc.rank, ranks,
+				 info, 2);
+	else
+		PMIX_INFO_FREE(info, 2);
+	json_decref(ranks);
+}
+
 pmix_status_t pmix_up_job_control(const pmix_proc_t *requestor,
 				  const pmix_proc_t targets[], size_t ntargets,
 				  const pmix_info_t directives[], size_t ndirs,
 				  pmix_info_cbfunc_t cbfunc, void *cbdata)
 {
-	(void)requestor;
-	(void)targets;
-	(void)ntargets;
-	(void)directives;
-	(void)ndirs;
-	(void)cbfunc;
-	(void)cbdata;
-	return PMIX_ERR_NOT_SUPPORTED;	/* see the top */
+	long stranger = pmix_guard_stranger();
+	struct jctrl *j;
+	struct req *r;
+	pmix_status_t st;
+
+	if (stranger >= 0) {
+		pmix_guard_say(stranger, "a PMIx job control");
+		return PMIX_ERR_NO_PERMISSIONS;
+	}
+	if (!cbfunc || !requestor || ntargets > PMIX_JOB_RANKS_MAX ||
+	    (ntargets && !targets))
+		return PMIX_ERR_BAD_PARAM;
+	if (!(j = calloc(1, sizeof(*j) + ntargets * sizeof(j->ranks[0]))))
+		return PMIX_ERR_NOMEM;
+	st = jctrl_parse(directives, ndirs, j);
+	if (st == PMIX_SUCCESS && j->op != JCTRL_NONE) {
+		pthread_mutex_lock(&api_lock);
+		st = jctrl_targets(requestor, targets, ntargets, j);
+		pthread_mutex_unlock(&api_lock);
+	}
+	if (st != PMIX_SUCCESS || j->op == JCTRL_NONE) {
+		free(j);
+		if (st != PMIX_SUCCESS)
+			return st; /* at once: see the top */
+		cbfunc(PMIX_SUCCESS, NULL, 0, cbdata, NULL, NULL);
+		return PMIX_SUCCESS;
+	}
+	if (!(r = pmix_req_new(run_jctrl, requestor))) {
+		free(j);
+		return PMIX_ERR_NOMEM;
+	}
+	r->arg = j;
+	r->free_arg = free;
+	/* Answered before the signal: a rank that kills itself hears
+	 * SUCCESS first. */
+	cbfunc(PMIX_SUCCESS, NULL, 0, cbdata, NULL, NULL);
+	pmix_enqueue(r);
+	return PMIX_SUCCESS;
 }
 
 pmix_status_t pmix_up_monitor(const pmix_proc_t *requestor,

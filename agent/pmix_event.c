@@ -237,6 +237,39 @@ static void deliver(pmix_status_t code, const pmix_proc_t *source,
 		delivered(rc, d);
 }
 
+void pmix_event_raise(struct pmix_state *p, pmix_status_t code,
+		      pmix_rank_t from, json_t *ranks, pmix_info_t *info,
+		      size_t ninfo)
+{
+	struct agent *a = p->a;
+	uint32_t cnt = (uint32_t)ninfo;
+	pmix_data_buffer_t buf;
+	pmix_byte_object_t bo = {NULL, 0};
+	pmix_status_t rc;
+
+	PMIX_DATA_BUFFER_CONSTRUCT(&buf);
+	rc = PMIx_Data_pack(NULL, &buf, &cnt, 1, PMIX_UINT32);
+	if (rc == PMIX_SUCCESS && ninfo)
+		rc =
+		    PMIx_Data_pack(NULL, &buf, info, (int32_t)ninfo, PMIX_INFO);
+	if (rc == PMIX_SUCCESS)
+		rc = PMIx_Data_unload(&buf, &bo);
+	PMIX_DATA_BUFFER_DESTRUCT(&buf);
+	if (rc == PMIX_SUCCESS && bo.size <= PROTO_EVENT_DATA_MAX)
+		agent_send(a, PROTO_EVENT,
+			   json_pack("{s:i, s:i, s:i, s:s, s:s, s:O}",
+				     "attempt", a->attempt, "code", (int)code,
+				     "rank", (int)from, "nspace", p->nspace,
+				     "range",
+				     pmix_range_name(PMIX_RANGE_CUSTOM),
+				     "procs", ranks),
+			   bo.bytes, bo.size);
+	free(bo.bytes);
+	/* Here from the server itself: the library hands no event to its
+	 * source, and the requestor is one of the targets. */
+	deliver(code, NULL, PMIX_RANGE_CUSTOM, info, ninfo);
+}
+
 void pmix_on_event(struct agent *a, struct proto_frame *f)
 {
 	struct pmix_state *p = a->pmix;

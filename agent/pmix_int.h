@@ -178,6 +178,13 @@ PMIX_UPCALL(pmix_server_lookup_fn_t, pmix_up_lookup);
 PMIX_UPCALL(pmix_server_unpublish_fn_t, pmix_up_unpublish);
 /* pmix_event.c: */
 PMIX_UPCALL(pmix_server_register_events_fn_t, pmix_up_register_events);
+/* Loop side: event code from the server to the processes of the job's
+ * namespace that info's PMIX_EVENT_CUSTOM_RANGE names, on this node and
+ * (through herd, as from rank from) on those of ranks (an array of rank
+ * numbers; empty: every node); takes info (PMIX_INFO_CREATE'd). */
+void pmix_event_raise(struct pmix_state *p, pmix_status_t code,
+		      pmix_rank_t from, json_t *ranks, pmix_info_t *info,
+		      size_t ninfo);
 PMIX_UPCALL(pmix_server_deregister_events_fn_t, pmix_up_deregister_events);
 PMIX_UPCALL(pmix_server_notify_event_fn_t, pmix_up_notify_event);
 /* pmix_spawn.c: */
@@ -205,6 +212,27 @@ pmix_status_t pmix_register_nspace_wait(struct pmix_state *p,
 					pmix_info_t *info, size_t ninfo);
 void pmix_deregister_nspace_wait(struct pmix_state *p, const char *nspace);
 size_t pmix_cpuset_info(pmix_info_t *pi, const char *cpus);
+
+/* The job's map as LAUNCH's "nodes" and "ppn" give it, for every rank:
+ * its node (index in "nodes") and its local rank there; per node its
+ * host, size and "ppn" segment (the peers).  Parsed from copies. */
+struct job_map {
+	char *hosts_buf, *ppn_buf;
+	char **host;		/* [nnodes] */
+	char **peers;		/* [nnodes] "r,r,..." */
+	uint32_t *nsize;	/* [nnodes] */
+	uint32_t *node_of;	/* [job_size] */
+	uint16_t *lrank_of;	/* [job_size] */
+	size_t nnodes;
+	uint32_t job_size;
+};
+
+/* 0, or -1 with err: every rank 0..job_size-1 placed once, as many ppn
+ * segments as nodes, at most 65535 ranks a node; free m after either. */
+int pmix_job_map_parse(struct job_map *m, const char *nodes,
+		       const char *ppn, uint32_t job_size,
+		       struct herd_err *err);
+void pmix_job_map_free(struct job_map *m);
 
 /* pmix_spawn.c, loop side: the rank or spawned process proc names, or
  * NULL; at a new attempt and at exit: pending spawns and connects fail,

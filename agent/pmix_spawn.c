@@ -385,30 +385,90 @@ static char **str_vec(json_t *arr)
 	return v;
 }
 
-/* Registers spawn id's namespace (job info as the job's, for its own
- * maps) with local's processes as this node's. */
+static pmix_info_t *info_array(pmix_info_t *i, const char *key, size_t n)
+{
+	pmix_data_array_t *d;
+
+	PMIX_DATA_ARRAY_CREATE(d, n, PMIX_INFO);
+	PMIX_LOAD_KEY(i->key, key);
+	i->value.type = PMIX_DATA_ARRAY;
+	i->value.data.darray = d;
+	return d ? (pmix_info_t *)d->array : NULL;
+}
+
+/* Registers spawn id's namespace as the job's is registered (pmix.c's
+ * register_nspace): its maps, sizes, parent, every app, every node and
+ * EVERY process of the spawn (not only this node's: the parent asks for
+ * a child's local rank, node... wherever it runs: issue 23 item 14), with
+ * this node's processes' bindings. */
 static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 			  json_t *local, struct herd_err *err)
 {
 	const char *nodes = json_string_value(json_object_get(b, "nodes"));
 	const char *ppn = json_string_value(json_object_get(b, "ppn"));
 	const char *host = json_string_value(json_object_get(b, "hostname"));
+	json_t *apps = json_object_get(b, "apps");
 	uint32_t size =
 	    (uint32_t)json_integer_value(json_object_get(b, "size"));
-	uint32_t num_nodes =
-	    (uint32_t)json_integer_value(json_object_get(b, "num_nodes"));
 	uint32_t node_id =
 	    (uint32_t)json_integer_value(json_object_get(b, "node_id"));
-	uint32_t napps = (uint32_t)json_array_size(json_object_get(b, "apps"));
-	size_t nlocal = json_array_size(local), ninfo, k = 0, plen = 0;
-	char *node_regex = NULL, *proc_regex = NULL, peers[4096] = "";
+	uint32_t napps = (uint32_t)json_array_size(apps);
+	size_t nlocal = json_array_size(local), ninfo = 0, k = 0;
+	char *node_regex = NULL, *proc_regex = NULL;
 	char parent_ns[PMIX_MAX_NSLEN + 1];
+	const char **cpus_of = NULL;
+	uint32_t *app_of = NULL, *app_first = NULL, here = UINT32_MAX;
 	pmix_info_t *info = NULL;
+	struct job_map m;
 	pmix_proc_t parent;
 	pmix_status_t rc;
 	bool yes = true;
 	int ret = -1;
 
+	memset(&m, 0, sizeof(m));
+	if (!nodes || !ppn || !host || !size || size > PROTO_SPAWN_PROCS_MAX ||
+	    !napps) {
+		herd_errprintf(err, "SPAWN_LAUNCH lacks the spawn's map");
+		goto out;
+	}
+	if (pmix_job_map_parse(&m, nodes, ppn, size, err) < 0)
+		goto out;
+	for (size_t i = 0; i < m.nnodes; i++)
+		if (!strcmp(m.host[i], host))
+			here = (uint32_t)i;
+	/* Every process's app: the apps' processes follow each other in
+	 * rank order (np each). */
+	cpus_of = calloc(size, sizeof(*cpus_of));
+	app_of = calloc(size, sizeof(*app_of));
+	app_first = calloc(napps, sizeof(*app_first));
+	if (!cpus_of || !app_of || !app_first) {
+		herd_errprintf(err, "out of memory");
+		goto out;
+	}
+	for (uint32_t i = 0, r = 0; i < napps; i++) {
+		json_int_t np = json_integer_value(
+		    json_object_get(json_array_get(apps, i), "np"));
+
+		app_first[i] = r;
+		for (json_int_t j = 0; j < np && r < size; j++)
+			app_of[r++] = i;
+	}
+	for (size_t i = 0; i < nlocal; i++) {
+		json_t *jl = json_array_get(local, i);
+		json_int_t r = json_integer_value(json_object_get(jl, "rank"));
+
+		if (r < 0 || r >= size || here == UINT32_MAX ||
+		    m.node_of[r] != here) {
+			herd_errprintf(err,
+				       "SPAWN_LAUNCH: process %d is not "
+				       "this node's in the spawn's map",
+				       (int)r);
+			goto out;
+		}
+		cpus_of[r] = json_string_value(json_object_get(jl, "cpus"));
+	}
+	if (here != UINT32_MAX)
+		node_id = here;
 	pmix_ns_name(p,
 		     (int)json_integer_value(json_object_get(b, "parent_ns")),
 		     parent_ns, sizeof(parent_ns));
@@ -420,57 +480,92 @@ static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 		herd_errprintf(err, "cannot encode spawn maps for PMIx");
 		goto out;
 	}
-	for (size_t i = 0; i < nlocal && plen < sizeof(peers) - 16; i++)
-		plen += (size_t)snprintf(
-		    peers + plen, sizeof(peers) - plen, "%s%d", i ? "," : "",
-		    (int)json_integer_value(
-			json_object_get(json_array_get(local, i), "rank")));
-	ninfo = 16 + nlocal;
+	ninfo = 20 + napps + m.nnodes + size;
 	PMIX_INFO_CREATE(info, ninfo);
+	if (!info) {
+		herd_errprintf(err, "out of memory");
+		goto out;
+	}
 	PMIX_INFO_LOAD(&info[k++], PMIX_NODE_MAP, node_regex, PMIX_REGEX);
 	PMIX_INFO_LOAD(&info[k++], PMIX_PROC_MAP, proc_regex, PMIX_REGEX);
 	PMIX_INFO_LOAD(&info[k++], PMIX_JOB_SIZE, &size, PMIX_UINT32);
 	PMIX_INFO_LOAD(&info[k++], PMIX_MAX_PROCS, &size, PMIX_UINT32);
 	PMIX_INFO_LOAD(&info[k++], PMIX_UNIV_SIZE, &size, PMIX_UINT32);
-	PMIX_INFO_LOAD(&info[k++], PMIX_NUM_NODES, &num_nodes, PMIX_UINT32);
+	PMIX_INFO_LOAD(&info[k++], PMIX_NUM_NODES,
+		       &(uint32_t){(uint32_t)m.nnodes}, PMIX_UINT32);
 	PMIX_INFO_LOAD(&info[k++], PMIX_NODEID, &node_id, PMIX_UINT32);
 	PMIX_INFO_LOAD(&info[k++], PMIX_HOSTNAME, host, PMIX_STRING);
 	PMIX_INFO_LOAD(&info[k++], PMIX_JOBID, name, PMIX_STRING);
 	PMIX_INFO_LOAD(&info[k++], PMIX_JOB_NUM_APPS, &napps, PMIX_UINT32);
 	PMIX_INFO_LOAD(&info[k++], PMIX_PARENT_ID, &parent, PMIX_PROC);
 	PMIX_INFO_LOAD(&info[k++], PMIX_SPAWNED, &yes, PMIX_BOOL);
-	if (nlocal) {
-		uint32_t ls = (uint32_t)nlocal;
-
-		PMIX_INFO_LOAD(&info[k++], PMIX_LOCAL_SIZE, &ls, PMIX_UINT32);
-		PMIX_INFO_LOAD(&info[k++], PMIX_LOCAL_PEERS, peers,
+	if (here != UINT32_MAX && m.nsize[here]) {
+		PMIX_INFO_LOAD(&info[k++], PMIX_LOCAL_SIZE, &m.nsize[here],
+			       PMIX_UINT32);
+		PMIX_INFO_LOAD(&info[k++], PMIX_NODE_SIZE, &m.nsize[here],
+			       PMIX_UINT32);
+		PMIX_INFO_LOAD(&info[k++], PMIX_LOCAL_PEERS, m.peers[here],
 			       PMIX_STRING);
+		PMIX_INFO_LOAD(&info[k++], PMIX_LOCALLDR,
+			       &(pmix_rank_t){(pmix_rank_t)strtoul(
+				   m.peers[here], NULL, 10)},
+			       PMIX_PROC_RANK);
 	}
-	for (size_t i = 0; i < nlocal; i++) {
-		json_t *jl = json_array_get(local, i);
-		pmix_rank_t rank = (pmix_rank_t)json_integer_value(
-		    json_object_get(jl, "rank"));
-		uint32_t app =
-		    (uint32_t)json_integer_value(json_object_get(jl, "app"));
-		uint16_t lr = (uint16_t)i;
-		pmix_data_array_t *darray;
-		pmix_info_t *pi;
+	/* Every app. */
+	for (uint32_t i = 0; i < napps; i++) {
+		pmix_info_t *ai =
+		    info_array(&info[k++], PMIX_APP_INFO_ARRAY, 3);
+		uint32_t asz =
+		    (i + 1 < napps ? app_first[i + 1] : size) - app_first[i];
 
-		PMIX_DATA_ARRAY_CREATE(darray, 7, PMIX_INFO);
-		pi = (pmix_info_t *)darray->array;
-		PMIX_INFO_LOAD(&pi[0], PMIX_RANK, &rank, PMIX_PROC_RANK);
-		PMIX_INFO_LOAD(&pi[1], PMIX_LOCAL_RANK, &lr, PMIX_UINT16);
-		PMIX_INFO_LOAD(&pi[2], PMIX_NODE_RANK, &lr, PMIX_UINT16);
-		PMIX_INFO_LOAD(&pi[3], PMIX_HOSTNAME, host, PMIX_STRING);
-		PMIX_INFO_LOAD(&pi[4], PMIX_APPNUM, &app, PMIX_UINT32);
-		darray->size =
-		    5 +
-		    pmix_cpuset_info(
-			&pi[5], json_string_value(json_object_get(jl, "cpus")));
-		PMIX_LOAD_KEY(info[k].key, PMIX_PROC_DATA);
-		info[k].value.type = PMIX_DATA_ARRAY;
-		info[k].value.data.darray = darray;
-		k++;
+		PMIX_INFO_LOAD(&ai[0], PMIX_APPNUM, &i, PMIX_UINT32);
+		PMIX_INFO_LOAD(&ai[1], PMIX_APP_SIZE, &asz, PMIX_UINT32);
+		PMIX_INFO_LOAD(&ai[2], PMIX_APPLDR,
+			       &(pmix_rank_t){app_first[i]}, PMIX_PROC_RANK);
+	}
+	/* Every node of the spawn. */
+	for (size_t i = 0; i < m.nnodes; i++) {
+		pmix_info_t *ni =
+		    info_array(&info[k++], PMIX_NODE_INFO_ARRAY, 6);
+		pmix_data_array_t *d = info[k - 1].value.data.darray;
+
+		PMIX_INFO_LOAD(&ni[0], PMIX_NODEID, &(uint32_t){(uint32_t)i},
+			       PMIX_UINT32);
+		PMIX_INFO_LOAD(&ni[1], PMIX_HOSTNAME, m.host[i], PMIX_STRING);
+		PMIX_INFO_LOAD(&ni[2], PMIX_LOCAL_SIZE, &m.nsize[i],
+			       PMIX_UINT32);
+		PMIX_INFO_LOAD(&ni[3], PMIX_NODE_SIZE, &m.nsize[i],
+			       PMIX_UINT32);
+		PMIX_INFO_LOAD(&ni[4], PMIX_LOCAL_PEERS, m.peers[i],
+			       PMIX_STRING);
+		d->size = 5;
+		if (m.nsize[i]) {
+			PMIX_INFO_LOAD(&ni[5], PMIX_LOCALLDR,
+				       &(pmix_rank_t){(pmix_rank_t)strtoul(
+					   m.peers[i], NULL, 10)},
+				       PMIX_PROC_RANK);
+			d->size = 6;
+		}
+	}
+	/* Every process: PMIX_RANK first; this node's with their binding. */
+	for (uint32_t r = 0; r < size; r++) {
+		pmix_info_t *pi = info_array(&info[k++], PMIX_PROC_DATA, 10);
+		pmix_data_array_t *d = info[k - 1].value.data.darray;
+		uint32_t nid = m.node_of[r];
+
+		PMIX_INFO_LOAD(&pi[0], PMIX_RANK, &r, PMIX_PROC_RANK);
+		PMIX_INFO_LOAD(&pi[1], PMIX_LOCAL_RANK, &m.lrank_of[r],
+			       PMIX_UINT16);
+		PMIX_INFO_LOAD(&pi[2], PMIX_NODE_RANK, &m.lrank_of[r],
+			       PMIX_UINT16);
+		PMIX_INFO_LOAD(&pi[3], PMIX_APPNUM, &app_of[r], PMIX_UINT32);
+		PMIX_INFO_LOAD(&pi[4], PMIX_APP_RANK,
+			       &(pmix_rank_t){r - app_first[app_of[r]]},
+			       PMIX_PROC_RANK);
+		PMIX_INFO_LOAD(&pi[5], PMIX_GLOBAL_RANK, &r, PMIX_PROC_RANK);
+		PMIX_INFO_LOAD(&pi[6], PMIX_NODEID, &nid, PMIX_UINT32);
+		PMIX_INFO_LOAD(&pi[7], PMIX_HOSTNAME, m.host[nid], PMIX_STRING);
+		d->size = 8 + pmix_cpuset_info(&pi[8], cpus_of[r]);
 	}
 	rc = pmix_register_nspace_wait(p, name, (int)nlocal, info, k);
 	if (rc != PMIX_SUCCESS) {
@@ -484,6 +579,10 @@ out:
 		PMIX_INFO_FREE(info, ninfo);
 	free(node_regex);
 	free(proc_regex);
+	free(cpus_of);
+	free(app_of);
+	free(app_first);
+	pmix_job_map_free(&m);
 	return ret;
 }
 

@@ -39,6 +39,24 @@ test_expect_success 'rank 0 spawns 4 children: each has its rank, the size, its 
 	none_left
 '
 
+# Issue 23 item 14 (OpenPMIx's dynamic example): the parent asked for a
+# child's PMIX_LOCAL_RANK and got NOT-FOUND, each node registering only
+# its own children's data.
+test_expect_success 'rank 0 learns every child'"'"'s local rank, node rank, app and host, as the child itself does' '
+	pmix_job info info 6 <<-EOF &&
+	nodes: {hosts: "$HERD_CLUSTER_HOSTLIST", slots: 2}
+	restart: {max: 0}
+	EOF
+	timeout 90 herd run info.yaml >out 2>err &&
+	for r in 0 1 2 3 4 5; do
+		grep "^\[0\] rank 0 child $r: .* (SUCCESS)\$" out >parent.$r &&
+		grep "^\[s1:$r\] itself child $r: .* (SUCCESS)\$" out >self.$r &&
+		test "$(sed "s/^.*child $r: //" parent.$r)" = "$(sed "s/^.*child $r: //" self.$r)" || return 1
+	done &&
+	grep "^\[0\] rank 0 child [0-5]: local 1, node rank 1, app 0, on " out &&
+	none_left
+'
+
 test_expect_success 'the spawn is in the events and each child has its log' '
 	run=runs/spawn/latest &&
 	jq -n -e "[inputs | select(.event == \"spawn\" and .size == 4 and .spawn == 1)] | length == 1" "$run/events.jsonl" &&

@@ -21,6 +21,12 @@
  *   fail     child 1 exits 3 (the others 0)
  *   sleep    the children print "child R pid PID" and sleep (a test
  *            kills them)
+ *   info     (issue 23 item 14, OpenPMIx's dynamic example) rank 0 asks
+ *            the library, for every child R, its PMIX_LOCAL_RANK,
+ *            PMIX_NODE_RANK, PMIX_APPNUM and PMIX_HOSTNAME, and prints
+ *            "rank 0 child R: local L, node rank N, app A, on H
+ *            (STATUS)" (the first failure's status); each child, as
+ *            plain, and "itself child R: ..." the same of itself
  *
  *   pspawn loop NP ROUNDS DIR
  *
@@ -82,6 +88,39 @@ static void connect_pair(const char *who, const char *parent_ns,
 	fflush(stdout);
 	rc = PMIx_Disconnect(procs, 2, NULL, 0);
 	printf("%s disconnect: %s\n", who, PMIx_Error_string(rc));
+	fflush(stdout);
+}
+
+/* info: what rank 0 learns of child r of ns. */
+static void child_info(const char *who, const char *ns, uint32_t r)
+{
+	const char *keys[] = {PMIX_LOCAL_RANK, PMIX_NODE_RANK, PMIX_APPNUM,
+			      PMIX_HOSTNAME};
+	pmix_status_t rc = PMIX_SUCCESS;
+	unsigned v[3] = {99, 99, 99};
+	char host[256] = "?";
+	pmix_proc_t p;
+
+	PMIX_PROC_LOAD(&p, ns, r);
+	for (int i = 0; i < 4 && rc == PMIX_SUCCESS; i++) {
+		pmix_value_t *val = NULL;
+
+		rc = PMIx_Get(&p, keys[i], NULL, 0, &val);
+		if (rc == PMIX_SUCCESS && val->type == PMIX_UINT16 && i < 2)
+			v[i] = val->data.uint16;
+		else if (rc == PMIX_SUCCESS && val->type == PMIX_UINT32 &&
+			 i == 2)
+			v[i] = val->data.uint32;
+		else if (rc == PMIX_SUCCESS && val->type == PMIX_STRING &&
+			 i == 3)
+			snprintf(host, sizeof(host), "%s", val->data.string);
+		else if (rc == PMIX_SUCCESS)
+			rc = PMIX_ERR_TYPE_MISMATCH;
+		if (val)
+			PMIX_VALUE_RELEASE(val);
+	}
+	printf("%s child %u: local %u, node rank %u, app %u, on %s (%s)\n",
+	       who, r, v[0], v[1], v[2], host, PMIx_Error_string(rc));
 	fflush(stdout);
 }
 
@@ -167,6 +206,8 @@ static int child(const char *mode)
 		printf("child %u app %u\n", me.rank, app);
 	}
 	fflush(stdout);
+	if (!strcmp(mode, "info"))
+		child_info("itself", me.nspace, me.rank);
 	snprintf(who, sizeof(who), "child %u", me.rank);
 	if (!strcmp(mode, "connect"))
 		connect_pair(who, parent.nspace, me.nspace, parent.nspace);
@@ -243,6 +284,10 @@ int main(int argc, char **argv)
 		PMIX_APP_DESTRUCT(&app[1]);
 		if (rc == PMIX_SUCCESS && !strcmp(mode, "connect"))
 			connect_pair("rank 0", me.nspace, ns, ns);
+		for (int r = 0; rc == PMIX_SUCCESS && !strcmp(mode, "info") &&
+				r < atoi(argv[2]);
+		     r++)
+			child_info("rank 0", ns, (uint32_t)r);
 	}
 	rc = PMIx_Finalize(NULL, 0);
 	printf("rank %u finalize: %s\n", me.rank, PMIx_Error_string(rc));
