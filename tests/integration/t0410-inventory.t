@@ -124,9 +124,9 @@ test_expect_success 'failures are named: refused, timeout, too big, not JSON, ba
 	test_expect_code 1 herd hosts refused.yaml 2>err &&
 	grep "nodes.inventory http://127.0.0.1:1/x: .*\(refused\|connect\)" err &&
 	inv slow /slow &&
-	start=$(date +%s) &&
+	# /slow answers after 60 s: only the 2 s timeout makes this fail
+	# (no clock is read here: a loaded machine starts herd slowly).
 	test_expect_code 1 herd hosts slow.yaml 2>err &&
-	test $(($(date +%s) - start)) -le 4 &&
 	grep "no answer within 2s (nodes.command_timeout)" err &&
 	inv huge /huge &&
 	test_expect_code 1 herd hosts huge.yaml 2>err &&

@@ -119,7 +119,9 @@ test_expect_success 'an unreachable node (link down): named timeout, exit 1, not
 	job unreachable "$HERD_CLUSTER_KEY" "$HERD_CLUSTER_KNOWN_HOSTS" ", connect_timeout: 2s" &&
 	start=$(date +%s) &&
 	test_expect_code 1 herd run unreachable.yaml >out 2>err &&
-	test $(($(date +%s) - start)) -le 8 &&
+	# connect_timeout 2s, not the kernel's ~2 minutes of SYN retries
+	# (a loose bound: a loaded machine starts herd slowly)
+	test $(($(date +%s) - start)) -le 60 &&
 	cluster_heal 2 &&
 	grep "$N2: cannot connect: .*imeout" err &&
 	grep "1 of 2 nodes are up" err &&
@@ -160,11 +162,9 @@ attempts() {
 
 test_expect_success 'a command no rank finds: one attempt, exit 127, one line naming it' '
 	fatal nocmd /no/such/prog "$PWD" &&
-	start=$(date +%s) &&
 	test_expect_code 127 herd run nocmd.yaml >out 2>err &&
 	cat err &&
-	# 3 restarts would take 2 + 4 + 8 s of backoff
-	test $(($(date +%s) - start)) -lt 12 &&
+	# one attempt: no restart, so none of the 2 + 4 + 8 s of backoff
 	test "$(attempts nocmd)" = 1 &&
 	test "$(grep -c "^herd: .*/no/such/prog" err)" = 1 &&
 	grep "^herd: every rank exited with status 127 (command not found): launch.command ./no/such/prog.; not restarting" err &&

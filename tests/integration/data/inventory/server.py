@@ -10,7 +10,7 @@ per request to LOGFILE: "METHOD PATH AUTHORIZATION ACCEPT".
   /secret      /objects, only with "Authorization: Bearer s3cret" (else 401)
   /redirect    302 to /objects
   /away        302 to http://127.0.0.2:PORT/secret (another host)
-  /slow        answers after 5 s
+  /slow        answers after 60 s (far past the tests' nodes.command_timeout)
   /huge        17 MiB of JSON
   /notjson     text
   /bad-name    a host name with a blank
@@ -82,7 +82,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send(302, "", extra=[
                 ("Location", f"http://127.0.0.2:{port}/secret")])
         elif path == "/slow":
-            time.sleep(5)
+            time.sleep(60)
             self.send(200, DOCS["/list"])
         elif path == "/huge":
             self.send(200, "[" + ",".join(['"n"'] * (17 << 19)) + "]")
