@@ -7,13 +7,15 @@ test_description='herd hosts with nodes.inventory: an HTTP JSON inventory (a loc
 require_cmd jq
 [ -x /usr/bin/python3 ] || error "prerequisite /usr/bin/python3 is missing"
 
-# inv NAME PATH [EXTRA]: NAME.yaml asks the test inventory at PATH; EXTRA
-# goes into the inventory: map.
+# inv NAME PATH [EXTRA [TIMEOUT]]: NAME.yaml asks the test inventory at
+# PATH; EXTRA goes into the inventory: map; nodes.command_timeout is
+# TIMEOUT, 30s by default (the 17 MiB answer takes seconds to make on a
+# loaded machine).
 inv() {
 	cat >"$1.yaml" <<-EOT
 	nodes:
 	  inventory: {url: "http://127.0.0.1:$PORT$2"${3:+, $3}}
-	  command_timeout: 2s
+	  command_timeout: ${4:-30s}
 	launch: {command: "true"}
 	EOT
 }
@@ -123,7 +125,7 @@ test_expect_success 'failures are named: refused, timeout, too big, not JSON, ba
 	EOT
 	test_expect_code 1 herd hosts refused.yaml 2>err &&
 	grep "nodes.inventory http://127.0.0.1:1/x: .*\(refused\|connect\)" err &&
-	inv slow /slow &&
+	inv slow /slow "" 2s &&
 	# /slow answers after 60 s: only the 2 s timeout makes this fail
 	# (no clock is read here: a loaded machine starts herd slowly).
 	test_expect_code 1 herd hosts slow.yaml 2>err &&
