@@ -285,8 +285,8 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: herd-agent [--stdio | --connect HOST:PORT] "
-		"[--topology FILE.xml] [--hello-timeout MS] [--node NAME] | "
-		"--version | --help\n\n"
+		"[--topology FILE.xml] [--hello-timeout MS] [--node NAME] "
+		"[--local-herd] | --version | --help\n\n"
 		"herd-agent runs on every node of a job, started by herd. It\n"
 		"speaks herd's framed protocol on stdin/stdout (--stdio, the\n"
 		"default), or over TCP to HOST:PORT after proving the job\n"
@@ -295,6 +295,9 @@ static void usage(FILE *out)
 		"word within --hello-timeout MS of its start (default %d).\n"
 		"--node NAME: report NAME as this node's hostname (herd's\n"
 		"local transport runs one agent per named node on one machine).\n"
+		"--local-herd: herd runs on this machine (its local transport):\n"
+		"a silent herd is taken as stalled, never as cut off, and the\n"
+		"ranks go on; herd's exit closes stdin, which stops them.\n"
 		"It is not meant to be run by hand.\n",
 		AGENT_HELLO_TIMEOUT_MS);
 }
@@ -357,6 +360,10 @@ int main(int argc, char **argv)
 				fprintf(stderr, "herd-agent: %s\n", err.text);
 				return 2;
 			}
+			continue;
+		}
+		if (!strcmp(argv[i], "--local-herd")) {
+			a.herd_local = true;
 			continue;
 		}
 		if (!strcmp(argv[i], "--connect") && i + 1 < argc) {
