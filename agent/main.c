@@ -37,12 +37,18 @@ void agent_send(struct agent *a, enum proto_type type, json_t *body,
 	json_decref(body);
 }
 
-/* SIGTERM/SIGINT/SIGHUP to the agent: stop the ranks and go. */
+/* SIGTERM/SIGINT/SIGHUP to the agent: stop the ranks and go, saying why
+ * (on the agent's stderr, which herd passes on: a node lost for this
+ * reason is told apart from a crash). */
 static void on_sigstop(struct loop *loop, int sig, void *arg)
 {
 	struct agent *a = arg;
 
-	(void)sig;
+	if (a->state != AGENT_EXITING)
+		fprintf(stderr,
+			"herd-agent: %s (signal %d): stopping the ranks "
+			"and exiting\n",
+			strsignal(sig), sig);
 	agent_post(a, AGENT_EV_HERD_GONE, NULL);
 	proc_reap(loop);	/* ranks already gone are reaped now */
 }
@@ -154,6 +160,10 @@ static void on_close(struct conn *c, const char *reason, int clean, void *arg)
 	if (!clean)
 		fprintf(stderr, "herd-agent: connection to herd lost: %s\n",
 			reason);
+	else if (a->state != AGENT_EXITING)
+		/* herd hung up without STOP: it ended, or dropped us. */
+		fprintf(stderr, "herd-agent: herd closed the connection; "
+				"stopping the ranks and exiting\n");
 	agent_post(a, AGENT_EV_HERD_GONE, NULL);
 }
 

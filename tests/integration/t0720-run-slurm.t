@@ -249,6 +249,9 @@ test_expect_success 'scancel of the allocation: the job stops, no node is record
 	scancel "$job" &&
 	wait_exit $pid 60 &&
 	cat err.sc &&
+	# the agents say why they go (issue 22: one that went silently
+	# could not be told from a crash)
+	grep "^herd: srun step 0: herd-agent: Terminated (signal 15): stopping the ranks and exiting$" err.sc &&
 	herd nodes sc >sc.nodes &&
 	cat sc.nodes &&
 	grep "no failed nodes recorded" sc.nodes
