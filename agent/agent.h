@@ -131,6 +131,9 @@ struct agent {
 	/* The fd herd's frames come on (a TCP socket with --connect), to
 	 * ask the kernel whether herd's host still acknowledges us. */
 	int herd_fd;
+	/* --local-herd: herd runs on this machine (the local transport);
+	 * its silence never means it is cut off (health.c). */
+	bool herd_local;
 	bool paused;		/* herd paused the job (SIGTSTP): ranks
 				 * stopped with SIGSTOP until SIGCONT */
 	uint64_t hb_seq;

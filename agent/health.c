@@ -24,8 +24,12 @@
  *  - yes: herd's process is stopped or stalled (SIGSTOP, a debugger, a
  *    swapping machine); the ranks go on, and herd, which notices its own
  *    stall when it runs again, judges nobody for it;
- *  - unknown (no TCP connection to look at: the local transport): the
- *    silence alone decides, as before, unless herd paused the job.
+ *  - herd on this machine (the local transport, --local-herd): as yes;
+ *    herd's death is EOF on the socketpair at once, so a herd still
+ *    silent is one that did not run (a loaded machine: issue 22, a
+ *    sanitized herd silent 4.4 s failed a healthy job);
+ *  - unknown (no TCP connection to look at): the silence alone decides,
+ *    as before, unless herd paused the job.
  * A paused job (herd's SIGTSTP: SIGNAL {SIGSTOP}) is the same, except
  * that with no connection to look at the agent waits for herd.
  */
@@ -150,6 +154,9 @@ enum herd_link {
 	LINK_UNKNOWN,	/* no TCP connection to look at */
 	LINK_UP,	/* herd's host acknowledges what we send */
 	LINK_DOWN,	/* our data to herd is being retransmitted */
+	LINK_LOCAL,	/* --local-herd: herd started us on its own machine;
+			 * no network can cut it off and its death closes
+			 * our stdin (EOF): silent, it is stalled */
 };
 
 /* A TCP connection whose sent data is being retransmitted (at least one
@@ -271,7 +278,11 @@ static enum herd_link ssh_link(void)
 
 static enum herd_link herd_link(const struct agent *a)
 {
-	enum herd_link l = socket_link(a->herd_fd);
+	enum herd_link l;
+
+	if (a->herd_local)
+		return LINK_LOCAL;
+	l = socket_link(a->herd_fd);
 
 	return l != LINK_UNKNOWN ? l : ssh_link();
 }
@@ -361,9 +372,13 @@ static void on_tick(struct loop *loop, void *arg)
 				" ms, %s; the ranks go on\n",
 				silent,
 				a->paused ? "but herd paused the job"
-					  : "but its machine acknowledges what "
-					    "we send (herd is stopped or "
-					    "stalled, not cut off)");
+				: l == LINK_LOCAL
+				    ? "but herd runs on this machine and its "
+				      "socket is open (herd is stopped or "
+				      "stalled, not gone)"
+				    : "but its machine acknowledges what "
+				      "we send (herd is stopped or "
+				      "stalled, not cut off)");
 			a->herd_stalled_said = true;
 		}
 	}

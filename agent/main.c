@@ -37,12 +37,18 @@ void agent_send(struct agent *a, enum proto_type type, json_t *body,
 	json_decref(body);
 }
 
-/* SIGTERM/SIGINT/SIGHUP to the agent: stop the ranks and go. */
+/* SIGTERM/SIGINT/SIGHUP to the agent: stop the ranks and go, saying why
+ * (on the agent's stderr, which herd passes on: a node lost for this
+ * reason is told apart from a crash). */
 static void on_sigstop(struct loop *loop, int sig, void *arg)
 {
 	struct agent *a = arg;
 
-	(void)sig;
+	if (a->state != AGENT_EXITING)
+		fprintf(stderr,
+			"herd-agent: %s (signal %d): stopping the ranks "
+			"and exiting\n",
+			strsignal(sig), sig);
 	agent_post(a, AGENT_EV_HERD_GONE, NULL);
 	proc_reap(loop);	/* ranks already gone are reaped now */
 }
@@ -154,6 +160,10 @@ static void on_close(struct conn *c, const char *reason, int clean, void *arg)
 	if (!clean)
 		fprintf(stderr, "herd-agent: connection to herd lost: %s\n",
 			reason);
+	else if (a->state != AGENT_EXITING)
+		/* herd hung up without STOP: it ended, or dropped us. */
+		fprintf(stderr, "herd-agent: herd closed the connection; "
+				"stopping the ranks and exiting\n");
 	agent_post(a, AGENT_EV_HERD_GONE, NULL);
 }
 
@@ -285,8 +295,8 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: herd-agent [--stdio | --connect HOST:PORT] "
-		"[--topology FILE.xml] [--hello-timeout MS] [--node NAME] | "
-		"--version | --help\n\n"
+		"[--topology FILE.xml] [--hello-timeout MS] [--node NAME] "
+		"[--local-herd] | --version | --help\n\n"
 		"herd-agent runs on every node of a job, started by herd. It\n"
 		"speaks herd's framed protocol on stdin/stdout (--stdio, the\n"
 		"default), or over TCP to HOST:PORT after proving the job\n"
@@ -295,6 +305,9 @@ static void usage(FILE *out)
 		"word within --hello-timeout MS of its start (default %d).\n"
 		"--node NAME: report NAME as this node's hostname (herd's\n"
 		"local transport runs one agent per named node on one machine).\n"
+		"--local-herd: herd runs on this machine (its local transport):\n"
+		"a silent herd is taken as stalled, never as cut off, and the\n"
+		"ranks go on; herd's exit closes stdin, which stops them.\n"
 		"It is not meant to be run by hand.\n",
 		AGENT_HELLO_TIMEOUT_MS);
 }
@@ -357,6 +370,10 @@ int main(int argc, char **argv)
 				fprintf(stderr, "herd-agent: %s\n", err.text);
 				return 2;
 			}
+			continue;
+		}
+		if (!strcmp(argv[i], "--local-herd")) {
+			a.herd_local = true;
 			continue;
 		}
 		if (!strcmp(argv[i], "--connect") && i + 1 < argc) {

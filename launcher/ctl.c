@@ -2460,6 +2460,22 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 		fprintf(stderr, "herd: %s\n", err.text);
 		return 1;
 	}
+	/* Before the first line: whoever waits for it (a script that runs
+	 * herd in the background, where SIGINT starts ignored) may stop
+	 * herd the moment it sees it; a signal that comes before the loop
+	 * runs is handled on its first turn (issue 22). */
+	if (loop_on_signal(c->loop, SIGINT, on_interrupt, c) < 0 ||
+	    loop_on_signal(c->loop, SIGTERM, on_interrupt, c) < 0 ||
+	    /* nohup (or a parent that ignores SIGHUP for us) means: keep
+	     * running when the terminal goes; SIGINT stays ours even in
+	     * the background, where scripts send it to stop a job. */
+	    loop_on_signal_unless_ignored(c->loop, SIGHUP, on_interrupt, c) <
+		    0 ||
+	    /* Children (local agents, srun) are reaped by proc.h. */
+	    proc_watch(c->loop) < 0 || pause_signals_init(c) < 0) {
+		fprintf(stderr, "herd: signals: %s\n", strerror(errno));
+		return 1;
+	}
 	if (c->lt)
 		fprintf(stderr, "herd: logs in %s\n", logtree_run_dir(c->lt));
 	/* The socket first: the entry records where it listens. */
@@ -2495,18 +2511,6 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 	if (!c->transport || (left_out = add_nodes(c, res)) < 0) {
 		fprintf(stderr, "herd: %s\n",
 			c->transport ? "out of memory" : err.text);
-		return 1;
-	}
-	if (loop_on_signal(c->loop, SIGINT, on_interrupt, c) < 0 ||
-	    loop_on_signal(c->loop, SIGTERM, on_interrupt, c) < 0 ||
-	    /* nohup (or a parent that ignores SIGHUP for us) means: keep
-	     * running when the terminal goes; SIGINT stays ours even in
-	     * the background, where scripts send it to stop a job. */
-	    loop_on_signal_unless_ignored(c->loop, SIGHUP, on_interrupt, c) <
-		    0 ||
-	    /* Children (local agents, srun) are reaped by proc.h. */
-	    proc_watch(c->loop) < 0 || pause_signals_init(c) < 0) {
-		fprintf(stderr, "herd: signals: %s\n", strerror(errno));
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);

@@ -39,8 +39,11 @@ static int local_start(struct transport *t, const char *host,
 	 * vanished; and herd forks every agent before its loop answers the
 	 * first HELLO, which for 1,000 nodes on a loaded machine takes
 	 * longer than the default 30 s.  3600000 ms: the agent's maximum. */
+	/* --local-herd: herd's silence is a stall here (a loaded machine),
+	 * never a cut-off; herd's exit is EOF on the socketpair. */
 	char *argv[] = {t->agent_path,
 			"--stdio",
+			"--local-herd",
 			"--hello-timeout",
 			"3600000",
 			named ? "--node" : NULL,

@@ -64,4 +64,24 @@ test_expect_success 'SIGTERM during connect: 143 at once, no crash' '
 	interrupt TERM 143
 '
 
+# Issue 22: a SIGINT sent the moment herd printed its first line was
+# lost: herd still ran with the SIGINT of a background job ignored
+# until, some file writes later, it installed its handler, and then ran
+# the job to its end.  Here the first line comes through a FIFO and the
+# signal goes out as soon as it is read, with no poll interval between.
+test_expect_success 'SIGINT the moment herd says where its logs are: 130, not the whole job' '
+	{ rm -f first && mkfifo first || return 1; } &&
+	{ herd run j.yaml >out 2>first & } &&
+	pid=$! &&
+	exec 7<first &&
+	read -r line <&7 &&
+	kill -INT $pid &&
+	{ cat <&7 >err & } &&
+	exec 7<&- &&
+	echo "$line" | grep "^herd: logs in " &&
+	{ wait_exit $pid 10 || { kill -KILL $pid; false; }; } &&
+	cat err &&
+	test "$WAIT_RC" = 130
+'
+
 test_done

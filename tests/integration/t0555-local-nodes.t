@@ -142,4 +142,36 @@ test_expect_success 'bench/scale runs on simulated nodes (short idle window, no 
 	grep "^  idle 10 nodes, heartbeat 500ms: [0-9.]* % of one core <= 5 %: " scale.out
 '
 
+
+# Issue 22: on a loaded machine a sanitized herd went unscheduled for
+# longer than the agents' silence limit (health.timeout 3 s: 4.4 s) and
+# its local agents stopped a healthy job (t0906, two local nodes).  herd
+# on this machine is never cut off, and its exit is EOF to its agents at
+# once: a silent herd is a stalled one.  SIGSTOP stands in for the load.
+test_expect_success 'herd stopped 5 s (past the agents'"'"' 4.4 s limit, default health): the ranks go on, the job ends 0' '
+	cat >stall.yaml <<-EOF &&
+	name: stall
+	nodes: {hosts: "st[1-2]", slots: 1, transport: local}
+	restart: {max: 0}
+	launch:
+	  workdir: "$PWD"
+	  command: i=0; while [ \$i -lt 20 ]; do i=\$((i + 1)); echo tick \$i; sleep 0.5; done
+	EOF
+	herd run stall.yaml >out.stall 2>err.stall &
+	pid=$! &&
+	i=0 &&
+	until [ "$(grep -c "^\[[01]\] tick 2$" out.stall)" = 2 ]; do
+		i=$((i + 1)) && test $i -lt 600 || { cat err.stall; return 1; }
+		sleep 0.05   # poll interval of a bounded wait
+	done &&
+	kill -STOP $pid &&
+	sleep 5 &&   # the stall under test, not a synchronisation
+	kill -CONT $pid &&
+	wait_exit $pid 60 &&
+	cat err.stall &&
+	test "$WAIT_RC" = 0 &&
+	grep "herd runs on this machine and its socket is open" err.stall &&
+	test "$(grep -c "^\[[01]\] tick 20$" out.stall)" = 2
+'
+
 test_done

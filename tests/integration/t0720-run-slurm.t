@@ -158,12 +158,20 @@ test_expect_success 'PyTorch DDP (train.py --steps 10) across the 4 nodes of the
 	ev_all runs/torch/latest/events.jsonl job_end ".status == 0"
 '
 
-# herd_of FILE: the pid of the herd that runs job file FILE.
-herd_of() {
+# herd_under PID: the pid of the herd that PID started (timeout, then
+# salloc, in between), true when there is one.  Other herds run beside
+# this one (other scripts of the suite, other users, the same job file
+# name), so a herd is ours by its ancestry, not by its command line.
+herd_under() {
+	_found=1
 	for _p in $(pgrep -x herd); do
-		tr "\0" " " <"/proc/$_p/cmdline" 2>/dev/null |
-			grep -q " $1 *$" && echo $_p
+		_q=$_p
+		while [ "${_q:-0}" -gt 1 ]; do
+			[ "$_q" != "$1" ] || { echo $_p; _found=0; break; }
+			_q=$(ps -o ppid= -p $_q | tr -d " ")
+		done
 	done
+	return $_found
 }
 
 # threads PID: how many threads the process has now (0 once it is gone).
@@ -187,7 +195,7 @@ test_expect_success 'a job with a spare: two srun steps, their output read on he
 	run_spare_job sp &&
 	pid=$HERD_PID &&
 	wait_files 3 "sp/up1.*" 30 &&
-	herd=$(herd_of sp.yaml) && echo "herd: $herd" && test -n "$herd" &&
+	herd=$(herd_under $pid) && echo "herd: $herd" && test -n "$herd" &&
 	most=$(threads $herd) &&
 	# The agent of rank 1 dies: its node fails, the spare is called in
 	# with a second srun step, attempt 2 runs on it.
@@ -241,6 +249,9 @@ test_expect_success 'scancel of the allocation: the job stops, no node is record
 	scancel "$job" &&
 	wait_exit $pid 60 &&
 	cat err.sc &&
+	# the agents say why they go (issue 22: one that went silently
+	# could not be told from a crash)
+	grep "^herd: srun step 0: herd-agent: Terminated (signal 15): stopping the ranks and exiting$" err.sc &&
 	herd nodes sc >sc.nodes &&
 	cat sc.nodes &&
 	grep "no failed nodes recorded" sc.nodes
