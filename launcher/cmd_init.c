@@ -110,8 +110,9 @@ static void init_usage(FILE *out)
 		"missing,\n"
 		"unknown or bad value, files that exist without --force, a "
 		"DIR that\n"
-		"is a symlink or not yours, files changed since herd init "
-		"wrote them\n"
+		"is a symlink or not yours or under a directory or link of "
+		"another\n"
+		"user's, files changed since herd init wrote them\n"
 		"without --force twice, or bad usage.\n");
 }
 
