@@ -985,7 +985,7 @@ static const struct logtree_words dir_words = {
  * is (logtree_walk: no parent another user controls, no link of
  * theirs).  Everything after is relative to the fd.  Returns the fd, -1
  * when refused, -2 when it could not be made or opened. */
-static int open_dir(const char *given, struct herd_err *err)
+int initproj_open_dir(const char *given, struct herd_err *err)
 {
 	char dir[PATH_MAX], abs[PATH_MAX * 2], cwd[PATH_MAX];
 	const char *base = ".";
@@ -1183,7 +1183,7 @@ int initproj_write(struct initproj *p, const char *dir, int force,
 	json_t *sums = NULL, *tab;
 	int dfd, rc = -1;
 
-	if ((dfd = open_dir(dir, err)) < 0)
+	if ((dfd = initproj_open_dir(dir, err)) < 0)
 		return dfd;
 	if (!(sums = sums_read(dfd))) {
 		herd_errprintf(err, "out of memory");
@@ -1297,7 +1297,7 @@ int initproj_sums_update(const char *dir, const char *name,
 	char hex[65];
 	int dfd, rc = -2;
 
-	if ((dfd = open_dir(dir, err)) < 0)
+	if ((dfd = initproj_open_dir(dir, err)) < 0)
 		return dfd;
 	if (file_sha256(dfd, name, hex) < 0) {
 		herd_errprintf(err, "cannot read %s/%s", dir, name);
