@@ -315,7 +315,7 @@ int cmd_init(int argc, char **argv)
 	size_t n_sets = 0;
 	struct herd_err err;
 	int status = EXIT_SPEC, rc;
-	bool opts = true; /* until "--" */
+	bool opts = true;	/* until "--" */
 	ssize_t len;
 
 	herd_err_clear(&err);
