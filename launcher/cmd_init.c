@@ -110,8 +110,9 @@ static void init_usage(FILE *out)
 		"missing,\n"
 		"unknown or bad value, files that exist without --force, a "
 		"DIR that\n"
-		"is a symlink or not yours, files changed since herd init "
-		"wrote them\n"
+		"is a symlink or not yours or under a directory or link of "
+		"another\n"
+		"user's, files changed since herd init wrote them\n"
 		"without --force twice, or bad usage.\n");
 }
 
@@ -201,30 +202,45 @@ static int project_path(const char *dir, char *out, size_t size)
 
 /* --tune: the four sizes of the project's ds_zero3.json for the network
  * of its job.yaml (tune.h), set through jansson and written back
- * atomically (a new file in the project directory, renamed over it).
- * Returns 0, or an exit status said on stderr. */
-static int tune_project(const char *proj, const char *platform)
+ * atomically (a new file in the project directory, renamed over it), in
+ * dir opened and checked again as initproj_write does (initproj_open_dir)
+ * and relative to that fd.  Returns 0, or an exit status said on stderr. */
+static int tune_project(const char *dir, const char *proj, const char *platform)
 {
-	char job[PATH_MAX], ds[PATH_MAX], tmp[PATH_MAX];
+	char job[PATH_MAX], ds[PATH_MAX], tmp[NAME_MAX + 1];
 	struct tune_result r;
 	struct herd_err err;
 	json_error_t jerr;
 	json_t *doc, *z, *b, *f;
-	int rc, fd, elem;
+	int rc, fd, dfd, elem;
 
 	herd_err_clear(&err);
 	if (snprintf(job, sizeof(job), "%s/job.yaml", proj) >=
 		(int)sizeof(job) ||
 	    snprintf(ds, sizeof(ds), "%s/ds_zero3.json", proj) >=
-		(int)sizeof(ds) ||
-	    snprintf(tmp, sizeof(tmp), "%s/.ds_zero3.json.XXXXXX", proj) >=
-		(int)sizeof(tmp)) {
+		(int)sizeof(ds)) {
 		cli_error("init: --tune: %s: path too long", proj);
 		return EXIT_SPEC;
 	}
-	if (!(doc = json_load_file(ds, JSON_REJECT_DUPLICATES, &jerr))) {
+	snprintf(tmp, sizeof(tmp), ".ds_zero3.json.herd-init-%ld",
+		 (long)getpid());
+	if ((dfd = initproj_open_dir(dir, &err)) < 0) {
+		cli_error("init: --tune: %s", err.text);
+		return dfd == -2 ? EXIT_RUNTIME : EXIT_SPEC;
+	}
+	if ((fd = openat(dfd, "ds_zero3.json",
+			 O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		cli_error("init: --tune: cannot read %s: %s", ds,
+			  strerror(errno));
+		close(dfd);
+		return EXIT_SPEC;
+	}
+	doc = json_loadfd(fd, JSON_REJECT_DUPLICATES, &jerr);
+	close(fd);
+	if (!doc) {
 		cli_error("init: --tune: %s:%d:%d: %s", ds, jerr.line,
 			  jerr.column, jerr.text);
+		close(dfd);
 		return EXIT_SPEC;
 	}
 	z = json_object_get(doc, "zero_optimization");
@@ -234,6 +250,7 @@ static int tune_project(const char *proj, const char *platform)
 		cli_error("init: --tune: %s has no zero_optimization object",
 			  ds);
 		json_decref(doc);
+		close(dfd);
 		return EXIT_SPEC;
 	}
 	elem = json_is_true(b) || json_is_true(f) ? 2 : 4;
@@ -242,6 +259,7 @@ static int tune_project(const char *proj, const char *platform)
 			  "ds_zero3.json keeps the template's sizes",
 			  err.text);
 		json_decref(doc);
+		close(dfd);
 		return rc;
 	}
 	tune_print(stderr, &r);
@@ -254,22 +272,35 @@ static int tune_project(const char *proj, const char *platform)
 	json_object_set_new(z, "stage3_param_persistence_threshold",
 			    json_integer(r.tuned.param_persistence_threshold));
 	rc = 0;
-	if ((fd = mkstemp(tmp)) < 0 || fchmod(fd, 0644) < 0 ||
-	    json_dumpfd(doc, fd, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0 ||
-	    write(fd, "\n", 1) != 1 || fsync(fd) < 0 || close(fd) < 0 ||
-	    rename(tmp, ds) < 0) {
+	fd = openat(dfd, tmp,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		bool ok =
+		    fchmod(fd, 0644) == 0 &&
+		    json_dumpfd(doc, fd,
+				JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0 &&
+		    write(fd, "\n", 1) == 1 && fsync(fd) == 0;
+		int e = errno;
+
+		if (close(fd) < 0 && ok)
+			e = errno, ok = false;
+		if (ok && renameat(dfd, tmp, dfd, "ds_zero3.json") < 0)
+			e = errno, ok = false;
+		if (!ok)
+			unlinkat(dfd, tmp, 0);
+		errno = e;
+		fd = ok ? 0 : -1;
+	}
+	if (fd < 0) {
 		cli_error("init: --tune: cannot write %s: %s", ds,
 			  strerror(errno));
-		if (fd >= 0) {
-			close(fd);
-			unlink(tmp);
-		}
 		rc = EXIT_RUNTIME;
 	} else {
 		printf("tuned %s (reduce_bucket_size %ld)\n", ds,
 		       r.tuned.reduce_bucket_size);
 	}
 	json_decref(doc);
+	close(dfd);
 	return rc;
 }
 
@@ -404,7 +435,7 @@ int cmd_init(int argc, char **argv)
 		printf("\n");
 	}
 	fflush(stdout);
-	if (tune && (rc = tune_project(proj, platform)) != 0) {
+	if (tune && (rc = tune_project(dir, proj, platform)) != 0) {
 		status = rc;
 		goto out;
 	}

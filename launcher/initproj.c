@@ -14,6 +14,7 @@
 
 #include "herd/file.h"
 #include "herd/hostlist.h"
+#include "herd/logtree.h"
 #include "herd/suggest.h"
 #include "initproj.h"
 #include "template.h"
@@ -971,14 +972,26 @@ static int write_at(int dfd, const char *dir, const char *name,
 	return 0;
 }
 
+/* How herd init's walk of DIR's parent names what it refuses. */
+static const struct logtree_words dir_words = {
+    .prefix = "",
+    .harm = "replace the project's files",
+    .place = "the project",
+    .real = "give the real directory",
+};
+
 /* Opens dir (made 0755 when missing) after checking it is a directory of
- * the caller's that nobody else can write to.  Returns the fd or -1. */
-static int open_dir(const char *given, struct herd_err *err)
+ * the caller's that nobody else can write to, reached from / as log.dir
+ * is (logtree_walk: no parent another user controls, no link of
+ * theirs).  Everything after is relative to the fd.  Returns the fd, -1
+ * when refused, -2 when it could not be made or opened. */
+int initproj_open_dir(const char *given, struct herd_err *err)
 {
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], abs[PATH_MAX * 2], cwd[PATH_MAX];
+	const char *base = ".";
 	struct stat st, fst;
 	size_t n;
-	int dfd;
+	int pfd, dfd;
 
 	/* "link/" would follow the link: the name without its slashes. */
 	if ((n = strlen(given)) >= sizeof(dir))
@@ -986,28 +999,60 @@ static int open_dir(const char *given, struct herd_err *err)
 	memcpy(dir, given, n + 1);
 	while (n > 1 && dir[n - 1] == '/')
 		dir[--n] = '\0';
-	if (lstat(dir, &st) < 0) {
-		if (errno != ENOENT || mkdir(dir, 0755) < 0 ||
-		    lstat(dir, &st) < 0) {
+	/* The parent is walked from /: a relative DIR from the current
+	 * directory's real path. */
+	if (dir[0] != '/' && !getcwd(cwd, sizeof(cwd))) {
+		herd_errprintf(err, "cannot find the current directory: %s",
+			       strerror(errno));
+		return -2;
+	}
+	snprintf(abs, sizeof(abs), "%s%s%s", dir[0] == '/' ? "" : cwd,
+		 dir[0] == '/' ? "" : "/", dir);
+	{
+		char *slash = strrchr(abs, '/');
+
+		if (strcmp(slash + 1, ".") && strcmp(slash + 1, "..") &&
+		    slash[1]) {
+			base = slash + 1;
+			if (slash == abs)
+				slash++; /* "/p": the parent is / */
+			*slash = '\0';
+			if (!abs[0])
+				strcpy(abs, "/");
+		}
+	}
+	if ((pfd = logtree_walk(abs, &dir_words, err)) < 0)
+		return -1;
+	if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno != ENOENT || mkdirat(pfd, base, 0755) < 0 ||
+		    fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			herd_errprintf(err, "cannot make %s: %s", dir,
 				       strerror(errno));
+			close(pfd);
 			return -2;
 		}
 	}
-	if (S_ISLNK(st.st_mode))
+	if (S_ISLNK(st.st_mode)) {
+		close(pfd);
 		return herd_errprintf(err,
 				      "%s is a symbolic link: give the "
 				      "directory it names, or another one",
 				      dir);
-	if (!S_ISDIR(st.st_mode))
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		close(pfd);
 		return herd_errprintf(err, "%s is not a directory", dir);
-	if (st.st_uid != geteuid())
+	}
+	if (st.st_uid != geteuid()) {
+		close(pfd);
 		return herd_errprintf(err,
 				      "%s belongs to uid %ld, not to you: herd "
 				      "init writes only into your own "
 				      "directories",
 				      dir, (long)st.st_uid);
-	if (st.st_mode & 022)
+	}
+	if (st.st_mode & 022) {
+		close(pfd);
 		return herd_errprintf(
 		    err,
 		    "%s is writable by %s (mode %04o), who "
@@ -1016,8 +1061,11 @@ static int open_dir(const char *given, struct herd_err *err)
 		    "directory",
 		    dir, (st.st_mode & 002) ? "others" : "its group",
 		    (unsigned)(st.st_mode & 07777), dir);
-	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) <
-	    0) {
+	}
+	dfd =
+	    openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	close(pfd);
+	if (dfd < 0) {
 		herd_errprintf(err, "cannot open %s: %s", dir, strerror(errno));
 		return -2;
 	}
@@ -1135,7 +1183,7 @@ int initproj_write(struct initproj *p, const char *dir, int force,
 	json_t *sums = NULL, *tab;
 	int dfd, rc = -1;
 
-	if ((dfd = open_dir(dir, err)) < 0)
+	if ((dfd = initproj_open_dir(dir, err)) < 0)
 		return dfd;
 	if (!(sums = sums_read(dfd))) {
 		herd_errprintf(err, "out of memory");
@@ -1249,7 +1297,7 @@ int initproj_sums_update(const char *dir, const char *name,
 	char hex[65];
 	int dfd, rc = -2;
 
-	if ((dfd = open_dir(dir, err)) < 0)
+	if ((dfd = initproj_open_dir(dir, err)) < 0)
 		return dfd;
 	if (file_sha256(dfd, name, hex) < 0) {
 		herd_errprintf(err, "cannot read %s/%s", dir, name);

@@ -145,6 +145,13 @@ int initproj_render(struct initproj *p, const char *tdir,
 int initproj_write(struct initproj *p, const char *dir, int force,
 		   struct herd_err *err);
 
+/* Opens dir (made 0755 when missing) as initproj_write does: its parent
+ * walked from / by log.dir's rule (logtree_walk), dir itself the
+ * caller's, no symlink, writable by nobody else.  Returns an O_RDONLY
+ * directory fd to write relative to, -1 with err when refused, -2 with
+ * err when it could not be made or opened. */
+int initproj_open_dir(const char *dir, struct herd_err *err);
+
 /* Records the SHA-256 of dir/name as it is now in dir/INITPROJ_SUMS (a
  * file herd changed after initproj_write: --tune's ds_zero3.json).
  * Returns 0, -1 or -2 with err as initproj_write. */

@@ -65,9 +65,18 @@ static void owner_name(uid_t uid, char *buf, size_t size)
 		snprintf(buf, size, "uid %u", (unsigned)uid);
 }
 
-/* A directory on the way to log.dir: owned by root or us, and writable by
- * nobody else unless sticky. */
-static int check_step(int fd, const char *shown, struct herd_err *err)
+/* How log.dir's walk names what it refuses. */
+static const struct logtree_words log_words = {
+    .prefix = "log.dir: ",
+    .harm = "redirect herd's logs",
+    .place = "log.dir",
+    .real = "set log.dir to the real directory",
+};
+
+/* A directory on the way: owned by root or us, and writable by nobody
+ * else unless sticky. */
+static int check_step(int fd, const char *shown, const struct logtree_words *w,
+		      struct herd_err *err)
 {
 	struct stat st;
 	char who[128];
@@ -78,20 +87,18 @@ static int check_step(int fd, const char *shown, struct herd_err *err)
 	if (!trusted_uid(st.st_uid)) {
 		owner_name(st.st_uid, who, sizeof(who));
 		return herd_errprintf(err,
-				      "log.dir: %s is owned by %s, who could "
-				      "redirect herd's logs; put log.dir on a "
-				      "path owned by root or by you",
-				      shown, who);
+				      "%s%s is owned by %s, who could %s; put "
+				      "%s on a path owned by root or by you",
+				      w->prefix, shown, who, w->harm, w->place);
 	}
 	if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))
 		return herd_errprintf(
 		    err,
-		    "log.dir: %s is writable by %s (mode "
-		    "%04o), who could redirect herd's logs; "
-		    "run chmod go-w '%s' or put log.dir "
-		    "elsewhere",
-		    shown, (st.st_mode & 002) ? "everyone" : "its group",
-		    (unsigned)(st.st_mode & 07777), shown);
+		    "%s%s is writable by %s (mode %04o), who could %s; run "
+		    "chmod go-w '%s' or put %s elsewhere",
+		    w->prefix, shown,
+		    (st.st_mode & 002) ? "everyone" : "its group",
+		    (unsigned)(st.st_mode & 07777), w->harm, shown, w->place);
 	return 0;
 }
 
@@ -141,7 +148,7 @@ static int shown_push(char **shown, const char *name)
  * returns the rest of the walk, the link's target then rest, malloc'd. */
 static char *follow_link(int fd, const char *name, const char *shown,
 			 const char *rest, const struct stat *ls,
-			 struct herd_err *err)
+			 const struct logtree_words *w, struct herd_err *err)
 {
 	char target[PATH_MAX], who[128], *next;
 	ssize_t n;
@@ -149,10 +156,10 @@ static char *follow_link(int fd, const char *name, const char *shown,
 	if (!trusted_uid(ls->st_uid)) {
 		owner_name(ls->st_uid, who, sizeof(who));
 		herd_errprintf(err,
-			       "log.dir: %s/%s is a symlink owned by %s; herd "
+			       "%s%s/%s is a symlink owned by %s; herd "
 			       "follows only links of root or yours: remove "
-			       "it or set log.dir to the real directory",
-			       shown, name, who);
+			       "it or %s",
+			       w->prefix, shown, name, who, w->real);
 		return NULL;
 	}
 	n = readlinkat(fd, name, target, sizeof(target) - 1);
@@ -170,8 +177,12 @@ static char *follow_link(int fd, const char *name, const char *shown,
 }
 
 /* Walks log_dir from / as logtree.h says, making what is missing with
- * dir_mode.  Returns an O_PATH fd of log_dir, or -1 with err. */
+ * dir_mode (0: nothing made) and checking the last directory with
+ * check_final (NULL: as one on the way).  Returns an O_PATH fd of
+ * log_dir, or -1 with err. */
 static int walk(const char *log_dir, unsigned int dir_mode,
+		const struct logtree_words *w,
+		int (*final)(int, const char *, struct herd_err *),
 		struct herd_err *err)
 {
 	char *remaining = NULL, *shown = NULL, *p;
@@ -179,7 +190,7 @@ static int walk(const char *log_dir, unsigned int dir_mode,
 	bool checked = false;
 
 	if (log_dir[0] != '/')
-		return herd_errprintf(err, "log.dir %s is not absolute",
+		return herd_errprintf(err, "%s %s is not absolute", w->place,
 				      log_dir);
 	if (!(remaining = strdup(log_dir)) || !(shown = strdup(""))) {
 		herd_errprintf(err, "out of memory");
@@ -210,12 +221,13 @@ static int walk(const char *log_dir, unsigned int dir_mode,
 			continue;
 		/* A directory is checked where a name is looked up in it:
 		 * what it holds is only as safe as who can change it. */
-		if (!checked && check_step(fd, shown[0] ? shown : "/", err) < 0)
+		if (!checked &&
+		    check_step(fd, shown[0] ? shown : "/", w, err) < 0)
 			goto out;
 		checked = true;
 		nfd = openat(fd, name,
 			     O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (nfd < 0 && errno == ENOENT) {
+		if (nfd < 0 && errno == ENOENT && dir_mode) {
 			if (mkdirat(fd, name, dir_mode) == 0) {
 				/* Exact, whatever the umask. */
 				if (fchmodat(fd, name, dir_mode,
@@ -240,12 +252,11 @@ static int walk(const char *log_dir, unsigned int dir_mode,
 			char *next;
 
 			if (++links > LOGTREE_LINKS_MAX) {
-				herd_errprintf(err,
-					       "log.dir %s: too many symlinks",
-					       log_dir);
+				herd_errprintf(err, "%s %s: too many symlinks",
+					       w->place, log_dir);
 				goto out;
 			}
-			next = follow_link(fd, name, shown, rest, &ls, err);
+			next = follow_link(fd, name, shown, rest, &ls, w, err);
 			if (!next)
 				goto out;
 			free(remaining);
@@ -280,7 +291,8 @@ static int walk(const char *log_dir, unsigned int dir_mode,
 		nfd = -1;
 		checked = false;
 	}
-	if (check_final(fd, shown[0] ? shown : "/", err) < 0)
+	if (final ? final(fd, shown[0] ? shown : "/", err) < 0
+		  : check_step(fd, shown[0] ? shown : "/", w, err) < 0)
 		goto out;
 	ret = fd;
 	fd = -1;
@@ -292,6 +304,12 @@ out:
 	free(remaining);
 	free(shown);
 	return ret;
+}
+
+int logtree_walk(const char *path, const struct logtree_words *w,
+		 struct herd_err *err)
+{
+	return walk(path, 0, w, NULL, err);
 }
 
 static int make_id(char *buf, size_t size)
@@ -327,7 +345,8 @@ struct logtree *logtree_open(const char *log_dir, unsigned int file_mode,
 	lt->dir_fd = lt->run_fd = -1;
 	lt->file_mode = file_mode & 0666;
 	lt->dir_mode = logtree_dir_mode(file_mode);
-	if ((lt->dir_fd = walk(log_dir, lt->dir_mode, err)) < 0)
+	if ((lt->dir_fd =
+		 walk(log_dir, lt->dir_mode, &log_words, check_final, err)) < 0)
 		goto out;
 	/* A `latest` herd did not make: say so before making anything. */
 	if (fstatat(lt->dir_fd, "latest", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -419,8 +438,8 @@ int logtree_create(struct logtree *lt, const char *path, struct herd_err *err)
 	return logtree_create_mode(lt, path, lt->file_mode, err);
 }
 
-int logtree_create_mode(struct logtree *lt, const char *path,
-			unsigned int mode, struct herd_err *err)
+int logtree_create_mode(struct logtree *lt, const char *path, unsigned int mode,
+			struct herd_err *err)
 {
 	const char *slash = strchr(path, '/'), *name = path;
 	int dfd = lt->run_fd, sub = -1, fd = -1;

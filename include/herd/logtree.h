@@ -71,6 +71,25 @@ int logtree_create_mode(struct logtree *lt, const char *path,
 
 void logtree_free(struct logtree *lt);
 
+/* The words a refusal of logtree_walk() says: "PREFIX/x is owned by bob
+ * (uid 1001), who could HARM; put PLACE on a path owned by root or by
+ * you", "... a symlink owned by bob; ...: remove it or REAL". */
+struct logtree_words {
+	const char *prefix; /* "log.dir: ", or "" */
+	const char *harm;   /* "redirect herd's logs" */
+	const char *place;  /* "log.dir" */
+	const char *real;   /* "set log.dir to the real directory" */
+};
+
+/* Walks path (absolute) from / by the rule above for the directories on
+ * the way to log.dir, path itself included: each owned by root or the
+ * user and writable by nobody else unless sticky, symlinks followed only
+ * when root's or the user's.  Makes nothing (a missing directory is an
+ * error).  For other writes that must not be steered (herd init's
+ * DIR).  Returns an O_PATH fd of path or -1 with err, one line. */
+int logtree_walk(const char *path, const struct logtree_words *w,
+		 struct herd_err *err);
+
 /* A log file that reports its first failed write, once, and counts what
  * it could not write (a full disk must never pass in silence, nor stop
  * the job). */

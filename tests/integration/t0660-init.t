@@ -239,6 +239,32 @@ test_expect_success 'a DIR that is a symlink, not a directory, not yours or writ
 	grep "^herd: init: cannot make no/such/dir: No such file or directory\$" err
 '
 
+test_expect_success 'a parent of DIR another user owns, or a link of theirs in a sticky directory (fs.protected_symlinks 0): refused in one line naming the path, nothing written' '
+	other=herd-i-$$ &&
+	useradd -M -d /nonexistent -s /bin/sh "$other" &&
+	test_when_finished "userdel $other" &&
+	ft="--set base=b --set corpus=texts --set tokenizer=tok.model" &&
+	mkdir hers && chown "$other" hers && chmod 755 hers &&
+	test_expect_code 2 herd init finetune hers/proj $ft >out 2>err &&
+	cat err &&
+	test "$(wc -l <err)" = 1 &&
+	grep "^herd: init: $PWD/hers is owned by $other (uid [0-9]*), who could replace the project.s files; put the project on a path owned by root or by you\$" err &&
+	test ! -e hers/proj && test ! -s out &&
+	was=$(cat /proc/sys/fs/protected_symlinks) &&
+	echo 0 >/proc/sys/fs/protected_symlinks &&
+	test_when_finished "echo $was >/proc/sys/fs/protected_symlinks" &&
+	mkdir -m 1777 sticky && chmod 1777 sticky &&
+	mkdir victim &&
+	runuser -u "$other" -- ln -s "$PWD/victim" sticky/l &&
+	test_expect_code 2 herd init finetune sticky/l/proj $ft >out 2>err &&
+	cat err &&
+	test "$(wc -l <err)" = 1 &&
+	grep "^herd: init: $PWD/sticky/l is a symlink owned by $other (uid [0-9]*); herd follows only links of root or yours: remove it or give the real directory\$" err &&
+	test -z "$(ls -A victim)" && test ! -s out &&
+	herd init finetune sticky/mine $ft >out &&
+	test -f sticky/mine/job.yaml
+'
+
 test_expect_success '--tune with a platform file: ds_zero3.json gets the rule'\''s sizes for 2 nodes x 8 ranks at 100 Gb/s InfiniBand (no network run)' '
 	cat >net.json <<-\EOF &&
 	{"network": {"nics": [{"name": "mlx5_0", "rate_gbps": 100, "fabric": "ib"}]}}
