@@ -84,10 +84,55 @@ hc_node_line() {
 	return 1
 }
 
-# hc_hosts_write FILE: replace the contents of /etc/hosts keeping its inode
-# (a rename would silently drop every node's bind mount of its own copy).
-hc_hosts_write() {
-	cat "$1" >"$HC_HOSTS"
+# /etc/hosts is edited in place, keeping its inode (a rename would
+# silently drop every node's bind mount of its own copy), and never
+# truncated while other clusters use it: scripts run side by side, and a
+# resolver that reads the file while it is rewritten finds no names
+# ("Failed to resolve hostname"), so a block is appended in one write and
+# removed by overwriting its bytes with '#' (a comment), in place.  Dead
+# lines at the end of the file are cut off (that moves no live line).
+#
+# hc_hosts_append FILE: appends FILE (one cluster's block) to /etc/hosts.
+hc_hosts_append() {
+	if [ -s "$HC_HOSTS" ] && [ "$(tail -c 1 "$HC_HOSTS" | od -An -c | tr -d ' ')" != '\n' ]; then
+		printf '\n' >>"$HC_HOSTS" || return 1
+	fi
+	cat "$1" >>"$HC_HOSTS"
+}
+
+# hc_hosts_remove ID: blanks the block of cluster ID in /etc/hosts.
+hc_hosts_remove() {
+	/usr/bin/python3 - "$HC_HOSTS" "$1" <<-'PY'
+	import sys
+	path, cid = sys.argv[1], sys.argv[2]
+	begin = ("# BEGIN herd-test-cluster " + cid).encode()
+	end = ("# END herd-test-cluster " + cid).encode()
+	with open(path, "r+b") as f:
+	    data = f.read()
+	    pos, start, stop = 0, None, None
+	    for line in data.splitlines(keepends=True):
+	        text = line.rstrip(b"\n")
+	        if start is None and (text == begin or text.startswith(begin + b" ")):
+	            start = pos
+	        if start is not None and text == end:
+	            stop = pos + len(line)
+	            break
+	        pos += len(line)
+	    if start is None:
+	        sys.exit(0)
+	    if stop is None:
+	        stop = len(data)
+	    blank = bytes(c if c == 0x0A else 0x23 for c in data[start:stop])
+	    f.seek(start)
+	    f.write(blank)
+	    f.flush()
+	    data = data[:start] + blank + data[stop:]
+	    keep = len(data)
+	    lines = data.splitlines(keepends=True)
+	    while lines and lines[-1].rstrip(b"\n") and not lines[-1].rstrip(b"\n").strip(b"#"):
+	        keep -= len(lines.pop())
+	    f.truncate(keep)
+	PY
 }
 
 # hc_hosts_without ID: /etc/hosts on stdout, minus the block of cluster ID.
