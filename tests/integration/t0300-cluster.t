@@ -176,6 +176,29 @@ test_expect_success 'up 8 nodes in under 5 s (10 s allowed on slow CI), next to 
 	cluster_down "$other"
 '
 
+# Issue 22: scripts run side by side, and each up and down edits
+# /etc/hosts.  A rewrite (truncate, then write) left it empty for an
+# instant, and a script resolving its own node then failed (t0537:
+# "Failed to resolve hostname"; here 4 misses in 20 rounds before).
+test_expect_success 'names keep resolving while other clusters come up and go down' '
+	cluster_up 1 &&
+	mine=$HERD_CLUSTER_NODES &&
+	rm -f stop misses &&
+	{ while [ ! -e stop ]; do
+		getent hosts $mine >/dev/null || echo miss >>misses
+	done & } &&
+	looker=$! &&
+	for i in $(seq 20); do
+		d=$("$HERD_CLUSTER_TOOLS/up" 1 2>/dev/null) &&
+		"$HERD_CLUSTER_TOOLS/down" "$d" >/dev/null 2>&1 || break
+	done &&
+	touch stop &&
+	wait $looker &&
+	test "$i" = 20 &&
+	test ! -e misses &&
+	cluster_down
+'
+
 test_expect_success 'nothing of ours is left' '
 	test -z "$_herd_cluster_dirs" &&
 	test -z "$(ip netns list | grep "^herd-$id-")"
