@@ -342,11 +342,9 @@ int cmd_run(int argc, char **argv)
 		return cli_usage("run", "--no-wait goes with --detach");
 	if (force && !resume)
 		return cli_usage("run", "--force goes with --resume");
-	if (force && on)
-		return cli_usage("run", "--force with --on: run herd run "
-					"--resume --force on HOST itself");
 	if (on)
-		return remote_run(on, job, resume, json, opt.detach_no_wait);
+		return remote_run(on, job, resume, json, opt.detach_no_wait,
+				  force);
 	if ((status = remote_job_input(cwd, job_stdin, &job_text, &job_len)))
 		return status;
 	/* --job-stdin's bytes are the job (remote.c sent them); until
