@@ -27,8 +27,8 @@ static void usage(FILE *out)
 		"usage: herd run JOB.yaml [--dry-run] [-v] [--no-status]\n"
 		"       herd run JOB.yaml --detach [--no-wait] [--json] [-v] "
 		"[--on HOST]\n"
-		"       herd run --resume RUNDIR [--no-status] [--detach "
-		"[--no-wait] [--json]]\n\n"
+		"       herd run --resume RUNDIR [--force] [--no-status] "
+		"[--detach [--no-wait] [--json]]\n\n"
 		"Starts the job on every node and runs it like one program:\n"
 		"output prefixed [rank] (-v: [host:rank]), Ctrl-C forwarded\n"
 		"to every rank (twice: kill at once), exit status of the\n"
@@ -59,7 +59,12 @@ static void usage(FILE *out)
 		"  --resume RUNDIR  run an earlier run's job again: its job\n"
 		"              file as it was (RUNDIR/job.yaml), from its\n"
 		"              directory, with its -v; a new run directory,\n"
-		"              from the newest complete checkpoint\n"
+		"              from the newest complete checkpoint.  Refused\n"
+		"              while that run's controller runs or another\n"
+		"              herd resumes it (one at a time), and once it\n"
+		"              ended or was resumed already (unless --force)\n"
+		"  --force     with --resume: resume an ended run, or one\n"
+		"              resumed before, again\n"
 		"  --on HOST   with --detach: the controller runs on HOST\n"
 		"              (over SSH; the job file and log.dir must be on\n"
 		"              a file system HOST shares at the same paths)\n"
@@ -253,6 +258,7 @@ int cmd_run(int argc, char **argv)
 		{"resume", required_argument, NULL, 'R'},
 		/* --on HOST, and what the herd it starts there is given */
 		{"on", required_argument, NULL, 'O'},
+		{"force", no_argument, NULL, 'f'},
 		{"job-stdin", no_argument, NULL, 'I'},
 		{"cwd", required_argument, NULL, 'C'},
 		{"job-file", required_argument, NULL, 'F'},
@@ -264,7 +270,7 @@ int cmd_run(int argc, char **argv)
 	struct resolved res = {0};
 	const char *resume = NULL;
 	const char *on = NULL, *cwd = NULL, *job = NULL;
-	bool job_stdin = false;
+	bool job_stdin = false, force = false;
 	char *job_text = NULL;
 	size_t job_len = 0;
 	char agent[PATH_MAX + 16];
@@ -297,6 +303,9 @@ int cmd_run(int argc, char **argv)
 			break;
 		case 'O':
 			on = optarg;
+			break;
+		case 'f':
+			force = true;
 			break;
 		case 'I':
 			job_stdin = true;
@@ -331,14 +340,17 @@ int cmd_run(int argc, char **argv)
 		return cli_usage("run", "--on goes with --detach");
 	if (opt.detach_no_wait && !opt.detach)
 		return cli_usage("run", "--no-wait goes with --detach");
+	if (force && !resume)
+		return cli_usage("run", "--force goes with --resume");
 	if (on)
-		return remote_run(on, job, resume, json, opt.detach_no_wait);
+		return remote_run(on, job, resume, json, opt.detach_no_wait,
+				  force);
 	if ((status = remote_job_input(cwd, job_stdin, &job_text, &job_len)))
 		return status;
 	/* --job-stdin's bytes are the job (remote.c sent them); until
 	 * jobrun_open() takes them, the same file is read at --job-file. */
 	(void)job_len;
-	status = jobrun_open(job, resume, &opt, agent, sizeof(agent), &spec,
+	status = jobrun_open(job, resume, force, &opt, agent, sizeof(agent), &spec,
 			     &res);
 	/* libssh's own log (a LogLevel in ~/.ssh/config) only with -v. */
 	sshsess_set_verbose(opt.verbose);

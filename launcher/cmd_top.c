@@ -28,6 +28,7 @@
 #include "herd/runlog.h"
 #include "herd/svgplot.h"
 #include "herd/text.h"
+#include "jobview.h"
 #include "rundir.h"
 
 enum col {
@@ -45,6 +46,11 @@ enum col {
 	COL_LOSS,
 	COL_N_
 };
+
+/* The job's registry entry (its controller's socket and pid), and its
+ * state as herd list, status and logs -f see it, taken at each refresh. */
+static struct jobreg_entry top_job;
+static enum jobview_state top_state;
 
 /* Sort keys (--sort and the s key cycle through them in this order). */
 static const char *const sort_keys[COL_N_] = {
@@ -107,9 +113,11 @@ static void top_usage(FILE *out)
 		"\n"
 		"Keys on a terminal: s next sort column, r reverse, q quit.\n"
 		"Without a terminal, a plain frame is printed at each refresh\n"
-		"that brought new lines, until the job ends.\n"
+		"that brought new lines, until the job ends, or is lost (no\n"
+		"job_end, and its controller is gone: as herd list says).\n"
 		"\n"
-		"Exit status: 0; 1 a file could not be read; 2 bad usage, a\n"
+		"Exit status: 0; 1 a file could not be read, or the job is\n"
+		"lost (without --once or a terminal); 2 bad usage, a\n"
 		"missing or non-run directory, or a bad job file.\n");
 }
 
@@ -281,6 +289,10 @@ static char *frame(const struct runlog *rl, size_t *len)
 		rl->run_id ? rl->run_id : "?");
 	if (rl->ended)
 		fprintf(f, "ended, exit status %d", rl->end_status);
+	else if (top_state == JOBVIEW_LOST)
+		fprintf(f, "lost (no job_end, and its controller, pid %ld, is "
+			   "gone)",
+			top_job.pid);
 	else
 		fprintf(f, "running");
 	if (rl->n_attempts)
@@ -483,8 +495,12 @@ static int top_tty(struct runlog *rl, int interval_ms)
 			}
 			redraw |= r;
 			next = now + interval_ms;
+			if (top_state != JOBVIEW_LOST &&
+			    (top_state = jobview_state(&top_job, rl)) ==
+				JOBVIEW_LOST)
+				redraw = 1;
 			/* The elapsed time moves on while it runs. */
-			redraw |= !rl->ended;
+			redraw |= top_state == JOBVIEW_RUNNING;
 		}
 		if (got_winch) {
 			got_winch = 0;
@@ -552,7 +568,7 @@ static int top_tty(struct runlog *rl, int interval_ms)
 }
 
 /* Without a terminal: a frame now, then one at each refresh that read
- * something, until the job ends (or at once with once). */
+ * something, until the job ends or is lost (or at once with once). */
 static int top_plain(struct runlog *rl, int interval_ms, int once)
 {
 	struct herd_err err;
@@ -571,6 +587,18 @@ static int top_plain(struct runlog *rl, int interval_ms, int once)
 			cli_error("top: %s", err.text);
 			return 1;
 		}
+		/* A controller gone without job_end: a frame that says lost
+		 * (after its last words, which may have come meanwhile),
+		 * and top ends, as logs -f does. */
+		if (!first && top_state != JOBVIEW_LOST &&
+		    jobview_state(&top_job, rl) == JOBVIEW_LOST) {
+			if (runlog_update(rl, &err) < 0) {
+				cli_error("top: %s", err.text);
+				return 1;
+			}
+			top_state = jobview_state(&top_job, rl);
+			r = 1;
+		}
 		if (r) {
 			size_t len;
 			char *text = frame(rl, &len);
@@ -582,6 +610,13 @@ static int top_plain(struct runlog *rl, int interval_ms, int once)
 				return 1;
 			}
 			free(text);
+		}
+		if (top_state == JOBVIEW_LOST && !once) {
+			cli_error("top: %s: no job_end and its controller (pid "
+				  "%ld) is gone; `herd run --resume %s` starts "
+				  "it again",
+				  top_job.id, top_job.pid, top_job.run_dir);
+			return 1;
 		}
 		if (once || rl->ended)
 			break;
@@ -646,13 +681,19 @@ int cmd_top(int argc, char **argv)
 		return cli_usage("top", "expected one JOB (%s), got %d arguments",
 				 "id, name, run directory or JOB.yaml",
 				 argc - optind);
-	rl = rundir_open("top", argv[optind], VIEW_TAIL, &status);
-	if (!rl)
+	if (jobview_resolve("top", argv[optind], &top_job, &status) < 0)
 		return status;
+	rl = rundir_read("top", top_job.run_dir, VIEW_TAIL, &status);
+	if (!rl) {
+		jobreg_entry_clear(&top_job);
+		return status;
+	}
+	top_state = jobview_state(&top_job, rl);
 	if (!once && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO))
 		status = top_tty(rl, interval_ms);
 	else
 		status = top_plain(rl, interval_ms, once);
 	runlog_free(rl);
+	jobreg_entry_clear(&top_job);
 	return status;
 }

@@ -2501,6 +2501,11 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 		fprintf(stderr, "herd: bind.topology_file: %s\n", err.text);
 		return EXIT_SPEC;
 	}
+	/* --detach: herd.log takes stdout and stderr before any agent or
+	 * srun is started, which would hold the caller's stderr (a
+	 * $(herd run --detach), a pipe, a CI step) open for the whole job. */
+	if (ctl_detach_log(c) < 0)
+		return 1;
 	if (!c->transport)
 		c->transport = transport_new(transport_pick(spec, c->local),
 					     spec, c->opt->agent_path, &err);
@@ -2552,7 +2557,7 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 	c->hb_timer = loop_timer_add(c->loop, check_interval(c),
 				     on_heartbeat_tick, c);
 	ctl_post(c, CTL_EV_START, NULL, 0, NULL);
-	return ctl_detach_log(c) < 0 ? 1 : 0;
+	return 0;
 }
 
 int ctl_end(struct ctl *c)

@@ -10,6 +10,7 @@
 #include "ctlclient.h"
 #include "herd/jobreg.h"
 #include "herd/proto.h"
+#include "herd/runlog.h"
 #include "remote.h"
 
 int ctlclient_find(const char *job, struct ctlclient_job *out,
@@ -53,6 +54,24 @@ out:
 static int not_running(const struct ctlclient_job *j, struct herd_err *err)
 {
 	char pid[32] = "";
+	struct herd_err why;
+	struct runlog *rl;
+
+	/* An ended job (job_end in its events.jsonl) is not to be resumed:
+	 * say how it ended. */
+	herd_err_clear(&why);
+	if ((rl = runlog_open(j->run_dir, &why))) {
+		runlog_metrics_tail(rl, 4096);
+		if (runlog_update(rl, &why) >= 0 && rl->ended) {
+			herd_errprintf(err,
+				       "%s: ended (status %d); herd status %s "
+				       "shows it",
+				       j->id, rl->end_status, j->id);
+			runlog_free(rl);
+			return -1;
+		}
+		runlog_free(rl);
+	}
 
 	if (j->pid > 0)
 		snprintf(pid, sizeof(pid), " (pid %ld)", j->pid);

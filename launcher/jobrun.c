@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -16,13 +18,163 @@
 #include "herd/file.h"
 #include "herd/jobreg.h"
 #include "herd/logtree.h"
+#include "herd/runlog.h"
 #include "herd/spec.h"
 #include "herd/version.h"
 #include "jobrun.h"
+#include "jobview.h"
 #include "resolve.h"
 
 /* run.json is a few hundred bytes; a path is at most PATH_MAX. */
 #define RUN_JSON_MAX (64u << 10)
+
+/* RUNDIR/resume.lock, flock()ed by the herd that resumes RUNDIR for the
+ * life of its controller; -1: none.  It holds {"pid", "id", "run_dir"} of
+ * that herd's run (pid alone until its run directory exists). */
+static int resume_lock = -1;
+
+/* Writes the lock's contents: this herd's pid, and its run once known. */
+static void lock_say(const char *id, const char *run_dir)
+{
+	json_t *o = json_pack("{s:I, s:s?, s:s?}", "pid", (json_int_t)getpid(),
+			      "id", id, "run_dir", run_dir);
+	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	if (text && ftruncate(resume_lock, 0) == 0 &&
+	    pwrite(resume_lock, text, strlen(text), 0) < 0)
+		(void)0; /* only a refused resume's message reads it */
+	free(text);
+	json_decref(o);
+}
+
+/* What the lock file of another resume says, into its fields (empty or 0
+ * when not known). */
+static void lock_read(int fd, long *pid, char *id, size_t id_len,
+		      char *dir, size_t dir_len)
+{
+	char buf[PATH_MAX + 512];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	json_t *o = n > 0 ? json_loadb(buf, (size_t)n, 0, NULL) : NULL;
+	const char *s;
+
+	*pid = 0;
+	id[0] = dir[0] = '\0';
+	if (!o)
+		return;
+	*pid = (long)json_integer_value(json_object_get(o, "pid"));
+	if ((s = json_string_value(json_object_get(o, "id"))))
+		snprintf(id, id_len, "%s", s);
+	if ((s = json_string_value(json_object_get(o, "run_dir"))))
+		snprintf(dir, dir_len, "%s", s);
+	json_decref(o);
+}
+
+/* Takes RUNDIR/resume.lock (a regular file of ours, no link followed, no
+ * write bits for others) so that one herd at a time resumes old_id.  A
+ * run that resumed it before and has ended is refused too unless force:
+ * its own run directory is where the job goes on.  Returns 0, or the exit
+ * status after saying why. */
+static int resume_take(const char *rdir, const char *old_id, bool force)
+{
+	char path[PATH_MAX + 16], id[256], dir[PATH_MAX];
+	struct stat st;
+	long pid;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/resume.lock", rdir);
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		cli_error("run --resume: %s: %s", path,
+			  errno == ELOOP ? "a symbolic link, refused"
+					 : strerror(errno));
+		return 1;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_uid != geteuid() || (st.st_mode & 022)) {
+		cli_error("run --resume: %s: not a regular file of yours that "
+			  "only you can write; remove it",
+			  path);
+		close(fd);
+		return 1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int saved = errno;
+
+		lock_read(fd, &pid, id, sizeof(id), dir, sizeof(dir));
+		close(fd);
+		if (saved != EWOULDBLOCK) {
+			cli_error("run --resume: %s: %s", path,
+				  strerror(saved));
+			return 1;
+		}
+		if (id[0])
+			cli_error("run --resume: %s is running already, resumed "
+				  "as %s (pid %ld); herd attach %s, herd stop "
+				  "%s",
+				  old_id, id, pid, id, id);
+		else
+			cli_error("run --resume: %s is being resumed already "
+				  "(herd pid %ld)",
+				  old_id, pid);
+		return 1;
+	}
+	lock_read(fd, &pid, id, sizeof(id), dir, sizeof(dir));
+	if (id[0] && !force) {
+		cli_error("run --resume: %s was resumed already as %s: `herd "
+			  "run --resume %s` goes on from there (--force "
+			  "resumes %s again)",
+			  old_id, id, dir[0] ? dir : id, old_id);
+		close(fd);
+		return 1;
+	}
+	resume_lock = fd;
+	lock_say(NULL, NULL);
+	return 0;
+}
+
+/* Whether RUNDIR may be resumed: not while its controller runs, not once
+ * it ended (job_end) unless force.  Returns 0, or the exit status after
+ * saying why. */
+static int resume_check(const char *rdir, bool force)
+{
+	struct jobreg_entry e = {0};
+	struct herd_err err;
+	struct runlog *rl = NULL;
+	int status = 1, alive;
+
+	herd_err_clear(&err);
+	if (jobreg_find(rdir, &e, &err) < 0) {
+		cli_error("run --resume: %s", err.text);
+		return 1;
+	}
+	if (!(rl = runlog_open(rdir, &err))) {
+		cli_error("run --resume: %s", err.text);
+		goto out;
+	}
+	runlog_metrics_tail(rl, 4096);
+	if (runlog_update(rl, &err) < 0) {
+		cli_error("run --resume: %s", err.text);
+		goto out;
+	}
+	alive = rl->ended ? 0 : jobview_controller_alive(&e);
+	if (alive == 1) {
+		cli_error("run --resume: %s is running (its controller, pid "
+			  "%ld, answers); herd attach %s, herd stop %s",
+			  e.id, e.pid, e.id, e.id);
+		goto out;
+	}
+	if (rl->ended && !force) {
+		cli_error("run --resume: %s ended (status %d); --force starts "
+			  "it again",
+			  e.id, rl->end_status);
+		goto out;
+	}
+	status = 0;
+out:
+	runlog_free(rl);
+	jobreg_entry_clear(&e);
+	return status;
+}
 
 /* The job file's bytes, as spec_load() reads them (a pipe too), at most
  * SPEC_FILE_MAX.  Returns a malloc'd buffer or NULL after saying why. */
@@ -116,7 +268,7 @@ out:
 	return ret;
 }
 
-int jobrun_open(const char *job_file, const char *resume,
+int jobrun_open(const char *job_file, const char *resume, bool force,
 		struct ctl_options *opt, char *agent, size_t agent_len,
 		struct spec **spec, struct resolved *res)
 {
@@ -153,6 +305,14 @@ int jobrun_open(const char *job_file, const char *resume,
 			if (!(old_id = strdup(base ? base + 1 : rdir)))
 				goto out;
 		}
+		/* Never two controllers of one job: not while it runs, not
+		 * two resumes side by side, an ended one only with force. */
+		if ((status = resume_check(rdir, force)) != 0 ||
+		    (status = resume_take(rdir, old_id, force)) != 0 ||
+		    (status = resume_check(rdir, force)) != 0) {
+			goto out;
+		}
+		status = 1;
 		snprintf(yaml, sizeof(yaml), "%s/job.yaml", rdir);
 		if (!(text = read_job(yaml, &len))) {
 			status = EXIT_SPEC;
@@ -224,6 +384,9 @@ out:
 
 void jobrun_close(struct ctl_options *opt)
 {
+	if (resume_lock >= 0)
+		close(resume_lock);
+	resume_lock = -1;
 	free((char *)opt->job_file);
 	free((char *)opt->job_text);
 	free((char *)opt->resumed_from);
@@ -324,6 +487,8 @@ int jobrun_register(struct logtree *lt, const char *name,
 	}
 	if (jobreg_write(&e, err) < 0)
 		goto out;
+	if (resume_lock >= 0)
+		lock_say(e.id, e.run_dir);
 	ret = 0;
 out:
 	free(text);

@@ -24,10 +24,15 @@ struct spec;
  * relative paths absolute against the job file's directory (as
  * cli_job_open()), resolves the nodes; on resume first changes to the
  * old run's cwd and takes its -v.  Fills opt->job_file, job_text,
- * job_len, resumed_from, agent_path (agent, agent_len).  On failure says
+ * job_len, resumed_from, agent_path (agent, agent_len).  A resume is
+ * refused while the old run's controller answers (or its pid is a herd),
+ * while another herd resumes it (RUNDIR/resume.lock, flock()ed until
+ * jobrun_close(): held for the life of the controller, a daemon's too),
+ * and, unless force, once it ended (job_end) or after a run that resumed
+ * it already (the lock names that run).  On failure says
  * why in one line and returns the exit status (2 input, 1 other); 0 on
  * success.  jobrun_close() frees what it kept. */
-int jobrun_open(const char *job_file, const char *resume,
+int jobrun_open(const char *job_file, const char *resume, bool force,
 		struct ctl_options *opt, char *agent, size_t agent_len,
 		struct spec **spec, struct resolved *res);
 void jobrun_close(struct ctl_options *opt);

@@ -738,7 +738,7 @@ static int register_here(const char *host, const struct spec *spec,
 }
 
 int remote_run(const char *host, const char *job_path, const char *resume,
-	       bool json, bool no_wait)
+	       bool json, bool no_wait, bool force)
 {
 	struct remote_conn c = {0};
 	struct remote_pump p = {.in_fd = -1,
@@ -753,7 +753,8 @@ int remote_run(const char *host, const char *job_path, const char *resume,
 			"--cwd", cwd,	     "--job-file", NULL,
 			NULL};
 	char *resume_args[] = {"run", "--detach", "--json", "--resume", NULL,
-			       NULL};
+			       NULL, NULL};
+	int n_resume = 5;
 	char *rdir = NULL, *rjob = NULL;
 	size_t len;
 	json_t *o = NULL;
@@ -789,13 +790,15 @@ int remote_run(const char *host, const char *job_path, const char *resume,
 	args[7] = abs;
 	resume_args[4] = rdir;
 	if (no_wait)
-		args[8] = resume_args[5] = "--no-wait";
+		args[8] = resume_args[n_resume++] = "--no-wait";
+	if (force)
+		resume_args[n_resume++] = "--force";
 	if (!(p.cap = malloc(p.cap_max + 1))) {
 		cli_error("out of memory");
 		goto out;
 	}
 	if (remote_connect(&c, spec, host, true, &err) < 0 ||
-	    !(p.ch = resume ? remote_start(&c, resume_args, 5 + no_wait, &err)
+	    !(p.ch = resume ? remote_start(&c, resume_args, n_resume, &err)
 			    : remote_start(&c, args, 8 + no_wait, &err))) {
 		cli_error("run: %s", err.text);
 		goto out;

@@ -47,9 +47,9 @@ bool remote_entry_is_remote(const struct jobreg_entry *e);
  * status to leave with: the remote herd's, or 1 / 2 after one line on
  * stderr naming HOST and what to do.  With resume (a run directory, job_path
  * NULL) it runs `herd run --detach --json --resume RUNDIR` there instead,
- * with the settings of RUNDIR/job.yaml. */
+ * with the settings of RUNDIR/job.yaml (and --force when force). */
 int remote_run(const char *host, const char *job_path, const char *resume,
-	       bool json, bool no_wait);
+	       bool json, bool no_wait, bool force);
 
 /* Runs `REMOTE_HERD argv[0] ... argv[argc-1]` on e->host for the job of
  * e (argv[0] is the command: attach, stop, status, logs...), relaying

@@ -177,7 +177,11 @@ test_expect_success 'logs over ssh: --node names the ranks of that node; --resum
 	herd logs --node $(cluster_node 2) ssh2 >n2 &&
 	echo "[1] rank 1 on $(cluster_node 2)" >expect && test_cmp expect n2 &&
 	first=$(readlink runs/ssh2/latest) &&
-	(cd / && herd run --resume "$OLDPWD/runs/ssh2/$first") >out 2>err &&
+	# it ended (status 0): resumed with --force only (issue 23)
+	test_expect_code 1 herd run --resume "runs/ssh2/$first" 2>err &&
+	grep -x "herd: run --resume: $first ended (status 0); --force starts it again" err &&
+	test "$(readlink runs/ssh2/latest)" = "$first" &&
+	(cd / && herd run --resume "$OLDPWD/runs/ssh2/$first" --force) >out 2>err &&
 	test "$(readlink runs/ssh2/latest)" != "$first" &&
 	herd logs ssh2 >all &&
 	printf "[0] rank 0 on %s\n[1] rank 1 on %s\n" $(cluster_node 1) $(cluster_node 2) >expect &&

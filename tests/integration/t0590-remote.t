@@ -188,7 +188,10 @@ test_expect_success 'herd stop through the proxy: the job ends, nothing is left 
 '
 
 test_expect_success 'the controller on HOST dies (kill -9): the agents stop every rank after health.timeout; herd list says lost; herd run --detach --on HOST --resume RUNDIR starts the job again there' '
-	herd run --detach --on "$N1" --resume "$RUN_DIR" >res.out 2>res.err &&
+	# the run was stopped (job_end 143): refused without --force (issue 23)
+	test_expect_code 1 herd run --detach --on "$N1" --resume "$RUN_DIR" 2>res.err &&
+	grep "^herd: run --resume: .* ended (status 143); --force starts it again" res.err &&
+	herd run --detach --on "$N1" --resume "$RUN_DIR" --force >res.out 2>res.err &&
 	RES_ID=$(awk "\$1 == \"job\" { print \$2 }" res.out) &&
 	RES_DIR=$(sed -n "s/^run dir //p" res.out) &&
 	test "$RES_DIR" != "$RUN_DIR" &&
