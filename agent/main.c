@@ -285,7 +285,8 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: herd-agent [--stdio | --connect HOST:PORT] "
-		"[--topology FILE.xml] [--hello-timeout MS] [--node NAME] | "
+		"[--topology FILE.xml] [--hello-timeout MS] [--node NAME] "
+		"[--pmix] | "
 		"--version | --help\n\n"
 		"herd-agent runs on every node of a job, started by herd. It\n"
 		"speaks herd's framed protocol on stdin/stdout (--stdio, the\n"
@@ -295,6 +296,8 @@ static void usage(FILE *out)
 		"word within --hello-timeout MS of its start (default %d).\n"
 		"--node NAME: report NAME as this node's hostname (herd's\n"
 		"local transport runs one agent per named node on one machine).\n"
+		"--pmix: the job is launch.mode pmix; start the PMIx server\n"
+		"right after HELLO instead of at the first LAUNCH.\n"
 		"It is not meant to be run by hand.\n",
 		AGENT_HELLO_TIMEOUT_MS);
 }
@@ -308,6 +311,7 @@ int main(int argc, char **argv)
 	 * by a transport. */
 	const char *topology_xml = getenv("HERD_AGENT_TOPOLOGY");
 	const char *connect_to = NULL, *node_name = NULL;
+	bool pmix_early = false;
 
 	if (argc > 1 && !strcmp(argv[1], "probe"))
 		return probe_main(argc - 1, argv + 1);
@@ -357,6 +361,10 @@ int main(int argc, char **argv)
 				fprintf(stderr, "herd-agent: %s\n", err.text);
 				return 2;
 			}
+			continue;
+		}
+		if (!strcmp(argv[i], "--pmix")) {
+			pmix_early = true;
 			continue;
 		}
 		if (!strcmp(argv[i], "--connect") && i + 1 < argc) {
@@ -415,6 +423,8 @@ int main(int argc, char **argv)
 	health_init(&a);
 	metrics_init(&a);
 	send_hello(&a, topology_xml, node_name);
+	if (pmix_early)
+		pmix_warm(&a);
 	loop_run(a.loop);
 
 	/* Everything is reaped; make sure no group member outlives us. */
