@@ -282,6 +282,10 @@ void rundir_topo_put(struct agent *a, const json_t *summary);
  * Sets up the server (once) and the attempt's namespace from LAUNCH's
  * "pmix" object.  Returns 0 or -1 with err. */
 int pmix_prepare(struct agent *a, json_t *launch, struct herd_err *err);
+/* Opens libpmix and starts the server before any LAUNCH (--pmix: herd
+ * says the job is launch.mode pmix), while herd waits for the other
+ * nodes' HELLOs; a failure is left for pmix_prepare to report. */
+void pmix_warm(struct agent *a);
 /* Registers rank r with the server and adds what its client needs to
  * env (PMIx_server_setup_fork, OMPI_MCA_schizo).  Returns 0 or -1. */
 int pmix_setup_rank(struct agent *a, struct rank *r, struct envv *env,

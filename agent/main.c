@@ -296,7 +296,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: herd-agent [--stdio | --connect HOST:PORT] "
 		"[--topology FILE.xml] [--hello-timeout MS] [--node NAME] "
-		"[--local-herd] | --version | --help\n\n"
+		"[--local-herd] [--pmix] | --version | --help\n\n"
 		"herd-agent runs on every node of a job, started by herd. It\n"
 		"speaks herd's framed protocol on stdin/stdout (--stdio, the\n"
 		"default), or over TCP to HOST:PORT after proving the job\n"
@@ -308,6 +308,8 @@ static void usage(FILE *out)
 		"--local-herd: herd runs on this machine (its local transport):\n"
 		"a silent herd is taken as stalled, never as cut off, and the\n"
 		"ranks go on; herd's exit closes stdin, which stops them.\n"
+		"--pmix: the job is launch.mode pmix; start the PMIx server\n"
+		"right after HELLO instead of at the first LAUNCH.\n"
 		"It is not meant to be run by hand.\n",
 		AGENT_HELLO_TIMEOUT_MS);
 }
@@ -321,6 +323,7 @@ int main(int argc, char **argv)
 	 * by a transport. */
 	const char *topology_xml = getenv("HERD_AGENT_TOPOLOGY");
 	const char *connect_to = NULL, *node_name = NULL;
+	bool pmix_early = false;
 
 	if (argc > 1 && !strcmp(argv[1], "probe"))
 		return probe_main(argc - 1, argv + 1);
@@ -374,6 +377,10 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(argv[i], "--local-herd")) {
 			a.herd_local = true;
+			continue;
+		}
+		if (!strcmp(argv[i], "--pmix")) {
+			pmix_early = true;
 			continue;
 		}
 		if (!strcmp(argv[i], "--connect") && i + 1 < argc) {
@@ -432,6 +439,8 @@ int main(int argc, char **argv)
 	health_init(&a);
 	metrics_init(&a);
 	send_hello(&a, topology_xml, node_name);
+	if (pmix_early)
+		pmix_warm(&a);
 	loop_run(a.loop);
 
 	/* Everything is reaped; make sure no group member outlives us. */

@@ -1133,6 +1133,17 @@ static void deregister_nspace(struct pmix_state *p)
 		rmdir(p->nsdir);	/* a rank's files stay, with run_dir */
 }
 
+void pmix_warm(struct agent *a)
+{
+	struct herd_err err;
+
+	herd_err_clear(&err);
+	/* A failure is said again, with its reason, by the LAUNCH. */
+	if (!a->pmix && state_new(a, &err) < 0)
+		return;
+	server_up(a, &err);
+}
+
 int pmix_prepare(struct agent *a, json_t *launch, struct herd_err *err)
 {
 	json_t *pj = json_object_get(launch, "pmix");

@@ -17,6 +17,8 @@
  * flood the port anyway), never act as the job.
  */
 #include <dirent.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,7 @@
 #include "pmix_int.h"
 
 #define GUARD_LISTEN_MAX 16
+#define GUARD_READ_BUF (64 * 1024)
 
 struct endpoint {
 	char addr[64]; /* as /proc/net/tcp* print it: "0100007F:9C1F" */
@@ -74,6 +77,8 @@ static bool has_inode(const unsigned long *v, size_t n, unsigned long ino)
 	return false;
 }
 
+static char guard_buf[GUARD_READ_BUF];
+
 /* One pass over a /proc/net/tcp* file: collect our listening endpoints
  * (listen), or (listen == NULL) find an established socket of another
  * uid whose remote end is one of them. */
@@ -88,6 +93,11 @@ static long scan(const char *file, const unsigned long *inodes, size_t n_inodes,
 
 	if (!f)
 		return -1;
+	/* Every read() of these files walks the kernel's socket hash
+	 * (about 0.5 ms here, shared by all namespaces), and stdio's
+	 * default buffer for them is 1 KiB: read in large chunks (glibc
+	 * takes a size only with a buffer; callers hold guard_lock). */
+	setvbuf(f, guard_buf, _IOFBF, sizeof(guard_buf));
 	while (stranger < 0 && fgets(line, sizeof(line), f)) {
 		if (sscanf(line,
 			   " %*u: %63[0-9A-Fa-f:] %63[0-9A-Fa-f:] %x %*x:%*x "
@@ -114,19 +124,43 @@ static long scan(const char *file, const unsigned long *inodes, size_t n_inodes,
 	return stranger;
 }
 
+/* The server's listening endpoints, per file, found once: libpmix opens
+ * its listeners in PMIx_server_init and keeps them until its finalize,
+ * so only the established connections need a new look each time (one
+ * pass over the file that holds a listener, instead of walking
+ * /proc/self/fd and reading both files twice on every connection).
+ * Until a listener is found, every call looks again.  The callers are
+ * the library's progress thread (the upcalls) and the agent's loop
+ * (spawn), hence the lock. */
+static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct endpoint guard_eps[2][GUARD_LISTEN_MAX];
+static size_t guard_n_eps[2];
+static bool guard_known;
+
 long pmix_guard_stranger(void)
 {
 	static const char *const files[] = {"/proc/net/tcp", "/proc/net/tcp6"};
-	struct endpoint eps[GUARD_LISTEN_MAX];
-	size_t n_inodes, n_eps = 0;
-	unsigned long *inodes = socket_inodes(&n_inodes);
 	long uid = -1;
 
-	for (int i = 0; i < 2; i++)
-		scan(files[i], inodes, n_inodes, eps, &n_eps, true);
-	free(inodes);
+	pthread_mutex_lock(&guard_lock);
+	if (!guard_known) {
+		size_t n_inodes;
+		unsigned long *inodes = socket_inodes(&n_inodes);
+
+		for (int i = 0; i < 2; i++) {
+			guard_n_eps[i] = 0;
+			scan(files[i], inodes, n_inodes, guard_eps[i],
+			     &guard_n_eps[i], true);
+		}
+		free(inodes);
+		guard_known = guard_n_eps[0] + guard_n_eps[1] > 0;
+	}
+	/* A connection to a listener is in the listener's own file. */
 	for (int i = 0; i < 2 && uid < 0; i++)
-		uid = scan(files[i], NULL, 0, eps, &n_eps, false);
+		if (guard_n_eps[i])
+			uid = scan(files[i], NULL, 0, guard_eps[i],
+				   &guard_n_eps[i], false);
+	pthread_mutex_unlock(&guard_lock);
 	return uid;
 }
 

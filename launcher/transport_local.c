@@ -39,6 +39,9 @@ static int local_start(struct transport *t, const char *host,
 	 * vanished; and herd forks every agent before its loop answers the
 	 * first HELLO, which for 1,000 nodes on a loaded machine takes
 	 * longer than the default 30 s.  3600000 ms: the agent's maximum. */
+	bool pmix = t->spec->launch.mode == SPEC_MODE_PMIX;
+	/* --pmix (before --node, which may be left out): the agent starts
+	 * its PMIx server before LAUNCH. */
 	/* --local-herd: herd's silence is a stall here (a loaded machine),
 	 * never a cut-off; herd's exit is EOF on the socketpair. */
 	char *argv[] = {t->agent_path,
@@ -46,6 +49,7 @@ static int local_start(struct transport *t, const char *host,
 			"--local-herd",
 			"--hello-timeout",
 			"3600000",
+			pmix ? "--pmix" : "--stdio",
 			named ? "--node" : NULL,
 			(char *)host,
 			NULL};

@@ -173,8 +173,11 @@ static void node_free(struct ssh_node *n)
  * failure on n->fd. */
 static int node_connect(struct ssh_node *n)
 {
-	static const char *const agent_args[] = {"--stdio"};
+	/* --pmix: the agent starts its PMIx server while herd waits for
+	 * the other nodes' HELLOs, not after LAUNCH. */
+	static const char *const agent_args[] = {"--stdio", "--pmix"};
 	struct ssh_priv *priv = n->t->priv;
+	int n_args = n->t->spec->launch.mode == SPEC_MODE_PMIX ? 2 : 1;
 	struct herd_err err;
 	char *cmd = NULL;
 	bool stop;
@@ -217,7 +220,7 @@ static int node_connect(struct ssh_node *n)
 	 * exit 97 when it must be uploaded, then upload it and try once
 	 * more. */
 	if (!(cmd = nodecache_start_command(priv->agent_dir, &priv->agent, NULL,
-					    agent_args, 1))) {
+					    agent_args, n_args))) {
 		transport_report(n->fd, "agent", "%s: out of memory", n->host);
 		goto out;
 	}
