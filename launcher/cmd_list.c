@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "herd/file.h"
 #include "herd/jobreg.h"
 #include "herd/runlog.h"
 #include "jobview.h"
@@ -191,21 +192,6 @@ struct host_ask {
 	int status; /* the child's exit status; -1: killed at the bound */
 };
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(fd, buf, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		buf += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 /* The child: the host's answer on fd; exit 0, 3 HOST unreachable, 4 it
  * answered with an error. */
 static void ask_child(const struct jobreg_entry *e, int fd)
@@ -216,7 +202,7 @@ static void ask_child(const struct jobreg_entry *e, int fd)
 
 	herd_err_clear(&err);
 	rc = remote_query(e, 2, argv, &out, LIST_REMOTE_MAX, &err);
-	if (rc == 0 && out && write_all(fd, out, strlen(out)) < 0)
+	if (rc == 0 && out && file_write_all(fd, out, strlen(out)) < 0)
 		rc = 1;
 	_exit(rc == 0 ? 0 : rc < 0 ? 3 : 4);
 }

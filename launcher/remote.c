@@ -194,21 +194,6 @@ static void remote_keepalive(ssh_session s)
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(fd, buf, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		buf += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Bytes of the remote stdout (is_err false) or stderr.  Returns -1 when
  * they cannot go on (our stdout closed, capture over its limit). */
 static int pump_deliver(struct remote_pump *p, bool is_err, const char *buf,
@@ -216,7 +201,7 @@ static int pump_deliver(struct remote_pump *p, bool is_err, const char *buf,
 {
 	if (is_err) {
 		if (p->err_fd >= 0)
-			return write_all(p->err_fd, buf, len) < 0 ? -1 : 0;
+			return file_write_all(p->err_fd, buf, len) < 0 ? -1 : 0;
 		for (size_t i = 0; i < len; i++) {
 			if (buf[i] == '\n') {
 				if (i + 1 < len)
@@ -231,7 +216,7 @@ static int pump_deliver(struct remote_pump *p, bool is_err, const char *buf,
 		return 0;
 	}
 	if (p->out_fd >= 0)
-		return write_all(p->out_fd, buf, len);
+		return file_write_all(p->out_fd, buf, len);
 	if (p->cap_len + len > p->cap_max) {
 		p->cap_over = true;
 		return -1;

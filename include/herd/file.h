@@ -11,4 +11,8 @@
  * regular file, EFBIG when it holds more than max bytes, ENOMEM. */
 char *file_read(const char *path, size_t max, size_t *len);
 
+/* Writes all len bytes of buf to fd, again after EINTR and short writes.
+ * Returns 0, or -1 with errno (EIO when write() returned 0). */
+int file_write_all(int fd, const void *buf, size_t len);
+
 #endif
