@@ -480,6 +480,24 @@ static char *absolute(const char *path, const char *cwd, struct herd_err *err)
 		herd_errprintf(err, "out of memory");
 	return out;
 }
+/* value when it expands to at least one host, else NULL with err saying
+ * what was expected (expect) and why. */
+static char *hostlist_value(const char *value, const char *expect,
+			    struct herd_err *err)
+{
+	struct hostlist *hl;
+	struct herd_err e;
+
+	if ((hl = hostlist_expand(value, &e)) && hostlist_count(hl) > 0) {
+		hostlist_free(hl);
+		return strdup(value);
+	}
+	hostlist_free(hl);
+	herd_errprintf(err, "'%s': expected %s%s%s", value, expect,
+		       hl ? "" : ": ", hl ? "" : e.text);
+	return NULL;
+}
+
 
 char *initproj_value_check(const char *kind, char *const *choices,
 			   const char *value, const char *cwd,
@@ -562,37 +580,16 @@ char *initproj_value_check(const char *kind, char *const *choices,
 			       "it (MINUTES, H:MM:SS, D-HH:MM:SS)",
 			       value);
 	} else if (!strcmp(kind, "hosts")) {
-		struct hostlist *hl;
-		struct herd_err e;
-
 		if (!strcmp(value, "slurm"))
 			return strdup(value);
-		if ((hl = hostlist_expand(value, &e)) &&
-		    hostlist_count(hl) > 0) {
-			hostlist_free(hl);
-			return strdup(value);
-		}
-		hostlist_free(hl);
-		herd_errprintf(err,
-			       "'%s': expected slurm or a hostlist such as "
-			       "node[01-04]%s%s",
-			       value, hl ? "" : ": ", hl ? "" : e.text);
+		return hostlist_value(value,
+				      "slurm or a hostlist such as node[01-04]",
+				      err);
 	} else if (!strcmp(kind, "hostlist")) {
-		struct hostlist *hl;
-		struct herd_err e;
-
 		if (!n)
 			return strdup(value);
-		if ((hl = hostlist_expand(value, &e)) &&
-		    hostlist_count(hl) > 0) {
-			hostlist_free(hl);
-			return strdup(value);
-		}
-		hostlist_free(hl);
-		herd_errprintf(err,
-			       "'%s': expected a hostlist such as "
-			       "node[05-06], or nothing%s%s",
-			       value, hl ? "" : ": ", hl ? "" : e.text);
+		return hostlist_value(
+		    value, "a hostlist such as node[05-06], or nothing", err);
 	} else if (!strcmp(kind, "file")) {
 		/* "~/" stays: herd expands it where it reads the file (the
 		 * shell does not after "--set NAME="). */
