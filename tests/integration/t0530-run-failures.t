@@ -119,7 +119,7 @@ test_expect_success 'an unreachable node (link down): named timeout, exit 1, not
 	job unreachable "$HERD_CLUSTER_KEY" "$HERD_CLUSTER_KNOWN_HOSTS" ", connect_timeout: 2s" &&
 	start=$(date +%s) &&
 	test_expect_code 1 herd run unreachable.yaml >out 2>err &&
-	# connect_timeout 2s, not the kernel's ~2 minutes of SYN retries
+	# connect_timeout 2s, not the ~2 minutes of SYN retries of the kernel
 	# (a loose bound: a loaded machine starts herd slowly)
 	test $(($(date +%s) - start)) -le 60 &&
 	cluster_heal 2 &&

@@ -244,7 +244,8 @@ test_expect_success 'issue 22: herd report JOB across the runs of a job: a real 
 	wait_exit $pid 30 &&
 	test "$WAIT_RC" != 0 &&
 	touch rr.go &&
-	herd run --resume "runs/rr/$first" >rr2.out 2>rr2.err &&
+	# a stopped run has ended: --resume starts it again with --force (issue 23)
+	herd run --resume "runs/rr/$first" --force >rr2.out 2>rr2.err &&
 	second=$(readlink runs/rr/latest) &&
 	test "$first" != "$second" &&
 	herd report rr.yaml -o rr.html &&
