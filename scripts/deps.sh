@@ -13,7 +13,7 @@ openssh-client openssh-server
 slurm-wlm slurmctld slurmd slurm-client munge
 openmpi-bin libopenmpi-dev pdsh
 python3 python3-torch python3-sentencepiece
-libmicrohttpd-dev prometheus chromium fonts-dejavu-core
+libmicrohttpd-dev prometheus chromium fonts-dejavu-core curl
 "
 
 missing=""
