@@ -31,8 +31,6 @@ struct rank {
 	int local_rank;
 	pid_t pid;		/* the keeper: leader of the rank's group */
 	bool running;		/* not reaped yet */
-	bool draining;		/* reaped during a stop, its group not
-				 * gone: the rank ends with its output */
 	int status;		/* waitpid status once reaped */
 	struct rank_stream out, err;
 	bool exit_sent;

@@ -274,16 +274,6 @@ static void rank_on_exit(struct loop *loop, const struct proc_exit *e,
 		r->running = false;
 		r->status = e->status;
 		r->start = *e;
-		/* A stop is under way (its grace runs) and the rank's group
-		 * still has processes: the `sh -c` of a command that does not
-		 * exec its program died of the stop signal while the program
-		 * handles it (train.py checkpoints on SIGTERM).  They get the
-		 * rest of the grace (on_grace_expired kills the group), and
-		 * the rank is over when its output ends. */
-		if (a->kill_timer && kill(-r->pid, 0) == 0) {
-			r->draining = true;
-			break;
-		}
 		/* The rank is over: whatever it left in its group (a
 		 * background child ignoring SIGINT, a daemon) goes with it,
 		 * as Slurm ends a step's leftovers. */
@@ -304,8 +294,7 @@ static void rank_on_exit(struct loop *loop, const struct proc_exit *e,
 void rank_signal_all(struct agent *a, int sig)
 {
 	for (int i = 0; i < a->n_ranks; i++)
-		if (a->ranks[i].running ||
-		    (a->ranks[i].draining && !a->ranks[i].exit_sent))
+		if (a->ranks[i].running)
 			kill(-a->ranks[i].pid, sig);
 }
 
@@ -404,7 +393,6 @@ static int spawn_one(struct agent *a, struct rank *r, char *const *argv,
 		return -1;
 	r->pid = pid;
 	r->running = true;
-	r->draining = false;
 	r->out.fd = out[0];
 	r->err.fd = out[1];
 	fcntl(r->out.fd, F_SETFL, O_NONBLOCK);

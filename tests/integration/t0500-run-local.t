@@ -401,45 +401,4 @@ test_expect_success 'herd returns after its local agents have exited' '
 		{ echo "agent $a is still there"; false; }; }
 '
 
-# Issue 22 (item 7, for every job): a command that does not exec its
-# program keeps a shell as the rank; a stop's SIGTERM ends the shell at
-# once, and the agent then SIGKILLed the group, so the program lost the
-# checkpoint it was writing on SIGTERM.  Its group now gets the rest of
-# health.grace.
-test_expect_success 'herd stopped: a program under a shell that does not exec it still finishes what it does on SIGTERM' '
-	cat >saver.py <<-\EOF &&
-	import os, signal, sys, time
-	def on_term(sig, frame):
-	    time.sleep(0.3)   # writing the checkpoint
-	    with open(sys.argv[1] + ".tmp", "w") as f:
-	        f.write("saved")
-	    os.rename(sys.argv[1] + ".tmp", sys.argv[1])
-	    sys.exit(143)
-	signal.signal(signal.SIGTERM, on_term)
-	print("ready", flush=True)
-	while True:
-	    time.sleep(1)
-	EOF
-	cat >saver.yaml <<-EOF &&
-	name: saver
-	nodes: {hosts: localhost, slots: 1}
-	health: {grace: 20s}
-	restart: {max: 0}
-	launch:
-	  command: /usr/bin/python3 "$PWD/saver.py" "$PWD/saved"; echo after
-	EOF
-	rm -f saved &&
-	herd run saver.yaml >out 2>err &
-	pid=$! &&
-	end=$(($(date +%s) + 60)) &&
-	until grep -q "^\[0\] ready" out; do
-		[ "$(date +%s)" -lt $end ] || return 1
-		sleep 0.05   # poll interval of a bounded wait
-	done &&
-	kill -TERM $pid &&
-	wait_exit $pid 60 &&
-	test "$WAIT_RC" = 143 &&
-	test "$(cat saved)" = saved
-'
-
 test_done
