@@ -26,8 +26,8 @@
  *    stall when it runs again, judges nobody for it;
  *  - herd on this machine (the local transport, --local-herd): as yes;
  *    herd's death is EOF on the socketpair at once, so a herd still
- *    silent is one that did not run (a loaded machine: issue 22, a
- *    sanitized herd silent 4.4 s failed a healthy job);
+ *    silent is one that did not run (a loaded machine: a sanitized herd
+ *    can be silent for seconds);
  *  - unknown (no TCP connection to look at): the silence alone decides,
  *    as before, unless herd paused the job.
  * A paused job (herd's SIGTSTP: SIGNAL {SIGSTOP}) is the same, except

@@ -1230,9 +1230,8 @@ int pmix_setup_proc(struct agent *a, const char *nspace, uint32_t rank,
 }
 
 /* The library's teardown, bounded: libpmix 4.2's PMIx_server_finalize
- * can spin forever in its progress thread's event loop (issue 23: after a
- * PMIx_Connect over the whole namespace, every agent outlived herd at 100 %
- * of a core).  An agent whose herd is gone must be gone within
+ * can spin forever in its progress thread's event loop (seen after a
+ * PMIx_Connect over the whole namespace, at 100 % of a core).  An agent whose herd is gone must be gone within
  * health.timeout (at least 1 s), whatever the library does: a watchdog
  * thread ends the process if the teardown has not returned by then.  Its ranks and their
  * keepers are gone already (main.c kills and reaps them first). */

@@ -342,7 +342,7 @@ pmix_status_t pmix_up_allocate(const pmix_proc_t *client,
 	return PMIX_ERR_NOT_SUPPORTED;	/* see the top */
 }
 
-/* --- PMIx_Job_control (issue 23 item 15) -----------------------------------
+/* --- PMIx_Job_control --------------------------------------------------------
  *
  * What a launcher can do to the job's processes: PMIX_JOB_CTRL_SIGNAL (a
  * signal), _KILL (SIGKILL), _TERMINATE (SIGTERM), each to this node's

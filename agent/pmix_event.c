@@ -131,6 +131,27 @@ static json_t *custom_ranks(const pmix_info_t *i, const char *nspace)
 	return arr;
 }
 
+/* info[0..ninfo) packed as an event's data: the count, then the array
+ * (the receiver needs the count).  PMIX_SUCCESS with bo's bytes the
+ * caller frees, or libpmix's error. */
+static pmix_status_t pack_infos(const pmix_info_t *info, size_t ninfo,
+				pmix_byte_object_t *bo)
+{
+	uint32_t cnt = (uint32_t)ninfo;
+	pmix_data_buffer_t buf;
+	pmix_status_t rc;
+
+	PMIX_DATA_BUFFER_CONSTRUCT(&buf);
+	rc = PMIx_Data_pack(NULL, &buf, &cnt, 1, PMIX_UINT32);
+	if (rc == PMIX_SUCCESS && ninfo)
+		rc = PMIx_Data_pack(NULL, &buf, (void *)info, (int32_t)ninfo,
+				    PMIX_INFO);
+	if (rc == PMIX_SUCCESS)
+		rc = PMIx_Data_unload(&buf, bo);
+	PMIX_DATA_BUFFER_DESTRUCT(&buf);
+	return rc;
+}
+
 static pmix_status_t notify_event_ours(pmix_status_t code,
 				       const pmix_proc_t *source,
 				       pmix_data_range_t range,
@@ -139,8 +160,6 @@ static pmix_status_t notify_event_ours(pmix_status_t code,
 {
 	struct req *r = pmix_req_new(run_notify, source);
 	struct notify *n = r ? calloc(1, sizeof(*n)) : NULL;
-	uint32_t cnt = (uint32_t)ninfo;
-	pmix_data_buffer_t buf;
 	pmix_byte_object_t bo = {NULL, 0};
 	pmix_status_t rc;
 
@@ -160,15 +179,7 @@ static pmix_status_t notify_event_ours(pmix_status_t code,
 	     i++)
 		if (PMIX_CHECK_KEY(&info[i], PMIX_EVENT_CUSTOM_RANGE))
 			n->procs = custom_ranks(&info[i], source->nspace);
-	/* The count, then the array: the receiver needs the count. */
-	PMIX_DATA_BUFFER_CONSTRUCT(&buf);
-	rc = PMIx_Data_pack(NULL, &buf, &cnt, 1, PMIX_UINT32);
-	if (rc == PMIX_SUCCESS && ninfo)
-		rc =
-		    PMIx_Data_pack(NULL, &buf, info, (int32_t)ninfo, PMIX_INFO);
-	if (rc == PMIX_SUCCESS)
-		rc = PMIx_Data_unload(&buf, &bo);
-	PMIX_DATA_BUFFER_DESTRUCT(&buf);
+	rc = pack_infos(info, ninfo, &bo);
 	if (rc == PMIX_SUCCESS && bo.size > PROTO_EVENT_DATA_MAX)
 		rc = PMIX_ERR_BAD_PARAM; /* too much info to forward */
 	r->status = rc;
@@ -242,19 +253,10 @@ void pmix_event_raise(struct pmix_state *p, pmix_status_t code,
 		      size_t ninfo)
 {
 	struct agent *a = p->a;
-	uint32_t cnt = (uint32_t)ninfo;
-	pmix_data_buffer_t buf;
 	pmix_byte_object_t bo = {NULL, 0};
 	pmix_status_t rc;
 
-	PMIX_DATA_BUFFER_CONSTRUCT(&buf);
-	rc = PMIx_Data_pack(NULL, &buf, &cnt, 1, PMIX_UINT32);
-	if (rc == PMIX_SUCCESS && ninfo)
-		rc =
-		    PMIx_Data_pack(NULL, &buf, info, (int32_t)ninfo, PMIX_INFO);
-	if (rc == PMIX_SUCCESS)
-		rc = PMIx_Data_unload(&buf, &bo);
-	PMIX_DATA_BUFFER_DESTRUCT(&buf);
+	rc = pack_infos(info, ninfo, &bo);
 	if (rc == PMIX_SUCCESS && bo.size <= PROTO_EVENT_DATA_MAX)
 		agent_send(a, PROTO_EVENT,
 			   json_pack("{s:i, s:i, s:i, s:s, s:s, s:O}",

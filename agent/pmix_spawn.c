@@ -399,7 +399,7 @@ static pmix_info_t *info_array(pmix_info_t *i, const char *key, size_t n)
 /* Registers spawn id's namespace as the job's is registered (pmix.c's
  * register_nspace): its maps, sizes, parent, every app, every node and
  * EVERY process of the spawn (not only this node's: the parent asks for
- * a child's local rank, node... wherever it runs: issue 23 item 14), with
+ * a child's local rank, node... wherever the child runs), with
  * this node's processes' bindings. */
 static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 			  json_t *local, struct herd_err *err)

@@ -560,7 +560,7 @@ int rank_spawn_proc(struct agent *a, const struct rank_proc *p,
 	bool reuse = false;
 	int rc;
 
-	/* The bound is on processes alive at once (issue 23): the entry of
+	/* The bound is on processes alive at once: the entry of
 	 * a spawned process that is over (reaped, output drained, EXIT
 	 * sent) is taken again once the room is used up. */
 	if (a->ranks && a->n_ranks >= a->ranks_cap) {

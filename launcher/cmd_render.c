@@ -297,7 +297,7 @@ static int check_sets_used(const char *text, struct render_var *vars,
 	return 0;
 }
 
-/* ---- values that go into shell text (issue 23) ------------------------
+/* ---- values that go into shell text ------------------------------------
  *
  * A job's launch.command (and the other fields below) is shell text the
  * job's author wrote: a --set value pasted into it as it is would be

@@ -1108,9 +1108,9 @@ static int take_spares(struct ctl *c)
 	return count_nodes(c, NODE_CONNECTING, 1);
 }
 
-/* Why the job ends with up members: the key to change named (issue 22:
+/* Why the job ends with up members, with the key to change named:
  * nodes.min is every node unless set, so a job without spares ends with
- * its first lost node). */
+ * its first lost node. */
 static void too_few_why(const struct ctl *c, int up, char *buf, size_t size)
 {
 	const struct spec *s = c->spec;
@@ -2278,7 +2278,7 @@ void ctl_interrupt(struct ctl *c, int sig)
 	}
 	c->interrupts++;
 	/* Nodes that go now, or went a moment ago as scancel's SIGTERM
-	 * reached their agents too, did not fail (issue 22 item 8). */
+	 * reached their agents too, did not fail. */
 	ctl_nodes_stopped(c);
 	snprintf(why, sizeof(why), "interrupted (%s)", strsignal(sig));
 	record_failure(c, 128 + sig, why);
@@ -2463,7 +2463,7 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 	/* Before the first line: whoever waits for it (a script that runs
 	 * herd in the background, where SIGINT starts ignored) may stop
 	 * herd the moment it sees it; a signal that comes before the loop
-	 * runs is handled on its first turn (issue 22). */
+	 * runs is handled on its first turn. */
 	if (loop_on_signal(c->loop, SIGINT, on_interrupt, c) < 0 ||
 	    loop_on_signal(c->loop, SIGTERM, on_interrupt, c) < 0 ||
 	    /* nohup (or a parent that ignores SIGHUP for us) means: keep

@@ -343,8 +343,8 @@ static unsigned int mhd_connections(struct ctl_metrics *cm)
  * its listen socket out of its epoll set, and puts it back only at the
  * start of a later MHD_run(); once the connections are closed nothing
  * makes the epoll fd readable nor arms a timeout, so without the second
- * run the endpoint stayed deaf until the job ended (issue 23: 40
- * connections held open and then closed, or more than 32 scrapers). */
+ * run the endpoint stays deaf until the job ends (after 40 connections
+ * held open and then closed, or more than 32 scrapers at once). */
 static void mhd_run(struct ctl_metrics *cm)
 {
 	unsigned int before = mhd_connections(cm);

@@ -13,8 +13,7 @@
  * (herd's own failure).  A local job (nodes: localhost, transport local)
  * records nothing: its one node is this machine.
  *
- * Nor what is herd's set-up rather than the node's health (issue 22
- * item 8): a refused connection (a wrong ssh.port), a name that does not
+ * Nor what is herd's set-up rather than the node's health: a refused connection (a wrong ssh.port), a name that does not
  * resolve, a failed authentication or a host key not pinned (the
  * transport's "setup", "auth" and "host key" stages: node->setup_error),
  * and the same failure on every node at once (a batch of at least two

@@ -4,8 +4,7 @@
  *             {attempt, rank, host, key, message} in the run's event log.
  *             An entry for the stderr or stdout channel (PMIX_LOG_STDERR,
  *             PMIX_LOG_STDOUT) is also one line of the rank's tagged
- *             output there and in its log, as under mpirun (issue 23
- *             item 16): bounded (PROTO_PMIX_LOG_VALUE_MAX), every control
+ *             output there and in its log, as under mpirun: bounded (PROTO_PMIX_LOG_VALUE_MAX), every control
  *             character (a newline, an escape...) a blank.
  * The agent bounds the entries (PROTO_PMIX_LOG_*; lib/proto.c checks
  * them); a frame for another attempt, or for a rank that is not the

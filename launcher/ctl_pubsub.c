@@ -81,8 +81,8 @@ struct pub_wait {
 };
 
 /* Refused publishes are said in a few lines, then at most one per
- * PUBSUB_REFUSED_LOG_MS with a count (issue 23: a program that publishes
- * in a loop past the limit printed 7,765 lines in 2 minutes). */
+ * PUBSUB_REFUSED_LOG_MS with a count: a program that publishes in a loop
+ * past the limit must not flood herd's stderr. */
 #define PUBSUB_REFUSED_LOG_BURST 3
 #define PUBSUB_REFUSED_LOG_MS	 10000
 

@@ -28,8 +28,7 @@
  * once in the attempt, CTL_SPAWN_LOCAL_MAX (64) alive at once per node
  * (the room an agent keeps), CTL_SPAWN_TOTAL_MAX processes spawned in
  * all per attempt, PROTO_SPAWN_APPS_MAX (16) apps.  A process that
- * exited frees its room (issue 23: loops that spawn and reap children
- * were refused after 256).  Everything is per attempt: ctl_spawn_clear()
+ * exited frees its room (loops that spawn and reap children go on).  Everything is per attempt: ctl_spawn_clear()
  * drops it.
  */
 #include <stdio.h>

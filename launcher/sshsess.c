@@ -16,7 +16,7 @@
  * line of a refused key: real ones are a few KiB, and it is read whole. */
 #define SSHSESS_KNOWN_HOSTS_MAX (1024 * 1024)
 
-/* herd -v: libssh's own log reaches stderr (issue 22 item 9). */
+/* herd -v: libssh's own log reaches stderr; without -v it is dropped. */
 static bool sshsess_verbose;
 
 /* libssh's log, whatever level a ~/.ssh/config LogLevel set: nothing
@@ -96,7 +96,7 @@ int sshsess_cfg_init_job(struct sshsess_cfg *cfg, const struct spec *spec,
 	}
 	rc = sshsess_cfg_init(cfg, spec, identity, err);
 	/* A key the job names must be there: not "authentication failed"
-	 * on every node for a typo (issue 22 item 9). */
+	 * on every node for a typo. */
 	if (rc == 0 && spec->ssh.identity && access(cfg->identity, R_OK) < 0) {
 		rc = herd_errprintf(err,
 				    "ssh.identity %s: %s (make a key with "
@@ -168,7 +168,7 @@ ssh_session sshsess_new(const struct sshsess_cfg *cfg, const char *host,
 	log_init();
 	/* ~/.ssh/config, then the system's: libssh's parser takes HostName,
 	 * User, Port, IdentityFile, UserKnownHostsFile, ProxyJump, LogLevel
-	 * and more (issue 22 item 9). */
+	 * and more. */
 	ssh_options_parse_config(s, NULL);
 	/* A LogLevel there is libssh's global level: without -v it is
 	 * silenced (the callback drops it too; this spares the work). */

@@ -78,7 +78,7 @@ ssh_session sshsess_new(const struct sshsess_cfg *cfg, const char *host,
 
 /* What sshsess_connect() returns when the failure is how herd is set up
  * (a refused connection: no sshd at ssh.port; a name that does not
- * resolve), not the node's health (issue 22 item 8). */
+ * resolve), not the node's health. */
 #define SSHSESS_SETUP (-2)
 
 /* Connects (TCP and key exchange, at most ssh.connect_timeout each).

@@ -4,7 +4,7 @@
  *
  *   $XDG_STATE_HOME/herd/jobs/ID.json    (default ~/.local/state/herd/jobs)
  *   $XDG_RUNTIME_DIR/herd/ID.sock        (else /tmp/herd-EUID/ID.sock,
- *                                         else /tmp/herd-EUID.XXXXXX/ID.sock:
+ *                                         else /tmp/herd-EUID.RANDOM/ID.sock:
  *                                         jobreg_sock_new())
  *
  * The job id is the run id of lib/logtree.c (20261201-053100.123-4f2a);
@@ -100,7 +100,7 @@ int jobreg_sock_dir(char *buf, size_t size, bool create, struct herd_err *err);
  * recomputing it): DIR/ID.sock in the socket directory above; when that
  * directory is refused (/tmp/herd-EUID made first by another user, a
  * symlink, open to others) or the path would not fit in sockaddr_un's
- * 108 bytes, in a directory of this run's own, /tmp/herd-EUID.XXXXXX
+ * 108 bytes, in a directory of this run's own, /tmp/herd-EUID.RANDOM (mkdtemp)
  * (mkdtemp(3), 0700, checked as above).  *priv: the latter (the caller
  * removes it after the socket); note then says why (for a warning), else
  * it is empty.  Returns 0 or -1 with err. */

@@ -8,8 +8,8 @@
  *
  * KEY is the job's identity, noderec_key(): NAME@HASH, the job's name and
  * a hash of its job file's real path, so that two projects whose jobs
- * have the same (default) name keep records of their own (issue 22 item
- * 8); a record of herd before that is keyed by NAME alone.
+ * have the same (default) name keep records of their own; an older
+ * record is keyed by NAME alone.
  *
  *   {"version": 1, "quarantine_after": 3, "quarantine_for_ms": 86400000,
  *    "job": "train", "job_file": "/home/u/proj/train.yaml",
@@ -124,12 +124,12 @@ int64_t noderec_until(const struct noderec_host *h, int64_t now_ms, int after,
 bool noderec_name_ok(const char *name);
 
 /* The record key of the job called name whose job file is job_file:
- * "name@xxxxxxxx" (8 hex digits of the file's real path), or name when
+ * "name@HASH" (HASH: 8 hex digits of the file's real path), or name when
  * job_file is NULL or cannot be resolved.  malloc'd, NULL when out of
  * memory. */
 char *noderec_key(const char *name, const char *job_file);
 
-/* Whether key is name's: name itself or name@xxxxxxxx. */
+/* Whether key is name's: name itself or name@HASH. */
 bool noderec_key_is(const char *key, const char *name);
 
 /* The files. */
