@@ -124,8 +124,8 @@ test_expect_success '9 spawns of 32 processes that exit, one after the other (28
 	nodes: {hosts: "$HERD_CLUSTER_HOSTLIST", slots: 2}
 	restart: {max: 0}
 	EOF
-	timeout 150 herd run loop.yaml >out 2>err &&
-	grep -x "\[0\] rank 0 loop: 9 of 9" out &&
+	{ timeout 150 herd run loop.yaml >out 2>err || { cat out err; false; }; } &&
+	{ grep -x "\[0\] rank 0 loop: 9 of 9" out || { cat out err; false; }; } &&
 	! grep "loop [0-9]*: " out &&
 	test "$(ls loopd | grep -c "^[0-8]\.[0-9]*\$")" = 288 &&
 	test "$(grep -c "^\[[0-7]\] rank [0-7] finalize: SUCCESS\$" out)" = 8 &&
