@@ -909,6 +909,8 @@ static const char *const mode_names[] = {"torch", "pmix", "plain", NULL};
 static const char *const host_keys_names[] = {"strict", "accept-new", NULL};
 static const char *const gpu_names[] = {"auto", "none", NULL};
 static const char *const straggler_names[] = {"warn", "off", "evict", NULL};
+static const char *const warm_names[] = {"auto", "off", NULL};
+static const char *const survivors_names[] = {"keep", "restart", NULL};
 static const char *const cpu_names[] = {"numa", "cores", "none", NULL};
 static const char *const transport_names[] = {"auto", "local", NULL};
 static const char *const source_names[] = {
@@ -1027,6 +1029,11 @@ static const struct field launch_keys[] = {
     {.name = "launch.workdir", .set = set_str, .off = OFF(launch.workdir)},
     {.name = "launch.env", .set = set_env},
     {.name = "launch.env_pass", .set = set_strv, .off = OFF(launch.env_pass)},
+    {.name = "launch.warm",
+     .set = set_enum,
+     .off = OFF(launch.warm),
+     .names = warm_names},
+    {.name = "launch.preload", .set = set_strv, .off = OFF(launch.preload)},
     {.name = "launch.master_port",
      .set = set_int,
      .off = OFF(launch.master_port),
@@ -1100,6 +1107,10 @@ static const struct field health_keys[] = {
      .set = set_duration,
      .off = OFF(health.quarantine_for_ms),
      .lo = 1},
+    {.name = "health.rejoin_timeout",
+     .set = set_duration,
+     .off = OFF(health.rejoin_timeout_ms),
+     .lo = 1},
     {0},
 };
 
@@ -1112,6 +1123,10 @@ static const struct field restart_keys[] = {
     {.name = "restart.backoff",
      .set = set_duration,
      .off = OFF(restart.backoff_ms)},
+    {.name = "restart.survivors",
+     .set = set_enum,
+     .off = OFF(restart.survivors),
+     .names = survivors_names},
     {0},
 };
 
@@ -1135,6 +1150,25 @@ static const struct field checkpoint_keys[] = {
      .set = set_str,
      .off = OFF(checkpoint.resume_args),
      .track = TR_RESUME},
+    {.name = "checkpoint.memory_dir",
+     .set = set_str,
+     .off = OFF(checkpoint.memory_dir)},
+    {.name = "checkpoint.replicas",
+     .set = set_int,
+     .off = OFF(checkpoint.replicas),
+     .lo = 0,
+     .hi = 8},
+    {.name = "checkpoint.memory_max",
+     .set = set_bytes,
+     .off = OFF(checkpoint.memory_max)},
+    {.name = "checkpoint.persist_every",
+     .set = set_duration,
+     .off = OFF(checkpoint.persist_every_ms),
+     .lo = 1,
+     .word = "never"},
+    {.name = "checkpoint.keep_memory",
+     .set = set_bool,
+     .off = OFF(checkpoint.keep_memory)},
     {0},
 };
 
@@ -1841,6 +1875,10 @@ struct spec *spec_parse(const char *buf, size_t len, const char *path,
 	spec->health.quarantine_for_ms = 24L * 3600 * 1000;
 	spec->restart.max = 3;
 	spec->restart.backoff_ms = 2000;
+	spec->restart.survivors = SPEC_SURVIVORS_KEEP;
+	spec->health.rejoin_timeout_ms = 30 * 1000;
+	spec->checkpoint.replicas = 1;
+	spec->checkpoint.persist_every_ms = 10 * 60 * 1000;
 	spec->log.mode = SPEC_LOG_MODE_DEFAULT;
 	spec->metrics.interval_ms = -1; /* auto */
 	c.spec = spec;
@@ -2006,6 +2044,8 @@ void spec_free(struct spec *spec)
 	free(spec->checkpoint.pattern);
 	free(spec->checkpoint.complete_marker);
 	free(spec->checkpoint.resume_args);
+	free(spec->checkpoint.memory_dir);
+	strv_free(&spec->launch.preload);
 	free(spec->log.dir);
 	free(spec->metrics.listen);
 	for (size_t i = 0; i < spec->metrics.n_patterns; i++) {
@@ -2063,4 +2103,15 @@ const char *spec_bind_cpu_name(enum spec_bind_cpu cpu)
 const char *spec_straggler_name(enum spec_straggler straggler)
 {
 	return name_at(straggler_names, NAMES(straggler_names), (int)straggler);
+}
+
+const char *spec_warm_name(enum spec_warm warm)
+{
+	return name_at(warm_names, NAMES(warm_names), (int)warm);
+}
+
+const char *spec_survivors_name(enum spec_survivors survivors)
+{
+	return name_at(survivors_names, NAMES(survivors_names),
+		       (int)survivors);
 }

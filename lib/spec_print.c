@@ -211,6 +211,8 @@ static void body(struct out *o, const struct spec *s)
 	map_end(o);
 	list(o, "env_pass", &s->launch.env_pass);
 	num(o, "master_port", s->launch.master_port, NULL);
+	word(o, "warm", spec_warm_name(s->launch.warm));
+	list(o, "preload", &s->launch.preload);
 	map_end(o);
 
 	map_start(o, "bind", 0);
@@ -243,11 +245,13 @@ static void body(struct out *o, const struct spec *s)
 	dur(o, "straggler_window", s->health.straggler_window_ms, NULL);
 	num(o, "quarantine_after", s->health.quarantine_after, NULL);
 	dur(o, "quarantine_for", s->health.quarantine_for_ms, NULL);
+	dur(o, "rejoin_timeout", s->health.rejoin_timeout_ms, NULL);
 	map_end(o);
 
 	map_start(o, "restart", 0);
 	num(o, "max", s->restart.max, NULL);
 	dur(o, "backoff", s->restart.backoff_ms, NULL);
+	word(o, "survivors", spec_survivors_name(s->restart.survivors));
 	map_end(o);
 
 	map_start(o, "checkpoint", 0);
@@ -256,6 +260,15 @@ static void body(struct out *o, const struct spec *s)
 	str(o, "pattern", s->checkpoint.pattern);
 	str(o, "complete_marker", s->checkpoint.complete_marker);
 	str(o, "resume_args", s->checkpoint.resume_args);
+	str(o, "memory_dir", s->checkpoint.memory_dir ? s->checkpoint.memory_dir
+						       : "/dev/shm");
+	num(o, "replicas", s->checkpoint.replicas, NULL);
+	if (spec_bytes_format(s->checkpoint.memory_max, bytes, sizeof(bytes)) < 0)
+		o->failed = 1;
+	else
+		word(o, "memory_max", bytes);	/* 0: auto */
+	dur(o, "persist_every", s->checkpoint.persist_every_ms, "never");
+	word(o, "keep_memory", s->checkpoint.keep_memory ? "true" : "false");
 	map_end(o);
 
 	map_start(o, "log", 0);

@@ -50,6 +50,8 @@ enum spec_straggler {
 	SPEC_STRAGGLER_OFF,
 	SPEC_STRAGGLER_EVICT,
 };
+enum spec_warm { SPEC_WARM_AUTO = 0, SPEC_WARM_OFF };
+enum spec_survivors { SPEC_SURVIVORS_KEEP = 0, SPEC_SURVIVORS_RESTART };
 enum spec_bind_nic {
 	SPEC_BIND_NIC_AUTO = 0,
 	SPEC_BIND_NIC_NONE,
@@ -134,6 +136,13 @@ struct spec {
 		size_t n_env;
 		struct spec_strv env_pass;	/* globs */
 		int master_port;	/* default 29500 */
+		enum spec_warm warm;	/* default auto: a warm Python
+					 * interpreter per slot, for a
+					 * command that runs a Python script */
+		struct spec_strv preload;	/* modules the warm
+						 * interpreter imports before
+						 * LAUNCH; empty: by mode (torch:
+						 * torch, torch.distributed) */
 	} launch;
 
 	struct {
@@ -171,11 +180,17 @@ struct spec {
 		int quarantine_after;	/* failures before a node is kept
 					 * out of later runs (3; 0: never) */
 		long quarantine_for_ms;	/* how long the record holds (24h) */
+		long rejoin_timeout_ms;	/* a survivor that has not rejoined
+					 * the new generation by then: the
+					 * classic restart (default 30s) */
 	} health;
 
 	struct {
 		int max;		/* default 3 */
-		long backoff_ms;	/* default 2s */
+		long backoff_ms;	/* default 2s; only between repeated
+					 * failures (a crash loop) */
+		enum spec_survivors survivors;	/* default keep (when the
+						 * ranks speak the protocol) */
 	} restart;
 
 	struct {
@@ -184,6 +199,13 @@ struct spec {
 		char *pattern;		/* NULL: none */
 		char *complete_marker;	/* NULL: any match counts */
 		char *resume_args;	/* NULL: empty */
+		char *memory_dir;	/* the memory tier (default /dev/shm) */
+		int replicas;		/* peer copies (default 1; 0: none) */
+		long long memory_max;	/* bytes per node; 0: auto (half
+					 * of memory_dir's filesystem) */
+		long persist_every_ms;	/* memory -> dir (default 10m; -1:
+					 * never) */
+		bool keep_memory;	/* keep the tier at job end (false) */
 	} checkpoint;
 
 	struct {
@@ -315,6 +337,8 @@ const char *spec_host_keys_name(enum spec_host_keys host_keys);
 const char *spec_bind_gpu_name(enum spec_bind_gpu gpu);
 const char *spec_bind_cpu_name(enum spec_bind_cpu cpu);
 const char *spec_straggler_name(enum spec_straggler straggler);
+const char *spec_warm_name(enum spec_warm warm);
+const char *spec_survivors_name(enum spec_survivors survivors);
 
 /* Lists (env, env_pass, bind.nic, slurm.extra) hold at most this many
  * entries: far beyond any real job, and it bounds the duplicate check. */

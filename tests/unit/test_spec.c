@@ -269,7 +269,7 @@ static void test_unknown_key(void **state)
 	      "job.yaml:2:1: unknown key 'nam' (did you mean 'name'?)");
 	fails_with(MIN "restart: {zzzzzz: 1}\n",
 		   "job.yaml:2:11: unknown key 'zzzzzz' in restart (expected "
-		   "one of: max, backoff)");
+		   "one of: max, backoff, survivors)");
 	fails(MIN "ssh: {host_key: strict}\n",
 	      "job.yaml:2:7: unknown key 'host_key' in ssh (did you mean "
 	      "'host_keys'?)");
