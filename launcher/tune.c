@@ -3,18 +3,21 @@
  * tune.h and herd/dstune.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "herd/bind.h"
+#include "herd/loop.h"
+#include "herd/proc.h"
 #include "herd/spec.h"
 #include "resolve.h"
 #include "tune.h"
@@ -99,65 +102,96 @@ static int try_platform(const char *path, bool optional,
 	return rc;
 }
 
-/* Runs `herd bench --sizes S --iters N job_path` in a child (this
- * program's own cmd_bench) and reads its stdout into a malloc'd string.
- * The child dies with us (PR_SET_PDEATHSIG); its stderr is ours. */
+/* The child running herd bench, read from the loop until its stdout
+ * ends and it has been reaped. */
+struct bench_run {
+	char *buf;
+	size_t len;
+	int fd;
+	bool exited;
+	int status;
+};
+
+static void bench_done(struct loop *loop, struct bench_run *b)
+{
+	if (b->fd < 0 && b->exited)
+		loop_stop(loop);
+}
+
+static void on_bench_output(struct loop *loop, int fd, short revents,
+			    void *arg)
+{
+	struct bench_run *b = arg;
+	ssize_t n = read(fd, b->buf + b->len, BENCH_OUTPUT_MAX - b->len);
+
+	(void)revents;
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n > 0)
+		b->len += (size_t)n;
+	if (n <= 0 || b->len == BENCH_OUTPUT_MAX) {
+		loop_fd_del(loop, fd);
+		close(fd);
+		b->fd = -1;
+		bench_done(loop, b);
+	}
+}
+
+static void on_bench_exit(struct loop *loop, const struct proc_exit *e,
+			  void *arg)
+{
+	struct bench_run *b = arg;
+
+	b->exited = true;
+	b->status = e->status;
+	bench_done(loop, b);
+}
+
+/* Runs `herd bench --sizes S --iters N job_path` as a child (this very
+ * program, /proc/self/exe, started through proc.h: nothing but exec
+ * after fork) and reads its stdout into a malloc'd string.  The child
+ * dies with us (pdeathsig); its stderr is ours. */
 static char *run_bench(const char *job_path, struct herd_err *err)
 {
-	char *argv[] = {"bench",   "--sizes",	     TUNE_BENCH_SIZES,
-			"--iters", TUNE_BENCH_ITERS, (char *)job_path,
-			NULL};
-	char *buf = NULL;
-	size_t len = 0;
-	int fds[2], status;
-	pid_t pid, parent = getpid();
+	char *argv[] = {"herd",	 "bench",	   "--sizes",
+			TUNE_BENCH_SIZES, "--iters", TUNE_BENCH_ITERS,
+			(char *)job_path, NULL};
+	struct proc_opts opts = {
+	    .path = "/proc/self/exe",
+	    .io = {[1] = {.kind = PROC_FD_PIPE},
+		   [2] = {.kind = PROC_FD_DUP, .fd = STDERR_FILENO}},
+	    .group = PROC_GROUP_KEEP,
+	    .pdeathsig = SIGTERM,
+	    .wait_exec = true,
+	};
+	struct bench_run b = {.fd = -1};
+	struct loop *loop = loop_new();
+	int status;
 
-	if (pipe2(fds, O_CLOEXEC) < 0) {
-		herd_errprintf(err, "pipe: %s", strerror(errno));
-		return NULL;
+	if (!loop || !(b.buf = malloc(BENCH_OUTPUT_MAX + 1))) {
+		herd_errprintf(err, "out of memory");
+		goto fail;
 	}
 	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
-		herd_errprintf(err, "fork: %s", strerror(errno));
-		close(fds[0]);
-		close(fds[1]);
-		return NULL;
+	if (proc_spawn(loop, argv, &opts, on_bench_exit, &b, err) < 0)
+		goto fail;
+	b.fd = opts.io[1].fd;
+	if (loop_fd_add(loop, b.fd, POLLIN, on_bench_output, &b) < 0) {
+		herd_errprintf(err, "loop: %s", strerror(errno));
+		close(b.fd);
+		b.fd = -1;
 	}
-	if (pid == 0) {
-		close(fds[0]);
-		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 ||
-		    getppid() != parent || dup2(fds[1], STDOUT_FILENO) < 0)
-			_exit(1);
-		close(fds[1]);
-		optind = 0; /* getopt starts over in cmd_bench */
-		status = cmd_bench(6, argv);
-		fflush(NULL);
-		_exit(status);
+	/* Until its stdout ends and it is reaped. */
+	if (loop_run(loop) < 0 && !b.exited) {
+		herd_errprintf(err, "loop: %s", strerror(errno));
+		goto fail;
 	}
-	close(fds[1]);
-	if (!(buf = malloc(BENCH_OUTPUT_MAX + 1))) {
-		herd_errprintf(err, "out of memory");
-		goto drain;
-	}
-	for (;;) {
-		ssize_t n = read(fds[0], buf + len, BENCH_OUTPUT_MAX - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		if (len == BENCH_OUTPUT_MAX)
-			break;
-	}
-	buf[len] = '\0';
-drain:
-	close(fds[0]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (!buf)
-		return NULL;
+	if (b.fd >= 0)
+		close(b.fd);
+	loop_free(loop);
+	loop = NULL;
+	b.buf[b.len] = '\0';
+	status = b.status;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		if (WIFEXITED(status))
 			herd_errprintf(err,
@@ -169,10 +203,14 @@ drain:
 			herd_errprintf(err,
 				       "herd bench %s was killed by signal %d",
 				       job_path, WTERMSIG(status));
-		free(buf);
-		return NULL;
+		goto fail;
 	}
-	return buf;
+	return b.buf;
+fail:
+	if (loop)
+		loop_free(loop);
+	free(b.buf);
+	return NULL;
 }
 
 int tune_job(const char *job_path, const char *platform, int elem_bytes,
