@@ -320,9 +320,14 @@ static int post(struct ctl *c, const struct ctl_ev *ev)
 	struct ctl_qev *q = calloc(1, sizeof(*q));
 
 	if (!q) {
-		fprintf(stderr, "herd: out of memory: event '%s' lost\n",
+		/* A lost transition would leave the job in a state nobody
+		 * can reason about: die, and the agents stop the ranks when
+		 * herd's connection goes. */
+		fprintf(stderr, "herd: out of memory queueing event '%s'; "
+				"the agents stop the ranks as herd exits\n",
 			ctl_event_name(ev->type));
-		return -1;
+		fflush(stderr);
+		_exit(1);
 	}
 	q->ev = *ev;
 	json_incref(q->ev.body);
