@@ -103,22 +103,39 @@ def parse_help(text):
     if cur:
         blocks.append(cur)
     sections = []
-    for b in blocks:
-        if b[0].startswith("Exit status:"):
-            sections.append(("exit", [b[0][len("Exit status:"):].strip()] +
-                             b[1:]))
-            continue
-        seg = []  # consecutive lines, all flush left or all indented
-        for line in b:
-            indented = line.startswith(" ")
-            if seg and seg[0].startswith(" ") == indented:
-                seg.append(line)
-            else:
-                if seg:
-                    sections.append(segment(seg))
-                seg = [line]
-        sections.append(segment(seg))
+    for b in list(blocks):
+        # "... a summary.  Exit status: 0 ...": the exit status starts a
+        # section of its own.
+        for j, line in enumerate(b):
+            col = line.find("Exit status:")
+            if col > 0 and not line.startswith(" "):
+                head = b[:j] + ([line[:col].rstrip()]
+                                if line[:col].strip() else [])
+                b[:] = ["Exit status:" + line[col + len("Exit status:"):]] \
+                    + b[j + 1:]
+                sections += parse_block(head)
+                break
+        sections += parse_block(b)
     return synopsis, sections
+
+
+def parse_block(b):
+    """The sections of one paragraph of a --help text."""
+    if not b:
+        return []
+    if b[0].startswith("Exit status:"):
+        return [("exit", [b[0][len("Exit status:"):].strip()] + b[1:])]
+    sections, seg = [], []  # seg: lines all flush left or all indented
+    for line in b:
+        indented = line.startswith(" ")
+        if seg and seg[0].startswith(" ") == indented:
+            seg.append(line)
+        else:
+            if seg:
+                sections.append(segment(seg))
+            seg = [line]
+    sections.append(segment(seg))
+    return sections
 
 
 def indent(s):
@@ -164,6 +181,7 @@ def options_of(sections):
         for tag, _ in body:
             if not tag.startswith("-"):
                 continue
+            found = []
             for alt in tag.split(", "):
                 words = alt.split()
                 for j, w in enumerate(words):
@@ -172,7 +190,10 @@ def options_of(sections):
                             not words[j + 1].startswith("-") else ""
                         if arg.startswith("["):
                             arg = ""
-                        out.append((w, arg))
+                        found.append([w, arg])
+            # "-o, --output FILE": -o takes FILE too
+            arg = next((a for _, a in found if a), "")
+            out += [(w, a or arg) for w, a in found]
     seen, uniq = set(), []
     for o, a in out:
         if o not in seen:
@@ -549,7 +570,7 @@ def completion(cmds, opts_by_cmd):
            % " ".join(names),
            "\t\treturn",
            "\tfi",
-           "\tlocal opts= files=",
+           "\tlocal opts=",
            "\tcase ${COMP_WORDS[1]} in"]
     for n in names:
         opts = opts_by_cmd[n]
@@ -617,7 +638,16 @@ def main():
         summary = next(c[2] for c in cmds if c[0] == name)
         pages["herd-%s.1" % name] = command_page(
             "herd-" + name, summary, text, date, version, see_all)
-        opts_by_cmd[name] = options_of(parse_help(text)[1])
+        synopsis, sections = parse_help(text)
+        opts = options_of(sections)
+        known = {o for o, _ in opts}
+        # an option the usage lines show but the list does not explain
+        for line in synopsis:
+            for o in re.findall(r"(?<![\w-])--?[A-Za-z][\w-]*", line):
+                if o not in known:
+                    known.add(o)
+                    opts.append((o, ""))
+        opts_by_cmd[name] = opts
     pages["herd-agent.1"] = agent_page(run([a.agent, "--help"]), date,
                                        version)
     intro, rows = readme_keys(a.readme)
