@@ -13,10 +13,7 @@
 
 PREFIX      ?= /usr/local
 DESTDIR     ?=
-BINDIR      := $(PREFIX)/bin
-HERDDATADIR := $(PREFIX)/share/herd
-MANDIR      := $(PREFIX)/share/man
-BASHCOMPDIR := $(PREFIX)/share/bash-completion/completions
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 INSTALL     ?= install
 
 HERD_VERSION := $(shell sed -n 's/^\#define HERD_VERSION "\(.*\)"/\1/p' include/herd/version.h)
@@ -47,28 +44,30 @@ man-check: $(MAN_STAMP)
 PY_SRC := $(sort $(wildcard python/herd/*.py))
 TEMPLATE_FILES := $(shell find templates -type f ! -name '*~' 2>/dev/null | LC_ALL=C sort)
 
+# DESTDIR and PREFIX may hold blanks: every path is quoted.
+D := "$(DESTDIR)$(PREFIX)"
 install: all $(MAN_STAMP)
-	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(HERDDATADIR)/templates \
-	  $(DESTDIR)$(HERDDATADIR)/python/herd $(DESTDIR)$(MANDIR)/man1 \
-	  $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(BASHCOMPDIR)
-	$(INSTALL) -m 0755 bin/herd bin/herd-agent $(DESTDIR)$(BINDIR)/
+	$(INSTALL) -d $(D)/bin $(D)/share/herd/templates $(D)/share/herd/python/herd \
+	  $(D)/share/man/man1 $(D)/share/man/man5 \
+	  "$(DESTDIR)$(BASHCOMPDIR)"
+	$(INSTALL) -m 0755 bin/herd bin/herd-agent $(D)/bin/
 	@set -e; for f in $(TEMPLATE_FILES); do \
-	  d=$(DESTDIR)$(HERDDATADIR)/$$(dirname $$f); \
-	  $(INSTALL) -d $$d; \
-	  echo "$(INSTALL) -m 0644 $$f $$d/"; $(INSTALL) -m 0644 $$f $$d/; \
+	  d=$(D)/share/herd/$$(dirname $$f); \
+	  $(INSTALL) -d "$$d"; \
+	  echo "$(INSTALL) -m 0644 $$f $$d/"; $(INSTALL) -m 0644 $$f "$$d/"; \
 	done
-	$(if $(PY_SRC),$(INSTALL) -m 0644 $(PY_SRC) $(DESTDIR)$(HERDDATADIR)/python/herd/)
-	$(INSTALL) -m 0644 $(MAN_DIR)/*.1 $(DESTDIR)$(MANDIR)/man1/
-	$(INSTALL) -m 0644 $(MAN_DIR)/*.5 $(DESTDIR)$(MANDIR)/man5/
-	$(INSTALL) -m 0644 $(COMPLETION) $(DESTDIR)$(BASHCOMPDIR)/herd
+	$(if $(PY_SRC),$(INSTALL) -m 0644 $(PY_SRC) $(D)/share/herd/python/herd/)
+	$(INSTALL) -m 0644 $(MAN_DIR)/*.1 $(D)/share/man/man1/
+	$(INSTALL) -m 0644 $(MAN_DIR)/*.5 $(D)/share/man/man5/
+	$(INSTALL) -m 0644 $(COMPLETION) "$(DESTDIR)$(BASHCOMPDIR)/herd"
 
 # Removes what install wrote: share/herd is herd's own directory; the
 # pages are herd.1, herd-*.1 and herd.yaml.5.
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/herd $(DESTDIR)$(BINDIR)/herd-agent
-	rm -rf $(DESTDIR)$(HERDDATADIR)
-	rm -f $(DESTDIR)$(MANDIR)/man1/herd.1 $(DESTDIR)$(MANDIR)/man1/herd-*.1 \
-	  $(DESTDIR)$(MANDIR)/man5/herd.yaml.5 $(DESTDIR)$(BASHCOMPDIR)/herd
+	rm -f $(D)/bin/herd $(D)/bin/herd-agent
+	rm -rf $(D)/share/herd
+	rm -f $(D)/share/man/man1/herd.1 $(D)/share/man/man1/herd-*.1 \
+	  $(D)/share/man/man5/herd.yaml.5 "$(DESTDIR)$(BASHCOMPDIR)/herd"
 
 # The Debian package (debian/, debhelper), built with dpkg-buildpackage
 # in a copy of the tree under build/deb, so that it never sees this
@@ -89,7 +88,7 @@ deb:
 	  [ -f "$$f" ] && cp --parents -p "$$f" $(DEB_SRC)/ || true; done
 	cd $(DEB_SRC) && DEB_BUILD_OPTIONS="$${DEB_BUILD_OPTIONS:-parallel=$(JOBS)}" \
 	  dpkg-buildpackage -us -uc -b
-	cd $(DEB_DIR) && lintian --no-tag-display-limit herd_$(HERD_VERSION)_*.changes \
+	cd $(DEB_DIR) && lintian --tag-display-limit 0 herd_$(HERD_VERSION)_*.changes \
 	  > lintian.txt 2>&1 || true; cat lintian.txt; \
 	  ! grep -q '^E:' lintian.txt
 	@ls $(DEB_DIR)/*.deb
