@@ -133,4 +133,12 @@ test_expect_success 'the completion offers job files for a job and files for a f
 	test_cmp want got
 '
 
+test_expect_success 'the completion offers the templates of herd init and herd render' '
+	complete_words herd init "" >got &&
+	grep -x pretrain got && grep -x finetune got &&
+	complete_words herd render ds >got &&
+	echo ds_zero3 >want &&
+	test_cmp want got
+'
+
 test_done
