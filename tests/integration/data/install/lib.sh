@@ -14,6 +14,11 @@
 #                        build/examples/allreduce (the agent loads libpmix
 #                        with the installed binary's search path)
 
+# Run from `make integration` (make check), the tests would hand the
+# outer make's flags and variables (its jobserver, SANITIZE=...) to the
+# builds they start: those builds are plain, as a user's are.
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES SANITIZE
+
 copy_tree() {
 	mkdir -p "$1" &&
 	(cd "$HERD_ROOT" &&
