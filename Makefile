@@ -224,4 +224,6 @@ format:
 clean:
 	rm -rf $(BUILD) bin lib/libherd.a
 
+include scripts/install.mk
+
 -include $(FUZZ_LIB_OBJ:.o=.d) $(LIB_OBJ:.o=.d) $(LAUNCHER_OBJ:.o=.d) $(AGENT_OBJ:.o=.d)

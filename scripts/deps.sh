@@ -14,6 +14,7 @@ slurm-wlm slurmctld slurmd slurm-client munge
 openmpi-bin libopenmpi-dev pdsh
 python3 python3-torch python3-sentencepiece
 libmicrohttpd-dev prometheus chromium fonts-dejavu-core curl
+mandoc lintian debhelper dpkg-dev
 "
 
 missing=""
