@@ -57,6 +57,7 @@ static int pmix_lib_open(struct herd_err *err)
 				      PMIX_SONAME, #name);
 	PMIX_LIB_FNS(PMIX_LIB_SYM)
 #undef PMIX_LIB_SYM
+	pmix_fence_hold_init(h);
 	pmix_lib.handle = h;
 	return 0;
 }
@@ -914,7 +915,6 @@ static int register_nspace(struct agent *a, json_t *launch, json_t *pj,
 		(uint32_t)json_integer_value(json_object_get(pj, "node_id"));
 	size_t nlocal = json_array_size(local), ninfo = 0, k = 0;
 	char *node_regex = NULL, *proc_regex = NULL, wdir[4096];
-	struct op_wait *w = NULL;
 	struct job_map m;
 	pmix_info_t *info = NULL;
 	pmix_status_t rc;
@@ -1044,13 +1044,7 @@ static int register_nspace(struct agent *a, json_t *launch, json_t *pj,
 						json_array_get(ranks, lr),
 						"cpus")));
 	}
-	if (!(w = op_wait_new())) {
-		herd_errprintf(err, "out of memory");
-		goto out;
-	}
-	rc = op_wait_for(p, w, PMIx_server_register_nspace(p->nspace,
-							   (int)nlocal, info,
-							   k, op_done, w));
+	rc = pmix_register_nspace_wait(p, p->nspace, (int)nlocal, info, k);
 	if (rc != PMIX_SUCCESS) {
 		herd_errprintf(err, "PMIx_server_register_nspace: %s",
 			       PMIx_Error_string(rc));
@@ -1091,25 +1085,37 @@ pmix_status_t pmix_register_nspace_wait(struct pmix_state *p,
 					const char *nspace, int nlocal,
 					pmix_info_t *info, size_t ninfo)
 {
+	const char *peers = NULL;
 	struct op_wait *w;
+	pmix_status_t rc;
 
 	if (p->wedged)
 		return PMIX_ERR_TIMEOUT;
 	if (!(w = op_wait_new()))
 		return PMIX_ERR_NOMEM;
-	return op_wait_for(p, w,
-			   PMIx_server_register_nspace(nspace, nlocal, info,
-						       ninfo, op_done, w));
+	for (size_t i = 0; i < ninfo; i++)
+		if (PMIX_CHECK_KEY(&info[i], PMIX_LOCAL_PEERS) &&
+		    info[i].value.type == PMIX_STRING)
+			peers = info[i].value.data.string;
+	/* Known before the library can see a fence naming it. */
+	pmix_fence_hold_add(nspace, nlocal, peers);
+	rc = op_wait_for(p, w,
+			 PMIx_server_register_nspace(nspace, nlocal, info,
+						     ninfo, op_done, w));
+	if (rc != PMIX_SUCCESS)
+		pmix_fence_hold_remove(nspace);
+	return rc;
 }
 
 void pmix_deregister_nspace_wait(struct pmix_state *p, const char *nspace)
 {
 	struct op_wait *w;
 
-	if (p->wedged || !(w = op_wait_new()))
-		return;
-	PMIx_server_deregister_nspace(nspace, op_done, w);
-	op_wait_for(p, w, PMIX_SUCCESS);
+	if (!p->wedged && (w = op_wait_new())) {
+		PMIx_server_deregister_nspace(nspace, op_done, w);
+		op_wait_for(p, w, PMIX_SUCCESS);
+	}
+	pmix_fence_hold_remove(nspace);
 }
 
 size_t pmix_cpuset_info(pmix_info_t *pi, const char *cpus)
@@ -1125,10 +1131,13 @@ static void deregister_nspace(struct pmix_state *p)
 		return;
 	p->nspace_registered = false;
 	pmix_api_job_set(NULL, 0, NULL, NULL, NULL);
-	if (p->wedged || !(w = op_wait_new()))
+	if (p->wedged || !(w = op_wait_new())) {
+		pmix_fence_hold_remove(p->nspace);
 		return;
+	}
 	PMIx_server_deregister_nspace(p->nspace, op_done, w);
 	op_wait_for(p, w, PMIX_SUCCESS);
+	pmix_fence_hold_remove(p->nspace);
 	if (p->nsdir[0])
 		rmdir(p->nsdir);	/* a rank's files stay, with run_dir */
 }

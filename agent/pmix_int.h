@@ -279,6 +279,18 @@ void pmix_api_job_set(const char *nspace, uint32_t size,
 long pmix_guard_stranger(void);
 void pmix_guard_say(long uid, const char *what);
 
+/* pmix_fence_hold.c: a fence none of whose processes is this node's is
+ * answered PMIX_ERR_BAD_PARAM before libpmix holds it forever.  init:
+ * once, with the library's handle, before PMIx_server_init; active: the
+ * refusal is in force (the library is the version built with and calls
+ * the agent's handler).  Loop side, around every (de)registration:
+ * add a namespace (before) with its nlocal local ranks, peers "r,r,..."
+ * (NULL when none); remove it (after). */
+void pmix_fence_hold_init(void *lib);
+bool pmix_fence_hold_active(void);
+void pmix_fence_hold_add(const char *nspace, int nlocal, const char *peers);
+void pmix_fence_hold_remove(const char *nspace);
+
 /* Loop side: the one server of this agent, or NULL. */
 struct pmix_state *pmix_state_of(struct agent *a);
 
