@@ -178,9 +178,9 @@ static bool any_local(const pmix_proc_t *procs, size_t n)
 			if (strncmp(e->name, procs[i].nspace, PMIX_MAX_NSLEN))
 				continue;
 			if (e->any_local ||
-			    (e->n && procs[i].rank == PMIX_RANK_WILDCARD) ||
-			    bsearch(&procs[i].rank, e->ranks, e->n,
-				    sizeof(*e->ranks), rank_cmp))
+			    (e->n && (procs[i].rank == PMIX_RANK_WILDCARD ||
+				      bsearch(&procs[i].rank, e->ranks, e->n,
+					      sizeof(*e->ranks), rank_cmp))))
 				return true;
 		}
 	return false;
