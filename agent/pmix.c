@@ -58,6 +58,13 @@ static int pmix_lib_open(struct herd_err *err)
 	PMIX_LIB_FNS(PMIX_LIB_SYM)
 #undef PMIX_LIB_SYM
 	pmix_fence_hold_init(h);
+	if (!pmix_fence_hold_active())
+		fprintf(stderr,
+			"herd-agent: %s is not the PMIx %ld.%ld.%ld this agent "
+			"was built with: a fence over processes none of which "
+			"is on this node waits until its PMIX_TIMEOUT\n",
+			PMIX_SONAME, PMIX_VERSION_MAJOR, PMIX_VERSION_MINOR,
+			PMIX_VERSION_RELEASE);
 	pmix_lib.handle = h;
 	return 0;
 }
