@@ -922,6 +922,7 @@ static int register_nspace(struct agent *a, json_t *launch, json_t *pj,
 		(uint32_t)json_integer_value(json_object_get(pj, "node_id"));
 	size_t nlocal = json_array_size(local), ninfo = 0, k = 0;
 	char *node_regex = NULL, *proc_regex = NULL, wdir[4096];
+	const char *topo;
 	struct job_map m;
 	pmix_info_t *info = NULL;
 	pmix_status_t rc;
@@ -962,7 +963,7 @@ static int register_nspace(struct agent *a, json_t *launch, json_t *pj,
 		goto out;
 	}
 
-	ninfo = 24 + m.nnodes + job_size;
+	ninfo = 25 + m.nnodes + job_size;
 	PMIX_INFO_CREATE(info, ninfo);
 	if (!info) {
 		herd_errprintf(err, "out of memory");
@@ -981,6 +982,8 @@ static int register_nspace(struct agent *a, json_t *launch, json_t *pj,
 	info_str(&info[k++], PMIX_TMPDIR, p->tmpdir);
 	info_str(&info[k++], PMIX_NSDIR, p->nsdir);
 	/* This node (the library's local view). */
+	if (nlocal && (topo = pmix_topo_xml(a)))
+		info_str(&info[k++], PMIX_LOCAL_TOPO, topo);
 	if (nlocal) {
 		info_u32(&info[k++], PMIX_LOCAL_SIZE, (uint32_t)nlocal);
 		info_u32(&info[k++], PMIX_NODE_SIZE, (uint32_t)nlocal);
@@ -1157,6 +1160,7 @@ void pmix_warm(struct agent *a)
 	/* A failure is said again, with its reason, by the LAUNCH. */
 	if (!a->pmix && state_new(a, &err) < 0)
 		return;
+	pmix_topo_start(a);
 	server_up(a, &err);
 }
 
@@ -1238,6 +1242,11 @@ int pmix_setup_proc(struct agent *a, const char *nspace, uint32_t rank,
 	/* Open MPI 4.1 direct launch falls back to singletons without it
 	 * (DESIGN.md); set unless the job's environment says otherwise. */
 	if (ret == 0 && envv_set(env, "OMPI_MCA_schizo", "^orte") < 0)
+		ret = herd_errprintf(err, "out of memory");
+	/* No RDMA device: Open MPI would probe its fabric transports in
+	 * every rank and then take ob1 (pmix_topo.c). */
+	if (ret == 0 && !getenv("OMPI_MCA_pml") && !pmix_node_has_fabric() &&
+	    envv_set(env, "OMPI_MCA_pml", "ob1") < 0)
 		ret = herd_errprintf(err, "out of memory");
 	for (char **e = penv; e && *e; e++)
 		free(*e);

@@ -291,6 +291,15 @@ bool pmix_fence_hold_active(void);
 void pmix_fence_hold_add(const char *nspace, int nlocal, const char *peers);
 void pmix_fence_hold_remove(const char *nspace);
 
+/* pmix_topo.c, loop side: this node's topology for PMIX_LOCAL_TOPO:
+ * start getting it (once: from the cache, else discovered on a thread),
+ * and its hwloc XML (waits for the discovery; NULL: none, the ranks
+ * discover their own). */
+void pmix_topo_start(struct agent *a);
+const char *pmix_topo_xml(struct agent *a);
+/* Whether this node has an RDMA device (any thread; read once). */
+bool pmix_node_has_fabric(void);
+
 /* Loop side: the one server of this agent, or NULL. */
 struct pmix_state *pmix_state_of(struct agent *a);
 
