@@ -48,7 +48,7 @@
 #define HOLD_NS_MAX 512
 /* A fence message that names more is passed on unread. */
 #define HOLD_PROCS_MAX (1u << 20)
-#define HOLD_INFO_MAX 1024
+#define HOLD_INFO_MAX  1024
 
 typedef pmix_status_t (*server_fence_fn)(void *cd, pmix_buffer_t *buf,
 					 pmix_modex_cbfunc_t modexcbfunc,
@@ -56,7 +56,7 @@ typedef pmix_status_t (*server_fence_fn)(void *cd, pmix_buffer_t *buf,
 
 struct hold_ns {
 	char name[PMIX_MAX_NSLEN + 1];
-	bool any_local;	  /* ranks unknown: every proc counts as local */
+	bool any_local;	    /* ranks unknown: every proc counts as local */
 	pmix_rank_t *ranks; /* sorted */
 	size_t n;
 };
@@ -192,11 +192,11 @@ static int fence_read(const pmix_buffer_t *buf, pmix_proc_t **procs,
 		      size_t *nprocs)
 {
 	pmix_data_buffer_t v = {
-		.base_ptr = buf->base_ptr,
-		.pack_ptr = buf->pack_ptr,
-		.unpack_ptr = buf->unpack_ptr,
-		.bytes_allocated = buf->bytes_allocated,
-		.bytes_used = buf->bytes_used,
+	    .base_ptr = buf->base_ptr,
+	    .pack_ptr = buf->pack_ptr,
+	    .unpack_ptr = buf->unpack_ptr,
+	    .bytes_allocated = buf->bytes_allocated,
+	    .bytes_used = buf->bytes_used,
 	};
 	pmix_info_t *info = NULL;
 	size_t n = 0, ninfo = 0;
@@ -215,12 +215,12 @@ static int fence_read(const pmix_buffer_t *buf, pmix_proc_t **procs,
 		return -1;
 	cnt = (int32_t)n;
 	if (PMIx_Data_unpack(NULL, &v, *procs, &cnt, PMIX_PROC) !=
-		    PMIX_SUCCESS ||
+		PMIX_SUCCESS ||
 	    cnt != (int32_t)n)
 		goto out;
 	cnt = 1;
 	if (PMIx_Data_unpack(NULL, &v, &ninfo, &cnt, PMIX_SIZE) !=
-		    PMIX_SUCCESS ||
+		PMIX_SUCCESS ||
 	    cnt != 1 || ninfo > HOLD_INFO_MAX)
 		goto out;
 	if (ninfo) {
@@ -228,7 +228,7 @@ static int fence_read(const pmix_buffer_t *buf, pmix_proc_t **procs,
 		cnt = (int32_t)ninfo;
 		if (!info ||
 		    PMIx_Data_unpack(NULL, &v, info, &cnt, PMIX_INFO) !=
-			    PMIX_SUCCESS ||
+			PMIX_SUCCESS ||
 		    cnt != (int32_t)ninfo)
 			goto out;
 	}

@@ -47,7 +47,7 @@
 
 static pthread_t topo_thread;
 static bool topo_started, topo_joined;
-static char *topo_xml; /* written by the thread, read after the join */
+static char *topo_xml;	  /* written by the thread, read after the join */
 static int topo_dfd = -1; /* the thread's own dup of a->user_fd */
 
 static void *discover(void *arg)
