@@ -76,10 +76,11 @@ bin/herd: $(LAUNCHER_OBJ) lib/libherd.a
 # builds keep them inside, for their reports.
 # --as-needed (gcc's default, but not with -fsanitize): the agent loads
 # only what it calls (libpmix is dlopen()ed, agent/pmix.c), in sanitizer
-# builds too.
+# builds too.  pmix_server_fence is exported: libpmix's fence handler,
+# which the agent's own comes before (agent/pmix_fence_hold.c).
 bin/herd-agent: $(AGENT_OBJ) lib/libherd.a
 	@mkdir -p bin
-	$(CC) $(ALL_LDFLAGS) -Wl,--as-needed -o $@ $(AGENT_OBJ) lib/libherd.a $(PKG_LIBS)
+	$(CC) $(ALL_LDFLAGS) -Wl,--as-needed -Wl,--export-dynamic-symbol=pmix_server_fence -o $@ $(AGENT_OBJ) lib/libherd.a $(PKG_LIBS)
 ifeq ($(SANITIZE),)
 	objcopy --only-keep-debug $@ $@.debug
 	objcopy --strip-all --add-gnu-debuglink=$@.debug $@

@@ -271,12 +271,17 @@ void health_fini(struct agent *a);
  * it first removes those of agents that were killed (their PID is gone).
  * rundir_topo_get/put: the node's topology summary kept from one start
  * to the next in the same directory (NULL: none that matches this
- * node's hardware now). */
+ * node's hardware and this agent's allowed cpus and memory now);
+ * rundir_topo_xml_get/put: its hwloc XML, the same way, in dfd (the
+ * user's directory, a->user_fd or a dup of it; any thread; get returns
+ * a malloc()ed string). */
 void rundir_make(struct agent *a);
 void rundir_remove(struct agent *a);
 void rundir_close(struct agent *a);
 json_t *rundir_topo_get(struct agent *a);
 void rundir_topo_put(struct agent *a, const json_t *summary);
+char *rundir_topo_xml_get(int dfd);
+void rundir_topo_xml_put(int dfd, const char *xml);
 
 /* pmix.c: the agent is the PMIx server of its ranks (launch.mode pmix).
  * Sets up the server (once) and the attempt's namespace from LAUNCH's

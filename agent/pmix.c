@@ -57,6 +57,14 @@ static int pmix_lib_open(struct herd_err *err)
 				      PMIX_SONAME, #name);
 	PMIX_LIB_FNS(PMIX_LIB_SYM)
 #undef PMIX_LIB_SYM
+	pmix_fence_hold_init(h);
+	if (!pmix_fence_hold_active())
+		fprintf(stderr,
+			"herd-agent: %s is not the PMIx %ld.%ld.%ld this agent "
+			"was built with: a fence over processes none of which "
+			"is on this node waits until its PMIX_TIMEOUT\n",
+			PMIX_SONAME, PMIX_VERSION_MAJOR, PMIX_VERSION_MINOR,
+			PMIX_VERSION_RELEASE);
 	pmix_lib.handle = h;
 	return 0;
 }
@@ -914,7 +922,7 @@ static int register_nspace(struct agent *a, json_t *launch, json_t *pj,
 		(uint32_t)json_integer_value(json_object_get(pj, "node_id"));
 	size_t nlocal = json_array_size(local), ninfo = 0, k = 0;
 	char *node_regex = NULL, *proc_regex = NULL, wdir[4096];
-	struct op_wait *w = NULL;
+	const char *topo;
 	struct job_map m;
 	pmix_info_t *info = NULL;
 	pmix_status_t rc;
@@ -955,7 +963,7 @@ static int register_nspace(struct agent *a, json_t *launch, json_t *pj,
 		goto out;
 	}
 
-	ninfo = 24 + m.nnodes + job_size;
+	ninfo = 25 + m.nnodes + job_size;
 	PMIX_INFO_CREATE(info, ninfo);
 	if (!info) {
 		herd_errprintf(err, "out of memory");
@@ -974,6 +982,8 @@ static int register_nspace(struct agent *a, json_t *launch, json_t *pj,
 	info_str(&info[k++], PMIX_TMPDIR, p->tmpdir);
 	info_str(&info[k++], PMIX_NSDIR, p->nsdir);
 	/* This node (the library's local view). */
+	if (nlocal && (topo = pmix_topo_xml(a)))
+		info_str(&info[k++], PMIX_LOCAL_TOPO, topo);
 	if (nlocal) {
 		info_u32(&info[k++], PMIX_LOCAL_SIZE, (uint32_t)nlocal);
 		info_u32(&info[k++], PMIX_NODE_SIZE, (uint32_t)nlocal);
@@ -1044,13 +1054,7 @@ static int register_nspace(struct agent *a, json_t *launch, json_t *pj,
 						json_array_get(ranks, lr),
 						"cpus")));
 	}
-	if (!(w = op_wait_new())) {
-		herd_errprintf(err, "out of memory");
-		goto out;
-	}
-	rc = op_wait_for(p, w, PMIx_server_register_nspace(p->nspace,
-							   (int)nlocal, info,
-							   k, op_done, w));
+	rc = pmix_register_nspace_wait(p, p->nspace, (int)nlocal, info, k);
 	if (rc != PMIX_SUCCESS) {
 		herd_errprintf(err, "PMIx_server_register_nspace: %s",
 			       PMIx_Error_string(rc));
@@ -1091,25 +1095,37 @@ pmix_status_t pmix_register_nspace_wait(struct pmix_state *p,
 					const char *nspace, int nlocal,
 					pmix_info_t *info, size_t ninfo)
 {
+	const char *peers = NULL;
 	struct op_wait *w;
+	pmix_status_t rc;
 
 	if (p->wedged)
 		return PMIX_ERR_TIMEOUT;
 	if (!(w = op_wait_new()))
 		return PMIX_ERR_NOMEM;
-	return op_wait_for(p, w,
-			   PMIx_server_register_nspace(nspace, nlocal, info,
-						       ninfo, op_done, w));
+	for (size_t i = 0; i < ninfo; i++)
+		if (PMIX_CHECK_KEY(&info[i], PMIX_LOCAL_PEERS) &&
+		    info[i].value.type == PMIX_STRING)
+			peers = info[i].value.data.string;
+	/* Known before the library can see a fence naming it. */
+	pmix_fence_hold_add(nspace, nlocal, peers);
+	rc = op_wait_for(p, w,
+			 PMIx_server_register_nspace(nspace, nlocal, info,
+						     ninfo, op_done, w));
+	if (rc != PMIX_SUCCESS)
+		pmix_fence_hold_remove(nspace);
+	return rc;
 }
 
 void pmix_deregister_nspace_wait(struct pmix_state *p, const char *nspace)
 {
 	struct op_wait *w;
 
-	if (p->wedged || !(w = op_wait_new()))
-		return;
-	PMIx_server_deregister_nspace(nspace, op_done, w);
-	op_wait_for(p, w, PMIX_SUCCESS);
+	if (!p->wedged && (w = op_wait_new())) {
+		PMIx_server_deregister_nspace(nspace, op_done, w);
+		op_wait_for(p, w, PMIX_SUCCESS);
+	}
+	pmix_fence_hold_remove(nspace);
 }
 
 size_t pmix_cpuset_info(pmix_info_t *pi, const char *cpus)
@@ -1125,10 +1141,13 @@ static void deregister_nspace(struct pmix_state *p)
 		return;
 	p->nspace_registered = false;
 	pmix_api_job_set(NULL, 0, NULL, NULL, NULL);
-	if (p->wedged || !(w = op_wait_new()))
+	if (p->wedged || !(w = op_wait_new())) {
+		pmix_fence_hold_remove(p->nspace);
 		return;
+	}
 	PMIx_server_deregister_nspace(p->nspace, op_done, w);
 	op_wait_for(p, w, PMIX_SUCCESS);
+	pmix_fence_hold_remove(p->nspace);
 	if (p->nsdir[0])
 		rmdir(p->nsdir);	/* a rank's files stay, with run_dir */
 }
@@ -1141,6 +1160,7 @@ void pmix_warm(struct agent *a)
 	/* A failure is said again, with its reason, by the LAUNCH. */
 	if (!a->pmix && state_new(a, &err) < 0)
 		return;
+	pmix_topo_start(a);
 	server_up(a, &err);
 }
 
@@ -1222,6 +1242,11 @@ int pmix_setup_proc(struct agent *a, const char *nspace, uint32_t rank,
 	/* Open MPI 4.1 direct launch falls back to singletons without it
 	 * (DESIGN.md); set unless the job's environment says otherwise. */
 	if (ret == 0 && envv_set(env, "OMPI_MCA_schizo", "^orte") < 0)
+		ret = herd_errprintf(err, "out of memory");
+	/* No RDMA device: Open MPI would probe its fabric transports in
+	 * every rank and then take ob1 (pmix_topo.c). */
+	if (ret == 0 && !getenv("OMPI_MCA_pml") && !pmix_node_has_fabric() &&
+	    envv_set(env, "OMPI_MCA_pml", "ob1") < 0)
 		ret = herd_errprintf(err, "out of memory");
 	for (char **e = penv; e && *e; e++)
 		free(*e);

@@ -279,6 +279,27 @@ void pmix_api_job_set(const char *nspace, uint32_t size,
 long pmix_guard_stranger(void);
 void pmix_guard_say(long uid, const char *what);
 
+/* pmix_fence_hold.c: a fence none of whose processes is this node's is
+ * answered PMIX_ERR_BAD_PARAM before libpmix holds it forever.  init:
+ * once, with the library's handle, before PMIx_server_init; active: the
+ * refusal is in force (the library is the version built with and calls
+ * the agent's handler).  Loop side, around every (de)registration:
+ * add a namespace (before) with its nlocal local ranks, peers "r,r,..."
+ * (NULL when none); remove it (after). */
+void pmix_fence_hold_init(void *lib);
+bool pmix_fence_hold_active(void);
+void pmix_fence_hold_add(const char *nspace, int nlocal, const char *peers);
+void pmix_fence_hold_remove(const char *nspace);
+
+/* pmix_topo.c, loop side: this node's topology for PMIX_LOCAL_TOPO:
+ * start getting it (once: from the cache, else discovered on a thread),
+ * and its hwloc XML (waits for the discovery; NULL: none, the ranks
+ * discover their own). */
+void pmix_topo_start(struct agent *a);
+const char *pmix_topo_xml(struct agent *a);
+/* Whether this node has an RDMA device (any thread; read once). */
+bool pmix_node_has_fabric(void);
+
 /* Loop side: the one server of this agent, or NULL. */
 struct pmix_state *pmix_state_of(struct agent *a);
 

@@ -416,7 +416,7 @@ static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 	size_t nlocal = json_array_size(local), ninfo = 0, k = 0;
 	char *node_regex = NULL, *proc_regex = NULL;
 	char parent_ns[PMIX_MAX_NSLEN + 1];
-	const char **cpus_of = NULL;
+	const char **cpus_of = NULL, *topo;
 	uint32_t *app_of = NULL, *app_first = NULL, here = UINT32_MAX;
 	pmix_info_t *info = NULL;
 	struct job_map m;
@@ -510,6 +510,10 @@ static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 			       &(pmix_rank_t){(pmix_rank_t)strtoul(
 				   m.peers[here], NULL, 10)},
 			       PMIX_PROC_RANK);
+		/* The node's topology, as for the job's ranks. */
+		if ((topo = pmix_topo_xml(p->a)))
+			PMIX_INFO_LOAD(&info[k++], PMIX_LOCAL_TOPO, topo,
+				       PMIX_STRING);
 	}
 	/* Every app. */
 	for (uint32_t i = 0; i < napps; i++) {

@@ -300,9 +300,27 @@ static void digest_file(struct keyhash *md, const char *path)
 	close(fd);
 }
 
-/* "topo-HOST-" into prefix and "topo-HOST-KEY.json" into name. */
-static int topo_cache_name(char *prefix, size_t plen, char *name,
-			   size_t nlen)
+/* The lines of /proc/self/status that say where this process may run
+ * (its cpu and memory affinity): the allowed sets hwloc records. */
+static void digest_allowed(struct keyhash *md)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Cpus_allowed_list:", 18) ||
+		    !strncmp(line, "Mems_allowed_list:", 18))
+			keyhash_update(md, line, strlen(line));
+	fclose(f);
+}
+
+/* "topo-HOST-" into prefix and "topo-HOST-KEY." into base: the cache's
+ * files of this host now are base + "json" (the summary) and base +
+ * "xml" (the hwloc XML). */
+static int topo_cache_name(char *prefix, size_t plen, char *base,
+			   size_t blen)
 {
 	char host[256] = "", key[2 * 16 + 1];
 	unsigned int v = hwloc_get_api_version();
@@ -320,38 +338,112 @@ static int topo_cache_name(char *prefix, size_t plen, char *name,
 	keyhash_update(md, HERD_VERSION, sizeof(HERD_VERSION));
 	digest_file(md, "/proc/sys/kernel/random/boot_id");
 	digest_file(md, "/sys/devices/system/cpu/online");
+	digest_file(md, "/proc/self/cpuset");
+	digest_allowed(md);
 	digest_dir(md, "/sys/bus/pci/devices", false);
 	digest_dir(md, "/sys/class/net", true);
 	digest_dir(md, "/sys/class/infiniband", false);
 	snprintf(key, sizeof(key), "%016" PRIx64 "%016" PRIx64, c.a, c.b);
 	if ((size_t)snprintf(prefix, plen, "topo-%.64s-", host) >= plen ||
-	    (size_t)snprintf(name, nlen, "%s%s.json", prefix, key) >= nlen)
+	    (size_t)snprintf(base, blen, "%s%s.", prefix, key) >= blen)
 		return -1;
 	return 0;
 }
 
-json_t *rundir_topo_get(struct agent *a)
+/* The cache file base + ext in dfd, whole (*len bytes, NUL added), or
+ * NULL: none, not ours, or larger than TOPO_CACHE_MAX. */
+static char *cache_read(int dfd, const char *base, const char *ext,
+			size_t *len)
 {
-	char prefix[96], name[160];
+	char name[192];
 	struct stat st;
-	json_t *j = NULL;
-	FILE *f;
+	char *buf = NULL;
+	ssize_t got;
 	int fd;
 
-	if (!a->user_ok ||
-	    topo_cache_name(prefix, sizeof(prefix), name, sizeof(name)) < 0)
-		return NULL;
-	fd = openat(a->user_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	snprintf(name, sizeof(name), "%s%s", base, ext);
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    st.st_uid != getuid() || (st.st_mode & 022) ||
-	    st.st_size > TOPO_CACHE_MAX || !(f = fdopen(fd, "r"))) {
-		close(fd);
-		return NULL;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_uid == getuid() && !(st.st_mode & 022) && st.st_size > 0 &&
+	    st.st_size <= TOPO_CACHE_MAX &&
+	    (buf = malloc((size_t)st.st_size + 1))) {
+		got = read(fd, buf, (size_t)st.st_size);
+		if (got != st.st_size) {
+			free(buf);
+			buf = NULL;
+		} else {
+			buf[got] = '\0';
+			*len = (size_t)got;
+		}
 	}
-	j = json_loadf(f, JSON_REJECT_DUPLICATES, NULL);
-	fclose(f);
+	close(fd);
+	return buf;
+}
+
+/* Writes base + ext in dfd (through a temporary name, renamed), then
+ * removes this host's files of other keys, and every host's not seen
+ * for TOPO_CACHE_AGE_S.  (Here, where a file is written, not at every
+ * start: a test cluster's nodes share /tmp, each start would stat every
+ * node's.) */
+static void cache_write(int dfd, const char *prefix, const char *base,
+			const char *ext, const char *text, size_t len)
+{
+	char name[192], tmp[224];
+	DIR *d;
+	struct dirent *e;
+	int fd, ddup;
+	bool ok;
+	time_t now = time(NULL);
+
+	snprintf(name, sizeof(name), "%s%s", base, ext);
+	snprintf(tmp, sizeof(tmp), ".%s.%ld", name, (long)getpid());
+	fd = openat(dfd, tmp,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	ok = write(fd, text, len) == (ssize_t)len;
+	if (close(fd) < 0 || !ok || renameat(dfd, tmp, dfd, name) < 0) {
+		unlinkat(dfd, tmp, 0);
+		return;
+	}
+	if ((ddup = dup(dfd)) < 0)
+		return;
+	if (!(d = fdopendir(ddup))) {
+		close(ddup);
+		return;
+	}
+	/* A dup shares the offset, which the sweep left at the end. */
+	rewinddir(d);
+	while ((e = readdir(d))) {
+		struct stat st;
+
+		if (strncmp(e->d_name, "topo-", 5) ||
+		    !strncmp(e->d_name, base, strlen(base)))
+			continue;
+		if (!strncmp(e->d_name, prefix, strlen(prefix)) ||
+		    (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
+			     0 &&
+		     now - st.st_mtime > TOPO_CACHE_AGE_S))
+			unlinkat(dirfd(d), e->d_name, 0);
+	}
+	closedir(d);
+}
+
+json_t *rundir_topo_get(struct agent *a)
+{
+	char prefix[96], base[160];
+	json_t *j;
+	size_t len = 0;
+	char *text;
+
+	if (!a->user_ok ||
+	    topo_cache_name(prefix, sizeof(prefix), base, sizeof(base)) < 0 ||
+	    !(text = cache_read(a->user_fd, base, "json", &len)))
+		return NULL;
+	j = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+	free(text);
 	if (j && !json_is_object(j)) {
 		json_decref(j);
 		j = NULL;
@@ -361,58 +453,33 @@ json_t *rundir_topo_get(struct agent *a)
 
 void rundir_topo_put(struct agent *a, const json_t *summary)
 {
-	char prefix[96], name[160], tmp[192];
+	char prefix[96], base[160];
 	char *text;
-	DIR *d;
-	struct dirent *e;
-	int fd, dfd;
-	size_t len;
-	bool ok;
-	time_t now = time(NULL);
 
 	if (!a->user_ok ||
-	    topo_cache_name(prefix, sizeof(prefix), name, sizeof(name)) < 0 ||
+	    topo_cache_name(prefix, sizeof(prefix), base, sizeof(base)) < 0 ||
 	    !(text = json_dumps(summary, JSON_COMPACT)))
 		return;
-	snprintf(tmp, sizeof(tmp), ".%s.%ld", name, (long)getpid());
-	fd = openat(a->user_fd, tmp,
-		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		free(text);
-		return;
-	}
-	len = strlen(text);
-	ok = write(fd, text, len) == (ssize_t)len;
+	cache_write(a->user_fd, prefix, base, "json", text, strlen(text));
 	free(text);
-	if (close(fd) < 0 || !ok ||
-	    renameat(a->user_fd, tmp, a->user_fd, name) < 0) {
-		unlinkat(a->user_fd, tmp, 0);
-		return;
-	}
-	/* The host's older summaries are of hardware it no longer has;
-	 * those of other hosts not seen for TOPO_CACHE_AGE_S go too.  (Here,
-	 * where a summary is written, not at every start: a test cluster's
-	 * nodes share /tmp, each start would stat every node's.) */
-	if ((dfd = dup(a->user_fd)) < 0)
-		return;
-	if (!(d = fdopendir(dfd))) {
-		close(dfd);
-		return;
-	}
-	/* A dup shares the offset, which the sweep left at the end. */
-	rewinddir(d);
-	while ((e = readdir(d))) {
-		struct stat st;
+}
 
-		if (strncmp(e->d_name, "topo-", 5) || !strcmp(e->d_name, name))
-			continue;
-		if (!strncmp(e->d_name, prefix, strlen(prefix)) ||
-		    (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
-			     0 &&
-		     now - st.st_mtime > TOPO_CACHE_AGE_S))
-			unlinkat(dirfd(d), e->d_name, 0);
-	}
-	closedir(d);
+char *rundir_topo_xml_get(int dfd)
+{
+	char prefix[96], base[160];
+	size_t len = 0;
+
+	if (topo_cache_name(prefix, sizeof(prefix), base, sizeof(base)) < 0)
+		return NULL;
+	return cache_read(dfd, base, "xml", &len);
+}
+
+void rundir_topo_xml_put(int dfd, const char *xml)
+{
+	char prefix[96], base[160];
+
+	if (topo_cache_name(prefix, sizeof(prefix), base, sizeof(base)) == 0)
+		cache_write(dfd, prefix, base, "xml", xml, strlen(xml));
 }
 
 void rundir_remove(struct agent *a)

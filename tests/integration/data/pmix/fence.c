@@ -15,7 +15,19 @@
  *           PMIX_COLLECT_DATA and then has every key (IMMEDIATE)
  *
  *   fence stall   ranks 0-3 fence, but rank 3 never joins (it sleeps):
- *                 herd's fence timeout names its node only */
+ *                 herd's fence timeout names its node only
+ *
+ *   fence outside   fences over processes that are not the caller's
+ *                   node's, each of which must fail with BAD_PARAM (me-ns:
+ *                   NOT_FOUND, a namespace herd does not know) within 10 s
+ *                   ("HANG" when no answer came: the rank then exits 3):
+ *       out-rank    {nspace, 9999} alone
+ *       out-ns      {"no-such-ns", 0} alone
+ *       out-other   a rank of the next node alone (the caller not in it)
+ *       me-rank     the caller and {nspace, 9999}
+ *       me-ns       the caller and {"no-such-ns", 0}
+ *                   then every rank fences (full) and finalizes: the
+ *                   servers still serve */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +114,67 @@ static void check_have(const char *step, int lo, int hi, int stp)
 	say(step, n == asked ? NULL : why);
 }
 
+struct answer {
+	volatile int done;
+	volatile pmix_status_t rc;
+};
+
+static void answered(pmix_status_t status, void *cbdata)
+{
+	struct answer *a = cbdata;
+
+	a->rc = status;
+	__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
+}
+
+/* A fence over procs that must fail with want within 10 s. */
+static void outside(const char *step, const pmix_proc_t *procs, size_t n,
+		    pmix_status_t want)
+{
+	struct answer a = {0, PMIX_SUCCESS};
+	char why[128];
+	pmix_status_t rc;
+	long t0 = now_ms();
+
+	rc = PMIx_Fence_nb(procs, n, NULL, 0, answered, &a);
+	if (rc == PMIX_SUCCESS) {
+		while (!__atomic_load_n(&a.done, __ATOMIC_ACQUIRE) &&
+		       now_ms() - t0 < 10000)
+			usleep(10 * 1000);
+		if (!__atomic_load_n(&a.done, __ATOMIC_ACQUIRE)) {
+			printf("rank %u %s: HANG\n", me.rank, step);
+			fflush(stdout);
+			_exit(3);
+		}
+		rc = a.rc;
+	}
+	snprintf(why, sizeof(why), "%s (want %s)", PMIx_Error_string(rc),
+		 PMIx_Error_string(want));
+	say(step, rc == want ? NULL : why);
+}
+
+static int run_outside(void)
+{
+	pmix_proc_t p[2];
+	pmix_status_t rc;
+
+	PMIX_PROC_LOAD(&p[0], me.nspace, 9999);
+	outside("out-rank", p, 1, PMIX_ERR_BAD_PARAM);
+	PMIX_PROC_LOAD(&p[0], "no-such-ns", 0);
+	outside("out-ns", p, 1, PMIX_ERR_BAD_PARAM);
+	PMIX_PROC_LOAD(&p[0], me.nspace, (me.rank + 2) % 8);
+	outside("out-other", p, 1, PMIX_ERR_BAD_PARAM);
+	PMIX_PROC_LOAD(&p[0], me.nspace, me.rank);
+	PMIX_PROC_LOAD(&p[1], me.nspace, 9999);
+	outside("me-rank", p, 2, PMIX_ERR_BAD_PARAM);
+	PMIX_PROC_LOAD(&p[1], "no-such-ns", 0);
+	outside("me-ns", p, 2, PMIX_ERR_NOT_FOUND);
+	rc = fence(-1, 0, 1, 1);
+	say("full", rc == PMIX_SUCCESS ? NULL : PMIx_Error_string(rc));
+	PMIx_Finalize(NULL, 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int stall = argc > 1 && !strcmp(argv[1], "stall");
@@ -124,6 +197,8 @@ int main(int argc, char **argv)
 		say("put", "put/commit failed");
 		return 1;
 	}
+	if (argc > 1 && !strcmp(argv[1], "outside"))
+		return run_outside();
 	if (stall) {
 		if (r == 3) {
 			sleep(60);	/* never joins; herd ends the attempt */
