@@ -70,6 +70,7 @@ struct ctl_rejoin {
 	int64_t t0_ms;		/* wall clock of the node's failure */
 	struct node *spare;	/* takes the failed node's ranks */
 	int first_rank, n_ranks;	/* the failed node's */
+	int index;			/* its node rank */
 	bool launched;
 	long timer;		/* health.rejoin_timeout */
 	long launch_timer;
@@ -259,6 +260,7 @@ static void launch_replacement(struct loop *loop, void *arg)
 		return;
 	rj->launched = true;
 	herd_err_clear(&err);
+	n->index = rj->index;
 	if (ctl_plan_replacement(c, n, rj->first_rank, rj->n_ranks, &err) <
 		    0 ||
 	    !(command = ctl_render_command(c, &err))) {
@@ -331,6 +333,7 @@ bool ctl_rejoin_start(struct ctl *c, struct node *failed)
 	rj->spare = spare;
 	rj->first_rank = first;
 	rj->n_ranks = count;
+	rj->index = failed->index;
 	memset(rj->stepping, 0, (size_t)c->world_size * sizeof(bool));
 	for (int r = first; r < first + count; r++)
 		c->ranks[r].node = (int)(spare - c->nodes);

@@ -89,8 +89,7 @@ def main():
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
     model = nn.Linear(16, 1)
-    ddp = nn.parallel.DistributedDataParallel(model)
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
     start = 0
     if not args.resume:
         args.resume = os.environ.get("HERD_RESUME_FROM", "")
@@ -101,10 +100,13 @@ def main():
         start = state["step"]
         print(f"rank {rank}: resumed from {args.resume} at step {start}",
               flush=True)
-    # A replacement for a failed rank gets the state from a survivor.
+    # A replacement for a failed rank gets the state from a survivor
+    # (before DDP, whose constructor is a collective of its own).
+    joining = m.enabled and os.environ.get("HERD_GENERATION", "0") != "0"
     start = m.join(model, opt, start)
-    if m.enabled and os.environ.get("HERD_GENERATION", "0") != "0":
+    if joining:
         print(f"rank {rank}: joined at step {start}", flush=True)
+    ddp = nn.parallel.DistributedDataParallel(model)
     gen = torch.Generator().manual_seed(1000 + rank)
     t_last = time.monotonic()
     step = start
