@@ -175,7 +175,10 @@ class Membership:
     """The rank's membership loop.  enabled is False without herd: then
     init_process_group is torch's env:// and the rest does nothing."""
 
-    def __init__(self):
+    def __init__(self, speak=True):
+        """speak=False: the script cannot rejoin (a sharded optimizer,
+        DeepSpeed...): no hello, so herd restarts it as always; the
+        store still keeps the rendezvous private."""
         self.path = os.environ.get("HERD_CONTROL") or None
         self.generation = int(os.environ.get("HERD_GENERATION", "0") or 0)
         self.rank = int(os.environ.get("RANK", "0"))
@@ -188,22 +191,28 @@ class Membership:
         self._pending = None
         self._stepped_gen = None
         self._graveyard = []   # old groups: never destroyed mid-collective
+        self.speaking = bool(speak)
         if self.path:
             try:
                 self._ch = _Channel(self.path)
-                self._ch.send({"op": "hello", "protocol": PROTOCOL,
-                               "generation": self.generation})
+                if self.speaking:
+                    self._ch.send({"op": "hello", "protocol": PROTOCOL,
+                                   "generation": self.generation})
             except OSError:
                 self._ch = None
+        if not self.speaking:
+            self.joining = False
 
     @property
     def enabled(self):
-        return self._ch is not None
+        """Under herd, speaking the protocol: a failed collective means
+        waiting for the new membership (rejoin)."""
+        return self._ch is not None and self.speaking
 
     def init_process_group(self, backend="gloo", **kw):
         import torch.distributed as dist
         self.backend = backend
-        if not self.enabled:
+        if self._ch is None:
             dist.init_process_group(backend, rank=self.rank,
                                     world_size=self.world_size, **kw)
             return
@@ -271,11 +280,14 @@ class Membership:
         self.joining = False
         return self._sync(model, optimizer, step, False)
 
-    def rejoin(self, model, optimizer, step):
+    def rejoin(self, model, optimizer, step, wrap=None):
         """Leaves the failed generation's group (the step in flight is
         abandoned) and forms the new one with the replacements, which get
         the state from the lowest surviving rank.  Returns the step every
-        rank goes on from; the caller rebuilds DDP on the new group.
+        rank goes on from; the caller rebuilds DDP on the new group: after
+        rejoin, or, when the replacements build DDP before join, in wrap()
+        (called on the new group before the state is sent: the ranks'
+        collectives must come in the same order).
         Raises when herd announces nothing (herd then restarts every
         rank) or without herd."""
         import torch.distributed as dist
@@ -293,6 +305,8 @@ class Membership:
         self.rank = int(msg["rank"])
         self.world_size = int(msg["world_size"])
         self.init_process_group(self.backend)
+        if wrap is not None:
+            wrap()
         return self._sync(model, optimizer, step, True)
 
     def stepped(self, step):
