@@ -368,7 +368,16 @@ class Stop:
     def __init__(self):
         self.signum = 0
         self.flag = None
+        self.old_flags = []
         signal.signal(signal.SIGTERM, self._on)
+
+    def new_group(self):
+        """A new process group (herd.elastic's rejoin): the old group's
+        tensor may still be written by its failed collective; it is kept
+        (see agreed) and a fresh one used."""
+        if self.flag is not None:
+            self.old_flags.append(self.flag)
+        self.flag = None
 
     def _on(self, signum, frame):
         self.signum = signum
@@ -670,6 +679,7 @@ def main(argv=None):
     t_log, tok_log, loss_sum, loss_n = time.monotonic(), 0, 0.0, 0
     def rejoin(at):
         nonlocal net
+        stop.new_group()
         at = m.rejoin(model, opt, at, wrap=par.rewrap)
         net = par.wrapped
         if rank == 0:
@@ -677,10 +687,12 @@ def main(argv=None):
                   f"{m.generation})", flush=True)
         return at
 
-    step = start
+    # Every rank logs the first step after it (re)joined: the log's
+    # all_reduce must be in every rank's sequence of collectives.
+    step = first = start
     while step < args.steps:
         if elastic_on and m.changed():
-            step = rejoin(step)
+            step = first = rejoin(step)
             continue
         done = step
         try:
@@ -712,7 +724,7 @@ def main(argv=None):
             loss_n += 1
             tok_log += step_tokens * world
             if (step + 1) % args.log_every == 0 or step + 1 == args.steps \
-                    or step == start:
+                    or step == first:
                 mean = torch.tensor([loss_sum / loss_n], device=device)
                 if world > 1:
                     dist.all_reduce(mean)
@@ -744,7 +756,7 @@ def main(argv=None):
             if not elastic_on:
                 raise
             # A peer died mid-collective: herd tells the new membership.
-            step = rejoin(done)
+            step = first = rejoin(done)
             continue
         step += 1
         if elastic_on:
