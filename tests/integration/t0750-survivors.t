@@ -88,6 +88,44 @@ test_expect_success 'another user cannot connect to a rank'"'"'s HERD_CONTROL (n
 	fo_no_train_left
 '
 
+test_expect_success 'the herd init project'"'"'s train.py (plain DDP): node 2 killed mid-step, the survivors keep training, one attempt' '
+	mkdir -p proj/ckpt &&
+	cp "$HERD_ROOT/templates/init/common/train.py" "$HERD_ROOT/templates/init/common/tokenize.py" proj/ &&
+	(cd proj && RANK=0 WORLD_SIZE=1 /usr/bin/python3 tokenize.py \
+		--corpus "/usr/lib/python3.11/[a-c]*.py" --out "$PWD/data" \
+		--vocab-size 512 --max-sentences 20000 >tok.out 2>&1) &&
+	{
+		echo "name: tpl"
+		echo "nodes: {hosts: \"${HERD_CLUSTER_PREFIX}[1-3]\", slots: 1, spares: \"$(cluster_node 4)\"}"
+		echo "ssh: {identity: $HERD_CLUSTER_KEY, known_hosts: $HERD_CLUSTER_KNOWN_HOSTS}"
+		echo "health: {heartbeat: 500ms, timeout: 3s, grace: 2s}"
+		echo "restart: {max: 2, backoff: 500ms}"
+		echo "checkpoint: {dir: \"$PWD/proj/ckpt\", pattern: \"step_*\", complete_marker: COMPLETE}"
+		echo "launch:"
+		printf "  command: %s\n" "$(yaml_cmd /usr/bin/python3 train.py --data "$PWD/proj/data" \
+			--steps 100 --ckpt-dir "$PWD/proj/ckpt" --ckpt-every 25 --model-size tiny \
+			--batch 4 --seq-len 64 --lr 3e-3 --seed 1 --log-every 10 --parallel ddp \
+			--step-sleep 0.05)"
+		echo "  workdir: \"$PWD/proj\""
+		echo "  env: {OMP_NUM_THREADS: \"1\", PYTHONPATH: \"$HERD_ROOT/python\"}"
+	} >tpl.yaml &&
+	run_bg tpl.yaml out.tpl err.tpl &&
+	fo_wait_step tpl 1 30 120 &&
+	before="$(fo_train_pids 1 3 | sort)" &&
+	cluster_kill_node 2 &&
+	fo_wait_event tpl rejoin ".fell_back == false" 60 &&
+	test "$before" = "$(fo_train_pids 1 3 | sort)" &&
+	wait_exit $HERD_PID 180 &&
+	wait $HERD_PID &&
+	test $(jq -c "select(.event == \"attempt_start\")" runs/tpl/latest/events.jsonl | wc -l) -eq 1 &&
+	grep -q "rank 1: joined at step" runs/tpl/latest/attempt-1/rank-1.log &&
+	grep -q "rank 0: rejoined at step" runs/tpl/latest/attempt-1/rank-0.log &&
+	grep -q "^rank 0: done at step 100" runs/tpl/latest/attempt-1/rank-0.log &&
+	jq -r "select(.event == \"rejoin\") | \"rejoin ms \\(.ms)\"" runs/tpl/latest/events.jsonl &&
+	fo_no_train_left &&
+	cluster_start_node 2
+'
+
 test_expect_success 'a survivor that hangs in the rejoin: the job falls back to the restart at health.rejoin_timeout' '
 	SV_REJOIN=3s sv_job hang keep "$HERD_ROOT/python" &&
 	run_bg hang.yaml out.hang err.hang &&
