@@ -52,6 +52,10 @@
 /* Bytes of one value (base64): a line of the control channel is at most
  * half of PROTO_JSON_MAX. */
 #define REJOIN_VALUE_MAX (256u * 1024)
+/* 64 MiB: the bytes of values herd holds for the job's stores, all
+ * generations together; a rank that writes more is refused, not herd's
+ * memory grown without bound. */
+#define REJOIN_STORE_BYTES_MAX (64u * 1024 * 1024)
 
 struct waiter {
 	int node;	/* index into c->nodes */
@@ -75,6 +79,8 @@ struct ctl_rejoin {
 	long timer;		/* health.rejoin_timeout */
 	long launch_timer;
 	json_t *tables;		/* {"G": {key: base64}} */
+	size_t bytes;		/* of the values in tables (at most
+				 * REJOIN_STORE_BYTES_MAX) */
 	struct waiter *waiters;
 	int n_waiters;
 };
@@ -123,6 +129,7 @@ void ctl_rejoin_attempt(struct ctl *c)
 	rj->spare = NULL;
 	json_decref(rj->tables);
 	rj->tables = json_object();
+	rj->bytes = 0;
 	while (rj->n_waiters)
 		waiter_drop(rj, 0);
 }
@@ -241,6 +248,9 @@ static void rejoined(struct ctl *c, struct ctl_rejoin *rj)
 		if (strcmp(k, key))
 			json_object_del(rj->tables, k);
 	}
+	rj->bytes = 0;
+	json_object_foreach(json_object_get(rj->tables, key), k, v)
+		rj->bytes += json_string_length(v);
 }
 
 /* --- the replacement -------------------------------------------------------- */
@@ -534,6 +544,14 @@ static void store_op(struct ctl *c, struct node *n, int rank, int conn,
 		      json_pack("{s:s}", "error", "too many keys"));
 		return;
 	}
+	if (value && rj->bytes + json_string_length(value) >
+			 REJOIN_STORE_BYTES_MAX) {
+		reply(c, n, rank, conn, id,
+		      json_pack("{s:s}", "error", "the store is full"));
+		return;
+	}
+	if (value)	/* an upper bound: a replaced value is counted twice */
+		rj->bytes += json_string_length(value);
 	if (!strcmp(cmd, "set") && json_is_string(value)) {
 		json_object_set(t, key, value);
 		reply(c, n, rank, conn, id, json_pack("{s:b}", "ok", 1));

@@ -12,7 +12,12 @@ $HERD_RESUME_FROM when herd sets it.  Rank 0 prints loss and steps/s
 ("step N/M loss X R steps/s", which examples/spec/metrics-torch-ddp.yaml
 matches); every rank reports step, loss, samples and tokens (a sample's 16
 inputs stand in for a sequence's tokens) to herd through
-examples/herd_metrics.py ($HERD_METRICS).
+examples/herd_metrics.py ($HERD_METRICS).  Under herd, with the herd
+package importable, it speaks herd.elastic: when a node is lost the other
+ranks keep their processes and their step, the failed ranks start on a
+spare and get the state from a survivor (README: "Survivors keep
+training"); without it, torch's env:// as before.  At the end every rank
+prints a checksum of its parameters ("rank R params SUM SUMSQ").
 """
 import argparse
 import os
