@@ -72,19 +72,36 @@ test_expect_success 'node 2 killed mid-step: survivors keep their processes and 
 	cluster_start_node 2
 '
 
-test_expect_success 'another user cannot connect to a rank'"'"'s HERD_CONTROL (nor so to the store)' '
+test_expect_success 'another user cannot connect to a rank'"'"'s HERD_CONTROL (nor so to the store); the rank'"'"'s own user sending what the channel does not carry is answered or hung up on, and the job goes on; the socket is gone at the end' '
 	sv_job hostile keep "$HERD_ROOT/python" &&
 	run_bg hostile.yaml out.hostile err.hostile &&
 	fo_wait_step hostile 1 5 &&
 	pid=$(fo_train_pids 1 | head -n1) &&
 	path=$(tr "\0" "\n" <"/proc/$pid/environ" | sed -n "s/^HERD_CONTROL=//p") &&
 	test -S "$path" &&
-	/usr/bin/python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(\"root connects\")" "$path" &&
+	cat >probe.py <<-\EOF &&
+	import json, socket, sys
+	s = socket.socket(socket.AF_UNIX)
+	s.connect(sys.argv[1])
+	f = s.makefile("rwb")
+	# a store request for a generation herd has no table for: an error
+	f.write(b"{\"op\":\"store\",\"id\":7,\"gen\":9,\"cmd\":\"get\",\"key\":\"k\"}\n")
+	f.flush()
+	r = json.loads(f.readline())
+	assert r["id"] == 7 and "error" in r, r
+	# an op the channel does not carry: the agent hangs up
+	f.write(b"{\"op\":\"evil\"}\n")
+	f.flush()
+	assert f.readline() == b""
+	print("probe ok")
+	EOF
+	/usr/bin/python3 probe.py "$path" &&
 	! timeout 20 setpriv --reuid=nobody --regid=nogroup --clear-groups \
 		/usr/bin/python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])" "$path" 2>err.nobody &&
 	grep -q "Permission denied" err.nobody &&
-	herd stop hostile >/dev/null 2>&1 || kill $HERD_PID;
-	wait_exit $HERD_PID 60 &&
+	wait_exit $HERD_PID 120 &&
+	wait $HERD_PID &&
+	! test -e "$path" &&
 	fo_no_train_left
 '
 
