@@ -158,6 +158,7 @@ struct agent {
 	struct stacks_state *stacks;	/* stacks.c: herd asked, answer due */
 	struct check_state *check;	/* check.c: the health gate */
 	struct netprobe_state *netprobe;	/* netprobe.c */
+	struct control_state *control;	/* control.c: HERD_CONTROL */
 };
 
 /* keeper.c: the rank keeper, its own program (keeper_main.c; embedded,
@@ -398,6 +399,18 @@ bool stacks_in_collective(const char *func, const char *file);
 /* main.c */
 void agent_send(struct agent *a, enum proto_type type, json_t *body,
 		const void *data, size_t len);
+
+/* control.c (survivors keep training): each rank's HERD_CONTROL socket
+ * in the private directory, its connections checked with SO_PEERCRED,
+ * newline-delimited JSON forwarded to herd as RANK_CTL and back. */
+/* Makes rank's socket and sets HERD_CONTROL in env; a socket that
+ * cannot be made leaves it unset (the rank then gets the classic
+ * restart).  Returns 0, or -1 when out of memory. */
+int control_rank_env(struct agent *a, int rank, struct envv *env);
+/* herd's RANK_CTL: its msg to the connection(s) it names. */
+void control_on_frame(struct agent *a, struct proto_frame *f);
+/* Closes every socket and connection (the attempt's ranks are over). */
+void control_fini(struct agent *a);
 
 /* lifecycle.c */
 /* The one transition function: looks up (a->state, ev) in the table,

@@ -296,6 +296,7 @@ static const frame_handler frame_table[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_PUBSUB_DONE] = pmix_on_pubsub_done,
 	[PROTO_EVENT] = pmix_on_event,
 	[PROTO_PROC_FAILED] = pmix_on_proc_failed,
+	[PROTO_RANK_CTL] = control_on_frame,
 };
 
 void agent_dispatch(struct agent *a, struct proto_frame *f)

@@ -323,6 +323,7 @@ void rank_stop_all(struct agent *a)
 void rank_free_all(struct agent *a)
 {
 	stacks_fini(a);
+	control_fini(a);
 	for (int i = 0; i < a->n_ranks; i++) {
 		struct rank *r = &a->ranks[i];
 
@@ -504,6 +505,7 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 		    (!getenv("PYTHONFAULTHANDLER") &&
 		     envv_set(&env, "PYTHONFAULTHANDLER", "1") < 0) ||
 		    (a->pmix_mode && pmix_setup_rank(a, r, &env, err) < 0) ||
+		    control_rank_env(a, r->rank, &env) < 0 ||
 		    envv_add_json(&env, json_object_get(launch, "env")) < 0 ||
 		    envv_add_json(&env, json_object_get(jr, "env")) < 0) {
 			envv_free(&env);

@@ -772,6 +772,7 @@ static void act_attempt_failed(struct ctl *c, struct ctl_ev *ev)
 
 	record_failure(c, ev->status, ev->why);
 	c->failed_at_ms = loop_now_ms();
+	ctl_rejoin_attempt_over(c, ev->why);
 	events_emit(c->ev, "attempt_end",
 		    json_pack("{s:i, s:s, s:i}", "attempt", c->attempt,
 			      "reason", ev->why, "status", ev->status));
@@ -960,6 +961,8 @@ static void act_node_failed_run(struct ctl *c, struct ctl_ev *ev)
 
 	if (!node_out(c, ev->node, ev->why, false))
 		return;
+	if (ctl_rejoin_start(c, ev->node))
+		return; /* the survivors keep training */
 	snprintf(why, sizeof(why), "node %s failed: %s", ev->node->host,
 		 ev->why);
 	notify_node_lost(c, ev->node);
@@ -1111,6 +1114,34 @@ static int take_spares(struct ctl *c)
 	if (started)
 		transport_commit(c->transport);
 	return count_nodes(c, NODE_CONNECTING, 1);
+}
+
+struct node *ctl_take_spare_now(struct ctl *c)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < c->n_nodes; i++) {
+			struct node *n = &c->nodes[i];
+			bool warm = n->state == NODE_UP && !n->member;
+
+			if (pass == 0 ? !warm : n->state != NODE_SPARE)
+				continue;
+			events_emit(c->ev, "spare_used",
+				    json_pack("{s:s, s:i}", "host", n->host,
+					      "attempt", c->attempt));
+			fprintf(stderr, "herd: spare %s joins the job\n",
+				n->host);
+			if (warm) {
+				n->member = true;
+				return n;
+			}
+			start_node(c, n, true);
+			if (n->state == NODE_EVICTED)
+				continue;
+			transport_commit(c->transport);
+			return n;
+		}
+	}
+	return NULL;
 }
 
 /* Why the job ends with up members, with the key to change named:
@@ -1344,6 +1375,7 @@ static void act_launch(struct ctl *c, struct ctl_ev *ev)
 		free(command);
 		return;
 	}
+	ctl_rejoin_attempt(c);
 	events_emit(c->ev, "attempt_start",
 		    json_pack("{s:i, s:i, s:i, s:s, s:s?}", "attempt",
 			      c->attempt, "nodes", count_nodes(c, NODE_UP, 1),
@@ -1583,6 +1615,7 @@ static void on_hello(struct ctl *c, struct node *n, struct proto_frame *f)
 		    json_pack("{s:s, s:s}", "host", n->host, "hostname",
 			      n->hostname));
 	progress(c, false);
+	ctl_rejoin_node_up(c, n);
 	ctl_post(c, CTL_EV_NODE_UP, n, 0, NULL);
 }
 
@@ -1938,6 +1971,7 @@ static const frame_fn frame_handlers[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_LOOKUP] = ctl_pubsub_lookup,
 	[PROTO_UNPUBLISH] = ctl_pubsub_unpublish,
 	[PROTO_EVENT] = ctl_event_frame,
+	[PROTO_RANK_CTL] = ctl_rejoin_frame,
 };
 
 /* A conn's arg is its node: found in O(1).  A conn the node has dropped
@@ -2356,6 +2390,7 @@ void ctl_free(struct ctl *c)
 	}
 	free(c->nodes);
 	bind_platform_free(c->platform);
+	ctl_rejoin_free(c);
 	ctl_free_ranks(c);
 	ctl_pmix_clear(c);
 	ctl_pubsub_free(c);

@@ -268,6 +268,7 @@ struct ctl {
 	struct ctl_hang *hang;		/* ctl_hang.c: stacks being collected */
 	int64_t stacks_wait_ms;		/* how long for them (tests shorten it) */
 	struct ctl_check *check;	/* ctl_check.c: the health gate */
+	struct ctl_rejoin *rejoin;	/* ctl_rejoin.c: survivors kept */
 	uint64_t term_missed;	/* bytes of rank output the terminal missed */
 	bool local;
 	bool tty;
@@ -336,6 +337,37 @@ void ctl_free(struct ctl *c);
  * (SIGTERM): the ranks get sig, then SIGKILL after health.grace; a second
  * one kills at once. */
 void ctl_interrupt(struct ctl *c, int sig);
+
+/* ctl_rejoin.c (survivors keep training): generations, the ranks'
+ * control channel (RANK_CTL), the rendezvous store herd hosts. */
+/* A new attempt (after ctl_plan): every rank in generation 0, none has
+ * said hello, the store is empty. */
+void ctl_rejoin_attempt(struct ctl *c);
+/* The membership's generation now (HERD_GENERATION of a rank launched
+ * now). */
+int ctl_rejoin_generation(const struct ctl *c);
+/* RUN, node failed has just been taken out: returns true when the
+ * survivors keep training (every rank said hello, restart.survivors is
+ * keep, a spare was taken: the rejoin is under way), false for the
+ * classic restart. */
+bool ctl_rejoin_start(struct ctl *c, struct node *failed);
+/* Member n said HELLO: the spare of a rejoin gets its ranks. */
+void ctl_rejoin_node_up(struct ctl *c, struct node *n);
+/* The attempt failed (why): a rejoin under way is over (the event says
+ * it fell back). */
+void ctl_rejoin_attempt_over(struct ctl *c, const char *why);
+/* RANK_CTL from node n: hello, stepping, store requests. */
+void ctl_rejoin_frame(struct ctl *c, struct node *n, struct proto_frame *f);
+void ctl_rejoin_free(struct ctl *c);
+/* ctl.c: one spare into the job now (warm first, an idle one is
+ * started), said and an event; NULL when none is left. */
+struct node *ctl_take_spare_now(struct ctl *c);
+/* ctl_launch.c: node n takes the n_ranks ranks from first_rank of a
+ * failed node (same node rank is not needed: only global ranks count),
+ * bound from its own topology.  Returns 0, or -1 with err (its slots
+ * differ). */
+int ctl_plan_replacement(struct ctl *c, struct node *n, int first_rank,
+			 int n_ranks, struct herd_err *err);
 
 /* ctl_sock.c (issue 13): the job's control socket. */
 /* Listens on SOCKDIR/RUN-ID.sock once the run dir exists.  A socket that

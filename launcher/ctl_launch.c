@@ -323,6 +323,7 @@ static json_t *job_env(struct ctl *c)
 	set_int(env, "TORCHELASTIC_RESTART_COUNT", c->attempt - 1);
 	set_str(env, "HERD_JOB", spec->name);
 	set_int(env, "HERD_ATTEMPT", c->attempt);
+	set_int(env, "HERD_GENERATION", ctl_rejoin_generation(c));
 	set_str(env, "HERD_RESUME_FROM", c->checkpoint ? c->checkpoint : "");
 	/* launch.env always wins over what herd computes. */
 	for (size_t i = 0; i < spec->launch.n_env; i++)
@@ -632,6 +633,28 @@ int ctl_plan(struct ctl *c, struct herd_err *err)
 		for (int l = 0; l < c->nodes[i].n_ranks; l++)
 			c->ranks[c->nodes[i].first_rank + l].node = i;
 	return pick_master(c, err);
+}
+
+int ctl_plan_replacement(struct ctl *c, struct node *n, int first_rank,
+			 int n_ranks, struct herd_err *err)
+{
+	n->first_rank = first_rank;
+	if (plan_node(c, n, err) < 0)
+		return -1;
+	if (n->n_ranks != n_ranks)
+		return herd_errprintf(err,
+				      "it has %d slot%s, the failed node had "
+				      "%d",
+				      n->n_ranks, n->n_ranks == 1 ? "" : "s",
+				      n_ranks);
+	if (c->local || !c->master_addr ||
+	    !strcmp(c->master_addr, "127.0.0.1"))
+		n->ifname = "lo";
+	else
+		n->ifname = iface_for(n, c->master_addr);
+	for (int l = 0; l < n_ranks; l++)
+		c->ranks[first_rank + l].node = (int)(n - c->nodes);
+	return 0;
 }
 
 void ctl_free_ranks(struct ctl *c)

@@ -1031,6 +1031,17 @@ static int proto_proc_failed_more(const json_t *body, struct herd_err *err)
 				INT_MAX, err);
 }
 
+/* survivors keep training: RANK_CTL's msg is an object naming its op. */
+static int proto_rank_ctl_more(const json_t *body, struct herd_err *err)
+{
+	const json_t *msg = json_object_get(body, "msg");
+
+	if (!json_is_string(json_object_get(msg, "op")))
+		return herd_errprintf(err, "key \"msg.op\": expected a "
+				      "string");
+	return 0;
+}
+
 static const struct proto_rule proto_rules[] = {
     [PROTO_HELLO] =
 	{
@@ -1531,6 +1542,29 @@ static const struct proto_rule proto_rules[] = {
 		    .keys = {"attempt", "rank", "entries"},
 		    .ranges = {{"attempt", 0, INT_MAX}, {"rank", 0, INT_MAX}},
 		    .more = proto_pmix_log_more,
+		},
+	},
+    /* survivors keep training: a rank's control channel */
+    [PROTO_RANK_CTL] =
+	{
+	    .name = "RANK_CTL",
+	    .to_herd =
+		{
+		    .format = "{s:I, s:I, s:I, s:o}",
+		    .keys = {"attempt", "rank", "conn", "msg"},
+		    .ranges = {{"attempt", 0, INT_MAX},
+			       {"rank", 0, INT_MAX},
+			       {"conn", 1, INT_MAX}},
+		    .more = proto_rank_ctl_more,
+		},
+	    .to_agent =
+		{
+		    .format = "{s:I, s:I, s:I, s:o}",
+		    .keys = {"attempt", "rank", "to", "msg"},
+		    .ranges = {{"attempt", 1, INT_MAX},
+			       {"rank", 0, INT_MAX},
+			       {"to", 0, INT_MAX}},
+		    .more = proto_rank_ctl_more,
 		},
 	},
 };

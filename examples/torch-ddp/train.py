@@ -12,7 +12,12 @@ $HERD_RESUME_FROM when herd sets it.  Rank 0 prints loss and steps/s
 ("step N/M loss X R steps/s", which examples/spec/metrics-torch-ddp.yaml
 matches); every rank reports step, loss, samples and tokens (a sample's 16
 inputs stand in for a sequence's tokens) to herd through
-examples/herd_metrics.py ($HERD_METRICS).
+examples/herd_metrics.py ($HERD_METRICS).  Under herd, with the herd
+package importable, it speaks herd.elastic: when a node is lost the other
+ranks keep their processes and their step, the failed ranks start on a
+spare and get the state from a survivor (README: "Survivors keep
+training"); without it, torch's env:// as before.  At the end every rank
+prints a checksum of its parameters ("rank R params SUM SUMSQ").
 """
 import argparse
 import os
@@ -27,6 +32,29 @@ import torch.nn as nn
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 ".."))
 from herd_metrics import log  # noqa: E402  (examples/herd_metrics.py)
+
+try:  # herd's package (on PYTHONPATH under herd); a plain script without
+    from herd import elastic  # noqa: E402
+except ImportError:
+    elastic = None
+
+
+class _Plain:
+    """Membership without herd.elastic: torch's env:// rendezvous."""
+    enabled = False
+
+    def init_process_group(self, backend):
+        dist.init_process_group(backend, rank=int(os.environ["RANK"]),
+                                world_size=int(os.environ["WORLD_SIZE"]))
+
+    def join(self, model, opt, step):
+        return step
+
+    def changed(self):
+        return False
+
+    def stepped(self, step):
+        pass
 
 
 def parse():
@@ -59,13 +87,14 @@ def save(root, step, model, opt):
 
 def main():
     args = parse()
-    rank = int(os.environ["RANK"])
-    world = int(os.environ["WORLD_SIZE"])
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    # Survivors keep training (herd.elastic): a node lost mid-step costs
+    # a rejoin, not a restart; without herd this is torch's env://.
+    m = elastic.Membership() if elastic else _Plain()
+    m.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
     model = nn.Linear(16, 1)
-    ddp = nn.parallel.DistributedDataParallel(model)
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
     start = 0
     if not args.resume:
         args.resume = os.environ.get("HERD_RESUME_FROM", "")
@@ -76,37 +105,73 @@ def main():
         start = state["step"]
         print(f"rank {rank}: resumed from {args.resume} at step {start}",
               flush=True)
+    # A replacement for a failed rank gets the state from a survivor
+    # (before DDP, whose constructor is a collective of its own).
+    joining = m.enabled and os.environ.get("HERD_GENERATION", "0") != "0"
+    start = m.join(model, opt, start)
+    if joining:
+        print(f"rank {rank}: joined at step {start}", flush=True)
+    ddp = nn.parallel.DistributedDataParallel(model)
     gen = torch.Generator().manual_seed(1000 + rank)
     t_last = time.monotonic()
-    for step in range(start, args.steps):
-        x = torch.randn(32, 16, generator=gen)
-        y = x.sum(dim=1, keepdim=True)
-        loss = ((ddp(x) - y) ** 2).mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        flat = torch.cat([p.detach().flatten() for p in model.parameters()])
-        ref = flat.clone()
-        dist.broadcast(ref, src=0)
+    step = start
+    while step < args.steps:
+        if m.changed():
+            step = m.rejoin(model, opt, step)
+            rank, world = dist.get_rank(), dist.get_world_size()
+            ddp = nn.parallel.DistributedDataParallel(model)
+            print(f"rank {rank}: rejoined at step {step}", flush=True)
+            continue
+        try:
+            x = torch.randn(32, 16, generator=gen)
+            y = x.sum(dim=1, keepdim=True)
+            loss = ((ddp(x) - y) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            step += 1
+            flat = torch.cat([p.detach().flatten()
+                              for p in model.parameters()])
+            ref = flat.clone()
+            dist.broadcast(ref, src=0)
+            dist.barrier()
+        except RuntimeError:
+            if not m.enabled:
+                raise
+            # A peer died mid-collective: herd tells the new membership.
+            step = m.rejoin(model, opt, step)
+            rank, world = dist.get_rank(), dist.get_world_size()
+            ddp = nn.parallel.DistributedDataParallel(model)
+            print(f"rank {rank}: rejoined at step {step}", flush=True)
+            continue
         if not torch.equal(flat, ref):
-            print(f"rank {rank}: parameters diverged at step {step + 1}",
+            print(f"rank {rank}: parameters diverged at step {step}",
                   file=sys.stderr, flush=True)
             return 1
-        log(step=step + 1, loss=loss.item(), samples=x.shape[0],
+        m.stepped(step)
+        log(step=step, loss=loss.item(), samples=x.shape[0],
             tokens=x.numel())
         if rank == 0:
             now = time.monotonic()
             rate = 1.0 / max(now - t_last, 1e-9)
             t_last = now
-            print(f"step {step + 1}/{args.steps} loss {loss.item():.4f} "
+            print(f"step {step}/{args.steps} loss {loss.item():.4f} "
                   f"{rate:.1f} steps/s", flush=True)
-        if args.ckpt and rank == 0 and (step + 1) % args.ckpt_every == 0:
-            save(args.ckpt, step + 1, model, opt)
+        if args.ckpt and rank == 0 and step % args.ckpt_every == 0:
+            save(args.ckpt, step, model, opt)
         if args.step_sleep:
             time.sleep(args.step_sleep)
+    # Every rank ends on the same parameters: their checksum, compared
+    # by the tests.
+    flat = torch.cat([p.detach().flatten() for p in model.parameters()])
+    print(f"rank {rank} params {float(flat.double().sum()):.10f} "
+          f"{float((flat.double() ** 2).sum()):.10f}", flush=True)
+    try:
         dist.barrier()
+    except RuntimeError:
+        if not m.enabled:
+            raise
     print(f"rank {rank}/{world} on {socket.gethostname()}: done", flush=True)
-    dist.destroy_process_group()
     return 0
 
 

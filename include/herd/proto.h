@@ -271,6 +271,14 @@
  *              {attempt: I 0.., seq: I 1.., op: string,
  *               procs: [{ns: I 0.., rank: I -1.. (-1: all)}]
  *                      (1..PROTO_CONNECT_PROCS_MAX)}
+ *  RANK_CTL    both ways, no data: one message of a rank's control
+ *              channel (HERD_CONTROL, agent/control.c), the rank's own
+ *              JSON object carried as msg.  agent -> herd: {attempt: I 0..,
+ *              rank: I 0.., conn: I 1.. (the rank's connection that
+ *              sent it), msg: {op: "hello"|"stepping"|"store", ...}};
+ *              herd -> agent: {attempt: I 1.., rank: I 0.., to: I 0..
+ *              (0: every connection of the rank that said hello),
+ *              msg: {op: string, ...}}.
  *  CONNECT_DONE herd -> agent: every node hosting the procs sent the
  *              same CONNECT (op and procs, in any order); data: a fence's
  *              contributions in node order.  {attempt: I 1.., seq: I 1..,
@@ -337,7 +345,9 @@ enum proto_type {
 	PROTO_SPAWN_DONE,   /* issue 16: the spawn's answer to its asker */
 	PROTO_CONNECT,	    /* issue 16: PMIx_Connect/Disconnect */
 	PROTO_CONNECT_DONE, /* issue 16: every node hosting them is in */
-	PROTO_TYPE_MAX_ = PROTO_CONNECT_DONE,
+	/* survivors keep training: a rank's control channel */
+	PROTO_RANK_CTL,
+	PROTO_TYPE_MAX_ = PROTO_RANK_CTL,
 };
 
 /* DMODEX_DATA's status from herd itself (the rank's node could not be

@@ -813,6 +813,11 @@ static const struct valid_frame valid_frames[] = {
      "{\"attempt\":1,\"seq\":1,\"op\":\"connect\",\"procs\":["
      "{\"ns\":0,\"rank\":-1},{\"ns\":1,\"rank\":0}]}",
      0},
+    {"rank-ctl", PROTO_RANK_CTL, PROTO_TO_HERD,
+     "{\"attempt\":1,\"rank\":0,\"conn\":1,\"msg\":{\"op\":\"hello\"}}", 0},
+    {"rank-ctl-to", PROTO_RANK_CTL, PROTO_TO_AGENT,
+     "{\"attempt\":1,\"rank\":0,\"to\":0,\"msg\":{\"op\":\"membership\"}}",
+     0},
     {"connect-done", PROTO_CONNECT_DONE, PROTO_TO_AGENT,
      "{\"attempt\":1,\"seq\":1,\"status\":0}", 0},
     {"connect-fence", PROTO_CONNECT, PROTO_TO_HERD,
@@ -977,6 +982,7 @@ static void test_check_direction(void **state)
 			     : v->type == PROTO_DMODEX_DATA
 				 ? "DMODEX_DATA frame"
 			     : v->type == PROTO_EVENT	 ? "EVENT frame"
+			     : v->type == PROTO_RANK_CTL ? "RANK_CTL frame"
 							 : want);
 	}
 	expect_frame(PROTO_LAUNCH, PROTO_TO_HERD, json_object(), 0,

@@ -78,6 +78,11 @@ import torch.distributed as dist  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+try:  # herd's package, on PYTHONPATH under herd: survivors keep training
+    from herd import elastic  # noqa: E402
+except ImportError:
+    elastic = None
+
 SIZES = {
     # name: (layers, heads, embedding width)
     "tiny": (2, 2, 64),
@@ -363,7 +368,16 @@ class Stop:
     def __init__(self):
         self.signum = 0
         self.flag = None
+        self.old_flags = []
         signal.signal(signal.SIGTERM, self._on)
+
+    def new_group(self):
+        """A new process group (herd.elastic's rejoin): the old group's
+        tensor may still be written by its failed collective; it is kept
+        (see agreed) and a fresh one used."""
+        if self.flag is not None:
+            self.old_flags.append(self.flag)
+        self.flag = None
 
     def _on(self, signum, frame):
         self.signum = signum
@@ -479,6 +493,14 @@ class Parallel:
             self.opt = torch.optim.AdamW(groups, lr=args.lr,
                                          betas=(0.9, 0.95))
 
+    def rewrap(self):
+        """DDP again, on the process group of a new generation (its
+        broadcast from rank 0 is undone by herd.elastic's, from a
+        survivor, that follows)."""
+        self.wrapped = nn.parallel.DistributedDataParallel(
+            self.model,
+            device_ids=[self.device] if self.device.type == "cuda" else None)
+
     def clip(self, norm):
         if self.kind == "fsdp" and self.zero is None and self.world > 1:
             return self.wrapped.clip_grad_norm_(norm)
@@ -533,8 +555,17 @@ def main(argv=None):
     else:
         device = torch.device("cpu")
         backend = "gloo"
+    # Survivors keep training when a node is lost (herd.elastic): plain
+    # DDP only; FSDP, ZeRO and DeepSpeed shard their state and take the
+    # classic restart from a checkpoint.
+    m = elastic.Membership(speak=world > 1 and not args.deepspeed and
+                           args.parallel == "ddp") if elastic else None
     if world > 1:
-        dist.init_process_group(backend, rank=rank, world_size=world)
+        if m is not None:
+            m.init_process_group(backend)
+        else:
+            dist.init_process_group(backend, rank=rank, world_size=world)
+    elastic_on = m is not None and m.enabled
     bf16 = args.precision == "bf16" or (
         args.precision == "auto" and device.type == "cuda"
         and torch.cuda.is_bf16_supported())
@@ -633,72 +664,114 @@ def main(argv=None):
               f"{'bf16' if bf16 else 'fp32'}, {data.tokens} tokens of data",
               flush=True)
 
+    if elastic_on and m.joining:
+        # A replacement for a lost rank: model, optimizer and step from
+        # the lowest surviving rank (after DDP: the survivors rebuild it
+        # before they send, Parallel.rewrap).
+        start = m.join(model, opt, start)
+        print(f"rank {rank}: joined at step {start}", flush=True)
+
     herd = Herd()
     autocast = (lambda: torch.autocast(device.type, dtype=torch.bfloat16)) \
         if bf16 else contextlib.nullcontext
     net = ds if ds is not None else par.wrapped
     step_tokens = args.batch * args.seq_len
     t_log, tok_log, loss_sum, loss_n = time.monotonic(), 0, 0.0, 0
-    for step in range(start, args.steps):
-        t0 = time.monotonic()
-        lr = args.lr * min(1.0, (step + 1) / max(1, args.warmup))
-        if step >= args.warmup and args.steps > args.warmup:
-            frac = (step - args.warmup) / (args.steps - args.warmup)
-            lr *= 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac))
-        for g in opt.param_groups:
-            g["lr"] = lr
-        x, y = data.batch(args.seed, step, rank, args.batch, args.seq_len)
-        x, y = x.to(device), y.to(device)
-        with autocast():
-            loss = net(x, y)
-        if ds is not None:
-            ds.backward(loss)
-            ds.step()
-        else:
-            opt.zero_grad(set_to_none=True)
-            loss.backward()  # DDP/FSDP all-reduce inside
-            par.clip(1.0)
-            opt.step()
-        lv = loss.item()
-        herd.step(step=step + 1, loss=lv, tokens=step_tokens,
-                  step_time=time.monotonic() - t0)
-        loss_sum += lv
-        loss_n += 1
-        tok_log += step_tokens * world
-        if (step + 1) % args.log_every == 0 or step + 1 == args.steps \
-                or step == start:
-            mean = torch.tensor([loss_sum / loss_n], device=device)
-            if world > 1:
-                dist.all_reduce(mean)
-                mean /= world
-            now = time.monotonic()
-            if rank == 0:
-                print(f"step {step + 1}/{args.steps} loss {mean.item():.4f} "
-                      f"tokens/s {tok_log / max(now - t_log, 1e-9):.0f} "
-                      f"lr {lr:.2e}", flush=True)
-            t_log, tok_log, loss_sum, loss_n = now, 0, 0.0, 0
-        due = args.ckpt_dir and ((step + 1) % args.ckpt_every == 0
-                                 or step + 1 == args.steps)
-        if due:
-            checkpoint(args, config, step + 1, rank, world, par, ds)
-        sig = stop.agreed(world, device)
-        if sig:
-            if args.ckpt_dir and not due:
+    def rejoin(at):
+        nonlocal net
+        stop.new_group()
+        at = m.rejoin(model, opt, at, wrap=par.rewrap)
+        net = par.wrapped
+        if rank == 0:
+            print(f"rank 0: rejoined at step {at} (generation "
+                  f"{m.generation})", flush=True)
+        return at
+
+    # Every rank logs the first step after it (re)joined: the log's
+    # all_reduce must be in every rank's sequence of collectives.
+    step = first = start
+    while step < args.steps:
+        if elastic_on and m.changed():
+            step = first = rejoin(step)
+            continue
+        done = step
+        try:
+            t0 = time.monotonic()
+            lr = args.lr * min(1.0, (step + 1) / max(1, args.warmup))
+            if step >= args.warmup and args.steps > args.warmup:
+                frac = (step - args.warmup) / (args.steps - args.warmup)
+                lr *= 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac))
+            for g in opt.param_groups:
+                g["lr"] = lr
+            x, y = data.batch(args.seed, step, rank, args.batch,
+                              args.seq_len)
+            x, y = x.to(device), y.to(device)
+            with autocast():
+                loss = net(x, y)
+            if ds is not None:
+                ds.backward(loss)
+                ds.step()
+            else:
+                opt.zero_grad(set_to_none=True)
+                loss.backward()  # DDP/FSDP all-reduce inside
+                par.clip(1.0)
+                opt.step()
+            done = step + 1  # a failure from here on resumes after it
+            lv = loss.item()
+            herd.step(step=step + 1, loss=lv, tokens=step_tokens,
+                      step_time=time.monotonic() - t0)
+            loss_sum += lv
+            loss_n += 1
+            tok_log += step_tokens * world
+            if (step + 1) % args.log_every == 0 or step + 1 == args.steps \
+                    or step == first:
+                mean = torch.tensor([loss_sum / loss_n], device=device)
+                if world > 1:
+                    dist.all_reduce(mean)
+                    mean /= world
+                now = time.monotonic()
+                if rank == 0:
+                    print(f"step {step + 1}/{args.steps} "
+                          f"loss {mean.item():.4f} "
+                          f"tokens/s {tok_log / max(now - t_log, 1e-9):.0f} "
+                          f"lr {lr:.2e}", flush=True)
+                t_log, tok_log, loss_sum, loss_n = now, 0, 0.0, 0
+            due = args.ckpt_dir and ((step + 1) % args.ckpt_every == 0
+                                     or step + 1 == args.steps)
+            if due:
                 checkpoint(args, config, step + 1, rank, world, par, ds)
-            if rank == 0:
-                print(f"rank 0: {signal.Signals(sig).name} at step "
-                      f"{step + 1}: "
-                      f"{'checkpointed' if args.ckpt_dir else 'no --ckpt-dir, nothing saved'}"
-                      f"; stopping", flush=True)
-            Stop.exit(sig)
-        if args.step_sleep:
-            time.sleep(args.step_sleep)
+            sig = stop.agreed(world, device)
+            if sig:
+                if args.ckpt_dir and not due:
+                    checkpoint(args, config, step + 1, rank, world, par, ds)
+                if rank == 0:
+                    print(f"rank 0: {signal.Signals(sig).name} at step "
+                          f"{step + 1}: "
+                          f"{'checkpointed' if args.ckpt_dir else 'no --ckpt-dir, nothing saved'}"
+                          f"; stopping", flush=True)
+                Stop.exit(sig)
+            if args.step_sleep:
+                time.sleep(args.step_sleep)
+        except RuntimeError:
+            if not elastic_on:
+                raise
+            # A peer died mid-collective: herd tells the new membership.
+            step = first = rejoin(done)
+            continue
+        step += 1
+        if elastic_on:
+            m.stepped(step)
     if rank == 0:
         print(f"rank 0: done at step {max(start, args.steps)} on "
               f"{socket.gethostname()}", flush=True)
     if world > 1:
-        dist.barrier()
-        dist.destroy_process_group()
+        try:
+            dist.barrier()
+        except RuntimeError:
+            if not elastic_on:
+                raise
+        if not elastic_on:  # herd.elastic keeps old groups alive
+            dist.destroy_process_group()
     return 0
 
 

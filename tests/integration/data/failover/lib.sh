@@ -7,7 +7,9 @@
 #   fo_job NAME HOSTS [SPARES] [MIN] [RESTARTS] [CMD...]
 #                                writes NAME.yaml: train.py for 40 steps,
 #                                checkpoints every 5 into ./ckpt-NAME, short
-#                                health timings; extra YAML (top level) on
+#                                health timings, restart.survivors: restart
+#                                (FO_SURVIVORS): these tests are about the
+#                                restart; extra YAML (top level) on
 #                                stdin when it is not a terminal
 #   fo_step_line ATTEMPT N       the "step N/" line of rank 0 in that attempt
 #   fo_wait_step NAME ATTEMPT N [S]
@@ -57,7 +59,7 @@ fo_job() {
 		echo "}"
 		echo "ssh: {identity: $HERD_CLUSTER_KEY, known_hosts: $HERD_CLUSTER_KNOWN_HOSTS}"
 		echo "health: {heartbeat: 500ms, timeout: 3s, grace: 2s${FO_HEALTH_EXTRA:-}}"
-		echo "restart: {max: $_fj_max, backoff: 500ms}"
+		echo "restart: {max: $_fj_max, backoff: 500ms, survivors: ${FO_SURVIVORS:-restart}}"
 		echo "checkpoint: {dir: \"$PWD/ckpt-$_fj_name\", pattern: \"step_*\", complete_marker: COMPLETE}"
 		echo "launch:"
 		printf '  command: %s\n' "$(yaml_cmd "$@" --steps "$FO_STEPS" \

@@ -1,0 +1,1 @@
+"""herd: what training ranks import from herd (metrics, checkpoints, membership)."""
