@@ -310,6 +310,9 @@ void pmix_on_connect_done(struct agent *a, struct proto_frame *f);
 void pmix_drain(struct agent *a);
 /* herd's FENCE_DONE: completes the matching fence. */
 void pmix_on_fence_done(struct agent *a, struct proto_frame *f);
+/* pmix_api.c: a PMIx_Job_control signal asked on another node (SIGNAL
+ * with ranks) to this node's job ranks among ranks. */
+void pmix_jctrl_signal_ranks(struct agent *a, const json_t *ranks, int sig);
 /* pmix_modex.c: herd's DMODEX (serve one of our ranks' data) and
  * DMODEX_DATA (the answer to one of our requests). */
 void pmix_modex_on_request(struct agent *a, struct proto_frame *f);

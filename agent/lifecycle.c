@@ -226,7 +226,10 @@ static void on_signal(struct agent *a, struct proto_frame *f)
 
 	/* SIGSTOP and SIGCONT are herd's pause (SIGTSTP) and resume:
 	 * health.c also stops judging herd's silence. */
-	if (sig == SIGSTOP || sig == SIGCONT)
+	if (json_object_get(f->body, "ranks"))
+		pmix_jctrl_signal_ranks(a, json_object_get(f->body, "ranks"),
+					sig);
+	else if (sig == SIGSTOP || sig == SIGCONT)
 		health_pause(a, sig == SIGSTOP);
 	else if (sig > 0 && sig < NSIG)
 		rank_signal_all(a, sig);

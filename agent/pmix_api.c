@@ -363,9 +363,18 @@ struct jctrl {
 	int sig;
 	char ckpt_id[256];
 	bool all; /* every rank of the job */
+	json_t *remote; /* a signal's targets on other nodes, or NULL */
 	size_t n;
 	pmix_rank_t ranks[]; /* else these */
 };
+
+static void jctrl_free(void *arg)
+{
+	struct jctrl *j = arg;
+
+	json_decref(j->remote);
+	free(j);
+}
 
 static bool jctrl_declared(const char *key)
 {
@@ -418,8 +427,9 @@ static pmix_status_t jctrl_parse(const pmix_info_t *d, size_t nd,
 	return PMIX_SUCCESS;
 }
 
-/* The targets, checked against the job (api_lock held): the job's ranks,
- * this node's for a signal. */
+/* The targets, checked against the job (api_lock held): the job's ranks.
+ * A signal's targets on other nodes go to j->remote, for herd to pass on
+ * to their agents. */
 static pmix_status_t jctrl_targets(const pmix_proc_t *req, const pmix_proc_t *t,
 				   size_t nt, struct jctrl *j)
 {
@@ -448,13 +458,19 @@ static pmix_status_t jctrl_targets(const pmix_proc_t *req, const pmix_proc_t *t,
 
 		for (size_t i = 0; !want && i < j->n; i++)
 			want = j->ranks[i] == r;
-		if (want && !job->local[r]) {
+		if (!want || job->local[r])
+			continue;
+		if (!j->remote && !(j->remote = json_array()))
+			return PMIX_ERR_NOMEM;
+		if (json_array_size(j->remote) >= PROTO_JCTRL_RANKS_MAX) {
 			fprintf(stderr,
-				"herd-agent: PMIx_Job_control: rank %u is on "
-				"%s; only this node's ranks can be signalled\n",
-				r, job->host[r]);
-			return PMIX_ERR_NOT_SUPPORTED;
+				"herd-agent: PMIx_Job_control: more than %d "
+				"ranks of other nodes in one signal\n",
+				PROTO_JCTRL_RANKS_MAX);
+			return PMIX_ERR_BAD_PARAM;
 		}
+		if (json_array_append_new(j->remote, json_integer(r)) < 0)
+			return PMIX_ERR_NOMEM;
 	}
 	return PMIX_SUCCESS;
 }
@@ -522,6 +538,27 @@ static void jctrl_signal(const struct rank *rk, int sig)
 			rk->rank, sig);
 }
 
+/* A job-control signal another node's rank asked for (SIGNAL with
+ * ranks, from herd): to those of this node's job ranks, as on the
+ * asker's node. */
+void pmix_jctrl_signal_ranks(struct agent *a, const json_t *ranks, int sig)
+{
+	size_t k;
+	json_t *v;
+
+	json_array_foreach(ranks, k, v)
+	{
+		json_int_t want = json_integer_value(v);
+
+		for (int i = 0; i < a->n_ranks; i++) {
+			struct rank *rk = &a->ranks[i];
+
+			if (!rk->spawn && rk->rank == want && rk->running)
+				jctrl_signal(rk, sig);
+		}
+	}
+}
+
 static void run_jctrl(struct pmix_state *p, struct req *r)
 {
 	struct jctrl *j = r->arg;
@@ -544,6 +581,12 @@ static void run_jctrl(struct pmix_state *p, struct req *r)
 			if (want && rk->running)
 				jctrl_signal(rk, j->sig);
 		}
+		if (j->remote)
+			agent_send(a, PROTO_SIGNAL,
+				   json_pack("{s:i, s:i, s:O}", "attempt",
+					     a->attempt, "signal", j->sig,
+					     "ranks", j->remote),
+				   NULL, 0);
 		return;
 	}
 	/* The checkpoint: an event to the targets (a custom range), here
@@ -602,18 +645,18 @@ pmix_status_t pmix_up_job_control(const pmix_proc_t *requestor,
 		pthread_mutex_unlock(&api_lock);
 	}
 	if (st != PMIX_SUCCESS || j->op == JCTRL_NONE) {
-		free(j);
+		jctrl_free(j);
 		if (st != PMIX_SUCCESS)
 			return st; /* at once: see the top */
 		cbfunc(PMIX_SUCCESS, NULL, 0, cbdata, NULL, NULL);
 		return PMIX_SUCCESS;
 	}
 	if (!(r = pmix_req_new(run_jctrl, requestor))) {
-		free(j);
+		jctrl_free(j);
 		return PMIX_ERR_NOMEM;
 	}
 	r->arg = j;
-	r->free_arg = free;
+	r->free_arg = jctrl_free;
 	/* Answered before the signal: a rank that kills itself hears
 	 * SUCCESS first. */
 	cbfunc(PMIX_SUCCESS, NULL, 0, cbdata, NULL, NULL);

@@ -1958,6 +1958,7 @@ static const frame_fn frame_handlers[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_ERROR] = on_error,	  [PROTO_STOPPED] = on_stopped,
 	[PROTO_FENCE] = ctl_pmix_fence,	  [PROTO_ABORT] = ctl_pmix_abort,
 	[PROTO_PMIX_LOG] = ctl_pmix_log,
+	[PROTO_SIGNAL] = ctl_pmix_signal,
 	[PROTO_METRICS] = ctl_metrics_frame,
 	[PROTO_STACKS] = on_stacks,
 	[PROTO_CHECK] = ctl_check_frame,

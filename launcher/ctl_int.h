@@ -465,6 +465,7 @@ void ctl_pmix_dmodex_data(struct ctl *c, struct node *n,
 			  struct proto_frame *f);
 /* ctl_pmix_api.c: PMIx_Log to the event log (PMIX_LOG). */
 void ctl_pmix_log(struct ctl *c, struct node *n, struct proto_frame *f);
+void ctl_pmix_signal(struct ctl *c, struct node *n, struct proto_frame *f);
 /* Drops every PMIx operation in flight (the attempt is over). */
 void ctl_pmix_clear(struct ctl *c);
 

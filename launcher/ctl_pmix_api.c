@@ -8,7 +8,13 @@
  *             character (a newline, an escape...) a blank.
  * The agent bounds the entries (PROTO_PMIX_LOG_*; lib/proto.c checks
  * them); a frame for another attempt, or for a rank that is not the
- * sending node's, is dropped. */
+ * sending node's, is dropped.
+ *   SIGNAL    a rank's PMIx_Job_control signal (signal, kill, terminate)
+ *             for ranks of other nodes: passed on, as SIGNAL with the
+ *             ranks, to each up node hosting some of them.  Only the
+ *             job's own ranks are named (the asker's agent checked them
+ *             against the job; herd checks them against the attempt). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctl_int.h"
@@ -61,4 +67,47 @@ void ctl_pmix_log(struct ctl *c, struct node *n, struct proto_frame *f)
 			      json_string_value(json_object_get(e, "value")));
 	}
 	ctl_check_events(c);
+}
+
+void ctl_pmix_signal(struct ctl *c, struct node *n, struct proto_frame *f)
+{
+	json_t *body = f->body, *ranks = json_object_get(body, "ranks");
+	int sig = (int)json_integer_value(json_object_get(body, "signal"));
+	json_t **per_node;
+	size_t i;
+	json_t *v;
+
+	(void)n;
+	if (json_integer_value(json_object_get(body, "attempt")) != c->attempt ||
+	    !c->ranks || c->state != CTL_RUN)
+		return;
+	if (!(per_node = calloc((size_t)c->n_nodes, sizeof(*per_node))))
+		return;
+	json_array_foreach(ranks, i, v)
+	{
+		json_int_t r = json_integer_value(v);
+		int k;
+
+		if (r < 0 || r >= c->world_size)
+			continue;
+		k = c->ranks[r].node;
+		if (k < 0 || k >= c->n_nodes || c->nodes[k].state != NODE_UP)
+			continue;
+		if (!per_node[k] && !(per_node[k] = json_array()))
+			continue;
+		json_array_append_new(per_node[k], json_integer(r));
+	}
+	for (int k = 0; k < c->n_nodes; k++) {
+		json_t *out;
+
+		if (!per_node[k])
+			continue;
+		out = json_pack("{s:i, s:o}", "signal", sig, "ranks",
+				per_node[k]);
+		if (out && c->nodes[k].conn)
+			conn_send(c->nodes[k].conn, PROTO_SIGNAL, out, NULL, 0,
+				  NULL);
+		json_decref(out);
+	}
+	free(per_node);
 }

@@ -1031,6 +1031,19 @@ static int proto_proc_failed_more(const json_t *body, struct herd_err *err)
 				INT_MAX, err);
 }
 
+/* SIGNAL's ranks: PMIx_Job_control's targets, when given. */
+static int proto_signal_more(const json_t *body, struct herd_err *err)
+{
+	const json_t *r = json_object_get(body, "ranks");
+
+	if (!r)
+		return 0;
+	if (json_array_size(r) < 1)
+		return herd_errprintf(err, "key \"ranks\": empty");
+	return proto_check_ints(body, "ranks", PROTO_JCTRL_RANKS_MAX, 0,
+				INT_MAX, err);
+}
+
 /* survivors keep training: RANK_CTL's msg is an object naming its op. */
 static int proto_rank_ctl_more(const json_t *body, struct herd_err *err)
 {
@@ -1105,9 +1118,18 @@ static const struct proto_rule proto_rules[] = {
 	    .name = "SIGNAL",
 	    .to_agent =
 		{
-		    .format = "{s:I}",
-		    .keys = {"signal"},
+		    .format = "{s:I, s?o}",
+		    .keys = {"signal", "ranks"},
 		    .ranges = {{"signal", 1, NSIG - 1}},
+		    .more = proto_signal_more,
+		},
+	    .to_herd =
+		{
+		    .format = "{s:I, s:I, s:o}",
+		    .keys = {"attempt", "signal", "ranks"},
+		    .ranges = {{"attempt", 0, INT_MAX},
+			       {"signal", 1, NSIG - 1}},
+		    .more = proto_signal_more,
 		},
 	},
     [PROTO_STOP] =

@@ -60,7 +60,15 @@
  *               signal: I 1..NSIG-1 or null (exactly one is null),
  *               error?: string, errno?: I 0.. (together: the rank never
  *               ran), pmix_connected?: bool (PMIx jobs)}
- *  SIGNAL      herd -> agent, no data: {signal: I 1..NSIG-1} to every rank
+ *  SIGNAL      herd -> agent, no data: {signal: I 1..NSIG-1, ranks?:
+ *              [I 0..] (1..PROTO_JCTRL_RANKS_MAX)}: without ranks, to every
+ *              rank (herd's own signals); with ranks, a PMIx_Job_control
+ *              signal to those of the node's job ranks, delivered as on
+ *              the asker's node (agent/pmix_api.c).
+ *              agent -> herd, no data: a PMIx_Job_control signal for
+ *              ranks of other nodes: {attempt: I 0.., signal: I
+ *              1..NSIG-1, ranks: [I 0..] (1..PROTO_JCTRL_RANKS_MAX)}; herd
+ *              passes it on to each node hosting some of them.
  *  STOP        herd -> agent, no data: stop the ranks (signal, SIGKILL
  *              after grace_ms); exit after STOPPED when exit is true.
  *              {grace_ms: I 0.., exit: bool, signal: I 1..NSIG-1}
@@ -373,6 +381,8 @@ enum proto_dir {
 /* 4,096: ranks of one node in a LAUNCH (and in an agent's METRICS);
  * far more than any node has cores. */
 #define PROTO_LAUNCH_RANKS_MAX 4096
+/* The ranks one job-control signal names (SIGNAL with ranks). */
+#define PROTO_JCTRL_RANKS_MAX 65536
 
 /* 64: network devices, RDMA ports and GPUs of one node in a METRICS. */
 #define PROTO_METRICS_DEVS_MAX 64

@@ -43,16 +43,25 @@ test_expect_success 'a checkpoint asked by rank 0: SUCCESS, and the event with i
 	done
 '
 
-test_expect_success 'SIGUSR1 to rank 1 (same node): delivered; rank 2 (other node) NOT-SUPPORTED, another namespace BAD-PARAM, a pause NOT-SUPPORTED; the job exits 0' '
+test_expect_success 'SIGUSR1 to rank 1 (same node) and rank 2 (other node, through herd): both delivered; another namespace BAD-PARAM, a pause NOT-SUPPORTED; the job exits 0' '
 	jc_job signal &&
 	timeout 90 herd run signal.yaml >out 2>err &&
 	grep -x "\[0\] rank 0 signal: SUCCESS" out &&
 	grep -x "\[1\] rank 1 got SIGUSR1" out &&
-	grep -x "\[0\] rank 0 remote signal: NOT-SUPPORTED" out &&
+	grep -x "\[0\] rank 0 remote signal: SUCCESS" out &&
+	grep -x "\[2\] rank 2 got SIGUSR1" out &&
 	grep -x "\[0\] rank 0 foreign: BAD-PARAM" out &&
 	grep -x "\[0\] rank 0 pause: NOT-SUPPORTED" out &&
-	grep "PMIx_Job_control: rank 2 is on .*only this node" err &&
+	! grep "only this node" err &&
 	test "$(grep -c "^\[[0-3]\] rank [0-3] done\$" out)" = 4
+'
+
+test_expect_success 'PMIX_JOB_CTRL_TERMINATE of rank 3 on the other node: it gets SIGTERM through herd (and exits 0 here)' '
+	jc_job rterm &&
+	timeout 90 herd run rterm.yaml >out 2>err &&
+	grep -x "\[0\] rank 0 rterm: SUCCESS" out &&
+	grep -x "\[3\] rank 3 got SIGTERM" out &&
+	! grep "rank [0-2] got" out
 '
 
 test_expect_success 'PMIX_JOB_CTRL_TERMINATE of rank 1: it gets SIGTERM (and exits 0 here)' '

@@ -648,6 +648,10 @@ static const struct valid_frame valid_frames[] = {
      "\"error\":\"exec: No such file or directory\",\"errno\":2}",
      0},
     {"signal", PROTO_SIGNAL, PROTO_TO_AGENT, "{\"signal\":10}", 0},
+    {"signal-ranks", PROTO_SIGNAL, PROTO_TO_AGENT,
+     "{\"signal\":10,\"ranks\":[2,3]}", 0},
+    {"signal-jctrl", PROTO_SIGNAL, PROTO_TO_HERD,
+     "{\"attempt\":1,\"signal\":15,\"ranks\":[5]}", 0},
     {"stop", PROTO_STOP, PROTO_TO_AGENT,
      "{\"grace_ms\":10000,\"exit\":true,\"signal\":15}", 0},
     {"heartbeat-herd", PROTO_HEARTBEAT, PROTO_TO_AGENT,
@@ -983,6 +987,7 @@ static void test_check_direction(void **state)
 				 ? "DMODEX_DATA frame"
 			     : v->type == PROTO_EVENT	 ? "EVENT frame"
 			     : v->type == PROTO_RANK_CTL ? "RANK_CTL frame"
+			     : v->type == PROTO_SIGNAL	 ? "SIGNAL frame"
 							 : want);
 	}
 	expect_frame(PROTO_LAUNCH, PROTO_TO_HERD, json_object(), 0,
@@ -1391,6 +1396,10 @@ static void test_check_range(void **state)
 	    {PROTO_OUTPUT, PROTO_TO_HERD,
 	     "{\"rank\":0,\"fd\":1,\"attempt\":-2}", 1,
 	     "key \"attempt\": -2 is out of range"},
+	    {PROTO_SIGNAL, PROTO_TO_AGENT, "{\"signal\":10,\"ranks\":[]}", 0,
+	     "key \"ranks\": empty"},
+	    {PROTO_SIGNAL, PROTO_TO_HERD,
+	     "{\"attempt\":1,\"signal\":10,\"ranks\":[-1]}", 0, "ranks"},
 	    {PROTO_SIGNAL, PROTO_TO_AGENT, "{\"signal\":0}", 0,
 	     "SIGNAL frame from herd: key \"signal\": 0 is out of range 1.."},
 	    {PROTO_SIGNAL, PROTO_TO_AGENT, "{\"signal\":65}", 0,

@@ -11,13 +11,15 @@
  *                   checkpoint event: ID"
  *   pjctrl signal   rank 0 sends SIGUSR1 to rank 1 ("rank 0 signal:
  *                   STATUS"; rank 1 prints "rank 1 got SIGUSR1"), then
- *                   asks the same of rank 2 ("rank 0 remote signal:"),
+ *                   asks the same of rank 2, on the other node ("rank 0
+ *                   remote signal:"; rank 2 prints "rank 2 got SIGUSR1"),
  *                   of a process of another namespace ("rank 0 foreign:")
  *                   and a pause of rank 1 ("rank 0 pause:")
  *   pjctrl kill     rank 0 kills rank 1 (PMIX_JOB_CTRL_KILL), which
  *                   sleeps: "rank 0 kill: STATUS"
  *   pjctrl term     rank 0 terminates rank 1 (PMIX_JOB_CTRL_TERMINATE):
  *                   rank 1 prints "rank 1 got SIGTERM" and exits 0
+ *   pjctrl rterm    the same of rank 3, on the other node
  *
  * Each rank then prints "rank R done" and finalizes.  Every wait runs
  * under a watchdog ("HANG", exit 3, after 60 s). */
@@ -169,31 +171,36 @@ int main(int argc, char **argv)
 			say("pause",
 			    jc(&t, PMIX_JOB_CTRL_PAUSE, &yes, PMIX_BOOL));
 		}
-		if (me.rank == 1) {
+		if (me.rank == 1 || me.rank == 2) {
 			alarm(60);
 			while (!got_sig)
 				usleep(10000);
 			alarm(0);
-			printf("rank 1 got SIGUSR%d\n",
+			printf("rank %u got SIGUSR%d\n", me.rank,
 			       got_sig == SIGUSR1 ? 1 : 2);
 		}
 		fence();
-	} else if (!strcmp(mode, "kill") || !strcmp(mode, "term")) {
+	} else if (!strcmp(mode, "kill") || !strcmp(mode, "term") ||
+		   !strcmp(mode, "rterm")) {
 		bool kill = !strcmp(mode, "kill");
+		/* rterm: rank 3, on the other node. */
+		pmix_rank_t target = !strcmp(mode, "rterm") ? 3 : 1;
+		pmix_proc_t tp;
 
+		PMIX_PROC_LOAD(&tp, me.nspace, target);
 		signal(SIGTERM, on_sig);
 		fence();
 		if (me.rank == 0)
-			say(mode, jc(&t,
+			say(mode, jc(&tp,
 				     kill ? PMIX_JOB_CTRL_KILL
 					  : PMIX_JOB_CTRL_TERMINATE,
 				     &yes, PMIX_BOOL));
-		if (me.rank == 1) {
+		if (me.rank == target) {
 			alarm(60);
 			while (!got_sig)
 				usleep(10000);
 			alarm(0);
-			printf("rank 1 got SIGTERM\n");
+			printf("rank %u got SIGTERM\n", me.rank);
 			fflush(stdout);
 			return 0;
 		}
