@@ -452,6 +452,7 @@ int main(int argc, char **argv)
 	conn_free(a.conn);
 	a.conn = NULL;
 	pmix_fini(&a);
+	ckpt_mem_fini(&a);
 	check_fini(&a);
 	netprobe_fini(&a);
 	metrics_fini(&a);
