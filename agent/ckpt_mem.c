@@ -246,6 +246,29 @@ static long rank_of(const char *name)
 	return errno || *end || v < 0 || v > 0x3fffffff ? -1 : v;
 }
 
+/* Bytes of the regular files in directory fd (closed). */
+static int64_t dir_bytes(int fd)
+{
+	DIR *d = fdopendir(fd);
+	struct dirent *e;
+	int64_t bytes = 0;
+
+	if (!d) {
+		close(fd);
+		return 0;
+	}
+	while ((e = readdir(d))) {
+		struct stat st;
+
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
+			0 &&
+		    S_ISREG(st.st_mode))
+			bytes += st.st_size;
+	}
+	closedir(d);
+	return bytes;
+}
+
 /* Bytes of the regular files in step directory fd (ours), -1 when it is
  * not complete (no regular COMPLETE) or not ours. */
 static int64_t step_bytes(int fd)
@@ -304,6 +327,15 @@ static void scan_rank(int rfd, int rank, bool peer, json_t *steps,
 
 		if (!strcmp(e->d_name, ".full"))
 			*full = true;
+		/* A step being written counts against memory_max too. */
+		if (!strncmp(e->d_name, ".tmp-", 5)) {
+			sfd = openat(dirfd(d), e->d_name,
+				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+					 O_CLOEXEC);
+			if (sfd >= 0)
+				*used += dir_bytes(sfd);
+			continue;
+		}
 		if (s < 0)
 			continue;
 		sfd = openat(dirfd(d), e->d_name,
@@ -429,9 +461,9 @@ static void scan(struct agent *a, bool force)
 	if (full && !m->said_full && m->max > 0) {
 		fprintf(stderr,
 			"herd-agent: memory tier %s is full (%" PRId64
-			" MiB in use, checkpoint.memory_max %" PRId64
-			" MiB): checkpoints that do not fit go to disk\n",
-			m->jobdir, used >> 20, m->max >> 20);
+			" bytes in use, checkpoint.memory_max %" PRId64
+			"): checkpoints that do not fit go to disk\n",
+			m->jobdir, used, m->max);
 		m->said_full = true;
 	}
 	if (force || full != m->full || !m->last || !json_equal(steps, m->last)) {
@@ -828,12 +860,13 @@ static int open_peer_rank(struct agent *a, int rank, char *why, size_t size)
 
 /* Room for total more bytes: what the tier holds and what copies that
  * are arriving announced. */
-static bool room_for(struct ckpt_mem *m, int64_t total)
+static bool room_for(struct ckpt_mem *m, const struct ckpt_in *self,
+		     int64_t total)
 {
 	int64_t pending = 0;
 
 	for (int i = 0; i < CKPT_XFERS_MAX; i++)
-		if (m->in[i].id && !m->in[i].refused)
+		if (m->in[i].id && !m->in[i].refused && &m->in[i] != self)
 			pending += m->in[i].total - m->in[i].got;
 	return m->used + pending + total <= m->max;
 }
@@ -869,7 +902,8 @@ void ckpt_mem_on_data(struct agent *a, struct proto_frame *f)
 			ack(a, id, "a copy must start at offset 0", 0, NULL);
 			return;
 		}
-		if (!room_for(m, total)) {
+		scan(a, false); /* what the tier holds now */
+		if (!room_for(m, x, total)) {
 			snprintf(why, sizeof(why),
 				 "refused: a copy of %" PRId64
 				 " bytes does not fit in checkpoint.memory_max "

@@ -97,7 +97,11 @@ def save(step, obj, name="state.pt"):
         _no_room(d, step, nbytes)
         return None
     limit = int(os.environ.get("HERD_CKPT_MEM_MAX", "0") or 0)
-    if limit > 0 and _used(os.path.dirname(d)) > limit:
+    # What the node's tier will hold once the oldest of this rank's
+    # steps is gone (the newest KEEP stay, this one among them).
+    going = sum(_used(os.path.join(d, n))
+                for _s, n in _complete_steps(d)[:-(KEEP - 1) or None])
+    if limit > 0 and _used(os.path.dirname(d)) - going > limit:
         nbytes = _used(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
         _no_room(d, step, nbytes)
