@@ -98,7 +98,7 @@ test_expect_success 'node 2 killed at step >= 12: survivors resume from memory, 
 	S=$(jq -n "[inputs | select(.event == \"checkpoint_restored\" and .attempt == 2) | .step] | unique | if length == 1 then .[0] else -1 end" "$(ev mem)") &&
 	echo "attempt 2 resumes every rank from step $S" &&
 	test "$S" -ge 10 && test "$S" -lt 99999998 &&
-	R1=$(jq -n "[inputs | select(.event == \"checkpoint_replicated\" and .rank == 1 and .why == \"replica\") | .step] | max" "$(ev mem)") &&
+	R1=$(jq -n "[inputs] | ([.[] | select(.event == \"node_failed\")][0].t) as \$f | [.[] | select(.event == \"checkpoint_replicated\" and .rank == 1 and .why == \"replica\" and .t < \$f) | .step] | max" "$(ev mem)") &&
 	echo "newest copy of rank 1 (the lost node) on another node: step $R1" &&
 	test "$S" -ge "$R1" &&
 	test "$(jq -n "[inputs | select(.event == \"checkpoint_restored\" and .attempt == 2)] | length" "$(ev mem)")" = 3 &&
