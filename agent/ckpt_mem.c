@@ -26,12 +26,16 @@
  * connection the agent has: a peer copy is accepted from herd alone, its
  * announced size is checked against memory_max before anything is
  * written, and it is renamed into place only when every byte came.  The
- * tier is removed when the agent ends unless keep_memory is set.
+ * tier is removed when the agent ends unless keep_memory is set; the
+ * job's directory names its agent (".agent": pid and boot id), so that
+ * the next agent of this user on the node removes what a killed one left
+ * (not a directory kept with keep_memory: ".keep").
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -502,6 +506,89 @@ static void on_scan(struct loop *loop, void *arg)
 
 /* ---- herd's frames ----------------------------------------------------------- */
 
+/* ---- what killed agents left ------------------------------------------------ */
+
+/* The boot's id (a pid means nothing across boots), or "". */
+static void boot_id(char *buf, size_t size)
+{
+	FILE *fp = fopen("/proc/sys/kernel/random/boot_id", "re");
+
+	buf[0] = '\0';
+	if (fp) {
+		if (!fgets(buf, (int)size, fp))
+			buf[0] = '\0';
+		fclose(fp);
+	}
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+/* Marks the job's directory as this agent's (".agent": PID and boot id;
+ * ".keep" with keep_memory), then removes the directories of jobs whose
+ * agent is gone (killed: it could not remove its own), unless kept. */
+static void mark_and_sweep(struct agent *a, int jfd)
+{
+	struct ckpt_mem *m = a->ckpt;
+	char boot[64], line[128], user[64], why[600];
+	int fd, base, ufd;
+	DIR *d;
+	struct dirent *e;
+
+	boot_id(boot, sizeof(boot));
+	fd = openat(jfd, ".agent",
+		    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		dprintf(fd, "%d %s\n", (int)getpid(), boot);
+		close(fd);
+	}
+	if (m->keep && (fd = openat(jfd, ".keep",
+				    O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+				    0600)) >= 0)
+		close(fd);
+	base = open(m->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	snprintf(user, sizeof(user), "herd-mem-%u", (unsigned)getuid());
+	ufd = base >= 0 ? open_private(base, user, false, why, sizeof(why))
+			: -1;
+	if (base >= 0)
+		close(base);
+	if (ufd < 0 || !(d = fdopendir(ufd))) {
+		if (ufd >= 0)
+			close(ufd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		int j, af;
+		ssize_t n;
+		long pid;
+		char *sp;
+		struct stat st;
+
+		if (e->d_name[0] == '.' || !strcmp(e->d_name, m->job))
+			continue;
+		j = open_private(dirfd(d), e->d_name, false, why, sizeof(why));
+		if (j < 0)
+			continue;
+		af = openat(j, ".agent", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		n = af >= 0 ? read(af, line, sizeof(line) - 1) : -1;
+		if (af >= 0)
+			close(af);
+		if (n <= 0 || fstatat(j, ".keep", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			close(j);
+			continue;
+		}
+		close(j);
+		line[n] = '\0';
+		line[strcspn(line, "\n")] = '\0';
+		pid = strtol(line, &sp, 10);
+		if (pid <= 0 || *sp != ' ')
+			continue;
+		if (!strcmp(sp + 1, boot) && (kill((pid_t)pid, 0) == 0 ||
+					      errno != ESRCH))
+			continue;
+		rm_tree_at(dirfd(d), e->d_name, 0);
+	}
+	closedir(d);
+}
+
 void ckpt_mem_on_conf(struct agent *a, struct proto_frame *f)
 {
 	struct ckpt_mem *m = a->ckpt;
@@ -523,6 +610,14 @@ void ckpt_mem_on_conf(struct agent *a, struct proto_frame *f)
 	if (m->max == 0 && statvfs(m->base, &sv) == 0)
 		m->max = (int64_t)(sv.f_blocks * sv.f_frsize / 2);
 	m->conf = true;
+	{
+		int jfd = open_job(a);
+
+		if (jfd >= 0) {
+			mark_and_sweep(a, jfd);
+			close(jfd);
+		}
+	}
 	scan(a, true);
 	m->timer = loop_timer_add(a->loop, CKPT_SCAN_MS, on_scan, a);
 }

@@ -155,13 +155,22 @@ test_expect_success 'nodes 2 and 3 (rank 1 and its replica) lost together: every
 	cluster_start_node 2 && cluster_start_node 3
 '
 
-test_expect_success 'keep_memory: the tier stays after the job' '
+test_expect_success 'keep_memory: the tier stays after the job; what a killed agent left is removed by the next one' '
 	mem_job keep "$(cluster_node 1)" "" ", keep_memory: true" \
 		--steps 10 --every 5 --sleep 0 &&
 	herd run keep.yaml >out.keep 2>err.keep &&
 	K=$(jobkey keep 0) &&
 	on 1 test -e "$TIER/$K/rank-0/step_00000010/COMPLETE" &&
 	on 1 test -e "$TIER/$K/rank-0/step_00000005/COMPLETE" &&
+	on 1 test -e "$TIER/$K/.keep" &&
+	# What a killed agent left (its pid gone) goes at the next job of
+	# the user on the node; a kept tier stays.
+	on 1 sh -c "mkdir -m 0700 \"$TIER/stale-job\" && echo \"999999999 \$(cat /proc/sys/kernel/random/boot_id)\" >\"$TIER/stale-job/.agent\"" &&
+	mem_job keep2 "$(cluster_node 1)" "" "" --steps 5 --every 5 --sleep 0 &&
+	herd run keep2.yaml >out.keep2 2>err.keep2 &&
+	! on 1 test -e "$TIER/stale-job" &&
+	on 1 test -e "$TIER/$K/rank-0/step_00000010/COMPLETE" &&
+	! on 1 test -e "$TIER/$(jobkey keep2 0)" &&
 	on 1 rm -rf "$TIER/$K"
 '
 
