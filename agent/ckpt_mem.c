@@ -61,6 +61,10 @@
 #define CKPT_SEND_WINDOW (4 * PROTO_CKPT_CHUNK)
 /* Files of one step directory, and nesting when removing one. */
 #define CKPT_FILES_MAX 4096
+/* Files of a step a copy holds open (opened when the copy is asked for;
+ * copies of a rank to a node are at most two at once, see
+ * ckpt_mem_on_push). */
+#define CKPT_OPEN_MAX 64
 #define CKPT_RM_DEPTH  8
 
 struct ckpt_in {
@@ -84,6 +88,9 @@ struct ckpt_out {
 	int64_t *sizes;
 	size_t n, cur;
 	int dfd, fd;		/* the step directory, the file being read */
+	int *fds;		/* every file, opened when the copy was asked
+				 * for: a step pruned meanwhile (a newer one
+				 * came) is still sent whole */
 	int64_t total, sent, foff;
 	struct ckpt_out *next;
 };
@@ -779,6 +786,10 @@ static void out_free(struct ckpt_out *o)
 		close(o->fd);
 	if (o->dfd >= 0)
 		close(o->dfd);
+	for (size_t i = 0; o->fds && i < o->n; i++)
+		if (o->fds[i] >= 0)
+			close(o->fds[i]);
+	free(o->fds);
 	free_list(o->files, o->sizes, o->n);
 	free(o);
 }
@@ -814,14 +825,8 @@ static void pump(struct agent *a)
 			return;
 		}
 		if (o->fd < 0) {
-			struct stat st;
-
-			o->fd = openat(o->dfd, o->files[o->cur],
-				       O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-			if (o->fd < 0 || fstat(o->fd, &st) < 0 ||
-			    !S_ISREG(st.st_mode) ||
-			    st.st_size != o->sizes[o->cur])
-				goto fail;
+			o->fd = o->fds[o->cur];
+			o->fds[o->cur] = -1;
 			o->foff = 0;
 		}
 		if (o->foff < o->sizes[o->cur]) {
@@ -889,6 +894,54 @@ void ckpt_mem_on_push(struct agent *a, struct proto_frame *f)
 		out_free(o);
 		return;
 	}
+	if (o->n > CKPT_OPEN_MAX) {
+		ack(a, id, "more files in the step than a copy takes", 0,
+		    NULL);
+		out_free(o);
+		return;
+	}
+	o->fds = malloc(o->n * sizeof(*o->fds));
+	for (size_t i = 0; o->fds && i < o->n; i++)
+		o->fds[i] = -1;
+	for (size_t i = 0; o->fds && i < o->n; i++) {
+		struct stat st;
+
+		o->fds[i] = openat(o->dfd, o->files[i],
+				   O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (o->fds[i] < 0 || fstat(o->fds[i], &st) < 0 ||
+		    !S_ISREG(st.st_mode) || st.st_size != o->sizes[i]) {
+			ack(a, id, "the step changed while it was opened", 0,
+			    NULL);
+			out_free(o);
+			return;
+		}
+	}
+	if (!o->fds) {
+		ack(a, id, "out of memory", 0, NULL);
+		out_free(o);
+		return;
+	}
+	/* A copy of an older step of the same rank to the same node that
+	 * has not started is superseded: a slow link sends the newest. */
+	for (struct ckpt_out **pp = m->out ? &m->out->next : NULL; pp && *pp;) {
+		struct ckpt_out *q = *pp;
+
+		if (q->rank == o->rank && q->peer == o->peer &&
+		    q->node == o->node && q->step < o->step) {
+			char msg[96];
+
+			snprintf(msg, sizeof(msg), "superseded by step %ld",
+				 o->step);
+			ack(a, q->id, msg, 0, NULL);
+			*pp = q->next;
+			out_free(q);
+			continue;
+		}
+		pp = &q->next;
+	}
+	m->out_tail = NULL;
+	for (struct ckpt_out *q = m->out; q; q = q->next)
+		m->out_tail = q;
 	if (m->out_tail)
 		m->out_tail->next = o;
 	else

@@ -72,7 +72,7 @@ test_expect_success 'cluster of 5 nodes, each with its own /dev/shm; a second lo
 
 test_expect_success 'node 2 killed at step >= 12: survivors resume from memory, the spare from the peer copy; a torn step is never offered; the tier is 0700 and unreadable by another user; it is gone at job end' '
 	mem_job mem "${HERD_CLUSTER_PREFIX}[1-3]" "$(cluster_node 4)" "" \
-		--steps 60 --every 5 --sleep 0.2 --torn 11 &&
+		--steps 60 --every 5 --sleep 0.2 --torn 7 &&
 	run_bg mem.yaml out.mem err.mem &&
 	fo_wait_event mem checkpoint_replicated ".rank == 1 and .step >= 10 and .why == \"replica\"" 60 &&
 	fo_wait_event mem checkpoint_replicated ".rank == 2 and .step >= 10" 30 &&
@@ -214,6 +214,24 @@ test_expect_success 'no peer copy written past the limit, nothing left in the ti
 	for n in 1 2; do
 		on $n sh -c "test ! -e \"$TIER\" || test -z \"\$(ls -A \"$TIER\")\"" || return 1
 	done
+'
+
+test_expect_success 'a 16 MB step: copied to the next node in 4 MiB chunks through herd, fetched to the spare after a crash' '
+	mem_job big "${HERD_CLUSTER_PREFIX}[1-2]" "$(cluster_node 3)" "" \
+		--steps 40 --every 10 --sleep 0.2 --pad 16000000 &&
+	run_bg big.yaml out.big err.big &&
+	fo_wait_event big checkpoint_replicated ".rank == 1 and .step >= 10 and .bytes > 16000000" 90 &&
+	jq -c -n "inputs | select(.event == \"checkpoint_replicated\")" "$(ev big)" | head -n 4 &&
+	cluster_kill_node 2 &&
+	wait_exit $HERD_PID 180 &&
+	cat err.big &&
+	test "$WAIT_RC" = 0 &&
+	jq -c -n "inputs | select(.event == \"checkpoint_restored\")" "$(ev big)" &&
+	fo_has big checkpoint_restored ".attempt == 2 and .tier == \"peer\" and .host == \"$(cluster_node 1)\"" &&
+	fo_has big checkpoint_restored ".attempt == 2 and .tier == \"memory\"" &&
+	grep -q "^step 40/40 " "$(rlog big 2 0)" &&
+	mem_left &&
+	cluster_start_node 2
 '
 
 test_expect_success 'tear down' '
