@@ -70,7 +70,7 @@ test_expect_success 'cluster of 5 nodes, each with its own /dev/shm; a second lo
 	on 1 rm /dev/shm/herd-t0820-mark
 '
 
-test_expect_success 'node 2 killed at step >= 12: survivors resume from memory, the spare from the peer copy; a torn step is never offered; the tier is 0700 and unreadable by another user; it is gone at job end' '
+test_expect_success 'node 2 killed once step 10 is copied: survivors resume from memory, the spare from the peer copy; a torn step is never offered; the tier is 0700 and unreadable by another user; it is gone at job end' '
 	mem_job mem "${HERD_CLUSTER_PREFIX}[1-3]" "$(cluster_node 4)" "" \
 		--steps 60 --every 5 --sleep 0.2 --torn 7 &&
 	run_bg mem.yaml out.mem err.mem &&
