@@ -218,7 +218,7 @@ test_expect_success 'no peer copy written past the limit, nothing left in the ti
 
 test_expect_success 'a 16 MB step: copied to the next node in 4 MiB chunks through herd, fetched to the spare after a crash' '
 	mem_job big "${HERD_CLUSTER_PREFIX}[1-2]" "$(cluster_node 3)" "" \
-		--steps 40 --every 10 --sleep 0.2 --pad 16000000 &&
+		--steps 30 --every 10 --sleep 1 --pad 16000000 &&
 	run_bg big.yaml out.big err.big &&
 	fo_wait_event big checkpoint_replicated ".rank == 1 and .step >= 10 and .bytes > 16000000" 90 &&
 	jq -c -n "inputs | select(.event == \"checkpoint_replicated\")" "$(ev big)" | head -n 4 &&
@@ -229,7 +229,7 @@ test_expect_success 'a 16 MB step: copied to the next node in 4 MiB chunks throu
 	jq -c -n "inputs | select(.event == \"checkpoint_restored\")" "$(ev big)" &&
 	fo_has big checkpoint_restored ".attempt == 2 and .tier == \"peer\" and .host == \"$(cluster_node 1)\"" &&
 	fo_has big checkpoint_restored ".attempt == 2 and .tier == \"memory\"" &&
-	grep -q "^step 40/40 " "$(rlog big 2 0)" &&
+	grep -q "^step 30/30 " "$(rlog big 2 0)" &&
 	mem_left &&
 	cluster_start_node 2
 '
