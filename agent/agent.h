@@ -159,6 +159,7 @@ struct agent {
 	struct check_state *check;	/* check.c: the health gate */
 	struct netprobe_state *netprobe;	/* netprobe.c */
 	struct control_state *control;	/* control.c: HERD_CONTROL */
+	struct ckpt_mem *ckpt;	/* ckpt_mem.c: the memory tier, or NULL */
 };
 
 /* keeper.c: the rank keeper, its own program (keeper_main.c; embedded,
@@ -398,6 +399,23 @@ void stack_parse_end(struct stack_parse *p);
 /* The table of collectives (stacks.c): is a frame with this function
  * (and file, may be NULL) communication waiting for the other ranks? */
 bool stacks_in_collective(const char *func, const char *file);
+
+/* ckpt_mem.c: the node's memory tier (checkpoints in memory, peer
+ * copies, persisting to checkpoint.dir). */
+/* herd's CKPT_CONF: where the tier is; the first inventory goes out and
+ * the tier is scanned from then on. */
+void ckpt_mem_on_conf(struct agent *a, struct proto_frame *f);
+/* HERD_CKPT_MEM (rank's directory, made and checked) and
+ * HERD_CKPT_MEM_MAX into env, nothing when the tier cannot be used.
+ * Returns 0, or -1 when out of memory. */
+int ckpt_mem_rank_env(struct agent *a, int rank, struct envv *env);
+/* herd's CKPT_PUSH, CKPT_DATA and CKPT_PERSIST. */
+void ckpt_mem_on_push(struct agent *a, struct proto_frame *f);
+void ckpt_mem_on_data(struct agent *a, struct proto_frame *f);
+void ckpt_mem_on_persist(struct agent *a, struct proto_frame *f);
+/* At exit: copies in flight dropped; the job's directory removed unless
+ * keep_memory. */
+void ckpt_mem_fini(struct agent *a);
 
 /* main.c */
 void agent_send(struct agent *a, enum proto_type type, json_t *body,

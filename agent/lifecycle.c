@@ -300,6 +300,11 @@ static const frame_handler frame_table[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_EVENT] = pmix_on_event,
 	[PROTO_PROC_FAILED] = pmix_on_proc_failed,
 	[PROTO_RANK_CTL] = control_on_frame,
+	/* checkpoints in memory */
+	[PROTO_CKPT_CONF] = ckpt_mem_on_conf,
+	[PROTO_CKPT_PUSH] = ckpt_mem_on_push,
+	[PROTO_CKPT_DATA] = ckpt_mem_on_data,
+	[PROTO_CKPT_PERSIST] = ckpt_mem_on_persist,
 };
 
 void agent_dispatch(struct agent *a, struct proto_frame *f)

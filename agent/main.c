@@ -446,6 +446,9 @@ int main(int argc, char **argv)
 	/* Everything is reaped; make sure no group member outlives us. */
 	rank_signal_all(&a, SIGKILL);
 	rank_free_all(&a);
+	/* The tier goes before herd hears us hang up: a job that ended
+	 * leaves nothing in memory once herd has exited. */
+	ckpt_mem_fini(&a);
 	/* Everything is sent (the loop stops only then): hang up before
 	 * PMIx's own teardown, which takes about half a second and which
 	 * the controller need not wait for. */

@@ -506,6 +506,7 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 		     envv_set(&env, "PYTHONFAULTHANDLER", "1") < 0) ||
 		    (a->pmix_mode && pmix_setup_rank(a, r, &env, err) < 0) ||
 		    control_rank_env(a, r->rank, &env) < 0 ||
+		    ckpt_mem_rank_env(a, r->rank, &env) < 0 ||
 		    envv_add_json(&env, json_object_get(launch, "env")) < 0 ||
 		    envv_add_json(&env, json_object_get(jr, "env")) < 0) {
 			envv_free(&env);

@@ -465,6 +465,7 @@ static void drop_conn(struct ctl *c, struct node *n)
 		c->graveyard_timer =
 			loop_timer_add(c->loop, 0, free_graveyard, c);
 	n->conn = NULL;
+	ctl_ckpt_node_gone(c, n);
 }
 
 static void on_frame(struct conn *conn, struct proto_frame *f, void *arg);
@@ -1381,6 +1382,14 @@ static void act_launch(struct ctl *c, struct ctl_ev *ev)
 			      c->attempt, "nodes", count_nodes(c, NODE_UP, 1),
 			      "world_size", c->world_size, "master_addr",
 			      c->master_addr, "checkpoint", c->checkpoint));
+	/* Peer copies to fetch first: LAUNCH follows from ctl_ckpt.c. */
+	if (ctl_ckpt_plan(c, command) == 0)
+		ctl_launch_send(c, command);
+	free(command);
+}
+
+void ctl_launch_send(struct ctl *c, const char *command)
+{
 	for (int i = 0; i < c->n_nodes; i++) {
 		struct node *n = &c->nodes[i];
 		json_t *body;
@@ -1398,7 +1407,7 @@ static void act_launch(struct ctl *c, struct ctl_ev *ev)
 					      n->host, "local_rank", l,
 					      "node_rank", n->index));
 	}
-	free(command);
+	ctl_ckpt_launched(c);
 	ctl_detach_ready(c); /* --detach: the job is up */
 }
 
@@ -1602,6 +1611,7 @@ static void on_hello(struct ctl *c, struct node *n, struct proto_frame *f)
 		       (json_int_t)c->spec->health.timeout_ms);
 	conn_send(n->conn, PROTO_HEARTBEAT, hb, NULL, 0, NULL);
 	json_decref(hb);
+	ctl_ckpt_node_up(c, n);
 	if (!n->member) {
 		events_emit(c->ev, "node_readmitted",
 			    json_pack("{s:s}", "host", n->host));
@@ -1973,6 +1983,9 @@ static const frame_fn frame_handlers[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_UNPUBLISH] = ctl_pubsub_unpublish,
 	[PROTO_EVENT] = ctl_event_frame,
 	[PROTO_RANK_CTL] = ctl_rejoin_frame,
+	[PROTO_CKPT_INV] = ctl_ckpt_frame,
+	[PROTO_CKPT_DATA] = ctl_ckpt_frame,
+	[PROTO_CKPT_ACK] = ctl_ckpt_frame,
 };
 
 /* A conn's arg is its node: found in O(1).  A conn the node has dropped
@@ -2395,6 +2408,7 @@ void ctl_free(struct ctl *c)
 	ctl_free_ranks(c);
 	ctl_pmix_clear(c);
 	ctl_pubsub_free(c);
+	ctl_ckpt_free(c);
 	notify_stop(c);
 	transport_free(c->transport);
 	events_close(c->ev);

@@ -269,6 +269,7 @@ struct ctl {
 	int64_t stacks_wait_ms;		/* how long for them (tests shorten it) */
 	struct ctl_check *check;	/* ctl_check.c: the health gate */
 	struct ctl_rejoin *rejoin;	/* ctl_rejoin.c: survivors kept */
+	struct ctl_ckpt *ckpt;		/* ctl_ckpt.c: the memory tiers */
 	uint64_t term_missed;	/* bytes of rank output the terminal missed */
 	bool local;
 	bool tty;
@@ -554,6 +555,53 @@ void ctl_check_print(struct ctl *c);
 /* The gate is over (its timer stopped); ctl_check_free at the end. */
 void ctl_check_end(struct ctl *c);
 void ctl_check_free(struct ctl *c);
+
+/* ctl_ckpt.c: checkpoints in memory (the nodes' tiers, peer copies,
+ * persisting to disk, restoring across the tiers). */
+/* Node n said HELLO: its tier's CKPT_CONF. */
+void ctl_ckpt_node_up(struct ctl *c, struct node *n);
+/* CKPT_INV (checkpoint_saved, replicas), CKPT_DATA (relayed), CKPT_ACK. */
+void ctl_ckpt_frame(struct ctl *c, struct node *n, struct proto_frame *f);
+/* Node n's connection is gone: its inventory, and copies from or to it
+ * fail. */
+void ctl_ckpt_node_gone(struct ctl *c, struct node *n);
+/* The attempt's ranks are planned: each rank's checkpoint is chosen
+ * across the tiers.  Returns 1 when peer copies are being fetched first:
+ * ctl_launch_send(c, command) follows when they are in (or failed: then
+ * every rank resumes from disk); 0: send LAUNCH now. */
+int ctl_ckpt_plan(struct ctl *c, const char *command);
+/* HERD_RESUME_FROM for rank of this attempt, or NULL: the job's
+ * (c->checkpoint). */
+const char *ctl_ckpt_rank_path(struct ctl *c, int rank);
+/* LAUNCH went out: checkpoint_restored per rank; the persist timer. */
+void ctl_ckpt_launched(struct ctl *c);
+void ctl_ckpt_free(struct ctl *c);
+/* For a replacement rank on node (survivors kept): the newest step every
+ * rank holds, where: tier "memory" | "peer" | "disk" (NULL: nothing),
+ * holder the node index holding it (-1: disk), peer: as a peer copy
+ * there; local: on node itself, path (malloc'd, the caller frees) its
+ * HERD_RESUME_FROM then (or disk's).  Returns 0, or -1 when there is
+ * nothing to resume from. */
+struct ctl_ckpt_where {
+	long step;
+	const char *tier;
+	int holder;
+	bool peer, local;
+	char *path;
+};
+int ctl_ckpt_resume_for(struct ctl *c, int rank, int node,
+			struct ctl_ckpt_where *w);
+/* Copies rank's step from node `from` (peer: its peer copy) into node
+ * to's tier; done(ok, path on `to`, ms) follows from the loop.  Returns
+ * the transfer's id, or -1. */
+long ctl_ckpt_fetch(struct ctl *c, int rank, long step, int from, bool peer,
+		    int to,
+		    void (*done)(struct ctl *c, void *arg, bool ok,
+				 const char *path, int64_t ms),
+		    void *arg);
+
+/* ctl.c: sends LAUNCH to every member node (rank_start events). */
+void ctl_launch_send(struct ctl *c, const char *command);
 
 /* ctl_launch.c */
 /* Node n's entry of HELLO's addrs ({ifname, addr, netmask}) whose network

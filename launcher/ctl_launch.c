@@ -453,6 +453,11 @@ json_t *ctl_launch_body(struct ctl *c, struct node *n, const char *command)
 			for (size_t k = 0; k < nb; k++)
 				set_str(renv, bv[k].key, bv[k].value);
 		}
+		/* Each rank's own checkpoint when one is chosen in the
+		 * memory tiers (ctl_ckpt.c); else the job's. */
+		if (ctl_ckpt_rank_path(c, rank))
+			set_str(renv, "HERD_RESUME_FROM",
+				ctl_ckpt_rank_path(c, rank));
 		/* The agent applies these after the job's variables, so
 		 * launch.env must win here too (RANK, LOCAL_WORLD_SIZE,
 		 * HERD_PROGRESS_FILE...). */

@@ -381,6 +381,55 @@ static const struct proto_body proto_pattern_body = {
     .more = proto_pattern_more,
 };
 
+/* --- checkpoints in memory (the memory tier, peer copies, persist) ------ */
+
+/* A name in the tier: a job key or a file of a step directory.  Plain
+ * names only (no '/', not "." or "..", no leading '.': temporary names
+ * are the tier's own), at most PROTO_CKPT_NAME_MAX bytes. */
+static int proto_ckpt_name(const json_t *body, const char *key,
+			   struct herd_err *err)
+{
+	const char *v = json_string_value(json_object_get(body, key));
+
+	if (!v)
+		return 0;
+	if (!*v || *v == '.' || strchr(v, '/') ||
+	    strlen(v) > PROTO_CKPT_NAME_MAX)
+		return herd_errprintf(err,
+				      "key \"%s\": \"%s\" is not a plain "
+				      "name (1..%d bytes, no '/', no leading "
+				      "'.')",
+				      key, v, PROTO_CKPT_NAME_MAX);
+	return 0;
+}
+
+static int proto_ckpt_mem_more(const json_t *body, struct herd_err *err)
+{
+	return proto_ckpt_name(body, "job", err);
+}
+
+static const struct proto_body proto_ckpt_step_body = {
+    .format = "{s:I, s:I, s:I, s:b}",
+    .keys = {"rank", "step", "bytes", "peer"},
+    .ranges = {{"rank", 0, INT_MAX},
+	       {"step", 0, PROTO_INT_ANY},
+	       {"bytes", 0, PROTO_INT_ANY}},
+};
+
+static int proto_ckpt_inv_more(const json_t *body, struct herd_err *err)
+{
+	return proto_check_array(body, "steps", &proto_ckpt_step_body,
+				 PROTO_CKPT_STEPS_MAX, err);
+}
+
+static int proto_ckpt_data_more(const json_t *body, struct herd_err *err)
+{
+	if (json_integer_value(json_object_get(body, "offset")) >
+	    json_integer_value(json_object_get(body, "total")))
+		return herd_errprintf(err, "offset past total");
+	return proto_ckpt_name(body, "file", err);
+}
+
 static int proto_launch_more(const json_t *body, struct herd_err *err)
 {
 	const json_t *pmix = json_object_get(body, "pmix");
@@ -1587,6 +1636,96 @@ static const struct proto_rule proto_rules[] = {
 			       {"rank", 0, INT_MAX},
 			       {"to", 0, INT_MAX}},
 		    .more = proto_rank_ctl_more,
+		},
+	},
+    /* checkpoints in memory: the tier's inventory, copies between nodes
+     * (relayed by herd), persisting a step to checkpoint.dir */
+    [PROTO_CKPT_CONF] =
+	{
+	    .name = "CKPT_CONF",
+	    .to_agent =
+		{
+		    .format = "{s:s, s:s, s:I, s:b}",
+		    .keys = {"dir", "job", "max", "keep"},
+		    .ranges = {{"max", 0, PROTO_INT_ANY}},
+		    .more = proto_ckpt_mem_more,
+		},
+	},
+    [PROTO_CKPT_INV] =
+	{
+	    .name = "CKPT_INV",
+	    .to_herd =
+		{
+		    .format = "{s:s, s:o, s?s, s?b}",
+		    .keys = {"dir", "steps", "error", "full"},
+		    .more = proto_ckpt_inv_more,
+		},
+	},
+    [PROTO_CKPT_PUSH] =
+	{
+	    .name = "CKPT_PUSH",
+	    .to_agent =
+		{
+		    .format = "{s:I, s:I, s:I, s:b, s:I}",
+		    .keys = {"id", "rank", "step", "peer", "node"},
+		    .ranges = {{"id", 1, PROTO_INT_ANY},
+			       {"rank", 0, INT_MAX},
+			       {"step", 0, PROTO_INT_ANY},
+			       {"node", 0, INT_MAX}},
+		},
+	},
+    [PROTO_CKPT_DATA] =
+	{
+	    .name = "CKPT_DATA",
+	    .to_herd =
+		{
+		    .format = "{s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:b}",
+		    .keys = {"id", "to", "rank", "step", "file", "offset",
+			     "total", "last"},
+		    .ranges = {{"id", 1, PROTO_INT_ANY},
+			       {"to", 0, INT_MAX},
+			       {"rank", 0, INT_MAX},
+			       {"step", 0, PROTO_INT_ANY},
+			       {"offset", 0, PROTO_INT_ANY},
+			       {"total", 0, PROTO_INT_ANY}},
+		    .more = proto_ckpt_data_more,
+		},
+	    .to_agent =
+		{
+		    .format = "{s:I, s:I, s:I, s:I, s:s, s:I, s:I, s:b}",
+		    .keys = {"id", "from", "rank", "step", "file", "offset",
+			     "total", "last"},
+		    .ranges = {{"id", 1, PROTO_INT_ANY},
+			       {"from", 0, INT_MAX},
+			       {"rank", 0, INT_MAX},
+			       {"step", 0, PROTO_INT_ANY},
+			       {"offset", 0, PROTO_INT_ANY},
+			       {"total", 0, PROTO_INT_ANY}},
+		    .more = proto_ckpt_data_more,
+		},
+	    .data_max = PROTO_CKPT_CHUNK,
+	},
+    [PROTO_CKPT_ACK] =
+	{
+	    .name = "CKPT_ACK",
+	    .to_herd =
+		{
+		    .format = "{s:I, s:b, s?I, s?s, s?s}",
+		    .keys = {"id", "ok", "bytes", "error", "path"},
+		    .ranges = {{"id", 1, PROTO_INT_ANY},
+			       {"bytes", 0, PROTO_INT_ANY}},
+		},
+	},
+    [PROTO_CKPT_PERSIST] =
+	{
+	    .name = "CKPT_PERSIST",
+	    .to_agent =
+		{
+		    .format = "{s:I, s:I, s:I, s:b, s:s}",
+		    .keys = {"id", "rank", "step", "peer", "dir"},
+		    .ranges = {{"id", 1, PROTO_INT_ANY},
+			       {"rank", 0, INT_MAX},
+			       {"step", 0, PROTO_INT_ANY}},
 		},
 	},
 };

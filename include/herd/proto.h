@@ -292,6 +292,38 @@
  *              contributions in node order.  {attempt: I 1.., seq: I 1..,
  *               status: I (0 or a PMIx status)}
  *
+ *  Checkpoints in memory (the memory tier, agent/ckpt_mem.c):
+ *  CKPT_CONF   herd -> agent, no data, after HELLO: the node's tier.
+ *              {dir: string (checkpoint.memory_dir), job: string (a
+ *              plain name: the job's key in the tier), max: I 0..
+ *              (memory_max bytes; 0: half of dir's filesystem), keep:
+ *              bool (keep_memory)}
+ *  CKPT_INV    agent -> herd, no data: the node's tier, whole, after
+ *              CKPT_CONF and on every change.  {dir: string (the job's
+ *              directory in the tier; "" none), steps: [{rank: I 0..,
+ *              step: I 0.., bytes: I 0.., peer: bool (a copy of another
+ *              node's rank)}] (complete steps only, at most
+ *              PROTO_CKPT_STEPS_MAX), error?: string (why there is no
+ *              tier), full?: bool (memory_max is reached)}
+ *  CKPT_PUSH   herd -> agent, no data: send rank's step (own or peer
+ *              copy) to herd's node `node`, as CKPT_DATA under id.
+ *              {id: I 1.., rank, step, peer: bool, node: I 0..}
+ *  CKPT_DATA   both ways, data: 0..PROTO_CKPT_CHUNK bytes of one file of
+ *              the step at offset; total: the whole step's bytes, the
+ *              same in every chunk; last: the step's final chunk.  To
+ *              herd: {id, to: I 0.. (herd's index of the destination),
+ *              rank, step, file: string (a plain name), offset: I
+ *              0..total (bytes of the step before this chunk), total: I
+ *              0.., last: bool}; to an agent the same with from: I 0..
+ *              (the source) instead of to.
+ *  CKPT_ACK    agent -> herd, no data: transfer id is whole at the
+ *              destination (ok) or failed there or at the source (error),
+ *              or a CKPT_PERSIST is done (path).  {id, ok: bool, bytes?:
+ *              I 0.., error?: string, path?: string}
+ *  CKPT_PERSIST herd -> agent, no data: write rank's step to dir as
+ *              dir/step_%08d, whole or not at all.  {id, rank, step,
+ *              peer: bool, dir: string}
+ *
  * Integers named "I 0.." without an upper bound fit in an int when they
  * count ranks, attempts or fences (rank, attempt, seq, ...); durations,
  * byte and time counters may use all of a JSON integer.
@@ -355,7 +387,14 @@ enum proto_type {
 	PROTO_CONNECT_DONE, /* issue 16: every node hosting them is in */
 	/* survivors keep training: a rank's control channel */
 	PROTO_RANK_CTL,
-	PROTO_TYPE_MAX_ = PROTO_RANK_CTL,
+	/* checkpoints in memory (agent/ckpt_mem.c, launcher/ctl_ckpt.c) */
+	PROTO_CKPT_CONF,    /* the node's memory tier: where, how big */
+	PROTO_CKPT_INV,	    /* a node's tier: which steps are complete */
+	PROTO_CKPT_PUSH,    /* copy a step to another node */
+	PROTO_CKPT_DATA,    /* a chunk of that copy, relayed by herd */
+	PROTO_CKPT_ACK,	    /* a copy or a persist is over */
+	PROTO_CKPT_PERSIST, /* write a step to checkpoint.dir */
+	PROTO_TYPE_MAX_ = PROTO_CKPT_PERSIST,
 };
 
 /* DMODEX_DATA's status from herd itself (the rank's node could not be
@@ -419,6 +458,14 @@ enum proto_dir {
  * SPEC_PATTERNS_MAX and SPEC_PATTERN_MAX. */
 #define PROTO_PATTERNS_MAX	64
 #define PROTO_PATTERN_REGEX_MAX 1024
+
+/* Checkpoints in memory: 4 MiB chunks of a copy (well under
+ * PROTO_FRAME_MAX, so other frames interleave); 4 x 4,096 steps in one
+ * inventory (two steps of own and peer copies per rank); names of files
+ * in a step directory and of job keys at most 255 bytes (NAME_MAX). */
+#define PROTO_CKPT_CHUNK     (4u * 1024 * 1024)
+#define PROTO_CKPT_STEPS_MAX (4 * PROTO_LAUNCH_RANKS_MAX)
+#define PROTO_CKPT_NAME_MAX  255
 
 /* A metric name (metrics.patterns, METRICS' values, $HERD_METRICS keys):
  * letters, digits and '_', 1 to 64 bytes, not a digit first. */

@@ -144,8 +144,10 @@ hc_hosts_without() {
 }
 
 # hc_start_sshd NODE-DIR NAME NETNS: start the node's sshd in the background
-# in its own UTS and mount namespaces (own hostname, own /etc/hosts) inside
-# the node's net namespace; records its pid in NODE-DIR/pid.
+# in its own UTS and mount namespaces (own hostname, own /etc/hosts, own
+# /dev/shm: a tmpfs of 512 MiB that dies with the node's processes, as a
+# real node's memory does) inside the node's net namespace; records its
+# pid in NODE-DIR/pid.
 #
 # On the node, the ~/.bashrc of the user who brings the cluster up is an
 # empty file (a bind mount in the node's mount namespace; the real file is
@@ -172,6 +174,7 @@ hc_start_sshd() {
 		unshare --uts --mount --propagation private -- \
 		/bin/sh -c 'echo "$1" >/proc/sys/kernel/hostname &&
 			mount --bind "$2" /etc/hosts &&
+			mount -t tmpfs -o size=512m,mode=1777 herd-shm /dev/shm &&
 			{ [ -z "$5" ] || mount --bind "$6" "$5"; } &&
 			exec /usr/sbin/sshd -D -f "$3" -E "$4"' \
 		sh "$name" "$nd/hosts" "$nd/sshd_config" "$nd/sshd.log" "$rc" "$nd/bashrc" \

@@ -423,6 +423,8 @@ static void agent_frame(struct conn *conn, struct proto_frame *f, void *arg)
 		break;
 	case PROTO_FENCE_DONE:
 		break;
+	case PROTO_CKPT_CONF: /* the memory tier: a fake node has none */
+		break;
 	case PROTO_PROC_FAILED:
 		log_frame(a, 'F');
 		on_proc_failed(a);

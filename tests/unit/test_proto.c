@@ -830,6 +830,34 @@ static const struct valid_frame valid_frames[] = {
      40},
     {"connect-done-data", PROTO_CONNECT_DONE, PROTO_TO_AGENT,
      "{\"attempt\":1,\"seq\":2,\"status\":0}", 80},
+    /* checkpoints in memory */
+    {"ckpt-conf", PROTO_CKPT_CONF, PROTO_TO_AGENT,
+     "{\"dir\":\"/dev/shm\",\"job\":\"j-20260101-n0\",\"max\":0,"
+     "\"keep\":false}",
+     0},
+    {"ckpt-inv", PROTO_CKPT_INV, PROTO_TO_HERD,
+     "{\"dir\":\"/dev/shm/herd-mem-0/j\",\"steps\":[{\"rank\":0,"
+     "\"step\":10,\"bytes\":2000,\"peer\":false}],\"full\":true}",
+     0},
+    {"ckpt-inv-error", PROTO_CKPT_INV, PROTO_TO_HERD,
+     "{\"dir\":\"\",\"steps\":[],\"error\":\"squatted\"}", 0},
+    {"ckpt-push", PROTO_CKPT_PUSH, PROTO_TO_AGENT,
+     "{\"id\":1,\"rank\":0,\"step\":10,\"peer\":false,\"node\":2}", 0},
+    {"ckpt-data", PROTO_CKPT_DATA, PROTO_TO_HERD,
+     "{\"id\":1,\"to\":2,\"rank\":0,\"step\":10,\"file\":\"state.pt\","
+     "\"offset\":0,\"total\":100,\"last\":false}",
+     64},
+    {"ckpt-data-relayed", PROTO_CKPT_DATA, PROTO_TO_AGENT,
+     "{\"id\":1,\"from\":0,\"rank\":0,\"step\":10,\"file\":\"COMPLETE\","
+     "\"offset\":100,\"total\":100,\"last\":true}",
+     0},
+    {"ckpt-ack", PROTO_CKPT_ACK, PROTO_TO_HERD,
+     "{\"id\":1,\"ok\":true,\"bytes\":100,\"path\":\"/dev/shm/x\"}", 0},
+    {"ckpt-ack-error", PROTO_CKPT_ACK, PROTO_TO_HERD,
+     "{\"id\":1,\"ok\":false,\"error\":\"memory_max\"}", 0},
+    {"ckpt-persist", PROTO_CKPT_PERSIST, PROTO_TO_AGENT,
+     "{\"id\":2,\"rank\":0,\"step\":10,\"peer\":true,\"dir\":\"/ck\"}",
+     0},
     {"publish", PROTO_PUBLISH, PROTO_TO_HERD,
      "{\"attempt\":1,\"id\":1,\"rank\":3,\"nspace\":\"herd.j.1\","
      "\"range\":\"session\",\"persist\":\"first_read\",\"keys\":["
@@ -988,6 +1016,7 @@ static void test_check_direction(void **state)
 			     : v->type == PROTO_EVENT	 ? "EVENT frame"
 			     : v->type == PROTO_RANK_CTL ? "RANK_CTL frame"
 			     : v->type == PROTO_SIGNAL	 ? "SIGNAL frame"
+			     : v->type == PROTO_CKPT_DATA ? "CKPT_DATA frame"
 							 : want);
 	}
 	expect_frame(PROTO_LAUNCH, PROTO_TO_HERD, json_object(), 0,
