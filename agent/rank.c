@@ -505,7 +505,8 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 		     envv_set(&env, "PYTHONFAULTHANDLER", "1") < 0) ||
 		    (a->pmix_mode && pmix_setup_rank(a, r, &env, err) < 0) ||
 		    envv_add_json(&env, json_object_get(launch, "env")) < 0 ||
-		    envv_add_json(&env, json_object_get(jr, "env")) < 0) {
+		    envv_add_json(&env, json_object_get(jr, "env")) < 0 ||
+		    pypkg_env(a, &env) < 0) {
 			envv_free(&env);
 			r->exit_sent = true;
 			rank_stop_all(a);
@@ -636,6 +637,10 @@ int rank_spawn_proc(struct agent *a, const struct rank_proc *p,
 			herd_errprintf(err, "out of memory");
 			goto out;
 		}
+	}
+	if (pypkg_env(a, &env) < 0) {
+		herd_errprintf(err, "out of memory");
+		goto out;
 	}
 	/* After the app's environment: the PMIx server's variables are the
 	 * ones the process must see. */
