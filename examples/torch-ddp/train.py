@@ -11,8 +11,8 @@ whole or absent), and resumes from --resume PATH, else from
 $HERD_RESUME_FROM when herd sets it.  Rank 0 prints loss and steps/s
 ("step N/M loss X R steps/s", which examples/spec/metrics-torch-ddp.yaml
 matches); every rank reports step, loss, samples and tokens (a sample's 16
-inputs stand in for a sequence's tokens) to herd through
-examples/herd_metrics.py ($HERD_METRICS).
+inputs stand in for a sequence's tokens) to herd through herd.metrics
+($HERD_METRICS; the package herd puts on every rank's PYTHONPATH).
 """
 import argparse
 import os
@@ -24,9 +24,13 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                ".."))
-from herd_metrics import log  # noqa: E402  (examples/herd_metrics.py)
+# herd puts its package on every rank's PYTHONPATH (python/herd in the
+# sources); run without herd there is no $HERD_METRICS to write to.
+try:
+    from herd.metrics import log
+except ImportError:
+    def log(**values):
+        pass
 
 
 def parse():
