@@ -897,9 +897,13 @@ static bool node_out(struct ctl *c, struct node *n, const char *reason,
 		evict(c, n, reason);
 		return false;
 	}
+	/* silent_ms: since its last frame, what detection cost (failcost.h) */
 	events_emit(c->ev, "node_failed",
-		    json_pack("{s:s, s:s, s:i}", "host", n->host, "reason",
-			      reason, "attempt", c->attempt));
+		    json_pack("{s:s, s:s, s:i, s:I}", "host", n->host, "reason",
+			      reason, "attempt", c->attempt, "silent_ms",
+			      (json_int_t)(n->last_rx_ms > 0
+					       ? loop_now_ms() - n->last_rx_ms
+					       : 0)));
 	if (connecting) {
 		if (c->tty)
 			fputc('\n', stderr);

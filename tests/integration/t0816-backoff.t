@@ -52,15 +52,14 @@ test_expect_success 'node 2 lost, spare node 3 takes over: the next attempt star
 	job spare "$N1,$N2" "$N3" 2 1 5s &&
 	run_bg spare.yaml out.spare err.spare &&
 	wait_files 2 "up.*" 30 &&
+	test_when_finished "cluster_start_node 2 && cluster_wait_ssh 2" &&
 	cluster_kill_node 2 &&
 	wait_exit $HERD_PID 60 &&
 	test "$WAIT_RC" = 0 &&
 	ev_all runs/spare/latest/events.jsonl spare_used ".host == \"$N3\"" &&
 	g=$(gap spare node_failed ".host == \"$N2\"" 2) &&
 	echo "node_failed to attempt 2: $g ms (restart.backoff 5000 ms)" &&
-	test "$g" -lt 4000 &&
-	cluster_start_node 2 &&
-	cluster_wait_ssh 2
+	test "$g" -lt 4000
 '
 
 test_expect_success 'node 2 lost with no spare (the job shrinks): restart.backoff (3 s) is waited' '
@@ -68,14 +67,13 @@ test_expect_success 'node 2 lost with no spare (the job shrinks): restart.backof
 	job shrink "$N1,$N2" "" 1 1 3s &&
 	run_bg shrink.yaml out.shrink err.shrink &&
 	wait_files 2 "up.*" 30 &&
+	test_when_finished "cluster_start_node 2 && cluster_wait_ssh 2" &&
 	cluster_kill_node 2 &&
 	wait_exit $HERD_PID 60 &&
 	test "$WAIT_RC" = 0 &&
 	g=$(gap shrink node_failed ".host == \"$N2\"" 2) &&
 	echo "node_failed to attempt 2: $g ms (restart.backoff 3000 ms)" &&
-	test "$g" -ge 2950 &&
-	cluster_start_node 2 &&
-	cluster_wait_ssh 2
+	test "$g" -ge 2950
 '
 
 test_expect_success 'a crash loop (every attempt fails at once) backs off: restart.backoff, then twice it, even with a spare' '
