@@ -69,8 +69,8 @@ static void pypkg_dir_name(char *name, size_t len)
 static int private_dir_at(int dfd, const char *name)
 {
 	struct stat st;
-	int fd = openat(dfd, name,
-			O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd =
+	    openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd < 0)
 		return -1;
@@ -135,9 +135,9 @@ static bool copy_verifies(int dfd, const char *name)
 static int write_file_at(int dfd, const struct pypkg_file *f)
 {
 	size_t len = file_len(f), done = 0;
-	int fd = openat(dfd, f->name,
-			O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			0600);
+	int fd =
+	    openat(dfd, f->name,
+		   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 
 	if (fd < 0)
 		return -1;
@@ -167,21 +167,20 @@ static int write_copy(int rundfd)
 	for (const struct pypkg_file *f = pypkg_files; f->name; f++) {
 		if (file_matches(pkg, f))
 			continue;
-		unlinkat(pkg, f->name, 0);	/* a link, never its target */
+		unlinkat(pkg, f->name, 0); /* a link, never its target */
 		if (write_file_at(pkg, f) < 0)
 			goto out;
 	}
 	rc = 0;
-out:
-	{
-		int e = errno;
+out : {
+	int e = errno;
 
-		if (pkg >= 0)
-			close(pkg);
-		if (top >= 0)
-			close(top);
-		errno = e;
-	}
+	if (pkg >= 0)
+		close(pkg);
+	if (top >= 0)
+		close(top);
+	errno = e;
+}
 	return rc;
 }
 
@@ -200,16 +199,18 @@ void pypkg_install(struct agent *a)
 	}
 	if (!a->run_dir[0] ||
 	    (rundfd = open(a->run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-						O_CLOEXEC)) < 0) {
+					   O_CLOEXEC)) < 0) {
 		fprintf(stderr, "herd-agent: no private directory in $TMPDIR "
 				"for the herd Python package: ranks do not "
 				"get it on PYTHONPATH\n");
 		return;
 	}
 	if (write_copy(rundfd) < 0) {
-		fprintf(stderr, "herd-agent: cannot write the herd Python "
-				"package in %s: %s; ranks do not get it on "
-				"PYTHONPATH\n", a->run_dir, strerror(errno));
+		fprintf(stderr,
+			"herd-agent: cannot write the herd Python "
+			"package in %s: %s; ranks do not get it on "
+			"PYTHONPATH\n",
+			a->run_dir, strerror(errno));
 		close(rundfd);
 		return;
 	}
@@ -223,15 +224,19 @@ void pypkg_install(struct agent *a)
 			close(rundfd);
 			return;
 		}
-		fprintf(stderr, "herd-agent: %s/%s is not this build's herd "
-				"Python package (changed, or not a private "
-				"directory of this user): not used; ranks get "
-				"a private copy\n", a->user_dir, name);
+		fprintf(stderr,
+			"herd-agent: %s/%s is not this build's herd "
+			"Python package (changed, or not a private "
+			"directory of this user): not used; ranks get "
+			"a private copy\n",
+			a->user_dir, name);
 	} else {
-		fprintf(stderr, "herd-agent: $TMPDIR/herd-agent-%ld is not a "
-				"private directory of this user: not used; "
-				"ranks get a private copy of the herd Python "
-				"package\n", (long)getuid());
+		fprintf(stderr,
+			"herd-agent: $TMPDIR/herd-agent-%ld is not a "
+			"private directory of this user: not used; "
+			"ranks get a private copy of the herd Python "
+			"package\n",
+			(long)getuid());
 	}
 	close(rundfd);
 	snprintf(a->py_dir, sizeof(a->py_dir), "%s/python", a->run_dir);

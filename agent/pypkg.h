@@ -5,9 +5,9 @@
 #define HERD_AGENT_PYPKG_H
 
 struct pypkg_file {
-	const char *name;		/* "metrics.py": a plain file name */
-	const unsigned char *data;	/* its bytes, as built */
-	const unsigned char *end;	/* one past the last */
+	const char *name;	   /* "metrics.py": a plain file name */
+	const unsigned char *data; /* its bytes, as built */
+	const unsigned char *end;  /* one past the last */
 };
 
 /* Terminated by an entry whose name is NULL. */

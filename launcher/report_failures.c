@@ -31,8 +31,8 @@ void report_failures(FILE *out, const struct runlog *rl, double t0_ms)
 					  "job ended"};
 	const struct failcosts *fc = &rl->failures;
 	struct failcost_total tot = failcost_total(fc);
-	size_t from = fc->n > REPORT_FAILURES_MAX ? fc->n - REPORT_FAILURES_MAX
-						  : 0;
+	size_t from =
+	    fc->n > REPORT_FAILURES_MAX ? fc->n - REPORT_FAILURES_MAX : 0;
 	char b[256];
 
 	if (!fc->n)
@@ -70,14 +70,15 @@ void report_failures(FILE *out, const struct runlog *rl, double t0_ms)
 		fprintf(out, "</td>");
 		cell_ms(out, f->detect_ms);
 		fprintf(out, "<td>%s</td>", how[f->how]);
-		cell_ms(out, f->how == FAILCOST_RESTART ||
-				     f->how == FAILCOST_REJOIN
-				 ? f->recover_ms
-				 : -1);
+		cell_ms(out,
+			f->how == FAILCOST_RESTART || f->how == FAILCOST_REJOIN
+			    ? f->recover_ms
+			    : -1);
 		if (f->restore_ms < 0) {
 			fprintf(out, "<td>none reported</td>");
 		} else {
-			fprintf(out, "<td>%.2f s", (double)f->restore_ms / 1000.0);
+			fprintf(out, "<td>%.2f s",
+				(double)f->restore_ms / 1000.0);
 			if (f->restore_tier) {
 				fprintf(out, " (");
 				svgplot_escape(out, f->restore_tier);

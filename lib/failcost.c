@@ -35,8 +35,8 @@ static struct failcost *newest(struct failcosts *fc)
 	return fc->n ? &fc->v[fc->n - 1] : NULL;
 }
 
-static struct failcost *cost_new(struct failcosts *fc, int64_t t,
-				 int attempt, const char *reason)
+static struct failcost *cost_new(struct failcosts *fc, int64_t t, int attempt,
+				 const char *reason)
 {
 	struct failcost *f;
 
@@ -108,9 +108,9 @@ void failcost_event(struct failcosts *fc, const char *event, const json_t *o,
 		if (attempt < 1)
 			return;
 		if (!f || f->how != FAILCOST_OPEN) {
-			f = cost_new(fc, t, attempt,
-				     json_string_value(
-					 json_object_get(o, "reason")));
+			f = cost_new(
+			    fc, t, attempt,
+			    json_string_value(json_object_get(o, "reason")));
 			if (!f)
 				return;
 			f->detect_ms = get_i64(o, "silent_ms", 0);
@@ -142,7 +142,8 @@ void failcost_event(struct failcosts *fc, const char *event, const json_t *o,
 		f->how = FAILCOST_REJOIN;
 		f->recover_ms = get_i64(o, "ms", t - f->t);
 	} else if (!strcmp(event, "checkpoint_restored")) {
-		int64_t ms = get_i64(o, "ms", -1), step = get_i64(o, "step", -1);
+		int64_t ms = get_i64(o, "ms", -1),
+			step = get_i64(o, "step", -1);
 
 		if (!f)
 			return;
@@ -152,9 +153,9 @@ void failcost_event(struct failcosts *fc, const char *event, const json_t *o,
 			f->restore_tier = dup_or_null(
 			    json_string_value(json_object_get(o, "tier")));
 		}
-		if (step >= 0 && (f->step_restored < 0 ||
-				  f->how == FAILCOST_RESTART ||
-				  step < f->step_restored))
+		if (step >= 0 &&
+		    (f->step_restored < 0 || f->how == FAILCOST_RESTART ||
+		     step < f->step_restored))
 			f->step_restored = step;
 	}
 }
@@ -177,10 +178,10 @@ void failcost_steps(struct failcosts *fc, const double *t, const double *v,
 		    f->step_before >= 0)
 			f->steps_redone = 0;
 		else if (f->step_before >= 0 && f->step_restored >= 0)
-			f->steps_redone = f->step_before > f->step_restored
-						  ? f->step_before -
-							f->step_restored
-						  : 0;
+			f->steps_redone =
+			    f->step_before > f->step_restored
+				? f->step_before - f->step_restored
+				: 0;
 	}
 }
 
@@ -203,7 +204,8 @@ char *failcost_format_total(const struct failcost_total *t, char *buf,
 	fmt_ms(r, sizeof(r), t->recover_ms);
 	fmt_ms(s, sizeof(s), t->restore_ms);
 	if (t->steps_redone >= 0)
-		snprintf(redone, sizeof(redone), "%lld", (long long)t->steps_redone);
+		snprintf(redone, sizeof(redone), "%lld",
+			 (long long)t->steps_redone);
 	else
 		snprintf(redone, sizeof(redone), "?");
 	snprintf(buf, len,
@@ -272,16 +274,15 @@ struct failcost_total failcost_total(const struct failcosts *fc)
 
 json_t *failcost_json(const struct failcosts *fc)
 {
-	static const char *const how[] = {"open", "restart", "rejoin",
-					  "ended"};
+	static const char *const how[] = {"open", "restart", "rejoin", "ended"};
 	json_t *a = json_array();
 
 	for (size_t i = 0; a && i < fc->n; i++) {
 		const struct failcost *f = &fc->v[i];
-		json_t *j = json_pack("{s:I, s:i, s:s, s:I}", "t",
-				      (json_int_t)f->t, "attempt", f->attempt,
-				      "how", how[f->how], "detect_ms",
-				      (json_int_t)f->detect_ms);
+		json_t *j =
+		    json_pack("{s:I, s:i, s:s, s:I}", "t", (json_int_t)f->t,
+			      "attempt", f->attempt, "how", how[f->how],
+			      "detect_ms", (json_int_t)f->detect_ms);
 		const char *keys[] = {"recover_ms", "restore_ms", "step_before",
 				      "step_restored", "steps_redone"};
 		int64_t vals[] = {f->recover_ms, f->restore_ms, f->step_before,

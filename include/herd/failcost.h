@@ -37,10 +37,10 @@ enum failcost_how {
 };
 
 struct failcost {
-	int64_t t;	  /* when the failure was seen */
-	int attempt;	  /* the attempt it hit */
-	char *hosts;	  /* the failed nodes, "a,b"; NULL: a rank failed */
-	char *reason;	  /* the first node's or the attempt's, or NULL */
+	int64_t t;    /* when the failure was seen */
+	int attempt;  /* the attempt it hit */
+	char *hosts;  /* the failed nodes, "a,b"; NULL: a rank failed */
+	char *reason; /* the first node's or the attempt's, or NULL */
 	int64_t detect_ms;
 	enum failcost_how how;
 	int64_t recover_ms;
