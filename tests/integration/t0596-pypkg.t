@@ -169,6 +169,8 @@ test_expect_success 'localhost: the same package on the local transport (TMPDIR 
 
 test_expect_success 'Slurm: the same package on the ranks srun starts' '
 	slurm_up &&
+	# slurm_up set the EXIT trap anew: ours first again.
+	trap '"'"'_rc=$?; ht_exit; (exit $_rc); _herd_slurm_exit; _herd_cluster_exit; die'"'"' EXIT &&
 	job sl slurm 1 &&
 	timeout 120 salloc -N2 herd run sl.yaml >out 2>err &&
 	ranks_ok 2 "/tmp/herd-agent-0/python-$HEX32"
