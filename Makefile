@@ -39,7 +39,7 @@ FUZZ_SRC     := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
 LIB_OBJ      := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LAUNCHER_OBJ := $(LAUNCHER_SRC:%.c=$(BUILD)/%.o)
-AGENT_OBJ    := $(AGENT_SRC:%.c=$(BUILD)/%.o)
+AGENT_OBJ    := $(AGENT_SRC:%.c=$(BUILD)/%.o) $(BUILD)/agent/pypkg_image.o
 UNIT_BIN     := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/unit/%)
 FUZZ_BIN     := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 
@@ -99,6 +99,22 @@ endif
 $(BUILD)/agent/keeper_image.o: agent/keeper_image.c $(KEEPER_BIN) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -DKEEPER_IMAGE='"$(KEEPER_BIN)"' -c $< -o $@
+
+# The herd Python package (python/herd/*.py: every file there at build
+# time) inside the agent too (agent/pypkg.c writes it out on each node).
+# The list of files is a stamp of its own, so a file added or removed
+# regenerates the table.
+PYPKG_FILES := $(sort $(wildcard python/herd/*.py))
+PYPKG_LIST  := $(BUILD)/pypkg.list
+PYPKG_C     := $(BUILD)/agent/pypkg_image.c
+$(PYPKG_LIST): FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(PYPKG_FILES)' | cmp -s - $@ || echo '$(PYPKG_FILES)' > $@
+$(PYPKG_C): scripts/pypkg-image.sh $(PYPKG_LIST)
+	@mkdir -p $(dir $@)
+	sh scripts/pypkg-image.sh $@ $(PYPKG_FILES)
+$(BUILD)/agent/pypkg_image.o: $(PYPKG_C) agent/pypkg.h $(PYPKG_FILES) $(FLAGS_STAMP)
+	$(CC) $(ALL_CFLAGS) -Iagent -c $< -o $@
 
 $(BUILD)/unit/%: tests/unit/%.c lib/libherd.a $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

@@ -145,6 +145,9 @@ struct agent {
 	int user_fd;
 	bool user_ok;
 	char self_path[4096];	/* this program, for ranks as $HERD_AGENT */
+	/* The herd Python package's directory, first on every rank's
+	 * PYTHONPATH (pypkg.c); "" none. */
+	char py_dir[300];
 	/* The keeper program in a sealed memfd (keeper_image_open), made
 	 * at the first launch; -1: none, keepers are /proc/self/exe. */
 	int keeper_fd;
@@ -284,6 +287,14 @@ json_t *rundir_topo_get(struct agent *a);
 void rundir_topo_put(struct agent *a, const json_t *summary);
 char *rundir_topo_xml_get(int dfd);
 void rundir_topo_xml_put(int dfd, const char *xml);
+
+/* pypkg.c: the herd Python package (python/herd, carried in the image)
+ * written into a checked private directory on this node: a->py_dir ("",
+ * with one line on stderr, when it cannot be).  Runs after rundir_make. */
+void pypkg_install(struct agent *a);
+/* Puts a->py_dir first on env's PYTHONPATH (an existing value follows
+ * it).  Returns 0 or -1 (out of memory). */
+int pypkg_env(const struct agent *a, struct envv *env);
 
 /* pmix.c: the agent is the PMIx server of its ranks (launch.mode pmix).
  * Sets up the server (once) and the attempt's namespace from LAUNCH's

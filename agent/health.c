@@ -84,6 +84,7 @@ static void on_hello_timeout(struct loop *loop, void *arg)
 void health_init(struct agent *a)
 {
 	rundir_make(a);
+	pypkg_install(a);
 	a->last_rx_ms = loop_now_ms();
 	if (a->hello_timeout_ms <= 0)
 		a->hello_timeout_ms = AGENT_HELLO_TIMEOUT_MS;

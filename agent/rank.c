@@ -508,7 +508,8 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 		    control_rank_env(a, r->rank, &env) < 0 ||
 		    ckpt_mem_rank_env(a, r->rank, &env) < 0 ||
 		    envv_add_json(&env, json_object_get(launch, "env")) < 0 ||
-		    envv_add_json(&env, json_object_get(jr, "env")) < 0) {
+		    envv_add_json(&env, json_object_get(jr, "env")) < 0 ||
+		    pypkg_env(a, &env) < 0) {
 			envv_free(&env);
 			r->exit_sent = true;
 			rank_stop_all(a);
@@ -639,6 +640,10 @@ int rank_spawn_proc(struct agent *a, const struct rank_proc *p,
 			herd_errprintf(err, "out of memory");
 			goto out;
 		}
+	}
+	if (pypkg_env(a, &env) < 0) {
+		herd_errprintf(err, "out of memory");
+		goto out;
 	}
 	/* After the app's environment: the PMIx server's variables are the
 	 * ones the process must see. */

@@ -68,9 +68,20 @@ static pid_t rundir_pid(const char *name)
 	return (pid_t)pid;
 }
 
+/* How deep remove_dir_at goes: an agent's directory holds files and
+ * the herd Python package's python/herd/__pycache__/ (pypkg.c). */
+#define RUNDIR_DEPTH_MAX 4
+
+static void remove_tree_at(int dfd, const char *name, int depth);
+
 /* Empties and removes the directory name in dfd, when it is a directory
  * of ours (checked on the opened descriptor, not the name). */
 static void remove_dir_at(int dfd, const char *name)
+{
+	remove_tree_at(dfd, name, 0);
+}
+
+static void remove_tree_at(int dfd, const char *name, int depth)
 {
 	int fd = openat(dfd, name,
 			O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -85,10 +96,15 @@ static void remove_dir_at(int dfd, const char *name)
 		close(fd);
 		return;
 	}
-	/* unlinkat() removes a link, never what it points to. */
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			unlinkat(dirfd(d), e->d_name, 0);
+	/* unlinkat() removes a link, never what it points to; a
+	 * subdirectory is opened with O_NOFOLLOW and checked in turn. */
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (unlinkat(dirfd(d), e->d_name, 0) < 0 && errno == EISDIR &&
+		    depth < RUNDIR_DEPTH_MAX)
+			remove_tree_at(dirfd(d), e->d_name, depth + 1);
+	}
 	closedir(d);
 	unlinkat(dfd, name, AT_REMOVEDIR);
 }

@@ -36,9 +36,9 @@ cleanup() {
 chmod 711 "$dir" "$dir/nodes" "$dir"/nodes/*
 chmod 644 "$dir"/nodes/*/authorized_keys
 mkdir -p "$work/home" "$work/job"
-# train.py imports herd_metrics (examples/herd_metrics.py): Python finds
-# it beside the script.
-cp "$top/examples/torch-ddp/train.py" "$top/examples/herd_metrics.py" "$work/job/"
+# train.py imports herd.metrics: the agent puts the herd package on every
+# rank's PYTHONPATH.
+cp "$top/examples/torch-ddp/train.py" "$work/job/"
 chown -R "$user:" "$work/home" "$work/job"
 chmod 755 "$work"
 cat >"$work/job.yaml" <<JOB

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "report.h"
 #include "herd/checkpoint.h"
 #include "herd/runlog.h"
 #include "herd/spec.h"
@@ -1022,6 +1023,7 @@ static int write_report(FILE *out, const struct runlog *rl,
 	fprintf(out, "</h1>\n");
 	summary(&c);
 	job_table(&c);
+	report_failures(out, rl, c.t0_ms);
 
 	fprintf(out, "<h2>Training</h2>\n");
 	if (!rl->met.lines) {
@@ -1252,6 +1254,10 @@ static struct runlog *merge_runs(char **dirs, size_t n, int *status)
 			free(met);
 		}
 	}
+	if (rl)
+		failcost_steps(&rl->failures, rl->job_s[RUNLOG_JOB_STEP].t,
+			       rl->job_s[RUNLOG_JOB_STEP].v,
+			       rl->job_s[RUNLOG_JOB_STEP].n);
 	return rl;
 }
 

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "herd/failcost.h"
 #include "herd/runlog.h"
 #include "herd/svgplot.h"
 #include "herd/text.h"
@@ -169,6 +170,12 @@ static json_t *status_json(const struct runlog *rl,
 					json_object_get(m, "slowest"));
 	}
 	json_object_set_new(o, "checkpoints", cp);
+	{
+		json_t *f = failcost_json(&rl->failures);
+
+		if (f)
+			json_object_set_new(o, "failures", f);
+	}
 	json_object_set_new(o, "logs", json_string(rl->dir));
 	json_object_set_new(
 	    o, "skipped_lines",
@@ -203,6 +210,42 @@ static void print_value(const char *label, const char *key,
 		svgplot_format(b, sizeof(b), v, unit);
 	printf("%s%s %s", *first ? "" : ", ", label, b);
 	*first = 0;
+}
+
+/* What each failure cost (the newest STATUS_FAILURES_MAX), and the mean
+ * over those that ended. */
+#define STATUS_FAILURES_MAX 10
+static void status_failures(const struct runlog *rl, int64_t start)
+{
+	const struct failcosts *fc = &rl->failures;
+	struct failcost_total tot = failcost_total(fc);
+	size_t from = fc->n > STATUS_FAILURES_MAX ? fc->n - STATUS_FAILURES_MAX
+						  : 0;
+	char b[256];
+
+	if (!fc->n)
+		return;
+	printf("failures: %zu", fc->n + (size_t)fc->dropped);
+	if (tot.n)
+		printf("; each cost on average: %s",
+		       failcost_format_total(&tot, b, sizeof(b)));
+	printf("\n");
+	if (from)
+		printf("  (%zu older not shown)\n", from + (size_t)fc->dropped);
+	for (size_t i = from; i < fc->n; i++) {
+		const struct failcost *f = &fc->v[i];
+		char who[160];
+
+		/* events.jsonl's text: no control character printed. */
+		snprintf(who, sizeof(who), "%s%s", f->hosts ? "node " : "a rank",
+			 f->hosts ? f->hosts : "");
+		printf("  failure %zu (attempt %d", i + 1 + (size_t)fc->dropped,
+		       f->attempt);
+		if (start)
+			print_elapsed(", +", f->t - start);
+		printf(", %s): %s\n", herd_text_clean(who),
+		       failcost_format(f, b, sizeof(b)));
+	}
 }
 
 static void status_text(const struct runlog *rl,
@@ -279,6 +322,7 @@ static void status_text(const struct runlog *rl,
 	if (rl->attempts_dropped)
 		printf("(%llu more attempts not shown)\n",
 		       (unsigned long long)rl->attempts_dropped);
+	status_failures(rl, start);
 	printf("nodes: %d up, %d failed, %d evicted; spares: %d, %d used\n",
 	       c.up, c.failed, c.evicted, rl->spares, c.spares_used);
 	/* The nodes that are not simply up, with why (at most 20). */

@@ -240,6 +240,9 @@ const char *ctl_event_name(enum ctl_event e)
 /* The longest wait between attempts, however often restart.backoff
  * doubles. */
 #define CTL_BACKOFF_MAX_MS 60000
+/* An attempt that ran this long before it failed was healthy: its
+ * failure is not part of a crash loop (act_backoff). */
+#define CTL_HEALTHY_MS 30000
 
 struct ctl_qev {
 	struct ctl_ev ev;
@@ -901,9 +904,13 @@ static bool node_out(struct ctl *c, struct node *n, const char *reason,
 		evict(c, n, reason);
 		return false;
 	}
+	/* silent_ms: since its last frame, what detection cost (failcost.h) */
 	events_emit(c->ev, "node_failed",
-		    json_pack("{s:s, s:s, s:i}", "host", n->host, "reason",
-			      reason, "attempt", c->attempt));
+		    json_pack("{s:s, s:s, s:i, s:I}", "host", n->host, "reason",
+			      reason, "attempt", c->attempt, "silent_ms",
+			      (json_int_t)(n->last_rx_ms > 0
+					       ? loop_now_ms() - n->last_rx_ms
+					       : 0)));
 	if (connecting) {
 		if (c->tty)
 			fputc('\n', stderr);
@@ -1100,11 +1107,13 @@ static int take_spares(struct ctl *c)
 				n->host);
 			if (warm) {
 				n->member = true;
+				c->spares_warm_taken++;
 			} else {
 				start_node(c, n, true);
 				if (n->state == NODE_EVICTED)
 					continue;
 				started = true;
+				c->spares_cold_taken++;
 			}
 			/* A spare runs no ranks: nothing of it to stop, so
 			 * recovery must not wait for its STOPPED. */
@@ -1220,11 +1229,13 @@ static void check_recovered(struct ctl *c)
 		post_stop(c, CTL_EV_FINISH, 0, SIGTERM);
 		return;
 	}
-	if (up < c->want_nodes)
+	if (up < c->want_nodes) {
+		c->recover_short = true;
 		fprintf(stderr,
 			"herd: no spare left; continuing with %d of %d nodes "
 			"(nodes.min %d)\n",
 			up, c->want_nodes, c->min_nodes);
+	}
 	ctl_post(c, CTL_EV_RECOVERED, NULL, 0, NULL);
 }
 
@@ -1234,21 +1245,44 @@ static void act_check_recovered(struct ctl *c, struct ctl_ev *ev)
 	check_recovered(c);
 }
 
+/* The wait before the next attempt, counted from the failure.
+ *
+ * The failures since training last made progress form a streak: the
+ * attempt that failed is the first of its streak when it started from a
+ * newer checkpoint than the one before it, or ran CTL_HEALTHY_MS, or is
+ * the job's first.  restart.backoff is for a crash loop, not for a
+ * failure:
+ *   - the first failure of a streak waits nothing when it ran healthy,
+ *     or when the members it lost were all replaced by spares (none
+ *     missing: the next attempt has every node it had);
+ *   - any other waits restart.backoff, doubled for each earlier failure
+ *     of its streak, at most CTL_BACKOFF_MAX_MS. */
+int64_t ctl_backoff_ms(const struct ctl *c, int64_t now_ms)
+{
+	int64_t backoff = c->spec->restart.backoff_ms;
+	bool healthy = now_ms - c->attempt_started_ms >= CTL_HEALTHY_MS;
+	int first = c->progress_attempt > 1 ? c->progress_attempt : 1;
+
+	if (healthy)
+		first = c->attempt;
+	if (c->attempt <= first &&
+	    (healthy ||
+	     (c->spares_warm_taken + c->spares_cold_taken > 0 &&
+	      !c->recover_short)))
+		return 0;
+	for (int k = first; k < c->attempt && backoff < CTL_BACKOFF_MAX_MS;
+	     k++)
+		backoff *= 2;
+	return backoff > CTL_BACKOFF_MAX_MS ? CTL_BACKOFF_MAX_MS : backoff;
+}
+
 /* RECOVER -> BACKOFF: the next attempt after restart.backoff. */
 static void act_backoff(struct ctl *c, struct ctl_ev *ev)
 {
 	int64_t backoff;
 
 	(void)ev;
-	/* Doubles with every attempt since training last moved on to a
-	 * newer checkpoint: a crash loop backs off, a long job that fails
-	 * now and then waits restart.backoff each time. */
-	backoff = c->spec->restart.backoff_ms;
-	for (int k = c->progress_attempt > 1 ? c->progress_attempt : 1;
-	     k < c->attempt && backoff < CTL_BACKOFF_MAX_MS; k++)
-		backoff *= 2;
-	if (backoff > CTL_BACKOFF_MAX_MS)
-		backoff = CTL_BACKOFF_MAX_MS;
+	backoff = ctl_backoff_ms(c, c->failed_at_ms);
 	/* The backoff counts from the failure: time spent stopping ranks
 	 * and bringing in spares is already part of it. */
 	backoff -= loop_now_ms() - c->failed_at_ms;
@@ -1349,6 +1383,9 @@ static void act_launch(struct ctl *c, struct ctl_ev *ev)
 	c->notes = notes;
 	memset(&c->notes[c->attempt], 0, sizeof(*notes));
 	c->attempt++;
+	c->attempt_started_ms = loop_now_ms();
+	c->spares_warm_taken = c->spares_cold_taken = 0;
+	c->recover_short = false;
 	c->failed = false;
 	c->exec_suspect = false;
 	c->exec_wait = false;

@@ -288,6 +288,13 @@ struct ctl {
 	long pause_timer;
 	int64_t pause_sent_ms;
 	int64_t failed_at_ms;	/* when the last attempt failed */
+	/* restart.backoff (ctl_backoff_ms): when the attempt started, and
+	 * how its failure's lost members were replaced while recovering:
+	 * by spares already up (warm), by spares started then (cold), or
+	 * not all of them (short: fewer nodes). */
+	int64_t attempt_started_ms;
+	int spares_warm_taken, spares_cold_taken;
+	bool recover_short;
 	bool noderec_warned;	/* the node record's failure is said */
 	/* Failures noted and not yet written (ctl_nodes.c): one write per
 	 * loop turn, whatever the number of nodes that failed in it. */
@@ -333,6 +340,9 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 	      struct transport *t);
 int ctl_end(struct ctl *c);
 void ctl_free(struct ctl *c);
+/* restart.backoff: how long after the failure at now_ms the next attempt
+ * starts (ctl.c says the rule). */
+int64_t ctl_backoff_ms(const struct ctl *c, int64_t now_ms);
 
 /* As Ctrl-C (sig SIGINT), SIGTERM or SIGHUP to herd, and herd stop
  * (SIGTERM): the ranks get sig, then SIGKILL after health.grace; a second

@@ -40,6 +40,8 @@
 #include <microhttpd.h>
 
 #include "ctl_int.h"
+#include "herd/events.h"
+#include "herd/failcost.h"
 #include "metrics.h"
 
 /* 1 s: the status line is redrawn at most this often. */
@@ -61,6 +63,10 @@ struct ctl_metrics {
 	int mhd_fd;   /* MHD's epoll fd, watched by the loop */
 	char url[80]; /* http://HOST:PORT/metrics */
 	long mhd_timer;
+
+	/* What each failure cost, from the events as they are emitted
+	 * (failcost.h): the status line shows the newest. */
+	struct failcosts failures;
 
 	bool status_on;	   /* stdout is a terminal, no --no-status */
 	bool status_shown; /* the scroll region is set */
@@ -226,12 +232,74 @@ static void status_draw(struct ctl *c)
 	}
 }
 
+/* --- what failures cost --------------------------------------------------- */
+
+/* The events tap: failures as they happen; the step a failure hit is the
+ * job's (the slowest rank's) when it is seen. */
+static void on_event(void *arg, const char *name, const json_t *obj,
+		     int64_t t)
+{
+	struct ctl *c = arg;
+	struct ctl_metrics *cm = c->metrics;
+	struct failcost *f;
+	struct metrics_job j;
+
+	failcost_event(&cm->failures, name, obj, t);
+	f = cm->failures.n ? &cm->failures.v[cm->failures.n - 1] : NULL;
+	if (f && f->how == FAILCOST_OPEN && f->step_before < 0) {
+		metrics_job(cm->m, &j);
+		if (j.has_step)
+			f->step_before = j.step;
+	}
+	failcost_steps(&cm->failures, NULL, NULL, 0);
+}
+
+/* " | last failure: detect 0.12s restart 2.00s restore - redone 8" */
+static void failure_text(const struct ctl_metrics *cm, char *buf,
+			 size_t size)
+{
+	const struct failcost *f;
+	char d[16], r[16], s[16], n[24];
+
+	buf[0] = '\0';
+	if (!cm->failures.n)
+		return;
+	f = &cm->failures.v[cm->failures.n - 1];
+	if (f->how == FAILCOST_ENDED)
+		return;
+	snprintf(d, sizeof(d), "%.2fs", (double)f->detect_ms / 1000.0);
+	if (f->recover_ms >= 0)
+		snprintf(r, sizeof(r), "%.2fs", (double)f->recover_ms / 1000.0);
+	else
+		snprintf(r, sizeof(r), "...");
+	if (f->restore_ms >= 0)
+		snprintf(s, sizeof(s), "%.2fs", (double)f->restore_ms / 1000.0);
+	else
+		snprintf(s, sizeof(s), "-");
+	if (f->steps_redone >= 0)
+		snprintf(n, sizeof(n), "%lld", (long long)f->steps_redone);
+	else
+		snprintf(n, sizeof(n), "-");
+	snprintf(buf, size,
+		 " | last failure: detect %s %s %s restore %s redone %s", d,
+		 f->how == FAILCOST_REJOIN ? "rejoin" : "restart", r, s, n);
+}
+
 int ctl_status_text(struct ctl *c, char *buf, size_t size, int width)
 {
+	char tail[128];
+	size_t len, max;
+
 	if (!c->metrics || !c->metrics->m || c->attempt < 1)
 		return -1;
 	sync_states(c);
-	metrics_status(c->metrics->m, buf, size, width);
+	metrics_status(c->metrics->m, buf, size, (int)size);
+	failure_text(c->metrics, tail, sizeof(tail));
+	len = strlen(buf);
+	snprintf(buf + len, size - len, "%s", tail);
+	max = width > 1 ? (size_t)width - 1 : 0;
+	if (strlen(buf) > max)
+		buf[max] = '\0';
 	return 0;
 }
 
@@ -513,6 +581,7 @@ int ctl_metrics_start(struct ctl *c)
 	if (!cm->m)
 		goto oom;
 	cm->start_ms = loop_now_ms();
+	events_set_tap(c->ev, on_event, c);
 	if (c->lt) {
 		fd = logtree_create(c->lt, "metrics.jsonl", &err);
 		if (fd < 0) {
@@ -566,6 +635,9 @@ void ctl_metrics_free(struct ctl *c)
 		MHD_stop_daemon(cm->mhd);
 	if (cm->listen_fd >= 0)
 		close(cm->listen_fd);
+	/* c->ev is closed before this (ctl_free): no event reaches the
+	 * tap any more. */
+	failcost_free(&cm->failures);
 	logfile_free(cm->jsonl);
 	metrics_free(cm->m);
 	free(cm);

@@ -7,7 +7,17 @@
 
 struct events {
 	struct logfile *file;
+	events_tap_fn tap;	/* events_set_tap(), or NULL */
+	void *tap_arg;
 };
+
+void events_set_tap(struct events *ev, events_tap_fn fn, void *arg)
+{
+	if (!ev)
+		return;
+	ev->tap = fn;
+	ev->tap_arg = arg;
+}
 
 struct events *events_open(struct logtree *lt, struct herd_err *err)
 {
@@ -61,6 +71,9 @@ int events_emit(struct events *ev, const char *name, json_t *fields)
 	if (fields)
 		json_object_update(obj, fields);
 	json_decref(fields);
+	if (ev->tap)
+		ev->tap(ev->tap_arg, name, obj,
+			(int64_t)json_integer_value(json_object_get(obj, "t")));
 	line = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(obj);
 	if (!line)

@@ -309,6 +309,7 @@ int runlog_feed_event(struct runlog *rl, const char *line, size_t len)
 	}
 	t = (int64_t)json_integer_value(tj);
 	attempt = get_int(o, "attempt", 0);
+	failcost_event(&rl->failures, event, o, t);
 	if (!strcmp(event, "job_start")) {
 		set_str(&rl->job, o, "job");
 		set_str(&rl->run_id, o, "run");
@@ -569,6 +570,10 @@ int runlog_update(struct runlog *rl, struct herd_err *err)
 	b = file_update(rl, &rl->met, runlog_feed_metrics, err);
 	if (b < 0)
 		return -1;
+	if (a || b)
+		failcost_steps(&rl->failures, rl->job_s[RUNLOG_JOB_STEP].t,
+			       rl->job_s[RUNLOG_JOB_STEP].v,
+			       rl->job_s[RUNLOG_JOB_STEP].n);
 	return a || b;
 }
 
@@ -625,6 +630,7 @@ void runlog_free(struct runlog *rl)
 {
 	if (!rl)
 		return;
+	failcost_free(&rl->failures);
 	for (int i = 0; i < 2; i++) {
 		struct runlog_file *f = i ? &rl->met : &rl->ev;
 

@@ -11,9 +11,9 @@ whole or absent), and resumes from --resume PATH, else from
 $HERD_RESUME_FROM when herd sets it.  Rank 0 prints loss and steps/s
 ("step N/M loss X R steps/s", which examples/spec/metrics-torch-ddp.yaml
 matches); every rank reports step, loss, samples and tokens (a sample's 16
-inputs stand in for a sequence's tokens) to herd through
-examples/herd_metrics.py ($HERD_METRICS).  Under herd, with the herd
-package importable, it speaks herd.elastic: when a node is lost the other
+inputs stand in for a sequence's tokens) to herd through herd.metrics
+($HERD_METRICS; the package herd puts on every rank's PYTHONPATH).
+Under herd it speaks herd.elastic: when a node is lost the other
 ranks keep their processes and their step, the failed ranks start on a
 spare and get the state from a survivor (README: "Survivors keep
 training"); without it, torch's env:// as before.  At the end every rank
@@ -29,9 +29,13 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                ".."))
-from herd_metrics import log  # noqa: E402  (examples/herd_metrics.py)
+# herd puts its package on every rank's PYTHONPATH (python/herd in the
+# sources); run without herd there is no $HERD_METRICS to write to.
+try:
+    from herd.metrics import log
+except ImportError:
+    def log(**values):
+        pass
 
 try:  # herd's package (on PYTHONPATH under herd); a plain script without
     from herd import elastic  # noqa: E402

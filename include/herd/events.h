@@ -28,6 +28,13 @@ void events_close(struct events *ev);
  * why when the write failed). */
 int events_emit(struct events *ev, const char *name, json_t *fields);
 
+/* Called with every event emitted (name, the whole object, its t),
+ * before it is written; the object is the emitter's (not to be kept). */
+typedef void (*events_tap_fn)(void *arg, const char *name, const json_t *obj,
+			      int64_t t);
+/* Sets the one tap (NULL: none).  Nothing when ev is NULL. */
+void events_set_tap(struct events *ev, events_tap_fn fn, void *arg);
+
 /* The errno of the first failed write of events.jsonl, or 0. */
 int events_error(const struct events *ev);
 

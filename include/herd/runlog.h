@@ -28,6 +28,7 @@
 #include <jansson.h>
 
 #include "herd/err.h"
+#include "herd/failcost.h"
 
 /* A metrics line of 4096 nodes with 8 GPUs each is about 6 MiB. */
 #define RUNLOG_LINE_MAX (16u << 20)
@@ -141,6 +142,9 @@ struct runlog {
 	struct runlog_mark *marks;
 	size_t n_marks;
 	uint64_t marks_dropped;
+	/* What each failure cost (failcost.h); runlog_update() refreshes
+	 * the steps from the job's step series. */
+	struct failcosts failures;
 
 	/* metrics.jsonl */
 	json_t *last;	   /* latest line */

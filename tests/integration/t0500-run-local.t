@@ -291,9 +291,11 @@ test_expect_success 'an agent removes the private directories that killed agents
 	test -h $u/$dead-dddddd &&
 	test -e victim/keep &&
 	test -d $u/eeeeee &&
-	# the agent kept its topology there; its own directory went at the end
+	# the agent kept its topology and the herd Python package there; its
+	# own directory went at the end
 	ls $u | grep "^topo-.*\.json$" &&
-	test "$(ls $u | grep -v "^topo-" | wc -l)" = 4 &&
+	ls $u | grep "^python-[0-9a-f]*$" &&
+	test "$(ls $u | grep -v -e "^topo-" -e "^python-" | wc -l)" = 4 &&
 	test "$(ls tmpd | wc -l)" = 1
 '
 

@@ -1377,6 +1377,51 @@ static void test_backoff_below_min(void **state)
 	assert_int_equal(count_ev(w, "attempt_start", NULL), 1);
 }
 
+/* restart.backoff is for a crash loop: a first failure whose lost members
+ * were all replaced by spares, or that ran healthy (30 s), waits nothing;
+ * a first failure otherwise waits restart.backoff; each further quick
+ * failure without progress doubles it, up to 60 s. */
+static void test_backoff_rule(void **state)
+{
+	struct spec spec;
+	struct ctl c;
+
+	(void)state;
+	memset(&spec, 0, sizeof(spec));
+	memset(&c, 0, sizeof(c));
+	spec.restart.backoff_ms = 2000;
+	c.spec = &spec;
+	c.attempt = 1;
+	c.attempt_started_ms = 100000;
+	/* A rank crash at once: the first failure waits the backoff. */
+	assert_int_equal(ctl_backoff_ms(&c, 101000), 2000);
+	/* A node lost and replaced by a spare (warm or cold): none. */
+	c.spares_cold_taken = 1;
+	assert_int_equal(ctl_backoff_ms(&c, 101000), 0);
+	c.spares_cold_taken = 0;
+	c.spares_warm_taken = 1;
+	assert_int_equal(ctl_backoff_ms(&c, 101000), 0);
+	/* ... unless some were not replaced (the job shrinks). */
+	c.recover_short = true;
+	assert_int_equal(ctl_backoff_ms(&c, 101000), 2000);
+	c.recover_short = false;
+	c.spares_warm_taken = 0;
+	/* Ran healthy: none, whatever came before. */
+	c.attempt = 4;
+	assert_int_equal(ctl_backoff_ms(&c, 130000), 0);
+	/* Quick failures with no progress since attempt 1: doubling. */
+	assert_int_equal(ctl_backoff_ms(&c, 101000), 16000);
+	c.spares_warm_taken = 1;
+	assert_int_equal(ctl_backoff_ms(&c, 101000), 16000);
+	c.spares_warm_taken = 0;
+	/* A newer checkpoint at attempt 4's start: its failure is a first. */
+	c.progress_attempt = 4;
+	assert_int_equal(ctl_backoff_ms(&c, 101000), 2000);
+	c.progress_attempt = 0;
+	c.attempt = 20;
+	assert_int_equal(ctl_backoff_ms(&c, 101000), 60000);
+}
+
 /* --- interrupts and the end --------------------------------------------- */
 
 static void raise_at_launches(struct world *w, struct agent *a)
@@ -2178,6 +2223,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_readmit_in_backoff, setup,
 						teardown),
+		cmocka_unit_test(test_backoff_rule),
 		cmocka_unit_test_setup_teardown(test_readmit_in_run, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_backoff_below_min, setup,

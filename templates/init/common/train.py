@@ -43,7 +43,8 @@ says once that the global batch (--batch per rank times the ranks)
 changes, with the old and new sizes.
 
 Metrics: every step one JSON line {"step", "loss", "tokens",
-"step_time"} is appended to $HERD_METRICS and $HERD_PROGRESS_FILE is
+"step_time"} is appended to $HERD_METRICS (through herd.metrics, the
+package herd puts on every rank's PYTHONPATH) and $HERD_PROGRESS_FILE is
 touched (both only when herd sets them); rank 0 prints
 "step N/M loss X tokens/s Y" every --log-every steps.
 
@@ -338,17 +339,29 @@ def load_state(path):
 
 # ---- herd's metrics and progress --------------------------------------------
 
+# herd puts its package (herd.metrics) on every rank's PYTHONPATH; run
+# elsewhere (python3 train.py) the same lines go to $HERD_METRICS, if set.
+try:
+    from herd import metrics as herd_metrics  # noqa: E402
+except ImportError:
+    herd_metrics = None
+
+
 class Herd:
-    """$HERD_METRICS: one JSON line per step; $HERD_PROGRESS_FILE: touched
-    every step.  Nothing when herd did not set them."""
+    """$HERD_METRICS: one JSON line per step (herd.metrics); and
+    $HERD_PROGRESS_FILE: touched every step.  Nothing when herd did not
+    set them."""
 
     def __init__(self):
         path = os.environ.get("HERD_METRICS")
-        self.metrics = open(path, "a", buffering=1) if path else None
+        self.metrics = (open(path, "a", buffering=1)
+                        if path and herd_metrics is None else None)
         self.progress = os.environ.get("HERD_PROGRESS_FILE") or None
 
     def step(self, **values):
-        if self.metrics:
+        if herd_metrics is not None:
+            herd_metrics.log(**values)
+        elif self.metrics:
             line = {k: v for k, v in values.items()
                     if isinstance(v, (int, float)) and math.isfinite(v)}
             self.metrics.write(json.dumps(line, separators=(",", ":")) + "\n")

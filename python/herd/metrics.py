@@ -1,7 +1,7 @@
-"""herd_metrics — report training values to herd, one line:
+"""herd.metrics — report training values to herd, one line:
 
-    from herd_metrics import log
-    log(step=step, loss=loss.item(), tokens=n_tokens)
+    from herd import metrics
+    metrics.log(step=step, loss=loss.item(), tokens=n_tokens)
 
 Each call appends one JSON line to the node-local file herd names in
 $HERD_METRICS (the agent reads it every metrics.interval and sends the
