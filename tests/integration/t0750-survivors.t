@@ -46,7 +46,7 @@ test_expect_success 'cluster of 4 nodes' '
 '
 
 test_expect_success 'node 2 killed mid-step: survivors keep their processes and steps, the replacement on node 4 joins, every rank ends with the same parameters' '
-	sv_job keep keep "$HERD_ROOT/python" &&
+	sv_job keep keep "" &&
 	run_bg keep.yaml out.keep err.keep &&
 	fo_wait_step keep 1 15 &&
 	before="$(fo_train_pids 1 3 | sort)" &&
@@ -73,7 +73,7 @@ test_expect_success 'node 2 killed mid-step: survivors keep their processes and 
 '
 
 test_expect_success 'another user cannot connect to a rank'"'"'s HERD_CONTROL (nor so to the store); the rank'"'"'s own user sending what the channel does not carry is answered or hung up on, and the job goes on; the socket is gone at the end' '
-	sv_job hostile keep "$HERD_ROOT/python" &&
+	sv_job hostile keep "" &&
 	run_bg hostile.yaml out.hostile err.hostile &&
 	fo_wait_step hostile 1 5 &&
 	pid=$(fo_train_pids 1 | head -n1) &&
@@ -124,7 +124,7 @@ test_expect_success 'the herd init project'"'"'s train.py (plain DDP): node 2 ki
 			--batch 4 --seq-len 64 --lr 3e-3 --seed 1 --log-every 10 --parallel ddp \
 			--step-sleep 0.05)"
 		echo "  workdir: \"$PWD/proj\""
-		echo "  env: {OMP_NUM_THREADS: \"1\", PYTHONPATH: \"$HERD_ROOT/python\"}"
+		echo '  env: {OMP_NUM_THREADS: "1"}'
 	} >tpl.yaml &&
 	run_bg tpl.yaml out.tpl err.tpl &&
 	fo_wait_step tpl 1 30 120 &&
@@ -144,7 +144,7 @@ test_expect_success 'the herd init project'"'"'s train.py (plain DDP): node 2 ki
 '
 
 test_expect_success 'a survivor that hangs in the rejoin: the job falls back to the restart at health.rejoin_timeout' '
-	SV_REJOIN=3s sv_job hang keep "$HERD_ROOT/python" &&
+	SV_REJOIN=3s sv_job hang keep "" &&
 	run_bg hang.yaml out.hang err.hang &&
 	fo_wait_step hang 1 15 &&
 	hung=$(fo_train_pids 3) &&
@@ -164,7 +164,7 @@ test_expect_success 'a survivor that hangs in the rejoin: the job falls back to 
 '
 
 test_expect_success 'restart.survivors: restart: the classic restart, no rejoin' '
-	sv_job forced restart "$HERD_ROOT/python" &&
+	sv_job forced restart "" &&
 	run_bg forced.yaml out.forced err.forced &&
 	fo_wait_step forced 1 15 &&
 	cluster_kill_node 2 &&
@@ -178,7 +178,13 @@ test_expect_success 'restart.survivors: restart: the classic restart, no rejoin'
 '
 
 test_expect_success 'a script without the protocol (herd.elastic not importable): the classic restart' '
+	# herd puts its package on every rank'"'"'s path: this copy of the
+	# script does without herd.elastic.
+	sed "s/^    from herd import elastic.*/    raise ImportError/" "$FO_TRAIN" >plain-train.py &&
+	! grep -q "from herd import elastic" plain-train.py &&
+	sv_train=$FO_TRAIN && FO_TRAIN=$PWD/plain-train.py &&
 	sv_job plain keep "" &&
+	FO_TRAIN=$sv_train &&
 	run_bg plain.yaml out.plain err.plain &&
 	fo_wait_step plain 1 15 &&
 	cluster_kill_node 2 &&
@@ -191,7 +197,7 @@ test_expect_success 'a script without the protocol (herd.elastic not importable)
 '
 
 test_expect_success 'no spare: the survivors cannot keep training, the job falls back (and ends: nodes.min is every node)' '
-	sv_job nospare keep "$HERD_ROOT/python" "" &&
+	sv_job nospare keep "" "" &&
 	run_bg nospare.yaml out.nospare err.nospare &&
 	fo_wait_step nospare 1 15 &&
 	cluster_kill_node 2 &&

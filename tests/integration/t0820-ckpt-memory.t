@@ -34,7 +34,7 @@ mem_job() {
 		printf '  command: %s\n' "$(yaml_cmd /usr/bin/python3 "$MEM_PY" \
 			--ckpt "$PWD/ckpt-$_mj_name" "$@")"
 		echo "  workdir: \"$PWD\""
-		echo "  env: {OMP_NUM_THREADS: \"1\", PYTHONPATH: \"$HERD_ROOT/python\"}"
+		echo '  env: {OMP_NUM_THREADS: "1"}'
 	} >"$_mj_name.yaml"
 }
 
