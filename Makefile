@@ -90,14 +90,19 @@ endif
 # agent, which loads libcrypto, libpmix, hwloc...), embedded in the agent
 # (agent/keeper_image.c) and run from a memfd for every rank.
 KEEPER_BIN := $(BUILD)/herd-keeper
-$(KEEPER_BIN): $(BUILD)/keeper/main.o $(BUILD)/agent/keeper_main.o lib/libherd.a
-	$(CC) $(ALL_LDFLAGS) -o $@ $(BUILD)/keeper/main.o $(BUILD)/agent/keeper_main.o lib/libherd.a
+KEEPER_OBJ := $(BUILD)/keeper/main.o $(BUILD)/agent/keeper_main.o $(BUILD)/agent/keeper_warm.o
+$(KEEPER_BIN): $(KEEPER_OBJ) lib/libherd.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $(KEEPER_OBJ) lib/libherd.a
 ifeq ($(SANITIZE),)
 	objcopy --strip-all $@
 endif
 $(BUILD)/agent/keeper_image.o: agent/keeper_image.c $(KEEPER_BIN) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -DKEEPER_IMAGE='"$(KEEPER_BIN)"' -c $< -o $@
+# The warm interpreter's bootstrap (agent/warm.c), embedded the same way.
+$(BUILD)/agent/warm_boot.o: agent/warm_boot.c agent/warm_boot.py $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -DWARM_BOOT='"agent/warm_boot.py"' -c $< -o $@
 
 $(BUILD)/unit/%: tests/unit/%.c lib/libherd.a $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

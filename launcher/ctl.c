@@ -1353,13 +1353,7 @@ static void act_launch(struct ctl *c, struct ctl_ev *ev)
 		body = ctl_launch_body(c, n, command);
 		conn_send(n->conn, PROTO_LAUNCH, body, NULL, 0, NULL);
 		json_decref(body);
-		for (int l = 0; l < n->n_ranks; l++)
-			events_emit(c->ev, "rank_start",
-				    json_pack("{s:i, s:i, s:s, s:i, s:i}",
-					      "attempt", c->attempt, "rank",
-					      n->first_rank + l, "host",
-					      n->host, "local_rank", l,
-					      "node_rank", n->index));
+		/* rank_start: when the agent says so (ctl_warm.c). */
 	}
 	free(command);
 	ctl_detach_ready(c); /* --detach: the job is up */
@@ -1933,6 +1927,7 @@ static const frame_fn frame_handlers[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_LOOKUP] = ctl_pubsub_lookup,
 	[PROTO_UNPUBLISH] = ctl_pubsub_unpublish,
 	[PROTO_EVENT] = ctl_event_frame,
+	[PROTO_STARTED] = ctl_rank_started,
 };
 
 /* A conn's arg is its node: found in O(1).  A conn the node has dropped

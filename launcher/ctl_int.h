@@ -467,6 +467,8 @@ void ctl_pubsub_free(struct ctl *c);
 /* ctl_event.c (issue 16): PMIx events across nodes. */
 /* EVENT from node n: forwarded to the other nodes in its range. */
 void ctl_event_frame(struct ctl *c, struct node *n, struct proto_frame *f);
+/* ctl_warm.c: STARTED (a rank started, warm or not): rank_start. */
+void ctl_rank_started(struct ctl *c, struct node *n, struct proto_frame *f);
 /* launch.mode pmix: tells every surviving node that ranks failed
  * (kind "exit", "signal" or "node"; status the exit status; host where
  * they ran), and a ranks_notified event.  Nothing for other modes. */

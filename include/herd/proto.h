@@ -275,6 +275,9 @@
  *              same CONNECT (op and procs, in any order); data: a fence's
  *              contributions in node order.  {attempt: I 1.., seq: I 1..,
  *               status: I (0 or a PMIx status)}
+ *  STARTED     agent -> herd, no data: a rank of the attempt started
+ *              (before its EXIT).  {attempt: I 0.., rank: I 0..,
+ *               warm: bool (from a warm interpreter, agent/warm.c)}
  *
  * Integers named "I 0.." without an upper bound fit in an int when they
  * count ranks, attempts or fences (rank, attempt, seq, ...); durations,
@@ -337,7 +340,9 @@ enum proto_type {
 	PROTO_SPAWN_DONE,   /* issue 16: the spawn's answer to its asker */
 	PROTO_CONNECT,	    /* issue 16: PMIx_Connect/Disconnect */
 	PROTO_CONNECT_DONE, /* issue 16: every node hosting them is in */
-	PROTO_TYPE_MAX_ = PROTO_CONNECT_DONE,
+	/* warm interpreters */
+	PROTO_STARTED,	    /* a rank started, warm or cold */
+	PROTO_TYPE_MAX_ = PROTO_STARTED,
 };
 
 /* DMODEX_DATA's status from herd itself (the rank's node could not be
