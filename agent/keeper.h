@@ -28,9 +28,9 @@
  * PRELOAD; "F" + why: it cannot (it exits); after a handoff "K" the
  * interpreter is the rank, "C" the rank runs cold.  Agent -> keeper:
  * "L" with two fds (SCM_RIGHTS): the rank's spec (as for a cold
- * keeper) and the warm argv (KEEPER_WARM_MAGIC, the python word of the
- * command, the flags "u"/"B", the script, argc, the args; each
- * NUL-terminated).  EOF from the agent before "L": the slot is not
+ * keeper) and the warm argv (KEEPER_WARM_MAGIC, the interpreter's path,
+ * the command's word for it, the flags "u"/"B", the script, argc, the
+ * args; each NUL-terminated).  EOF from the agent before "L": the slot is not
  * wanted; the keeper ends its group. */
 #define KEEPER_WARM_ARG "--warm"
 #define KEEPER_WARM_MAGIC "herd-warm/1"

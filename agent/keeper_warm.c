@@ -177,22 +177,25 @@ static int hand_over(int chan, const struct keeper_spec *k, const char *w,
 		     size_t len)
 {
 	const char *end = w + len;
-	const char *f[5];
+	const char *f[6];
 	char *stop;
 	long argc;
 
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 6; i++) {
 		if (w >= end)
 			return -1;
 		f[i] = w;
 		w += strlen(w) + 1;
 	}
-	argc = strtol(f[4], &stop, 10);
+	argc = strtol(f[5], &stop, 10);
 	if (strcmp(f[0], KEEPER_WARM_MAGIC) || *stop || argc < 0)
 		return -1;
+	/* warm_boot.py's order: workdir, cpus, NUMA node, flags, python,
+	 * its word in the command, script, argc, args, environment. */
 	if (put(chan, k->rank.workdir) < 0 || put(chan, k->cpus_text) < 0 ||
-	    put(chan, k->mem_text) < 0 || put(chan, f[2]) < 0 ||
-	    put(chan, f[1]) < 0 || put(chan, f[3]) < 0 || put(chan, f[4]) < 0)
+	    put(chan, k->mem_text) < 0 || put(chan, f[3]) < 0 ||
+	    put(chan, f[1]) < 0 || put(chan, f[2]) < 0 || put(chan, f[4]) < 0 ||
+	    put(chan, f[5]) < 0)
 		return -1;
 	for (long i = 0; i < argc; i++) {
 		if (w >= end || put(chan, w) < 0)

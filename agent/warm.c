@@ -391,27 +391,54 @@ int warm_command_parse(const char *command, struct warm_cmd *c)
 				   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 				   "_./,:=+@%-";
 	size_t n = 0;
-	char *p;
+	const char *r;
+	char *o;
 
 	memset(c, 0, sizeof(*c));
 	if (!command)
 		return -1;
-	for (const char *q = command; *q; q++)
-		if (*q != ' ' && *q != '\t' && !strchr(safe, *q))
-			return -1;
 	c->buf = strdup(command);
 	c->words = calloc(WARM_WORDS_MAX + 1, sizeof(*c->words));
 	if (!c->buf || !c->words)
 		goto fail;
-	for (p = c->buf; *p;) {
-		if (*p == ' ' || *p == '\t') {
-			*p++ = '\0';
+	/* Words as sh reads them, where that is plain: safe characters,
+	 * '...' (anything but '), "..." (anything but $ ` \ "), joined;
+	 * blanks between.  The words are written back into buf, never
+	 * longer than what they came from. */
+	r = command;
+	o = c->buf;
+	while (*r) {
+		if (*r == ' ' || *r == '\t') {
+			r++;
 			continue;
 		}
 		if (n == WARM_WORDS_MAX)
 			goto fail;
-		c->words[n++] = p;
-		p += strcspn(p, " \t");
+		c->words[n++] = o;
+		while (*r && *r != ' ' && *r != '\t') {
+			if (*r == '\'') {
+				const char *e = strchr(r + 1, '\'');
+
+				if (!e)
+					goto fail;
+				memmove(o, r + 1, (size_t)(e - r - 1));
+				o += e - r - 1;
+				r = e + 1;
+			} else if (*r == '"') {
+				size_t k = strcspn(r + 1, "$`\\\"");
+
+				if (r[1 + k] != '"')
+					goto fail;
+				memmove(o, r + 1, k);
+				o += k;
+				r += k + 2;
+			} else if (strchr(safe, *r)) {
+				*o++ = *r++;
+			} else {
+				goto fail;
+			}
+		}
+		*o++ = '\0';
 	}
 	if (n < 2 || !python_name(c->words[0]))
 		goto fail;
@@ -518,6 +545,8 @@ static int argv_fd(const struct warm_cmd *c, const char *python)
 	fputs(KEEPER_WARM_MAGIC, f);
 	fputc(0, f);
 	fputs(python, f);
+	fputc(0, f);
+	fputs(c->python, f);
 	fputc(0, f);
 	fputs(c->flags, f);
 	fputc(0, f);

@@ -9,9 +9,9 @@
 # pair: nobody else holds it or can open it):
 #   us -> keeper   "R\n" once preloaded, or "F why\n" and exit 1
 #   keeper -> us   the rank, NUL-separated, to EOF: workdir, cpus ("A-B,C"
-#                  or ""), NUMA node or "", flags ("u", "B"), python as
-#                  the command named it, script, argc, args..., then
-#                  every NAME=VALUE of its environment
+#                  or ""), NUMA node or "", flags ("u", "B"), the
+#                  interpreter's path, the command's word for it, script,
+#                  argc, args..., then every NAME=VALUE of its environment
 #   us -> keeper   "K" (this process is the rank now) or "C why\n" (run
 #                  the rank cold: something here cannot be made the same)
 # Then it runs the script as `python3 SCRIPT ARGS` would.
@@ -74,15 +74,15 @@ def read_rank():
     if f and f[-1] == b"":
         f.pop()
     f = [os.fsdecode(x) for x in f]
-    workdir, cpus, mem, flags, python, script = f[0:6]
-    argc = int(f[6])
-    args = f[7:7 + argc]
+    workdir, cpus, mem, flags, python, word, script = f[0:7]
+    argc = int(f[7])
+    args = f[8:8 + argc]
     env = {}
-    for e in f[7 + argc:]:
+    for e in f[8 + argc:]:
         k, sep, v = e.partition("=")
         if sep and k:
             env[k] = v
-    return workdir, cpus, mem, flags, python, script, args, env
+    return workdir, cpus, mem, flags, python, word, script, args, env
 
 
 def cpu_list(text):
@@ -116,6 +116,31 @@ def bind(cpus, mem):
             libc.syscall(nr, 1, mask, ctypes.c_ulong(words * 64 + 1))
 
 
+def set_cmdline(words):
+    """/proc/PID/cmdline (ps, pgrep -f) as a cold rank's: the words
+    written over our own argv, and over the environment strings behind
+    it when longer (os.environ no longer points there); the kernel then
+    shows them up to the first NUL, as for setproctitle(3)."""
+    import ctypes
+    with open("/proc/self/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    arg_start, arg_end, env_start, env_end = (
+        int(fields[i - 3]) for i in (48, 49, 50, 51))
+    new = b"\0".join(os.fsencode(w) for w in words) + b"\0"
+    room = arg_end - arg_start
+    if len(new) > room and env_start == arg_end:
+        # One string (NUL only at its end), at most a page: what the
+        # kernel reads past arg_end.
+        new = b" ".join(os.fsencode(w) for w in words)
+        new = new[:min(env_end - arg_start, 4096) - 1] + b"\0"
+        if len(new) <= room:
+            new = new[:-1] + b" " * (room - len(new) + 1) + b"\0"
+        room = env_end - arg_start
+    elif len(new) > room:
+        new = new[:room - 1] + b"\0"
+    ctypes.memmove(arg_start, new + b"\0" * (room - len(new)), room)
+
+
 def stdio(unbuffered):
     import io
     for fd, name in ((1, "stdout"), (2, "stderr")):
@@ -135,7 +160,33 @@ def stdio(unbuffered):
         setattr(sys, "__%s__" % name, new)
 
 
-def become(workdir, cpus, mem, flags, python, script, args, env):
+def shadowed(first, pythonpath):
+    """A module already imported here that a file in a directory a cold
+    rank puts before the interpreter's own (first: the script's, then
+    pythonpath) would have replaced, or a sitecustomize or usercustomize
+    that a cold rank's site would import from pythonpath (site runs
+    before the script's directory is on the path): its file, or None."""
+    from importlib.machinery import EXTENSION_SUFFIXES
+    loaded = {n.partition(".")[0] for n in sys.modules}
+    for d in first + pythonpath:
+        names = set(loaded)
+        if d in pythonpath:
+            names |= {"sitecustomize", "usercustomize"}
+        try:
+            files = os.listdir(d)
+        except OSError:
+            continue
+        for f in files:
+            for suffix in [".py", ".pyc"] + EXTENSION_SUFFIXES:
+                if f.endswith(suffix) and f[:-len(suffix)] in names:
+                    return os.path.join(d, f)
+            if f in names and os.path.isfile(
+                    os.path.join(d, f, "__init__.py")):
+                return os.path.join(d, f)
+    return None
+
+
+def become(workdir, cpus, mem, flags, python, word, script, args, env):
     ours = dict(os.environ)
     for k in set(ours) | set(env):
         if (k.startswith("PYTHON") and k not in FOLLOWED and
@@ -173,16 +224,25 @@ def become(workdir, cpus, mem, flags, python, script, args, env):
         import site
         user = site.getusersitepackages()
         base = [p for p in base if p != user]
-    path = []
+    first = []
     if not env.get("PYTHONSAFEPATH"):
-        path.append(os.path.dirname(os.path.realpath(script_path)))
-    for p in env.get("PYTHONPATH", "").split(os.pathsep):
-        if "PYTHONPATH" in env:
-            path.append(os.path.abspath(p) if p else os.getcwd())
+        first.append(os.path.dirname(os.path.realpath(script_path)))
+    pythonpath = []
+    if "PYTHONPATH" in env:
+        for p in env["PYTHONPATH"].split(os.pathsep):
+            pythonpath.append(os.path.abspath(p) if p else os.getcwd())
+    path = first + pythonpath
+    hidden = shadowed(first, pythonpath)
+    if hidden:
+        return "%s would be imported instead of a preloaded module" % hidden
     sys.path[:] = path + base
     sys.argv[:] = [script] + args
     sys.executable = python
-    sys.orig_argv[:] = [python] + ["-" + c for c in flags] + [script] + args
+    sys.orig_argv[:] = [word] + ["-" + c for c in flags] + [script] + args
+    try:
+        set_cmdline(sys.orig_argv)
+    except (OSError, ValueError, IndexError):
+        pass
 
     # Values torch read when it was imported, from the process as it was
     # then: intra-op threads follow OMP_NUM_THREADS, or the cpus the rank
