@@ -58,6 +58,7 @@ struct warm_slot {
 	int out[2];		/* the rank's stdout and stderr, read ends */
 	bool ready;		/* "R": preloaded */
 	bool assigned;		/* a rank's keeper now */
+	bool pending;		/* assigned, no "K" or "C" yet */
 	int rank;		/* that rank (global) */
 	int attempt;
 };
@@ -70,6 +71,11 @@ struct warm_state {
 	int fixed;		/* --warm-slots, 0: from the node and launches */
 	int n_idle;
 	int deaths;		/* in a row, before a slot was ready */
+	/* Slots handed a rank that is still importing or becoming it; the
+	 * pool is refilled once none is (refill_due), so that new imports
+	 * do not compete with the ranks' own start. */
+	int n_pending;
+	bool refill_due;
 	bool off;		/* said, and no more slots */
 	long timer;		/* refill */
 	struct warm_slot *idle;
@@ -143,6 +149,21 @@ static void slot_unlink(struct warm_state *w, struct warm_slot *s)
 }
 
 static void warm_refill(struct agent *a);
+static void refill_later(struct agent *a, int64_t ms);
+
+/* s has said "K" or "C", or died before. */
+static void slot_settled(struct warm_slot *s)
+{
+	struct warm_state *w = s->a->warm;
+
+	if (!s->pending)
+		return;
+	s->pending = false;
+	if (--w->n_pending == 0 && w->refill_due) {
+		w->refill_due = false;
+		refill_later(s->a, 0);
+	}
+}
 
 static void on_refill(struct loop *loop, void *arg)
 {
@@ -186,6 +207,7 @@ static void on_ctl(struct loop *loop, int fd, short revents, void *arg)
 	} else if (s->assigned && (rec[0] == 'K' || rec[0] == 'C')) {
 		rank_started(a, s->rank, s->attempt, rec[0] == 'K');
 		slot_close(s);
+		slot_settled(s);
 	}
 }
 
@@ -198,6 +220,7 @@ static void slot_on_exit(struct loop *loop, const struct proc_exit *e, void *arg
 
 	slot_close(s);
 	if (s->assigned) {
+		slot_settled(s);
 		rank_keeper_exited(loop, e, a);
 		free(s);
 		return;
@@ -359,7 +382,10 @@ void warm_after_launch(struct agent *a, int n_ranks)
 		return;
 	if (!w->fixed && n_ranks > w->target)
 		w->target = n_ranks > WARM_SLOTS_MAX ? WARM_SLOTS_MAX : n_ranks;
-	refill_later(a, 0);
+	if (w->n_pending > 0)
+		w->refill_due = true;
+	else
+		refill_later(a, 0);
 }
 
 /* ---- which commands go warm --------------------------------------------- */
@@ -629,6 +655,8 @@ pid_t warm_launch(struct agent *a, const struct keeper_rank *k,
 		goto out;
 	}
 	s->assigned = true;
+	s->pending = true;
+	w->n_pending++;
 	s->rank = k->rank;
 	s->attempt = attempt;
 	out[0] = s->out[0];

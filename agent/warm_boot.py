@@ -191,18 +191,36 @@ def become(workdir, cpus, mem, flags, python, word, script, args, env):
     for k in set(ours) | set(env):
         if (k.startswith("PYTHON") and k not in FOLLOWED and
                 ours.get(k, "") != env.get(k, "")):
-            return "%s differs from the warm interpreter's" % k
+            return None, "%s differs from the warm interpreter's" % k
     if "PYTHONHASHSEED" in env or "PYTHONHOME" in env:
-        return "PYTHONHASHSEED or PYTHONHOME is set"
+        return None, "PYTHONHASHSEED or PYTHONHOME is set"
     try:
         if workdir:
             os.chdir(workdir)
         bind(cpus, mem)
         script_path = os.path.abspath(script)
         if not os.path.isfile(script_path):
-            return "no script %s" % script
+            return None, "no script %s" % script
     except (OSError, ValueError) as e:
-        return "%s: %s" % (type(e).__name__, e)
+        return None, "%s: %s" % (type(e).__name__, e)
+
+    # What the cold path's sh -c and interpreter start add: PWD for the
+    # workdir (sh keeps one that names it), and LC_CTYPE=C.UTF-8 where
+    # the locale is C (PEP 538).  A locale other than ours was read at
+    # our start: cold.
+    pwd = env.get("PWD", "")
+    try:
+        same = os.path.isabs(pwd) and os.path.samefile(pwd, ".")
+    except OSError:
+        same = False
+    if not same:
+        env["PWD"] = os.getcwd()
+    if (env.get("PYTHONCOERCECLOCALE") != "0" and not env.get("LC_ALL") and
+            (env.get("LC_CTYPE") or env.get("LANG") or "C") in ("C", "POSIX")):
+        env["LC_CTYPE"] = "C.UTF-8"
+    for k in ("LC_ALL", "LC_CTYPE", "LANG"):
+        if env.get(k, "") != ours.get(k, ""):
+            return None, "%s differs from the warm interpreter's" % k
 
     os.environ.clear()
     os.environ.update(env)
@@ -234,7 +252,7 @@ def become(workdir, cpus, mem, flags, python, word, script, args, env):
     path = first + pythonpath
     hidden = shadowed(first, pythonpath)
     if hidden:
-        return "%s would be imported instead of a preloaded module" % hidden
+        return None, "%s would be imported instead of a preloaded module" % hidden
     sys.path[:] = path + base
     sys.argv[:] = [script] + args
     sys.executable = python
@@ -256,7 +274,7 @@ def become(workdir, cpus, mem, flags, python, word, script, args, env):
             threads = 0
         if threads > 0:
             torch.set_num_threads(threads)
-    return script_path
+    return script_path, None
 
 
 def run(script):
@@ -298,14 +316,14 @@ def main():
     preload(names)
     send("R\n")
     rank = read_rank()
-    result = become(*rank)
-    if not os.path.isabs(result):
-        send("C " + result.replace("\n", " ")[:400] + "\n")
+    script, why = become(*rank)
+    if why is not None:
+        send("C " + why.replace("\n", " ")[:400] + "\n")
         os._exit(0)
     send("K")
     os.close(CHAN)
     del rank
-    run(result)
+    run(script)
 
 
 main()

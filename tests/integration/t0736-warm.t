@@ -19,18 +19,19 @@ WARM_DATA=$HERD_TEST_DIR/data/warm
 
 # job NAME COMMAND: NAME.yaml on nodes 1-2 (one slot each), node 3 a
 # spare, workdir ./wd; more launch: lines (indented by two) on stdin
-# when it is not a terminal.
+# when it is not a terminal; JOB_ENV: more of launch.env (", K: V"),
+# JOB_RESTART: restart: instead of {max: 0}.
 job() {
 	{
 		echo "name: $1"
 		echo "nodes: {hosts: \"$TWO\", slots: 1, spares: \"$(cluster_node 3)\"}"
 		echo "ssh: {identity: $HERD_CLUSTER_KEY, known_hosts: $HERD_CLUSTER_KNOWN_HOSTS}"
 		echo "health: {heartbeat: 500ms, timeout: 3s, grace: 2s}"
-		echo "restart: {max: 0}"
+		echo "restart: ${JOB_RESTART:-{max: 0\}}"
 		echo "launch:"
 		printf '  command: %s\n' "$2"
 		echo "  workdir: \"$PWD/wd\""
-		echo '  env: {OMP_NUM_THREADS: "1"}'
+		echo "  env: {OMP_NUM_THREADS: \"1\"${JOB_ENV:-}}"
 		[ -t 0 ] || sed 's/^/  /'
 	} >"$1.yaml"
 }
@@ -50,12 +51,21 @@ warm_pids() {
 	pgrep -f -- "^/usr/bin/python3 ${1:-/tmp/herd-agent-}.*/warm_boot\.py " || true
 }
 
-# wait_for CMD... : poll (20 s at most) until CMD succeeds
+# warm_ready: how many warm interpreters wait for their rank (blocked in
+# read(2) on their channel, fd 3)
+warm_ready() {
+	for _p in $(warm_pids); do
+		cut -d" " -f1,2 /proc/$_p/syscall 2>/dev/null
+	done | grep -c "^0 0x3\$"
+}
+ready_at_least() { [ "$(warm_ready)" -ge "$1" ]; }
+
+# wait_for CMD... : poll (60 s at most) until CMD succeeds
 wait_for() {
 	_wf_i=0
 	until "$@"; do
 		_wf_i=$((_wf_i + 1))
-		[ $_wf_i -lt 400 ] || { echo "not true after 20 s: $*" >&2; return 1; }
+		[ $_wf_i -lt 1200 ] || { echo "not true after 60 s: $*" >&2; return 1; }
 		sleep 0.05   # poll interval of a bounded wait
 	done
 }
@@ -78,7 +88,9 @@ test_expect_success 'a warm rank sees what a cold one sees: environment, argv, w
 	herd run cold.yaml >out.cold 2>err.cold &&
 	ev_all "$(ev cold)" rank_start ".warm == false" &&
 	for r in 0 1; do
-		test_cmp out-cold/show.$r out-warm/show.$r || return 1
+		sed "s/out-cold/out-warm/g; s/HERD_JOB=cold/HERD_JOB=warm/" \
+			out-cold/show.$r >expect &&
+		test_cmp expect out-warm/show.$r || return 1
 	done &&
 	grep "^cwd \"$PWD/wd\"\$" out-warm/show.0 &&
 	grep "^argv \[\"show.py\", \"$PWD/out-warm\"\]\$" out-warm/show.0 &&
@@ -90,21 +102,21 @@ test_expect_success 'a warm rank sees what a cold one sees: environment, argv, w
 
 test_expect_success 'the same with -u, PYTHONPATH, a failing exit status and output tagged by rank' '
 	mkdir -p lib &&
-	job warmu "$(yaml_cmd /usr/bin/python3 -u show.py "$PWD/out-warmu" exit3)" <<-EOF &&
-	env: {OMP_NUM_THREADS: "1", PYTHONPATH: "$PWD/lib:rel"}
-	EOF
+	JOB_ENV=", PYTHONPATH: \"$PWD/lib:rel\"" &&
+	job warmu "$(yaml_cmd /usr/bin/python3 -u show.py "$PWD/out-warmu" exit3)" &&
 	mkdir -p out-warmu out-coldu &&
 	test_expect_code 3 herd run warmu.yaml >out.warmu 2>err.warmu &&
 	ev_all "$(ev warmu)" rank_start ".warm == true" &&
-	ev_all "$(ev warmu)" rank_exit ".code == 3" &&
+	jq -e -n "[inputs | select(.event == \"rank_exit\" and .code == 3)] | length > 0" "$(ev warmu)" &&
 	job coldu "$(yaml_cmd /usr/bin/python3 -u show.py "$PWD/out-coldu" exit3)" <<-EOF &&
 	warm: "off"
-	env: {OMP_NUM_THREADS: "1", PYTHONPATH: "$PWD/lib:rel"}
 	EOF
+	JOB_ENV= &&
 	test_expect_code 3 herd run coldu.yaml >out.coldu 2>err.coldu &&
 	ev_all "$(ev coldu)" rank_start ".warm == false" &&
 	for r in 0 1; do
-		sed "s/coldu/warmu/g" out-coldu/show.$r >expect &&
+		sed "s/out-coldu/out-warmu/g; s/HERD_JOB=coldu/HERD_JOB=warmu/" \
+			out-coldu/show.$r >expect &&
 		test_cmp expect out-warmu/show.$r || return 1
 	done &&
 	grep "^\[0\] rank 0 pid" out.warmu &&
@@ -112,22 +124,36 @@ test_expect_success 'the same with -u, PYTHONPATH, a failing exit status and out
 	grep "^rank 0 pid" runs/warmu/latest/attempt-1/rank-0.log
 '
 
-test_expect_success 'a torch job starts warm and sooner: gloo group over both nodes; times from LAUNCH to the first line and to the group' '
+test_expect_success 'a torch job restarts warm and sooner: gloo group over both nodes; times from LAUNCH to the first line and to the group, warm and cold' '
+	JOB_RESTART="{max: 1, backoff: 100ms}" &&
 	for mode in auto off; do
-		mkdir -p out-ddp-$mode &&
-		job ddp-$mode "$(yaml_cmd /usr/bin/python3 ddp.py "$PWD/out-ddp-$mode")" <<-EOF &&
+		o=$PWD/out-ddp-$mode &&
+		mkdir -p "$o" &&
+		job ddp-$mode "$(yaml_cmd /usr/bin/python3 ddp.py "$o")" <<-EOF &&
 		warm: "$mode"
 		EOF
-		herd run ddp-$mode.yaml >out.ddp-$mode 2>err.ddp-$mode &&
-		grep "^\[0\] rank 0 sum 3\$" out.ddp-$mode &&
-		launch=$(jq -n "[inputs | select(.event == \"attempt_start\")][0].t" "$(ev ddp-$mode)") &&
-		for r in 0 1; do
-			first=$(sed -n "s/^first_ms //p" out-ddp-$mode/ddp.$r) &&
-			up=$(sed -n "s/^up_ms //p" out-ddp-$mode/ddp.$r) &&
-			echo "warm: $mode rank $r: first line $((first - launch)) ms after LAUNCH, group up after $((up - launch)) ms" || return 1
+		run_bg ddp-$mode.yaml out.ddp-$mode err.ddp-$mode &&
+		wait_for test -e "$o/ddp.1.1" &&
+		wait_for test -e "$o/ddp.0.1" &&
+		# the next attempt finds its warm interpreters ready
+		if [ $mode = auto ]; then
+			wait_for ready_at_least 3 || return 1
+		fi &&
+		touch "$o/go" &&
+		wait_exit $HERD_PID 120 &&
+		test $WAIT_RC = 0 &&
+		grep "^\[0\] rank 0 attempt 2 sum 3\$" out.ddp-$mode &&
+		for a in 1 2; do
+			launch=$(jq -n "[inputs | select(.event == \"attempt_start\" and .attempt == $a)][0].t" "$(ev ddp-$mode)") &&
+			for r in 0 1; do
+				first=$(sed -n "s/^first_ms //p" "$o/ddp.$r.$a") &&
+				up=$(sed -n "s/^up_ms //p" "$o/ddp.$r.$a") &&
+				echo "warm: $mode attempt $a rank $r: first line $((first - launch)) ms after LAUNCH, group up after $((up - launch)) ms" || return 1
+			done || return 1
 		done || return 1
 	done &&
-	ev_all "$(ev ddp-auto)" rank_start ".warm == true" &&
+	JOB_RESTART= &&
+	jq -e -n "[inputs | select(.event == \"rank_start\" and .attempt == 2 and .warm)] | length == 2" "$(ev ddp-auto)" &&
 	ev_all "$(ev ddp-off)" rank_start ".warm == false" &&
 	for j in warm cold; do
 		echo "import torch in the script ($j): $(sed -n "s/^import_torch_ms //p" out-$j/time.0) ms" || return 1
@@ -163,9 +189,8 @@ test_expect_success 'nothing of the job is imported before LAUNCH: a torch.py be
 	ls planted.* >planted &&
 	test_line_count = 2 planted &&
 	rm -f planted.* &&
-	job site "$(yaml_cmd /usr/bin/python3 plain.py)" <<-EOF &&
-	env: {OMP_NUM_THREADS: "1", PYTHONPATH: "$PWD/sitelib"}
-	EOF
+	JOB_ENV=", PYTHONPATH: \"$PWD/sitelib\"" &&
+	job site "$(yaml_cmd /usr/bin/python3 plain.py)" &&
 	herd run site.yaml >out.site 2>err.site &&
 	ev_all "$(ev site)" rank_start ".warm == false" &&
 	ls planted.* >planted &&
@@ -174,9 +199,9 @@ test_expect_success 'nothing of the job is imported before LAUNCH: a torch.py be
 	# The warm interpreters up meanwhile (the spare'"'"'s, the refilled
 	# ones): cwd /, no PYTHONPATH, no planted file of theirs, torch
 	# imported.
-	job idle "$(show_cmd idle sleep)" <<-EOF &&
-	env: {OMP_NUM_THREADS: "1", PYTHONPATH: "$PWD/sitelib:$PWD/shadow"}
-	EOF
+	JOB_ENV=", PYTHONPATH: \"$PWD/lib\"" &&
+	job idle "$(show_cmd idle sleep)" &&
+	JOB_ENV= &&
 	run_bg idle.yaml out.idle err.idle &&
 	wait_for grep -q "rank 1 pid" out.idle &&
 	wait_for test -n "$(warm_pids)" &&

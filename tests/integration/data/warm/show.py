@@ -31,7 +31,10 @@ out["stderr"] = [type(sys.stderr.buffer).__name__, sys.stderr.write_through,
 out["dont_write_bytecode"] = sys.dont_write_bytecode
 import faulthandler
 out["faulthandler"] = faulthandler.is_enabled()
-skip = ("HERD_PROGRESS_FILE", "HERD_METRICS", "SSH_CLIENT", "SSH_CONNECTION",
+# HERD_AGENT: /proc/PID/exe when a concurrent upload replaced the cached
+# agent (the test nodes share one file system).
+skip = ("HERD_PROGRESS_FILE", "HERD_METRICS", "HERD_AGENT", "SSH_CLIENT",
+        "SSH_CONNECTION",
         "_")
 out["env"] = sorted("%s=%s" % kv for kv in os.environ.items()
                     if kv[0] not in skip)
@@ -53,4 +56,10 @@ if len(sys.argv) > 2 and sys.argv[2] == "sleep":
     while True:
         time.sleep(1)
 if len(sys.argv) > 2 and sys.argv[2] == "exit3":
+    # Once every rank wrote its files: the first exit stops the others.
+    for _ in range(600):
+        if all(os.path.exists(os.path.join(sys.argv[1], "time.%d" % r))
+               for r in range(int(os.environ["WORLD_SIZE"]))):
+            break
+        time.sleep(0.05)
     sys.exit(3)
