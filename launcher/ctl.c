@@ -704,6 +704,7 @@ static void act_readmit(struct ctl *c, struct ctl_ev *ev)
 
 	if (n->state != NODE_EVICTED)
 		return;
+	n->hot = false;
 	start_node(c, n, false);	/* a probe: HELLO readmits it */
 	if (n->state == NODE_EVICTED)
 		evict(c, n, "readmit probe failed");
@@ -1559,6 +1560,13 @@ static void on_hello(struct ctl *c, struct node *n, struct proto_frame *f)
 		       (json_int_t)c->spec->health.timeout_ms);
 	conn_send(n->conn, PROTO_HEARTBEAT, hb, NULL, 0, NULL);
 	json_decref(hb);
+	if (!n->member && n->hot) {
+		events_emit(c->ev, "node_up",
+			    json_pack("{s:s, s:s, s:b}", "host", n->host,
+				      "hostname", n->hostname, "spare", 1));
+		ctl_post(c, CTL_EV_NODE_UP, n, 0, NULL);
+		return;
+	}
 	if (!n->member) {
 		events_emit(c->ev, "node_readmitted",
 			    json_pack("{s:s}", "host", n->host));
@@ -2541,6 +2549,19 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 					      c->nodes[i].host, "reason",
 					      "transport could not start",
 					      "attempt", 0));
+	}
+	/* Hot spares (ctl_warm.c): up before they are needed. */
+	for (int i = c->want_nodes - left_out; ctl_warm_spares(c) &&
+					       !c->opt->check_only &&
+					       i < c->n_nodes; i++) {
+		struct node *n = &c->nodes[i];
+
+		if (n->state != NODE_SPARE)
+			continue;
+		start_node(c, n, false);
+		n->hot = n->state == NODE_CONNECTING;
+		if (!n->hot)
+			n->state = NODE_SPARE; /* tried again when needed */
 	}
 	transport_commit(c->transport);
 	if (left_out > 0)

@@ -4,8 +4,21 @@
  * (STARTED), so that the event can say whether it came from a warm
  * interpreter: the agent alone knows.  STARTED comes before the rank's
  * EXIT on the same connection, so rank_start precedes rank_exit.
+ *
+ * With warm interpreters on, spares are connected at the start (hot):
+ * a spare brought in after a failure then has its interpreters ready,
+ * as the members have theirs for the next attempt.
  */
 #include "ctl_int.h"
+#include "transport.h"
+
+bool ctl_warm_spares(const struct ctl *c)
+{
+	struct transport_warm w;
+
+	transport_warm_args(c->spec, &w);
+	return w.argc > 0;
+}
 
 void ctl_rank_started(struct ctl *c, struct node *n, struct proto_frame *f)
 {

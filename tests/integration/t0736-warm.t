@@ -59,6 +59,13 @@ warm_ready() {
 	done | grep -c "^0 0x3\$"
 }
 ready_at_least() { [ "$(warm_ready)" -ge "$1" ]; }
+# idle_warm_pids: the warm interpreters that wait (not ranks yet)
+idle_warm_pids() {
+	for _p in $(warm_pids); do
+		cut -d" " -f1,2 /proc/$_p/syscall 2>/dev/null | grep -q "^0 0x3\$" &&
+			echo $_p
+	done
+}
 
 # wait_for CMD... : poll (60 s at most) until CMD succeeds
 wait_for() {
@@ -204,14 +211,15 @@ test_expect_success 'nothing of the job is imported before LAUNCH: a torch.py be
 	JOB_ENV= &&
 	run_bg idle.yaml out.idle err.idle &&
 	wait_for grep -q "rank 1 pid" out.idle &&
-	wait_for test -n "$(warm_pids)" &&
-	for p in $(warm_pids); do
+	# both members refilled, and the hot spare
+	wait_for ready_at_least 3 &&
+	for p in $(idle_warm_pids); do
 		test "$(readlink /proc/$p/cwd)" = / &&
 		! tr "\0" "\n" <"/proc/$p/environ" | grep "^PYTHONPATH=" &&
 		test ! -e planted.$p || return 1
 	done &&
-	p=$(warm_pids | head -1) &&
-	wait_for grep -q libtorch /proc/$p/maps &&
+	p=$(idle_warm_pids | head -1) &&
+	grep -q libtorch /proc/$p/maps &&
 	kill -INT $HERD_PID &&
 	wait_exit $HERD_PID 30
 '
@@ -220,8 +228,8 @@ test_expect_success 'another local user cannot reach a warm interpreter: its cha
 	job hostile "$(show_cmd hostile sleep)" &&
 	run_bg hostile.yaml out.h err.h &&
 	wait_for grep -q "rank 1 pid" out.h &&
-	wait_for test -n "$(warm_pids)" &&
-	p=$(warm_pids | head -1) &&
+	wait_for ready_at_least 1 &&
+	p=$(idle_warm_pids | head -1) &&
 	boot=$(tr "\0" "\n" <"/proc/$p/cmdline" | sed -n 2p) &&
 	# fd 3 is a socket pair: no path in /proc/net/unix for it
 	ino=$(readlink /proc/$p/fd/3 | sed -n "s/^socket:\[\([0-9]*\)\]\$/\1/p") &&
@@ -240,8 +248,8 @@ test_expect_success 'a warm interpreter killed (kill -9) before LAUNCH is starte
 	job again "$(show_cmd again sleep)" &&
 	run_bg again.yaml out.a err.a &&
 	wait_for grep -q "rank 1 pid" out.a &&
-	wait_for test -n "$(warm_pids)" &&
-	old=$(warm_pids | head -1) &&
+	wait_for ready_at_least 1 &&
+	old=$(idle_warm_pids | head -1) &&
 	dir=$(tr "\0" "\n" <"/proc/$old/cmdline" | sed -n 2p | xargs dirname) &&
 	kill -9 $old &&
 	wait_for sh -c "pgrep -f -- \"^/usr/bin/python3 $dir/warm_boot\\.py \" | grep -qvx $old" &&
