@@ -194,14 +194,14 @@ test_expect_success 'nothing of the job is imported before LAUNCH: a torch.py be
 	ev_all "$(ev shadow)" rank_start ".warm == false" &&
 	grep "^\[0\] torch from $PWD/shadow/torch.py\$" out.shadow &&
 	ls planted.* >planted &&
-	test_line_count = 2 planted &&
+	test "$(wc -l <planted)" = 2 &&
 	rm -f planted.* &&
 	JOB_ENV=", PYTHONPATH: \"$PWD/sitelib\"" &&
 	job site "$(yaml_cmd /usr/bin/python3 plain.py)" &&
 	herd run site.yaml >out.site 2>err.site &&
 	ev_all "$(ev site)" rank_start ".warm == false" &&
 	ls planted.* >planted &&
-	test_line_count = 2 planted &&
+	test "$(wc -l <planted)" = 2 &&
 	rm -f planted.* &&
 	# The warm interpreters up meanwhile (the spare'"'"'s, the refilled
 	# ones): cwd /, no PYTHONPATH, no planted file of theirs, torch
