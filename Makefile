@@ -127,7 +127,7 @@ $(BUILD)/unit/test_ctl_metrics $(BUILD)/unit/test_nodecache $(BUILD)/unit/test_s
 # The agent's lifecycle test links the agent's own objects but main.o
 # (the test supplies agent_send).
 AGENT_TEST_OBJ := $(filter-out $(BUILD)/agent/main.o,$(AGENT_OBJ))
-$(BUILD)/unit/test_agent $(BUILD)/unit/test_metrics $(BUILD)/unit/test_check: $(BUILD)/unit/%: tests/unit/%.c $(AGENT_TEST_OBJ) lib/libherd.a $(FLAGS_STAMP)
+$(BUILD)/unit/test_agent $(BUILD)/unit/test_metrics $(BUILD)/unit/test_check $(BUILD)/unit/test_warm: $(BUILD)/unit/%: tests/unit/%.c $(AGENT_TEST_OBJ) lib/libherd.a $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(AGENT_TEST_OBJ) lib/libherd.a $(PKG_LIBS) -lcmocka
 

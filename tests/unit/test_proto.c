@@ -821,6 +821,9 @@ static const struct valid_frame valid_frames[] = {
      40},
     {"connect-done-data", PROTO_CONNECT_DONE, PROTO_TO_AGENT,
      "{\"attempt\":1,\"seq\":2,\"status\":0}", 80},
+    /* warm interpreters */
+    {"started", PROTO_STARTED, PROTO_TO_HERD,
+     "{\"attempt\":1,\"rank\":3,\"warm\":true}", 0},
     {"publish", PROTO_PUBLISH, PROTO_TO_HERD,
      "{\"attempt\":1,\"id\":1,\"rank\":3,\"nspace\":\"herd.j.1\","
      "\"range\":\"session\",\"persist\":\"first_read\",\"keys\":["
