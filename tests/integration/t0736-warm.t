@@ -180,6 +180,27 @@ test_expect_success 'commands that are not a Python script, python -m and pipes 
 	ev_all "$(ev pipe)" rank_start ".warm == false"
 '
 
+test_expect_success 'plain mode: warm only with launch.preload; a bad module name is a spec error with its place' '
+	echo "print(\"plain\")" >wd/plain.py &&
+	job plainnone "$(yaml_cmd /usr/bin/python3 plain.py)" <<-EOF &&
+	mode: plain
+	EOF
+	herd run plainnone.yaml >out 2>err &&
+	ev_all "$(ev plainnone)" rank_start ".warm == false" &&
+	job plainjson "$(yaml_cmd /usr/bin/python3 plain.py)" <<-EOF &&
+	mode: plain
+	preload: [json, email.mime.text]
+	EOF
+	herd run plainjson.yaml >out 2>err &&
+	ev_all "$(ev plainjson)" rank_start ".warm == true" &&
+	grep "^\[0\] plain\$" out &&
+	job badpre "$(yaml_cmd /usr/bin/python3 plain.py)" <<-EOF &&
+	preload: [torch, "os; rm -rf x"]
+	EOF
+	test_expect_code 2 herd validate badpre.yaml 2>err &&
+	grep "^badpre.yaml:[0-9]*:[0-9]*: launch.preload: .os; rm -rf x. is not a Python module name" err
+'
+
 test_expect_success 'nothing of the job is imported before LAUNCH: a torch.py beside the script and a sitecustomize.py on PYTHONPATH are never read by a warm interpreter; such a rank runs cold and imports them, as python3 would' '
 	mkdir -p shadow sitelib &&
 	cat >shadow/torch.py <<-EOF &&
