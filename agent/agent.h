@@ -51,6 +51,8 @@ struct rank {
 	/* STARTED (warm or cold) is sent; a warm handoff sends it when
 	 * the slot's keeper says which it was (warm.c). */
 	bool started_sent;
+	bool warm;		/* started from a warm interpreter */
+	bool faulthandler;	/* its environment has PYTHONFAULTHANDLER */
 };
 
 /* Environment of a rank being built: the agent's, then the job's, then

@@ -270,6 +270,7 @@ void rank_started(struct agent *a, int rank, int attempt, bool warm)
 		if (r->rank != rank || r->spawn || r->started_sent)
 			continue;
 		r->started_sent = true;
+		r->warm = warm;
 		agent_send(a, PROTO_STARTED,
 			   json_pack("{s:i, s:i, s:b}", "attempt", attempt,
 				     "rank", rank, "warm", warm),
@@ -411,6 +412,9 @@ static int spawn_one(struct agent *a, struct rank *r, char *const *argv,
 		a->keeper_tried = true;
 	}
 	k.image_fd = a->keeper_fd;
+	for (char *const *e = env->v; e && *e; e++)
+		if (!strncmp(*e, "PYTHONFAULTHANDLER=", 19))
+			r->faulthandler = (*e)[19] != '\0';
 	pid = command ? warm_launch(a, &k, command, a->attempt, out) : 0;
 	if (pid == 0) {
 		pid = keeper_spawn(a->loop, &k, rank_keeper_exited, a, out,
