@@ -19,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -98,6 +100,21 @@ start_python(pid_t agent, const char *python, const char *boot,
 				keep = false;
 		if (keep)
 			envp[k++] = environ[i];
+	}
+	/* The import runs in SCHED_IDLE: a pool refilled while ranks start
+	 * takes only the cpu time they leave.  Only where the rank can go
+	 * back to the keeper's policy (warm_boot.py does at LAUNCH): root,
+	 * or RLIMIT_NICE allowing nice 0. */
+	{
+		struct rlimit rl;
+
+		if (geteuid() == 0 ||
+		    (getrlimit(RLIMIT_NICE, &rl) == 0 &&
+		     (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= 20))) {
+			struct sched_param sp = {0};
+
+			sched_setscheduler(0, SCHED_IDLE, &sp);
+		}
 	}
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);

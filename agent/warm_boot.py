@@ -94,6 +94,16 @@ def cpu_list(text):
 
 
 def bind(cpus, mem):
+    # Back from SCHED_IDLE (the keeper's choice for the import) to the
+    # keeper's policy, the one a cold rank inherits: every thread.
+    if os.sched_getscheduler(0) == os.SCHED_IDLE:
+        policy = os.sched_getscheduler(os.getppid())
+        param = os.sched_getparam(os.getppid())
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                os.sched_setscheduler(int(tid), policy, param)
+            except ProcessLookupError:
+                pass
     if cpus:
         want = cpu_list(cpus)
         # Every thread: an import may have started some.

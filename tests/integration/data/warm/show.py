@@ -12,6 +12,7 @@ out["executable"] = sys.executable
 out["cwd"] = os.getcwd()
 out["path"] = sys.path
 out["affinity"] = sorted(os.sched_getaffinity(0))
+out["sched"] = [os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0)]
 pgid = os.getpgid(0)
 out["own_group"] = pgid == os.getpid()
 with open("/proc/%d/comm" % pgid) as f:
