@@ -12,6 +12,7 @@
  *
  * libc only, like keeper_main.c.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -225,6 +226,27 @@ static int hand_over(int chan, const struct keeper_spec *k, const char *w,
 	return shutdown(chan, SHUT_WR);
 }
 
+/* Every thread of pid back to our own scheduling policy: a rank that
+ * comes while its interpreter still imports (SCHED_IDLE) waits no
+ * longer than a cold one. */
+static void unidle(pid_t pid)
+{
+	struct sched_param sp;
+	char path[64];
+	struct dirent *d;
+	int policy = sched_getscheduler(0);
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if (policy < 0 || sched_getparam(0, &sp) < 0 || !(dir = opendir(path)))
+		return;
+	while ((d = readdir(dir)))
+		if (d->d_name[0] >= '0' && d->d_name[0] <= '9')
+			sched_setscheduler((pid_t)strtol(d->d_name, NULL, 10),
+					   policy, &sp);
+	closedir(dir);
+}
+
 static void end_python(pid_t pid)
 {
 	kill(pid, SIGKILL);
@@ -300,6 +322,7 @@ int keeper_warm_main(int argc, char **argv)
 		}
 	}
 
+	unidle(pid);
 	/* LAUNCH: the spec goes where a cold keeper reads it. */
 	if (dup2(spec, 0) < 0 || keeper_spec_read(&k) < 0 ||
 	    dup2(devnull, 0) < 0)
