@@ -16,11 +16,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -71,9 +71,9 @@ static void __attribute__((noreturn))
 start_python(pid_t agent, const char *python, const char *boot,
 	     const char *preload, int chan)
 {
-	static const char *const drop[] = {"PYTHONPATH=", "PYTHONSTARTUP=",
-					   "PYTHONHOME=", "PYTHONSAFEPATH=",
-					   "PYTHONINSPECT="};
+	static const char *const drop[] = {
+	    "PYTHONPATH=", "PYTHONSTARTUP=", "PYTHONHOME=", "PYTHONSAFEPATH=",
+	    "PYTHONINSPECT="};
 	struct sigaction sa;
 	sigset_t none;
 	size_t n = 0, k = 0;
@@ -145,8 +145,8 @@ static char *read_memfd(int fd, size_t max, size_t *len)
 	if (!buf)
 		return NULL;
 	while (off < (size_t)st.st_size) {
-		ssize_t n = pread(fd, buf + off, (size_t)st.st_size - off,
-				  (off_t)off);
+		ssize_t n =
+		    pread(fd, buf + off, (size_t)st.st_size - off, (off_t)off);
 
 		if (n < 0 && errno == EINTR)
 			continue;

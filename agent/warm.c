@@ -52,7 +52,7 @@ extern const unsigned char herd_warm_boot_end[];
 
 struct warm_slot {
 	struct agent *a;
-	struct warm_slot *next;	/* the idle list */
+	struct warm_slot *next; /* the idle list */
 	pid_t pid;		/* its keeper */
 	int ctl;		/* our end of the keeper's socket; -1 closed */
 	int out[2];		/* the rank's stdout and stderr, read ends */
@@ -67,17 +67,17 @@ struct warm_state {
 	char preload[1024];
 	char python[PATH_MAX];
 	char boot[600];
-	int target;		/* slots wanted */
-	int fixed;		/* --warm-slots, 0: from the node and launches */
+	int target; /* slots wanted */
+	int fixed;  /* --warm-slots, 0: from the node and launches */
 	int n_idle;
-	int deaths;		/* in a row, before a slot was ready */
+	int deaths; /* in a row, before a slot was ready */
 	/* Slots handed a rank that is still importing or becoming it; the
 	 * pool is refilled once none is (refill_due), so that new imports
 	 * do not compete with the ranks' own start. */
 	int n_pending;
 	bool refill_due;
-	bool off;		/* said, and no more slots */
-	long timer;		/* refill */
+	bool off;   /* said, and no more slots */
+	long timer; /* refill */
 	struct warm_slot *idle;
 };
 
@@ -88,8 +88,10 @@ static void warm_give_up(struct agent *a, const char *why)
 	if (w->off)
 		return;
 	w->off = true;
-	fprintf(stderr, "herd-agent: warm interpreters are off on this node: "
-			"%s; its ranks start cold\n", why);
+	fprintf(stderr,
+		"herd-agent: warm interpreters are off on this node: "
+		"%s; its ranks start cold\n",
+		why);
 }
 
 /* The bootstrap in the agent's private directory (rundir.c: 0700, ours,
@@ -212,7 +214,8 @@ static void on_ctl(struct loop *loop, int fd, short revents, void *arg)
 }
 
 /* A slot's keeper exited: a rank's, or an idle slot's. */
-static void slot_on_exit(struct loop *loop, const struct proc_exit *e, void *arg)
+static void slot_on_exit(struct loop *loop, const struct proc_exit *e,
+			 void *arg)
 {
 	struct warm_slot *s = arg;
 	struct agent *a = s->a;
@@ -260,7 +263,8 @@ static int slot_start(struct agent *a)
 	int sv[2] = {-1, -1};
 
 	herd_err_clear(&err);
-	if (!s || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+	if (!s ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 		free(s);
 		warm_give_up(a, "out of memory or file descriptors");
 		return -1;
@@ -498,8 +502,7 @@ void warm_command_free(struct warm_cmd *c)
 }
 
 /* The file sh would run for word (PATH of envp), into out.  0 or -1. */
-static int resolve(const char *word, char *const *envp, char *out,
-		   size_t len)
+static int resolve(const char *word, char *const *envp, char *out, size_t len)
 {
 	const char *path = "/usr/local/bin:/usr/bin:/bin";
 
@@ -516,8 +519,8 @@ static int resolve(const char *word, char *const *envp, char *out,
 		size_t dl = strcspn(path, ":");
 
 		if (dl > 0 && path[0] == '/' &&
-		    (size_t)snprintf(out, len, "%.*s/%s", (int)dl, path,
-				     word) < len &&
+		    (size_t)snprintf(out, len, "%.*s/%s", (int)dl, path, word) <
+			len &&
 		    access(out, X_OK) == 0)
 			return 0;
 		if (dl > 0 && path[0] != '/')

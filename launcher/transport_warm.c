@@ -47,8 +47,8 @@ static void command_python(const char *cmd, char *out, size_t len)
 	memcpy(out, cmd, n);
 	out[n] = '\0';
 	base = strrchr(out, '/') + 1;
-	if (strncmp(base, "python", 6) || strspn(base + 6, "0123456789.") !=
-						  strlen(base + 6) ||
+	if (strncmp(base, "python", 6) ||
+	    strspn(base + 6, "0123456789.") != strlen(base + 6) ||
 	    strcspn(out, "{}$`'\"\\;&|<>*?[]~") != n)
 		out[0] = '\0';
 }

@@ -88,8 +88,8 @@ static void test_refuses(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_takes),
-		cmocka_unit_test(test_refuses),
+	    cmocka_unit_test(test_takes),
+	    cmocka_unit_test(test_refuses),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
