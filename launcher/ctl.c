@@ -1080,7 +1080,11 @@ static int take_spares(struct ctl *c)
 	for (int pass = 0; pass < 2 && have < c->want_nodes; pass++) {
 		for (int i = 0; i < c->n_nodes && have < c->want_nodes; i++) {
 			struct node *n = &c->nodes[i];
-			bool warm = n->state == NODE_UP && !n->member;
+			/* A hot spare still connecting joins as it comes
+			 * up (ctl_warm.c). */
+			bool warm = !n->member &&
+				    (n->state == NODE_UP ||
+				     (n->state == NODE_CONNECTING && n->hot));
 			bool idle = n->state == NODE_SPARE;
 
 			if (pass == 0 ? !warm : !idle)

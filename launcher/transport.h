@@ -86,8 +86,8 @@ void transport_report(int fd, const char *stage, const char *fmt, ...)
  * (agent/warm.c): --warm MODULES [--warm-python PATH] [--warm-slots N],
  * from launch.warm, launch.preload (empty: torch, torch.distributed in
  * torch mode, none otherwise), the command's interpreter when it names
- * one by its path, and nodes.slots.  argc 0: none (launch.warm off, or
- * nothing to preload).  Every string is a module name, a path or a
+ * one by its path, and nodes.slots.  argc 0: none (launch.warm off, a
+ * command that does not start with python, or nothing to preload).  Every string is a module name, a path or a
  * number: one literal word each. */
 struct transport_warm {
 	char preload[2048];

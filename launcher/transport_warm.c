@@ -53,12 +53,40 @@ static void command_python(const char *cmd, char *out, size_t len)
 		out[0] = '\0';
 }
 
+/* Does the command start with an interpreter named python, python3 or
+ * python3.N (quoted or not, a path or not)?  The agent decides for each
+ * rank (agent/warm.c); this only spares nodes whose job runs no Python
+ * script the cost of warm interpreters. */
+static bool python_command(const char *cmd)
+{
+	char word[256];
+	size_t n = 0;
+	const char *base, *v;
+
+	if (!cmd)
+		return false;
+	cmd += strspn(cmd, " \t");
+	for (; *cmd && *cmd != ' ' && *cmd != '\t' && n + 1 < sizeof(word);
+	     cmd++)
+		if (*cmd != '"' && *cmd != '\'')
+			word[n++] = *cmd;
+	word[n] = '\0';
+	base = strrchr(word, '/') ? strrchr(word, '/') + 1 : word;
+	if (strncmp(base, "python", 6))
+		return false;
+	v = base + 6;
+	return !*v || !strcmp(v, "3") ||
+	       (!strncmp(v, "3.", 2) && v[2] &&
+		strspn(v + 2, "0123456789") == strlen(v + 2));
+}
+
 void transport_warm_args(const struct spec *s, struct transport_warm *w)
 {
 	size_t len = 0;
 
 	memset(w, 0, sizeof(*w));
-	if (s->launch.warm == SPEC_WARM_OFF)
+	if (s->launch.warm == SPEC_WARM_OFF ||
+	    !python_command(s->launch.command))
 		return;
 	if (s->launch.preload.n > 0) {
 		for (size_t i = 0; i < s->launch.preload.n; i++) {

@@ -278,6 +278,21 @@ test_expect_success 'a warm interpreter killed (kill -9) before LAUNCH is starte
 	wait_exit $HERD_PID 30
 '
 
+test_expect_success 'a node lost: the hot spare takes its place and its rank starts warm' '
+	JOB_RESTART="{max: 1, backoff: 100ms}" &&
+	job spare "$(show_cmd spare sleep)" &&
+	JOB_RESTART= &&
+	run_bg spare.yaml out.s err.s &&
+	wait_for grep -q "rank 1 pid" out.s &&
+	wait_for jq -e -n "[inputs | select(.event == \"node_up\" and .spare)] | length == 1" "$(ev spare)" &&
+	cluster_kill_node 2 &&
+	wait_for sh -c "grep -q \"^\[1\] rank 1 pid\" out.s && test \$(grep -c \"^\[1\] rank 1 pid\" out.s) = 2" &&
+	jq -e -n "[inputs | select(.event == \"rank_start\" and .attempt == 2 and .host == \"$(cluster_node 3)\" and .warm)] | length == 1" "$(ev spare)" &&
+	kill -INT $HERD_PID &&
+	wait_exit $HERD_PID 30 &&
+	cluster_start_node 2
+'
+
 test_expect_success 'the agent killed (kill -9): no warm interpreter and no rank of it is left' '
 	job kill "$(show_cmd kill sleep)" &&
 	run_bg kill.yaml out.k err.k &&
