@@ -174,10 +174,11 @@ test_expect_success 'commands that are not a Python script, python -m and pipes 
 	job mod "$(yaml_cmd /usr/bin/python3 -m json.tool --help)" &&
 	herd run mod.yaml >out 2>err &&
 	ev_all "$(ev mod)" rank_start ".warm == false" &&
-	job pipe "/usr/bin/python3 show.py $PWD/out-pipe | cat" &&
+	job pipe "/usr/bin/python3 show.py '"'"'$PWD/out-pipe'"'"' | cat" &&
 	mkdir -p out-pipe &&
 	herd run pipe.yaml >out 2>err &&
-	ev_all "$(ev pipe)" rank_start ".warm == false"
+	ev_all "$(ev pipe)" rank_start ".warm == false" &&
+	test -s out-pipe/show.1
 '
 
 test_expect_success 'plain mode: warm only with launch.preload; a bad module name is a spec error with its place' '
