@@ -202,6 +202,18 @@ test_expect_success 'plain mode: warm only with launch.preload; a bad module nam
 	grep "^badpre.yaml:[0-9]*:[0-9]*: launch.preload: .os; rm -rf x. is not a Python module name" err
 '
 
+test_expect_success 'a preload module that cannot be imported: one line per node, the ranks run cold' '
+	job nomod "$(yaml_cmd /usr/bin/python3 plain.py)" <<-EOF &&
+	preload: [no_such_module_t0736]
+	EOF
+	herd run nomod.yaml >out 2>err &&
+	cat err &&
+	ev_all "$(ev nomod)" rank_start ".warm == false" &&
+	grep "^\[0\] plain\$" out &&
+	test "$(grep -c "warm interpreters are off on this node: cannot import no_such_module_t0736" err)" -le 3 &&
+	grep -q "warm interpreters are off on this node: cannot import no_such_module_t0736" err
+'
+
 test_expect_success 'nothing of the job is imported before LAUNCH: a torch.py beside the script and a sitecustomize.py on PYTHONPATH are never read by a warm interpreter; such a rank runs cold and imports them, as python3 would' '
 	mkdir -p shadow sitelib &&
 	cat >shadow/torch.py <<-EOF &&
