@@ -25,7 +25,9 @@
  * (nothing secret: paths and module names), fd 0 is a SOCK_SEQPACKET
  * socket to the agent (warm.c), fds 1-3 and the signals as for any
  * keeper.  Keeper -> agent records: "R" the interpreter has imported
- * PRELOAD; "F" + why: it cannot (it exits); after a handoff "K" the
+ * PRELOAD; "F" + why: it cannot (it exits); "D": the interpreter ended
+ * (the agent then closes the socket, or has sent "L": cold); after a
+ * handoff "K" the
  * interpreter is the rank, "C" the rank runs cold.  Agent -> keeper:
  * "L" with two fds (SCM_RIGHTS): the rank's spec (as for a cold
  * keeper) and the warm argv (KEEPER_WARM_MAGIC, the interpreter's path,

@@ -260,6 +260,7 @@ int keeper_warm_main(int argc, char **argv)
 	int ctl, chan[2], devnull, spec = -1, wfd = -1;
 	char *stop, *warg;
 	size_t wlen = 0;
+	bool dead = false;	/* the interpreter ended before LAUNCH */
 	pid_t agent, pid;
 	char rec[512];
 
@@ -286,10 +287,13 @@ int keeper_warm_main(int argc, char **argv)
 	close(chan[1]);
 
 	/* Before LAUNCH: relay what the interpreter says; the agent's EOF
-	 * or the interpreter's end ends the slot. */
+	 * ends the slot.  An interpreter that ended is said ("D"): the agent
+	 * closes the slot, or has already sent a rank ("L" crossed "D"),
+	 * which then runs cold. */
 	for (;;) {
 		struct pollfd p[2] = {{.fd = ctl, .events = POLLIN},
-				      {.fd = chan[0], .events = POLLIN}};
+				      {.fd = dead ? -1 : chan[0],
+				       .events = POLLIN}};
 		ssize_t n;
 
 		if (poll(p, 2, -1) < 0) {
@@ -304,7 +308,9 @@ int keeper_warm_main(int argc, char **argv)
 				continue;
 			if (n <= 0) {
 				end_python(pid);
-				_exit(1);
+				dead = true;
+				send_rec(ctl, "D", 1);
+				continue;
 			}
 			rec[n] = '\0';
 			if (rec[0] == 'R')
@@ -315,20 +321,22 @@ int keeper_warm_main(int argc, char **argv)
 		}
 		if (p[0].revents) {
 			if (recv_launch(ctl, &spec, &wfd) < 0) {
-				end_python(pid);
-				_exit(0);
+				if (!dead)
+					end_python(pid);
+				_exit(dead ? 1 : 0);
 			}
 			break;
 		}
 	}
 
-	unidle(pid);
+	if (!dead)
+		unidle(pid);
 	/* LAUNCH: the spec goes where a cold keeper reads it. */
 	if (dup2(spec, 0) < 0 || keeper_spec_read(&k) < 0 ||
 	    dup2(devnull, 0) < 0)
 		keeper_fail(PROC_STEP_SETUP, errno);
 	close(spec);
-	warg = read_memfd(wfd, WARM_ARGV_MAX, &wlen);
+	warg = dead ? NULL : read_memfd(wfd, WARM_ARGV_MAX, &wlen);
 	close(wfd);
 	if (warg && hand_over(chan[0], &k, warg, wlen) == 0) {
 		size_t got = 0;
@@ -361,7 +369,8 @@ int keeper_warm_main(int argc, char **argv)
 		}
 	}
 	/* Cold, from the same spec. */
-	end_python(pid);
+	if (!dead)
+		end_python(pid);
 	send_rec(ctl, "C", 1);
 	close(ctl);
 	close(chan[0]);

@@ -206,6 +206,8 @@ static void on_ctl(struct loop *loop, int fd, short revents, void *arg)
 		a->warm->deaths = 0;
 	} else if (rec[0] == 'F') {
 		warm_give_up(a, rec + 1 + (rec[1] == ' '));
+	} else if (rec[0] == 'D' && !s->assigned) {
+		slot_close(s); /* its keeper ends; its exit says the rest */
 	} else if (s->assigned && (rec[0] == 'K' || rec[0] == 'C')) {
 		rank_started(a, s->rank, s->attempt, rec[0] == 'K');
 		slot_close(s);
