@@ -91,14 +91,19 @@ endif
 # agent, which loads libcrypto, libpmix, hwloc...), embedded in the agent
 # (agent/keeper_image.c) and run from a memfd for every rank.
 KEEPER_BIN := $(BUILD)/herd-keeper
-$(KEEPER_BIN): $(BUILD)/keeper/main.o $(BUILD)/agent/keeper_main.o lib/libherd.a
-	$(CC) $(ALL_LDFLAGS) -o $@ $(BUILD)/keeper/main.o $(BUILD)/agent/keeper_main.o lib/libherd.a
+KEEPER_OBJ := $(BUILD)/keeper/main.o $(BUILD)/agent/keeper_main.o $(BUILD)/agent/keeper_warm.o
+$(KEEPER_BIN): $(KEEPER_OBJ) lib/libherd.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $(KEEPER_OBJ) lib/libherd.a
 ifeq ($(SANITIZE),)
 	objcopy --strip-all $@
 endif
 $(BUILD)/agent/keeper_image.o: agent/keeper_image.c $(KEEPER_BIN) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -DKEEPER_IMAGE='"$(KEEPER_BIN)"' -c $< -o $@
+# The warm interpreter's bootstrap (agent/warm.c), embedded the same way.
+$(BUILD)/agent/warm_boot.o: agent/warm_boot.c agent/warm_boot.py $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -DWARM_BOOT='"agent/warm_boot.py"' -c $< -o $@
 
 # The herd Python package (python/herd/*.py: every file there at build
 # time) inside the agent too (agent/pypkg.c writes it out on each node).
@@ -139,7 +144,7 @@ $(BUILD)/unit/test_ctl_metrics $(BUILD)/unit/test_nodecache $(BUILD)/unit/test_s
 # The agent's lifecycle test links the agent's own objects but main.o
 # (the test supplies agent_send).
 AGENT_TEST_OBJ := $(filter-out $(BUILD)/agent/main.o,$(AGENT_OBJ))
-$(BUILD)/unit/test_agent $(BUILD)/unit/test_metrics $(BUILD)/unit/test_check: $(BUILD)/unit/%: tests/unit/%.c $(AGENT_TEST_OBJ) lib/libherd.a $(FLAGS_STAMP)
+$(BUILD)/unit/test_agent $(BUILD)/unit/test_metrics $(BUILD)/unit/test_check $(BUILD)/unit/test_warm: $(BUILD)/unit/%: tests/unit/%.c $(AGENT_TEST_OBJ) lib/libherd.a $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(AGENT_TEST_OBJ) lib/libherd.a $(PKG_LIBS) -lcmocka
 

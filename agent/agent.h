@@ -48,6 +48,11 @@ struct rank {
 	/* How the keeper ended (proc.h): start.step says why the rank
 	 * could not be started, if it could not. */
 	struct proc_exit start;
+	/* STARTED (warm or cold) is sent; a warm handoff sends it when
+	 * the slot's keeper says which it was (warm.c). */
+	bool started_sent;
+	bool warm;		/* started from a warm interpreter */
+	bool faulthandler;	/* its environment has PYTHONFAULTHANDLER */
 };
 
 /* Environment of a rank being built: the agent's, then the job's, then
@@ -62,6 +67,7 @@ struct envv {
 int envv_set(struct envv *e, const char *key, const char *value);
 
 struct pmix_state;
+struct warm_state;
 struct metrics_state;
 struct stacks_state;
 
@@ -152,6 +158,8 @@ struct agent {
 	 * at the first launch; -1: none, keepers are /proc/self/exe. */
 	int keeper_fd;
 	bool keeper_tried;
+	struct warm_state *warm;	/* warm.c; NULL: no warm slots */
+	int n_gpus;		/* GPUs the node's topology shows */
 
 	struct pmix_state *pmix;	/* pmix.c; NULL until a pmix launch */
 	int touch_fd;	/* touch.c: the inotify fd (touch_on: open) */
@@ -246,6 +254,44 @@ void touch_launch(struct agent *a);
 void touch_watch(struct agent *a, struct rank *r);
 void touch_event(struct rank *r, uint32_t mask);
 void touch_fini(struct agent *a);
+
+/* rank.c, for warm.c: a rank's keeper exited (its proc.h on_exit), and
+ * STARTED for a rank of attempt: warm or cold. */
+void rank_keeper_exited(struct loop *loop, const struct proc_exit *e,
+			void *agent);
+void rank_started(struct agent *a, int rank, int attempt, bool warm);
+
+/* warm.c: warm Python interpreters per slot (warm.c says how).
+ * warm_init: preload is --warm's module list (NULL: no warm slots),
+ * python the interpreter (NULL: /usr/bin/python3), slots how many (0:
+ * the node's GPUs, else 1, then as many as a LAUNCH placed here); starts
+ * them.  warm_launch: when command runs a Python script with the warm
+ * interpreter and a slot is idle, hands rank k to it and returns its
+ * keeper's pid (the rank's keeper from now on; out gets the rank's
+ * output pipes), else 0: start it cold.  warm_after_launch: refills the
+ * pool in the background.  warm_fini: ends the idle slots. */
+void warm_init(struct agent *a, const char *preload, const char *python,
+	       int slots);
+pid_t warm_launch(struct agent *a, const struct keeper_rank *k,
+		  const char *command, int attempt, int out[2]);
+void warm_after_launch(struct agent *a, int n_ranks);
+bool warm_enabled(const struct agent *a);
+void warm_fini(struct agent *a);
+/* A command the warm path takes: PYTHON [-u] [-B] SCRIPT ARGS..., plain
+ * words only (letters, digits and _./,:=+@%- between blanks: nothing a
+ * shell would expand, quote, redirect or chain), PYTHON named python,
+ * python3 or python3.N (a path or looked up in the rank's PATH).
+ * Returns 0 with c filled (warm_command_free it), or -1: run it cold. */
+struct warm_cmd {
+	char *buf;
+	char **words;
+	size_t n_words;
+	const char *python;	/* words[0] */
+	size_t script_at;	/* words[script_at] is the script */
+	char flags[4];		/* "u", "B", "uB"... */
+};
+int warm_command_parse(const char *command, struct warm_cmd *c);
+void warm_command_free(struct warm_cmd *c);
 
 /* health.c */
 /* 30 s, ten times the default health.timeout: the agent cannot know the

@@ -112,7 +112,7 @@ static void cpus_text(FILE *f, const cpu_set_t *set)
 }
 
 /* The spec in a memfd, offset 0; -1 with err. */
-static int spec_write(const struct keeper_rank *k, struct herd_err *err)
+int keeper_spec_fd(const struct keeper_rank *k, struct herd_err *err)
 {
 	char *buf = NULL, num[32];
 	size_t len = 0;
@@ -207,7 +207,7 @@ pid_t keeper_spawn(struct loop *loop, const struct keeper_rank *k,
 	int spec;
 
 	snprintf(rank, sizeof(rank), "%d", k->rank);
-	spec = spec_write(k, err);
+	spec = keeper_spec_fd(k, err);
 	if (spec < 0)
 		return -1;
 	sigfillset(&all);

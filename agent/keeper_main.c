@@ -31,18 +31,6 @@
 #include "agent.h"
 #include "keeper.h"
 
-/* The spec, split. */
-struct keeper_spec {
-	char *buf;
-	pid_t agent;
-	struct proc_opts rank; /* path, workdir, cpus, envp */
-	cpu_set_t cpus;
-	bool has_mem;
-	unsigned long mem_mask[KEEPER_MEM_NODES / (8 * sizeof(long)) + 1];
-	char **argv;
-	char **envp;
-};
-
 static long spec_num(const char *s, long lo, long hi)
 {
 	char *end = NULL;
@@ -83,7 +71,7 @@ static int cpus_parse(const char *s, cpu_set_t *set)
 }
 
 /* Reads and checks the spec on fd 0.  Returns 0, or -1 with errno. */
-static int spec_read(struct keeper_spec *k)
+int keeper_spec_read(struct keeper_spec *k)
 {
 	struct stat st;
 	char *p, *end, *field[7];
@@ -143,6 +131,8 @@ static int spec_read(struct keeper_spec *k)
 	k->rank.path = field[2];
 	k->rank.workdir = field[3][0] ? field[3] : NULL;
 	k->rank.envp = k->envp;
+	k->cpus_text = field[4];
+	k->mem_text = field[5];
 	if (field[4][0]) {
 		if (cpus_parse(field[4], &k->cpus) < 0)
 			return -1;
@@ -160,14 +150,14 @@ static int spec_read(struct keeper_spec *k)
 	return 0;
 }
 
-static void keeper_on_parent_death(int sig)
+void keeper_on_parent_death(int sig)
 {
 	(void)sig;
 	kill(0, SIGKILL); /* the whole group: the rank and this keeper */
 	_exit(137);
 }
 
-static void __attribute__((noreturn)) keeper_fail(enum proc_step step, int e)
+void keeper_fail(enum proc_step step, int e)
 {
 	proc_report_write(3, step, e);
 	_exit(127);
@@ -183,91 +173,38 @@ static bool started_by_agent(void)
 	return fstat(3, &st) == 0 && S_ISFIFO(st.st_mode);
 }
 
-int keeper_main(int argc, char **argv)
-{
-	static const int stop_sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
-	struct keeper_spec k;
-	struct sigaction sa;
-	sigset_t stopset, pending;
-	int go[2], status = 0, devnull;
-	pid_t pid;
+/* Signals the agent sends to the group are for the rank: the keeper
+ * keeps them blocked for good and hands on those that came before the
+ * rank was forked (a child does not inherit pending signals).  SIGUSR1
+ * (the agent died) is not among them. */
+static const int stop_sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
 
-	(void)argc;
-	if (!started_by_agent()) {
-		fprintf(stderr, "herd-agent: " KEEPER_ARG " is started by "
-				"herd-agent itself for each rank, not by "
-				"hand\n");
-		return 2;
-	}
-	/* Exec'd through /proc/self/exe, its name (ps, top, pgrep) would be
-	 * "exe": it takes the agent's, as a forked keeper had. */
-	prctl(PR_SET_NAME,
-	      strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0]);
-	memset(&k, 0, sizeof(k));
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = keeper_on_parent_death;
-	sigaction(SIGUSR1, &sa, NULL);
-	/* The report pipe goes with the rank's exec (its EOF says the rank
-	 * runs) and with the keeper's close below. */
-	fcntl(3, F_SETFD, FD_CLOEXEC);
-	if (spec_read(&k) < 0)
-		keeper_fail(PROC_STEP_SETUP, errno);
-	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (devnull < 0 || dup2(devnull, 0) < 0)
-		keeper_fail(PROC_STEP_SETUP, errno);
-	close(devnull);
-	/* Signals the agent sends to the group are for the rank: the keeper
-	 * keeps them blocked for good and hands on those that came before
-	 * the rank was forked (a child does not inherit pending signals).
-	 * SIGUSR1 (the agent died) is unblocked here: one already pending
-	 * runs its handler now. */
+void keeper_block_stops(void)
+{
+	sigset_t stopset;
+
 	sigemptyset(&stopset);
 	for (size_t i = 0; i < sizeof(stop_sigs) / sizeof(stop_sigs[0]); i++)
 		sigaddset(&stopset, stop_sigs[i]);
 	sigprocmask(SIG_SETMASK, &stopset, NULL);
-	if (getppid() != k.agent)
-		keeper_on_parent_death(SIGUSR1);
-	if (pipe2(go, O_CLOEXEC) < 0)
-		keeper_fail(PROC_STEP_SETUP, errno);
+}
 
-	pid = fork();
-	if (pid < 0)
-		keeper_fail(PROC_STEP_SETUP, errno);
-	if (pid == 0) {
-		sigset_t none;
-		char b;
+void keeper_hand_on(pid_t pid)
+{
+	sigset_t pending;
 
-		sa.sa_handler = SIG_DFL;
-		for (int s = 1; s < NSIG; s++)
-			sigaction(s, &sa, NULL);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		/* The agent may have gdb look at the rank when it hangs
-		 * (stacks.c): under Yama's ptrace_scope 1 only an
-		 * ancestor may attach, and gdb is the agent's child, not
-		 * the rank's ancestor.  EINVAL without Yama: harmless. */
-		prctl(PR_SET_PTRACER, (unsigned long)k.agent, 0, 0, 0);
-		/* Stop signals stay blocked until the keeper has handed on
-		 * the early ones: one that reached both of us merges. */
-		close(go[1]);
-		while (read(go[0], &b, 1) < 0 && errno == EINTR)
-			;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		/* Memory policy: prefer the NUMA node of the rank's cpus
-		 * (falls back to others when it is full); kept across
-		 * exec. */
-		if (k.has_mem)
-			syscall(SYS_set_mempolicy, MPOL_PREFERRED, k.mem_mask,
-				(unsigned long)KEEPER_MEM_NODES + 1);
-		proc_child_exec(&k.rank, k.argv, 3);
-	}
-	close(3); /* only the rank holds the report pipe now */
-	close(go[0]);
 	sigpending(&pending);
 	for (size_t i = 0; i < sizeof(stop_sigs) / sizeof(stop_sigs[0]); i++)
 		if (sigismember(&pending, stop_sigs[i]))
 			kill(pid, stop_sigs[i]);
-	close(go[1]);
+}
+
+void keeper_wait(pid_t pid)
+{
+	struct sigaction sa;
+	int status = 0;
+
+	memset(&sa, 0, sizeof(sa));
 	/* The keeper keeps no copy of the output pipes: EOF must come
 	 * when the rank (and whatever it started) is gone.  (fd 0 is
 	 * /dev/null.) */
@@ -291,4 +228,92 @@ int keeper_main(int argc, char **argv)
 		_exit(128 + sig);
 	}
 	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
+}
+
+void keeper_cold(struct keeper_spec *k)
+{
+	struct sigaction sa;
+	int go[2];
+	pid_t pid;
+
+	memset(&sa, 0, sizeof(sa));
+	keeper_block_stops();
+	if (getppid() != k->agent)
+		keeper_on_parent_death(SIGUSR1);
+	if (pipe2(go, O_CLOEXEC) < 0)
+		keeper_fail(PROC_STEP_SETUP, errno);
+
+	pid = fork();
+	if (pid < 0)
+		keeper_fail(PROC_STEP_SETUP, errno);
+	if (pid == 0) {
+		sigset_t none;
+		char b;
+
+		sa.sa_handler = SIG_DFL;
+		for (int s = 1; s < NSIG; s++)
+			sigaction(s, &sa, NULL);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		/* The agent may have gdb look at the rank when it hangs
+		 * (stacks.c): under Yama's ptrace_scope 1 only an
+		 * ancestor may attach, and gdb is the agent's child, not
+		 * the rank's ancestor.  EINVAL without Yama: harmless. */
+		prctl(PR_SET_PTRACER, (unsigned long)k->agent, 0, 0, 0);
+		/* Stop signals stay blocked until the keeper has handed on
+		 * the early ones: one that reached both of us merges. */
+		close(go[1]);
+		while (read(go[0], &b, 1) < 0 && errno == EINTR)
+			;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		/* Memory policy: prefer the NUMA node of the rank's cpus
+		 * (falls back to others when it is full); kept across
+		 * exec. */
+		if (k->has_mem)
+			syscall(SYS_set_mempolicy, MPOL_PREFERRED, k->mem_mask,
+				(unsigned long)KEEPER_MEM_NODES + 1);
+		proc_child_exec(&k->rank, k->argv, 3);
+	}
+	close(3); /* only the rank holds the report pipe now */
+	close(go[0]);
+	keeper_hand_on(pid);
+	close(go[1]);
+	keeper_wait(pid);
+}
+
+int keeper_main(int argc, char **argv)
+{
+	struct keeper_spec k;
+	struct sigaction sa;
+	int devnull;
+
+	if (!started_by_agent()) {
+		fprintf(stderr, "herd-agent: " KEEPER_ARG " is started by "
+				"herd-agent itself for each rank, not by "
+				"hand\n");
+		return 2;
+	}
+	/* Exec'd through /proc/self/exe, its name (ps, top, pgrep) would be
+	 * "exe": it takes the agent's, as a forked keeper had. */
+	prctl(PR_SET_NAME,
+	      strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0]);
+	memset(&k, 0, sizeof(k));
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = keeper_on_parent_death;
+	sigaction(SIGUSR1, &sa, NULL);
+	/* The report pipe goes with the rank's exec (its EOF says the rank
+	 * runs) and with the keeper's close below. */
+	fcntl(3, F_SETFD, FD_CLOEXEC);
+	/* A warm slot: the interpreter first, the rank at LAUNCH
+	 * (keeper_warm.c). */
+	if (argc > 2 && !strcmp(argv[2], KEEPER_WARM_ARG))
+		return keeper_warm_main(argc, argv);
+	if (keeper_spec_read(&k) < 0)
+		keeper_fail(PROC_STEP_SETUP, errno);
+	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull < 0 || dup2(devnull, 0) < 0)
+		keeper_fail(PROC_STEP_SETUP, errno);
+	close(devnull);
+	keeper_cold(&k);
+	return 127;
 }

@@ -125,6 +125,8 @@ static void send_hello(struct agent *a, const char *topology_xml,
 			 (json_int_t)sysconf(_SC_NPROCESSORS_ONLN), "pid",
 			 (int)getpid());
 	if (topo)
+		a->n_gpus = (int)json_array_size(json_object_get(topo, "gpus"));
+	if (topo)
 		json_object_set_new(body, "topo", topo);
 	else
 		json_object_set_new(body, "topo_error", json_string(why));
@@ -296,7 +298,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: herd-agent [--stdio | --connect HOST:PORT] "
 		"[--topology FILE.xml] [--hello-timeout MS] [--node NAME] "
-		"[--local-herd] [--pmix] | --version | --help\n\n"
+		"[--local-herd] [--pmix] [--warm MODULES [--warm-python PATH] "
+		"[--warm-slots N]] | --version | --help\n\n"
 		"herd-agent runs on every node of a job, started by herd. It\n"
 		"speaks herd's framed protocol on stdin/stdout (--stdio, the\n"
 		"default), or over TCP to HOST:PORT after proving the job\n"
@@ -310,6 +313,11 @@ static void usage(FILE *out)
 		"ranks go on; herd's exit closes stdin, which stops them.\n"
 		"--pmix: the job is launch.mode pmix; start the PMIx server\n"
 		"right after HELLO instead of at the first LAUNCH.\n"
+		"--warm MODULES: keep a warm Python interpreter per slot that\n"
+		"has imported MODULES (comma-separated; launch.preload), run by\n"
+		"--warm-python PATH (/usr/bin/python3), N of them (--warm-slots;\n"
+		"default: the node's GPUs, else 1, then as many as a launch\n"
+		"placed here); ranks that run a Python script start from them.\n"
 		"It is not meant to be run by hand.\n",
 		AGENT_HELLO_TIMEOUT_MS);
 }
@@ -323,6 +331,8 @@ int main(int argc, char **argv)
 	 * by a transport. */
 	const char *topology_xml = getenv("HERD_AGENT_TOPOLOGY");
 	const char *connect_to = NULL, *node_name = NULL;
+	const char *warm = NULL, *warm_python = NULL;
+	int warm_slots = 0;
 	bool pmix_early = false;
 
 	if (argc > 1 && !strcmp(argv[1], "probe"))
@@ -383,6 +393,29 @@ int main(int argc, char **argv)
 			pmix_early = true;
 			continue;
 		}
+		if (!strcmp(argv[i], "--warm") && i + 1 < argc) {
+			warm = argv[++i];
+			continue;
+		}
+		if (!strcmp(argv[i], "--warm-python") && i + 1 < argc) {
+			warm_python = argv[++i];
+			continue;
+		}
+		if (!strcmp(argv[i], "--warm-slots") && i + 1 < argc) {
+			char *end = NULL;
+			long n;
+
+			errno = 0;
+			n = strtol(argv[++i], &end, 10);
+			if (errno || end == argv[i] || *end || n < 0 ||
+			    n > 4096) {
+				fprintf(stderr, "herd-agent: --warm-slots "
+						"wants 0 to 4096\n");
+				return 2;
+			}
+			warm_slots = (int)n;
+			continue;
+		}
 		if (!strcmp(argv[i], "--connect") && i + 1 < argc) {
 			connect_to = argv[++i];
 			continue;
@@ -441,10 +474,12 @@ int main(int argc, char **argv)
 	send_hello(&a, topology_xml, node_name);
 	if (pmix_early)
 		pmix_warm(&a);
+	warm_init(&a, warm, warm_python, warm_slots);
 	loop_run(a.loop);
 
 	/* Everything is reaped; make sure no group member outlives us. */
 	rank_signal_all(&a, SIGKILL);
+	warm_fini(&a);
 	rank_free_all(&a);
 	/* The tier goes before herd hears us hang up: a job that ended
 	 * leaves nothing in memory once herd has exited. */

@@ -7,7 +7,7 @@
  *
  * The keeper is started through proc.h (its own group, PDEATHSIG, fds,
  * the report pipe) and reaped by the loop's registry, which hands its
- * status to rank_on_exit.  The agent runs no code of its own between
+ * status to rank_keeper_exited.  The agent runs no code of its own between
  * fork() and exec() (PMIx threads may exist in this process): the rank's
  * environment and argv are built here and handed to the keeper.
  */
@@ -180,6 +180,7 @@ static void maybe_send_exit(struct agent *a, struct rank *r)
 		return;
 	if (a->pmix_mode && !r->pmix_connected)
 		pmix_drain(a);
+	rank_started(a, r->rank, a->attempt, false);
 	r->exit_sent = true;
 	if (WIFSIGNALED(r->status))
 		body = json_pack("{s:i, s:n, s:i}", "rank", r->rank, "code",
@@ -259,9 +260,28 @@ int rank_alive_count(const struct agent *a)
 	return n;
 }
 
+void rank_started(struct agent *a, int rank, int attempt, bool warm)
+{
+	if (attempt != a->attempt)
+		return;
+	for (int i = 0; i < a->n_ranks; i++) {
+		struct rank *r = &a->ranks[i];
+
+		if (r->rank != rank || r->spawn || r->started_sent)
+			continue;
+		r->started_sent = true;
+		r->warm = warm;
+		agent_send(a, PROTO_STARTED,
+			   json_pack("{s:i, s:i, s:b}", "attempt", attempt,
+				     "rank", rank, "warm", warm),
+			   NULL, 0);
+		return;
+	}
+}
+
 /* A keeper has exited (proc.h, from the loop): its rank is over. */
-static void rank_on_exit(struct loop *loop, const struct proc_exit *e,
-			 void *arg)
+void rank_keeper_exited(struct loop *loop, const struct proc_exit *e,
+			void *arg)
 {
 	struct agent *a = arg;
 
@@ -366,10 +386,14 @@ void agent_self_refresh(struct agent *a)
 			 (long)getpid());
 }
 
+/* command: the job's, for the warm path (warm.c); NULL: always cold. */
 static int spawn_one(struct agent *a, struct rank *r, char *const *argv,
-		     const char *workdir, const cpu_set_t *cpus, int mem_node,
-		     struct envv *env, struct herd_err *err)
+		     const char *command, const char *workdir,
+		     const cpu_set_t *cpus, int mem_node, struct envv *env,
+		     struct herd_err *err)
 {
+	bool cold = false;
+
 	struct keeper_rank k = {
 		.rank = r->rank,
 		.self = a->self_path,
@@ -389,7 +413,15 @@ static int spawn_one(struct agent *a, struct rank *r, char *const *argv,
 		a->keeper_tried = true;
 	}
 	k.image_fd = a->keeper_fd;
-	pid = keeper_spawn(a->loop, &k, rank_on_exit, a, out, err);
+	for (char *const *e = env->v; e && *e; e++)
+		if (!strncmp(*e, "PYTHONFAULTHANDLER=", 19))
+			r->faulthandler = (*e)[19] != '\0';
+	pid = command ? warm_launch(a, &k, command, a->attempt, out) : 0;
+	if (pid == 0) {
+		pid = keeper_spawn(a->loop, &k, rank_keeper_exited, a, out,
+				   err);
+		cold = true;
+	}
 	if (pid < 0)
 		return -1;
 	r->pid = pid;
@@ -400,6 +432,8 @@ static int spawn_one(struct agent *a, struct rank *r, char *const *argv,
 	fcntl(r->err.fd, F_SETFL, O_NONBLOCK);
 	loop_fd_add(a->loop, r->out.fd, POLLIN, on_output, a);
 	loop_fd_add(a->loop, r->err.fd, POLLIN, on_output, a);
+	if (cold)
+		rank_started(a, r->rank, a->attempt, false);
 	return 0;
 }
 
@@ -537,8 +571,8 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 		{
 			char *argv[] = {"sh", "-c", (char *)command, NULL};
 
-			rc = spawn_one(a, r, argv, workdir, cpus ? &set : NULL,
-				       mem_node, &env, err);
+			rc = spawn_one(a, r, argv, command, workdir,
+				       cpus ? &set : NULL, mem_node, &env, err);
 		}
 		envv_free(&env);
 		if (rc < 0) {
@@ -547,6 +581,7 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 			return -1;
 		}
 	}
+	warm_after_launch(a, (int)n);
 	return 0;
 }
 
@@ -652,8 +687,9 @@ int rank_spawn_proc(struct agent *a, const struct rank_proc *p,
 	if (!reuse)
 		a->n_ranks++;
 	r->exit_sent = false;
-	rc = spawn_one(a, r, argv, workdir, p->cpus ? &set : NULL, -1, &env,
-		       err);
+	r->started_sent = true; /* herd announces only the job's ranks */
+	rc = spawn_one(a, r, argv, NULL, workdir, p->cpus ? &set : NULL, -1,
+		       &env, err);
 	if (rc < 0) {
 		/* Never ran: its EXIT says so, herd fails the spawn. */
 		r->exit_sent = true;

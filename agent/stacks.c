@@ -737,7 +737,11 @@ static void start_rank(struct agent *a, struct rank *r, struct rank_stacks *rs)
 		return;
 	}
 	proc_exe(rs->pid, exe, sizeof(exe));
-	if (is_python(exe) && faulthandler_on(rs->pid)) {
+	/* A rank started warm (warm.c) kept the warm interpreter's
+	 * /proc/PID/environ; it turned faulthandler on as its own
+	 * environment said. */
+	if (is_python(exe) && ((r->warm && r->faulthandler) ||
+			       faulthandler_on(rs->pid))) {
 		rs->method = "python";
 		stack_parse_init(&rs->parse, STACK_PYTHON);
 		snprintf(head, sizeof(head),

@@ -713,6 +713,7 @@ static void act_readmit(struct ctl *c, struct ctl_ev *ev)
 
 	if (n->state != NODE_EVICTED)
 		return;
+	n->hot = false;
 	start_node(c, n, false);	/* a probe: HELLO readmits it */
 	if (n->state == NODE_EVICTED)
 		evict(c, n, "readmit probe failed");
@@ -1095,7 +1096,11 @@ static int take_spares(struct ctl *c)
 	for (int pass = 0; pass < 2 && have < c->want_nodes; pass++) {
 		for (int i = 0; i < c->n_nodes && have < c->want_nodes; i++) {
 			struct node *n = &c->nodes[i];
-			bool warm = n->state == NODE_UP && !n->member;
+			/* A hot spare still connecting joins as it comes
+			 * up (ctl_warm.c). */
+			bool warm = !n->member &&
+				    (n->state == NODE_UP ||
+				     (n->state == NODE_CONNECTING && n->hot));
 			bool idle = n->state == NODE_SPARE;
 
 			if (pass == 0 ? !warm : !idle)
@@ -1436,13 +1441,7 @@ void ctl_launch_send(struct ctl *c, const char *command)
 		body = ctl_launch_body(c, n, command);
 		conn_send(n->conn, PROTO_LAUNCH, body, NULL, 0, NULL);
 		json_decref(body);
-		for (int l = 0; l < n->n_ranks; l++)
-			events_emit(c->ev, "rank_start",
-				    json_pack("{s:i, s:i, s:s, s:i, s:i}",
-					      "attempt", c->attempt, "rank",
-					      n->first_rank + l, "host",
-					      n->host, "local_rank", l,
-					      "node_rank", n->index));
+		/* rank_start: when the agent says so (ctl_warm.c). */
 	}
 	ctl_ckpt_launched(c);
 	ctl_detach_ready(c); /* --detach: the job is up */
@@ -1649,6 +1648,13 @@ static void on_hello(struct ctl *c, struct node *n, struct proto_frame *f)
 	conn_send(n->conn, PROTO_HEARTBEAT, hb, NULL, 0, NULL);
 	json_decref(hb);
 	ctl_ckpt_node_up(c, n);
+	if (!n->member && n->hot) {
+		events_emit(c->ev, "node_up",
+			    json_pack("{s:s, s:s, s:b}", "host", n->host,
+				      "hostname", n->hostname, "spare", 1));
+		ctl_post(c, CTL_EV_NODE_UP, n, 0, NULL);
+		return;
+	}
 	if (!n->member) {
 		events_emit(c->ev, "node_readmitted",
 			    json_pack("{s:s}", "host", n->host));
@@ -2023,6 +2029,7 @@ static const frame_fn frame_handlers[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_CKPT_INV] = ctl_ckpt_frame,
 	[PROTO_CKPT_DATA] = ctl_ckpt_frame,
 	[PROTO_CKPT_ACK] = ctl_ckpt_frame,
+	[PROTO_STARTED] = ctl_rank_started,
 };
 
 /* A conn's arg is its node: found in O(1).  A conn the node has dropped
@@ -2638,6 +2645,19 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 					      c->nodes[i].host, "reason",
 					      "transport could not start",
 					      "attempt", 0));
+	}
+	/* Hot spares (ctl_warm.c): up before they are needed. */
+	for (int i = c->want_nodes - left_out; ctl_warm_spares(c) &&
+					       !c->opt->check_only &&
+					       i < c->n_nodes; i++) {
+		struct node *n = &c->nodes[i];
+
+		if (n->state != NODE_SPARE)
+			continue;
+		start_node(c, n, false);
+		n->hot = n->state == NODE_CONNECTING;
+		if (!n->hot)
+			n->state = NODE_SPARE; /* tried again when needed */
 	}
 	transport_commit(c->transport);
 	if (left_out > 0)

@@ -126,6 +126,10 @@ struct node {
 	char *host;
 	enum node_state state;
 	bool member;		/* in the job; false: a spare (idle or warm) */
+	/* A spare connected at the start so that its warm interpreters are
+	 * ready before it is needed (ctl_warm.c); its HELLO is a node_up,
+	 * not a readmission. */
+	bool hot;
 	bool stopped;		/* confirmed its ranks gone (recover) */
 	bool setup_error;	/* failed on ssh auth or host key: herd's
 				 * setup, not counted against the node */
@@ -511,6 +515,11 @@ void ctl_pubsub_free(struct ctl *c);
 /* ctl_event.c (issue 16): PMIx events across nodes. */
 /* EVENT from node n: forwarded to the other nodes in its range. */
 void ctl_event_frame(struct ctl *c, struct node *n, struct proto_frame *f);
+/* ctl_warm.c: STARTED (a rank started, warm or not): rank_start.
+ * ctl_warm_spares: with warm interpreters on, whether the spares are to
+ * be connected at the start (they then wait, up, with theirs ready). */
+void ctl_rank_started(struct ctl *c, struct node *n, struct proto_frame *f);
+bool ctl_warm_spares(const struct ctl *c);
 /* launch.mode pmix: tells every surviving node that ranks failed
  * (kind "exit", "signal" or "node"; status the exit status; host where
  * they ran), and a ranks_notified event.  Nothing for other modes. */

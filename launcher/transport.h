@@ -82,4 +82,20 @@ extern const struct transport_ops transport_slurm_ops;
 void transport_report(int fd, const char *stage, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* transport_warm.c: the agent's arguments for warm interpreters
+ * (agent/warm.c): --warm MODULES [--warm-python PATH] [--warm-slots N],
+ * from launch.warm, launch.preload (empty: torch, torch.distributed in
+ * torch mode, none otherwise), the command's interpreter when it names
+ * one by its path, and nodes.slots.  argc 0: none (launch.warm off, a
+ * command that does not start with python, or nothing to preload).  Every string is a module name, a path or a
+ * number: one literal word each. */
+struct transport_warm {
+	char preload[2048];
+	char python[1024];
+	char slots[24];
+	const char *argv[6];
+	int argc;
+};
+void transport_warm_args(const struct spec *s, struct transport_warm *w);
+
 #endif

@@ -52,13 +52,24 @@ static int local_start(struct transport *t, const char *host,
 			pmix ? "--pmix" : "--stdio",
 			named ? "--node" : NULL,
 			(char *)host,
+			NULL,
+			NULL,
+			NULL,
+			NULL,
+			NULL,
+			NULL,
 			NULL};
+	struct transport_warm warm;
 	struct proc_opts opts = {.pdeathsig = SIGTERM, .wait_exec = true};
 	struct local_agents *la = t->priv;
 	struct herd_err why;
 	pid_t pid;
 	int sv[2];
 
+	/* --warm...: after --node NAME (or in its place). */
+	transport_warm_args(t->spec, &warm);
+	for (int i = 0, k = named ? 8 : 6; i < warm.argc; i++)
+		argv[k++] = (char *)warm.argv[i];
 	if (!la && !(la = t->priv = calloc(1, sizeof(*la))))
 		return herd_errprintf(err, "out of memory");
 	if (la->n == la->cap) {

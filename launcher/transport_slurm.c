@@ -985,7 +985,8 @@ static int step_start(struct transport *t, struct snode **batch, size_t n,
 	snprintf(tasks_arg, sizeof(tasks_arg), "--ntasks=%zu", n);
 	{
 		/* Every argument is ours or a path: nothing secret here. */
-		char *args[20];
+		char *args[28];
+		struct transport_warm warm;
 		int k = 0;
 
 		args[k++] = srun;
@@ -1004,6 +1005,9 @@ static int step_start(struct transport *t, struct snode **batch, size_t n,
 		args[k++] = t->agent_path;
 		args[k++] = "--connect";
 		args[k++] = priv->addr;
+		transport_warm_args(t->spec, &warm);
+		for (int i = 0; i < warm.argc; i++)
+			args[k++] = (char *)warm.argv[i];
 		args[k] = NULL;
 		if (t->verbose) {
 			fprintf(stderr, "herd: slurm: step %d:", priv->n_steps);

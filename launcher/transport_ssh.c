@@ -175,9 +175,11 @@ static int node_connect(struct ssh_node *n)
 {
 	/* --pmix: the agent starts its PMIx server while herd waits for
 	 * the other nodes' HELLOs, not after LAUNCH. */
-	static const char *const agent_args[] = {"--stdio", "--pmix"};
+	const char *agent_args[2 + sizeof(((struct transport_warm *)0)->argv) /
+				       sizeof(char *)] = {"--stdio", "--pmix"};
 	struct ssh_priv *priv = n->t->priv;
 	int n_args = n->t->spec->launch.mode == SPEC_MODE_PMIX ? 2 : 1;
+	struct transport_warm warm;
 	struct herd_err err;
 	char *cmd = NULL;
 	bool stop;
@@ -219,8 +221,12 @@ static int node_connect(struct ssh_node *n)
 	 * login shell on the node): check the cache and start the agent, or
 	 * exit 97 when it must be uploaded, then upload it and try once
 	 * more. */
+	/* --warm...: the agent starts its warm interpreters at once. */
+	transport_warm_args(n->t->spec, &warm);
+	for (int i = 0; i < warm.argc; i++)
+		agent_args[n_args++] = warm.argv[i];
 	if (!(cmd = nodecache_start_command(priv->agent_dir, &priv->agent, NULL,
-					    agent_args, n_args))) {
+					    agent_args, (size_t)n_args))) {
 		transport_report(n->fd, "agent", "%s: out of memory", n->host);
 		goto out;
 	}

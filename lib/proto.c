@@ -1512,6 +1512,18 @@ static const struct proto_rule proto_rules[] = {
 		},
 	    .data_max = PROTO_FRAME_MAX,
 	},
+    /* warm interpreters */
+    [PROTO_STARTED] =
+	{
+	    .name = "STARTED",
+	    .to_herd =
+		{
+		    .format = "{s:I, s:I, s:b}",
+		    .keys = {"attempt", "rank", "warm"},
+		    .ranges = {{"attempt", 0, INT_MAX},
+			       {"rank", 0, INT_MAX}},
+		},
+	},
     [PROTO_PUBLISH] =
 	{
 	    .name = "PUBLISH",

@@ -595,6 +595,50 @@ static int set_strv(struct ctx *c, const struct field *f, yaml_node_t *key,
 	return strv(c, f->name, val, member(c, f));
 }
 
+/* launch.preload (warm interpreters): Python module names, identifiers
+ * joined by dots, at most 200 bytes each (the agent takes them as one
+ * argument). */
+static int module_name_ok(const char *s)
+{
+	int start = 1;
+
+	if (!*s || strlen(s) > 200)
+		return 0;
+	for (; *s; s++) {
+		int alpha = (*s >= 'a' && *s <= 'z') ||
+			    (*s >= 'A' && *s <= 'Z') || *s == '_';
+
+		if (*s == '.' && !start) {
+			start = 1;
+			continue;
+		}
+		if (!alpha && (start || *s < '0' || *s > '9'))
+			return 0;
+		start = 0;
+	}
+	return !start;
+}
+
+static int set_preload(struct ctx *c, const struct field *f, yaml_node_t *key,
+		       yaml_node_t *val)
+{
+	struct spec_strv *dst = member(c, f);
+
+	(void)key;
+	if (strv(c, f->name, val, dst) < 0)
+		return -1;
+	for (size_t i = 0; i < dst->n; i++)
+		if (!module_name_ok(dst->v[i]))
+			return perr(c,
+				    node(c, val->data.sequence.items.start[i])
+					    ->start_mark,
+				    "%s: '%s' is not a Python module name "
+				    "(identifiers joined by dots, like "
+				    "torch.distributed)",
+				    f->name, dst->v[i]);
+	return 0;
+}
+
 static int env_name_ok(const char *s)
 {
 	if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
@@ -1033,7 +1077,7 @@ static const struct field launch_keys[] = {
      .set = set_enum,
      .off = OFF(launch.warm),
      .names = warm_names},
-    {.name = "launch.preload", .set = set_strv, .off = OFF(launch.preload)},
+    {.name = "launch.preload", .set = set_preload, .off = OFF(launch.preload)},
     {.name = "launch.master_port",
      .set = set_int,
      .off = OFF(launch.master_port),

@@ -291,6 +291,9 @@
  *              same CONNECT (op and procs, in any order); data: a fence's
  *              contributions in node order.  {attempt: I 1.., seq: I 1..,
  *               status: I (0 or a PMIx status)}
+ *  STARTED     agent -> herd, no data: a rank of the attempt started
+ *              (before its EXIT).  {attempt: I 0.., rank: I 0..,
+ *               warm: bool (from a warm interpreter, agent/warm.c)}
  *
  *  Checkpoints in memory (the memory tier, agent/ckpt_mem.c):
  *  CKPT_CONF   herd -> agent, no data, after HELLO: the node's tier.
@@ -394,7 +397,9 @@ enum proto_type {
 	PROTO_CKPT_DATA,    /* a chunk of that copy, relayed by herd */
 	PROTO_CKPT_ACK,	    /* a copy or a persist is over */
 	PROTO_CKPT_PERSIST, /* write a step to checkpoint.dir */
-	PROTO_TYPE_MAX_ = PROTO_CKPT_PERSIST,
+	/* warm interpreters */
+	PROTO_STARTED,	    /* a rank started, warm or cold */
+	PROTO_TYPE_MAX_ = PROTO_STARTED,
 };
 
 /* DMODEX_DATA's status from herd itself (the rank's node could not be

@@ -858,6 +858,9 @@ static const struct valid_frame valid_frames[] = {
     {"ckpt-persist", PROTO_CKPT_PERSIST, PROTO_TO_AGENT,
      "{\"id\":2,\"rank\":0,\"step\":10,\"peer\":true,\"dir\":\"/ck\"}",
      0},
+    /* warm interpreters */
+    {"started", PROTO_STARTED, PROTO_TO_HERD,
+     "{\"attempt\":1,\"rank\":3,\"warm\":true}", 0},
     {"publish", PROTO_PUBLISH, PROTO_TO_HERD,
      "{\"attempt\":1,\"id\":1,\"rank\":3,\"nspace\":\"herd.j.1\","
      "\"range\":\"session\",\"persist\":\"first_read\",\"keys\":["
