@@ -287,13 +287,8 @@ static void launch_replacement(struct loop *loop, void *arg)
 			 "cannot send the replacement's LAUNCH");
 	json_decref(body);
 	free(command);
-	for (int l = 0; l < n->n_ranks; l++)
-		events_emit(c->ev, "rank_start",
-			    json_pack("{s:i, s:i, s:s, s:i, s:i, s:i}",
-				      "attempt", c->attempt, "rank",
-				      n->first_rank + l, "host", n->host,
-				      "local_rank", l, "node_rank", n->index,
-				      "generation", rj->gen));
+	/* rank_start (with the generation) comes with each rank's STARTED
+	 * (ctl_warm.c). */
 }
 
 void ctl_rejoin_node_up(struct ctl *c, struct node *n)

@@ -31,9 +31,10 @@ void ctl_rank_started(struct ctl *c, struct node *n, struct proto_frame *f)
 	    rank >= n->first_rank + n->n_ranks)
 		return;
 	events_emit(c->ev, "rank_start",
-		    json_pack("{s:i, s:i, s:s, s:i, s:i, s:b}", "attempt",
+		    json_pack("{s:i, s:i, s:s, s:i, s:i, s:b, s:i}", "attempt",
 			      attempt, "rank", rank, "host", n->host,
 			      "local_rank", rank - n->first_rank, "node_rank",
 			      n->index, "warm",
-			      json_is_true(json_object_get(b, "warm"))));
+			      json_is_true(json_object_get(b, "warm")),
+			      "generation", ctl_rejoin_generation(c)));
 }

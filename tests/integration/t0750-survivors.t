@@ -27,6 +27,7 @@ sv_job() {
 		printf '  command: %s\n' "$(yaml_cmd /usr/bin/python3 "$FO_TRAIN" --steps 60 \
 			--step-sleep 0.1 --ckpt "$PWD/ckpt-$1" --ckpt-every 10)"
 		echo "  workdir: \"$PWD\""
+		echo "  warm: ${SV_WARM:-auto}"
 		if [ -n "$3" ]; then
 			echo "  env: {OMP_NUM_THREADS: \"1\", PYTHONPATH: \"$3\"}"
 		else
@@ -73,7 +74,8 @@ test_expect_success 'node 2 killed mid-step: survivors keep their processes and 
 '
 
 test_expect_success 'another user cannot connect to a rank'"'"'s HERD_CONTROL (nor so to the store); the rank'"'"'s own user sending what the channel does not carry is answered or hung up on, and the job goes on; the socket is gone at the end' '
-	sv_job hostile keep "" &&
+	# Cold: a warm rank'"'"'s /proc/PID/environ is its interpreter'"'"'s.
+	SV_WARM=off sv_job hostile keep "" &&
 	run_bg hostile.yaml out.hostile err.hostile &&
 	fo_wait_step hostile 1 5 &&
 	pid=$(fo_train_pids 1 | head -n1) &&
@@ -124,7 +126,7 @@ test_expect_success 'the herd init project'"'"'s train.py (plain DDP): node 2 ki
 			--batch 4 --seq-len 64 --lr 3e-3 --seed 1 --log-every 10 --parallel ddp \
 			--step-sleep 0.05)"
 		echo "  workdir: \"$PWD/proj\""
-		echo '  env: {OMP_NUM_THREADS: "1"}'
+		echo "  env: {OMP_NUM_THREADS: \"1\"}"
 	} >tpl.yaml &&
 	run_bg tpl.yaml out.tpl err.tpl &&
 	fo_wait_step tpl 1 30 120 &&
