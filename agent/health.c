@@ -48,6 +48,10 @@
 #include <unistd.h>
 
 #include "agent.h"
+
+/* How long a rank may wait for its warm interpreter's import before it
+ * counts as silent (a loaded node imports torch in seconds). */
+#define HEALTH_START_WAIT_MS (120 * 1000)
 #include "herd/spec.h"
 
 static void on_tick(struct loop *loop, void *arg);
@@ -131,10 +135,20 @@ static void send_heartbeat(struct agent *a)
 	for (int i = 0; i < a->n_ranks; i++) {
 		struct rank *r = &a->ranks[i];
 
+		/* A rank handed to a warm interpreter that is still
+		 * importing has not begun (started_sent: STARTED went out,
+		 * and its silence counts from then); it waits for the
+		 * import at most HEALTH_START_WAIT_MS before its silence
+		 * counts from its launch again. */
+		int64_t limit = a->progress_timeout_ms;
+
+		if (!r->started_sent && !r->spawn &&
+		    limit < HEALTH_START_WAIT_MS)
+			limit = HEALTH_START_WAIT_MS;
 		if (r->running && !r->hung_reported &&
 		    (a->state == AGENT_IDLE || a->state == AGENT_RUNNING) &&
 		    a->progress_timeout_ms > 0 &&
-		    now - health_last_sign(r) > a->progress_timeout_ms) {
+		    now - health_last_sign(r) > limit) {
 			r->hung_reported = true;
 			json_array_append_new(
 				hung,

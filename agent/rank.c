@@ -271,6 +271,9 @@ void rank_started(struct agent *a, int rank, int attempt, bool warm)
 			continue;
 		r->started_sent = true;
 		r->warm = warm;
+		/* Its silence counts from here: a rank handed to a warm
+		 * interpreter still importing has not begun. */
+		r->last_output_ms = loop_wall_ms();
 		agent_send(a, PROTO_STARTED,
 			   json_pack("{s:i, s:i, s:b}", "attempt", attempt,
 				     "rank", rank, "warm", warm),
