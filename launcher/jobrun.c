@@ -100,7 +100,14 @@ static int resume_take(const char *rdir, const char *old_id, bool force)
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		int saved = errno;
 
+		/* The holder writes its pid just after it takes the lock:
+		 * wait for it a little (2 s at most) to name it. */
 		lock_read(fd, &pid, id, sizeof(id), dir, sizeof(dir));
+		for (int i = 0; saved == EWOULDBLOCK && pid <= 0 && i < 100;
+		     i++) {
+			usleep(20 * 1000);
+			lock_read(fd, &pid, id, sizeof(id), dir, sizeof(dir));
+		}
 		close(fd);
 		if (saved != EWOULDBLOCK) {
 			cli_error("run --resume: %s: %s", path,
@@ -112,10 +119,14 @@ static int resume_take(const char *rdir, const char *old_id, bool force)
 				  "as %s (pid %ld); herd attach %s, herd stop "
 				  "%s",
 				  old_id, id, pid, id, id);
-		else
+		else if (pid > 0)
 			cli_error("run --resume: %s is being resumed already "
 				  "(herd pid %ld)",
 				  old_id, pid);
+		else
+			cli_error("run --resume: %s is being resumed already "
+				  "by another herd",
+				  old_id);
 		return 1;
 	}
 	lock_read(fd, &pid, id, sizeof(id), dir, sizeof(dir));
