@@ -23,7 +23,7 @@ pkg = $(shell $(PKG_CONFIG) $(1) $(PKGS) || echo PKG_MISSING)
 pkg_checked = $(if $(filter PKG_MISSING,$(1)),$(error $(PKG_CONFIG) cannot find all of $(PKGS): run 'make deps' (as root)),$(1))
 PKG_CFLAGS = $(eval PKG_CFLAGS := $$(call pkg_checked,$$(call pkg,--cflags)))$(PKG_CFLAGS)
 PKG_LIBS   = $(eval PKG_LIBS := $$(call pkg_checked,$$(call pkg,--libs)) -lslurm -lcrypto -lm)$(PKG_LIBS)
-ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) $(CFLAGS) -Iinclude -MMD -MP \
+ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(HARDEN) $(CFLAGS) -Iinclude -I. -MMD -MP \
              $(PKG_CFLAGS) $(SAN_FLAGS)
 ALL_LDFLAGS = $(LDFLAGS) $(SAN_LDFLAGS)
 ifneq ($(SANITIZE),)
@@ -31,9 +31,9 @@ SAN_FLAGS   := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-reco
 SAN_LDFLAGS := -fsanitize=$(SANITIZE)
 endif
 
-LIB_SRC      := $(sort $(wildcard lib/*.c))
-LAUNCHER_SRC := $(sort $(wildcard launcher/*.c))
-AGENT_SRC    := $(sort $(wildcard agent/*.c))
+LIB_SRC      := $(sort $(wildcard lib/*/*.c))
+LAUNCHER_SRC := $(sort $(wildcard launcher/*.c launcher/*/*.c launcher/*/*/*.c))
+AGENT_SRC    := $(sort $(wildcard agent/*.c agent/*/*.c)) keeper/run.c keeper/warm.c
 UNIT_SRC     := $(sort $(wildcard tests/unit/test_*.c))
 FUZZ_SRC     := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
@@ -75,9 +75,9 @@ bin/herd: $(LAUNCHER_OBJ) lib/libherd.a
 # bin/herd-agent.debug (gdb finds it through the debuglink).  Sanitizer
 # builds keep them inside, for their reports.
 # --as-needed (gcc's default, but not with -fsanitize): the agent loads
-# only what it calls (libpmix is dlopen()ed, agent/pmix.c), in sanitizer
+# only what it calls (libpmix is dlopen()ed, agent/pmix/server.c), in sanitizer
 # builds too.  pmix_server_fence is exported: libpmix's fence handler,
-# which the agent's own comes before (agent/pmix_fence_hold.c).
+# which the agent's own comes before (agent/pmix/fence_hold.c).
 bin/herd-agent: $(AGENT_OBJ) lib/libherd.a
 	@mkdir -p bin
 	$(CC) $(ALL_LDFLAGS) -Wl,--as-needed -Wl,--export-dynamic-symbol=pmix_server_fence -o $@ $(AGENT_OBJ) lib/libherd.a $(PKG_LIBS)
@@ -91,7 +91,7 @@ endif
 # agent, which loads libcrypto, libpmix, hwloc...), embedded in the agent
 # (agent/keeper_image.c) and run from a memfd for every rank.
 KEEPER_BIN := $(BUILD)/herd-keeper
-KEEPER_OBJ := $(BUILD)/keeper/main.o $(BUILD)/agent/keeper_main.o $(BUILD)/agent/keeper_warm.o
+KEEPER_OBJ := $(BUILD)/keeper/main.o $(BUILD)/keeper/run.o $(BUILD)/keeper/warm.o
 $(KEEPER_BIN): $(KEEPER_OBJ) lib/libherd.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $(KEEPER_OBJ) lib/libherd.a
 ifeq ($(SANITIZE),)
@@ -119,7 +119,7 @@ $(PYPKG_C): scripts/pypkg-image.sh $(PYPKG_LIST)
 	@mkdir -p $(dir $@)
 	sh scripts/pypkg-image.sh $@ $(PYPKG_FILES)
 $(BUILD)/agent/pypkg_image.o: $(PYPKG_C) agent/pypkg.h $(PYPKG_FILES) $(FLAGS_STAMP)
-	$(CC) $(ALL_CFLAGS) -Iagent -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/unit/%: tests/unit/%.c lib/libherd.a $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
@@ -132,14 +132,14 @@ $(LAUNCHER_A): $(filter-out $(BUILD)/launcher/main.o,$(LAUNCHER_OBJ))
 	ar rcs $@ $^
 $(BUILD)/unit/test_ctl: tests/unit/test_ctl.c $(LAUNCHER_A) lib/libherd.a $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Ilauncher $(ALL_LDFLAGS) -o $@ $< $(LAUNCHER_A) lib/libherd.a $(PKG_LIBS) -lcmocka
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LAUNCHER_A) lib/libherd.a $(PKG_LIBS) -lcmocka
 
-# The controller's metrics table (launcher/metrics.c) and the remote
-# commands of the node cache (launcher/nodecache.c) are tested from the
-# launcher's objects too; so are the project templates (launcher/initproj.c).
+# The controller's metrics table (launcher/model/metric_table.c) and the remote
+# commands of the node cache (launcher/transport/ssh/nodecache.c) are tested from the
+# launcher's objects too; so are the project templates (launcher/gen/initproj.c).
 $(BUILD)/unit/test_ctl_metrics $(BUILD)/unit/test_nodecache $(BUILD)/unit/test_straggler $(BUILD)/unit/test_initproj: $(BUILD)/unit/%: tests/unit/%.c $(LAUNCHER_A) lib/libherd.a $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Ilauncher $(ALL_LDFLAGS) -o $@ $< $(LAUNCHER_A) lib/libherd.a $(PKG_LIBS) -lcmocka
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LAUNCHER_A) lib/libherd.a $(PKG_LIBS) -lcmocka
 
 # The agent's lifecycle test links the agent's own objects but main.o
 # (the test supplies agent_send).

@@ -26,7 +26,7 @@ struct rank {
 	int rank;		/* global rank; a spawned process: its id on
 				 * the wire (herd's, past the job's ranks) */
 	int spawn;		/* 0: a rank of the job; N: a process of
-				 * PMIx_Spawn N (pmix_spawn.c) */
+				 * PMIx_Spawn N (pmix/spawn.c) */
 	int srank;		/* spawned: its rank in spawn N's namespace */
 	int local_rank;
 	pid_t pid;		/* the keeper: leader of the rank's group */
@@ -99,7 +99,7 @@ enum agent_event {
 	AGENT_EV_RANKS_GONE,  /* the last rank's EXIT is sent */
 	AGENT_EV_STACKS,      /* herd's STACKS (data: its body) */
 	AGENT_EV_SPAWN,	      /* SPAWN_LAUNCH brings processes of the
-			       * running attempt (pmix_spawn.c) */
+			       * running attempt (pmix/spawn.c) */
 	AGENT_NEVENTS,
 };
 
@@ -170,10 +170,10 @@ struct agent {
 	struct check_state *check;	/* check.c: the health gate */
 	struct netprobe_state *netprobe;	/* netprobe.c */
 	struct control_state *control;	/* control.c: HERD_CONTROL */
-	struct ckpt_mem *ckpt;	/* ckpt_mem.c: the memory tier, or NULL */
+	struct ckpt_mem *ckpt;	/* ckpt/mem.c: the memory tier, or NULL */
 };
 
-/* keeper.c: the rank keeper, its own program (keeper_main.c; embedded,
+/* keeper.c: the rank keeper, its own program (keeper/run.c; embedded,
  * or herd-agent --keeper). */
 #define KEEPER_ARG "--keeper"
 /* NUMA nodes a rank may be told to prefer: below this only. */
@@ -218,7 +218,7 @@ int keeper_main(int argc, char **argv);
  * one that is over is taken again). */
 #define AGENT_SPAWN_LOCAL_MAX 64
 
-/* A spawned process (pmix_spawn.c) to start like a rank: its keeper,
+/* A spawned process (pmix/spawn.c) to start like a rank: its keeper,
  * group, output and EXIT as any rank's, under id on the wire. */
 struct rank_proc {
 	int id;			/* on the wire (OUTPUT, EXIT) */
@@ -358,7 +358,7 @@ int pmix_setup_rank(struct agent *a, struct rank *r, struct envv *env,
  * pmix_setup_rank, for any namespace of this agent). */
 int pmix_setup_proc(struct agent *a, const char *nspace, uint32_t rank,
 		    struct envv *env, struct herd_err *err);
-/* pmix_spawn.c: herd's SPAWN_LAUNCH, SPAWN_DONE and CONNECT_DONE. */
+/* pmix/spawn.c: herd's SPAWN_LAUNCH, SPAWN_DONE and CONNECT_DONE. */
 void pmix_on_spawn_launch(struct agent *a, struct proto_frame *f);
 void pmix_on_spawn_done(struct agent *a, struct proto_frame *f);
 void pmix_on_connect_done(struct agent *a, struct proto_frame *f);
@@ -368,19 +368,19 @@ void pmix_on_connect_done(struct agent *a, struct proto_frame *f);
 void pmix_drain(struct agent *a);
 /* herd's FENCE_DONE: completes the matching fence. */
 void pmix_on_fence_done(struct agent *a, struct proto_frame *f);
-/* pmix_api.c: a PMIx_Job_control signal asked on another node (SIGNAL
+/* pmix/api.c: a PMIx_Job_control signal asked on another node (SIGNAL
  * with ranks) to this node's job ranks among ranks. */
 void pmix_jctrl_signal_ranks(struct agent *a, const json_t *ranks, int sig);
-/* pmix_modex.c: herd's DMODEX (serve one of our ranks' data) and
+/* pmix/modex.c: herd's DMODEX (serve one of our ranks' data) and
  * DMODEX_DATA (the answer to one of our requests). */
 void pmix_modex_on_request(struct agent *a, struct proto_frame *f);
 void pmix_modex_on_data(struct agent *a, struct proto_frame *f);
 /* herd's PUBSUB_DONE: answers the matching publish, lookup or
- * unpublish (pmix_pubsub.c). */
+ * unpublish (pmix/pubsub.c). */
 void pmix_on_pubsub_done(struct agent *a, struct proto_frame *f);
 /* herd's EVENT (another node's rank notified an event) and PROC_FAILED
  * (ranks of the attempt failed): delivered to the node's ranks
- * (pmix_event.c). */
+ * (pmix/event.c). */
 void pmix_on_event(struct agent *a, struct proto_frame *f);
 void pmix_on_proc_failed(struct agent *a, struct proto_frame *f);
 /* At exit: fails pending fences, finalizes the server. */
@@ -457,7 +457,7 @@ void stack_parse_end(struct stack_parse *p);
  * (and file, may be NULL) communication waiting for the other ranks? */
 bool stacks_in_collective(const char *func, const char *file);
 
-/* ckpt_mem.c: the node's memory tier (checkpoints in memory, peer
+/* ckpt/mem.c: the node's memory tier (checkpoints in memory, peer
  * copies, persisting to checkpoint.dir). */
 /* herd's CKPT_CONF: where the tier is; the first inventory goes out and
  * the tier is scanned from then on. */

@@ -29,10 +29,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent.h"
-#include "check.h"
+#include "agent/agent.h"
+#include "agent/check.h"
 #include "herd/spec.h"
-#include "metrics.h"
+#include "agent/measure.h"
 
 /* 4 KiB: what is kept of the script's output (its end). */
 #define CHECK_OUT_KEEP 4096

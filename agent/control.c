@@ -34,7 +34,7 @@
 
 #include <jansson.h>
 
-#include "agent.h"
+#include "agent/agent.h"
 #include "herd/proto.h"
 
 /* 1 MiB: the longest line a rank may send; a store value (base64) of a

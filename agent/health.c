@@ -47,7 +47,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "agent/agent.h"
 
 /* How long a rank may wait for its warm interpreter's import before it
  * counts as silent (a loaded node imports torch in seconds). */
@@ -317,7 +317,7 @@ static void give_up_on_herd(struct agent *a, int64_t silent, const char *why)
 	agent_post(a, AGENT_EV_HERD_SILENT, NULL);
 }
 
-/* The same floor as herd's (launcher/ctl.c CTL_STALL_MIN_MS): a tick
+/* The same floor as herd's (launcher/ctl/ctl.c CTL_STALL_MIN_MS): a tick
  * this late means the agent itself did not run (a paused node). */
 #define HEALTH_STALL_MIN_MS 500
 

@@ -15,8 +15,8 @@
  * keeper is a fresh single-threaded image, free to fork its rank and
  * prepare it.
  *
- * Which image: the keeper is a small program of its own (keeper_main.c
- * and lib/proc.c's child half, linked with libc alone: keeper/main.c)
+ * Which image: the keeper is a small program of its own (keeper/run.c
+ * and lib/core/proc.c's child half, linked with libc alone: keeper/main.c)
  * that the agent carries inside its own image (keeper_image.c).  The
  * agent copies it once into a sealed memfd and every keeper is an
  * fexecve() of that: no file on the node to check, nothing another
@@ -56,8 +56,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "agent.h"
-#include "keeper.h"
+#include "agent/agent.h"
+#include "keeper/keeper.h"
 
 #ifndef MFD_EXEC
 #define MFD_EXEC 0x0010U
@@ -90,7 +90,7 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-/* The set as "A-B,C" (keeper_main.c's cpus_parse); no NUL. */
+/* The set as "A-B,C" (keeper/run.c's cpus_parse); no NUL. */
 static void cpus_text(FILE *f, const cpu_set_t *set)
 {
 	const char *sep = "";

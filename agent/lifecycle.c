@@ -8,8 +8,8 @@
 #include <signal.h>
 #include <stdio.h>
 
-#include "agent.h"
-#include "check.h"
+#include "agent/agent.h"
+#include "agent/check.h"
 
 /* ---- actions -------------------------------------------------------------- */
 

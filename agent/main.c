@@ -21,9 +21,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent.h"
-#include "check.h"
-#include "probe.h"
+#include "agent/agent.h"
+#include "agent/check.h"
+#include "agent/probe.h"
 #include "herd/auth.h"
 #include "herd/hostfile.h"
 #include "herd/topo.h"

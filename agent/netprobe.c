@@ -1,5 +1,5 @@
 /* netprobe.c — the transfers of the health gate's network probe (issue
- * 14).  herd pairs the nodes (launcher/ctl_check.c); for each transfer it
+ * 14).  herd pairs the nodes (launcher/ctl/check.c); for each transfer it
  * tells one agent to listen and, once that one answered with its port,
  * the other to connect.  The connecting side sends `bytes`, the listening
  * side receives them, for at most timeout_ms, and reports what it
@@ -24,8 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent.h"
-#include "check.h"
+#include "agent/agent.h"
+#include "agent/check.h"
 
 struct netprobe_state {
 	pid_t pid;  /* the child, 0 when none */

@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "probe.h"
+#include "agent/probe.h"
 
 #define PROBE_SIZES_MAX 32
 #define PROBE_BYTES_MAX (1UL << 30)

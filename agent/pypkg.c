@@ -33,8 +33,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent.h"
-#include "pypkg.h"
+#include "agent/agent.h"
+#include "agent/pypkg.h"
 
 /* A package file larger than this is not read back to verify (ours are
  * a few KB; a bigger one there is not ours). */

@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "agent/agent.h"
 #include "herd/bind.h"
 #include "herd/proc.h"
 

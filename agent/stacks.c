@@ -26,14 +26,14 @@
  *    gdb):", so it lands in the rank log.  gdb prints no argument values
  *    (set print frame-arguments none): a string argument may be a
  *    secret, and the rank log is no place for it.  The keeper made the
- *    agent the rank's ptracer (PR_SET_PTRACER, keeper_main.c), so gdb, the
+ *    agent the rank's ptracer (PR_SET_PTRACER, keeper/run.c), so gdb, the
  *    agent's child, may attach under Yama's ptrace_scope 1.
  *  - a stopped process (SIGSTOP, a debugger) can do neither: it is said
  *    so, at once (method "none").
  *
  * The answer (proto.h STACKS) goes when every rank's stack is in, or at
  * STACKS_AGENT_MS, whichever comes first; herd waits a little longer
- * (launcher/ctl_hang.c), so it gets this answer rather than nothing.
+ * (launcher/ctl/hang.c), so it gets this answer rather than nothing.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -47,7 +47,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "agent/agent.h"
 
 /* 8 s: gdb attaching to a process with many threads and libraries (a
  * PyTorch rank) reads their symbols first; herd waits 10 s

@@ -19,7 +19,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "agent/agent.h"
 
 #define TOUCH_MASK                                                             \
 	(IN_ATTRIB | IN_OPEN | IN_CLOSE_WRITE | IN_MOVED_TO | IN_ONLYDIR)

@@ -2,7 +2,7 @@
  *
  * herd tells every agent it starts (members and spares alike) what to
  * preload (--warm MODULES, launch.preload); the agent then keeps a pool
- * of warm slots: each a keeper in warm mode (keeper_warm.c) with its
+ * of warm slots: each a keeper in warm mode (keeper/warm.c) with its
  * interpreter (warm_boot.py) that has imported those modules and waits,
  * having run nothing of the job's (cwd /, no PYTHONPATH, sys.path[0] the
  * agent's private directory, no CUDA, no process group).
@@ -36,8 +36,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent.h"
-#include "keeper.h"
+#include "agent/agent.h"
+#include "keeper/keeper.h"
 
 /* Deaths in a row before the node gives up on warm slots. */
 #define WARM_TRIES 5

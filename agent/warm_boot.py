@@ -1,5 +1,5 @@
 # warm_boot.py -- the warm interpreter of one slot (agent/warm.c says what
-# it is for; agent/keeper_warm.c is the keeper that starts it).
+# it is for; keeper/warm.c is the keeper that starts it).
 #
 # Run as `PYTHON BOOT PRELOAD` by a keeper in warm mode: cwd /, an
 # environment without PYTHONPATH, sys.path[0] the agent's private

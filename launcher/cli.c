@@ -11,11 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "launcher/cli.h"
 #include "herd/render.h"
 #include "herd/spec.h"
 #include "herd/suggest.h"
-#include "resolve.h"
+#include "launcher/hosts/resolve.h"
 
 void cli_error(const char *fmt, ...)
 {

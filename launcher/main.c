@@ -3,9 +3,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "remote.h"
-#include "transport.h"
+#include "launcher/cli.h"
+#include "launcher/view/remote.h"
+#include "launcher/transport/transport.h"
 #include "herd/suggest.h"
 #include "herd/version.h"
 

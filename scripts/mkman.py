@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """mkman.py — herd's man pages and bash completion, generated from the code.
 
-    mkman.py --herd bin/herd --agent bin/herd-agent --spec-dir lib \
+    mkman.py --herd bin/herd --agent bin/herd-agent --spec-dir lib/job \
              --readme README.md --out DIR --completion FILE
 
 writes into DIR:
@@ -9,7 +9,7 @@ writes into DIR:
   herd-CMD.1      one per command, from `herd CMD --help`
   herd-agent.1    from `herd-agent --help`
   herd.yaml.5     the keys of the job file: the names from the spec
-                  schema (the `.name = "..."` entries of lib/spec*.c), the
+                  schema (the `.name = "..."` entries of lib/job/spec*.c), the
                   defaults from `herd validate --print`, the meanings from
                   README.md's key reference ("### Every key")
 and FILE, the bash completion: the commands and each command's options

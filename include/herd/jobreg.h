@@ -7,7 +7,7 @@
  *                                         else /tmp/herd-EUID.RANDOM/ID.sock:
  *                                         jobreg_sock_new())
  *
- * The job id is the run id of lib/logtree.c (20261201-053100.123-4f2a);
+ * The job id is the run id of lib/run/logtree.c (20261201-053100.123-4f2a);
  * the job's run directory is log.dir/ID.  An entry is written once, when
  * `herd run` has made its run directory, and never deleted by herd run.
  *
@@ -95,7 +95,7 @@ int jobreg_find(const char *job, struct jobreg_entry *out,
  * is DIR/ID.sock (jobreg_sock_path()).  Returns 0 or -1 with err. */
 int jobreg_sock_dir(char *buf, size_t size, bool create, struct herd_err *err);
 
-/* The control socket of a new run of job id (ctl_sock.c listens there,
+/* The control socket of a new run of job id (ctl/sock.c listens there,
  * the registry entry records it: clients go by the entry, never by
  * recomputing it): DIR/ID.sock in the socket directory above; when that
  * directory is refused (/tmp/herd-EUID made first by another user, a

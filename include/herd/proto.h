@@ -64,7 +64,7 @@
  *              [I 0..] (1..PROTO_JCTRL_RANKS_MAX)}: without ranks, to every
  *              rank (herd's own signals); with ranks, a PMIx_Job_control
  *              signal to those of the node's job ranks, delivered as on
- *              the asker's node (agent/pmix_api.c).
+ *              the asker's node (agent/pmix/api.c).
  *              agent -> herd, no data: a PMIx_Job_control signal for
  *              ranks of other nodes: {attempt: I 0.., signal: I
  *              1..NSIG-1, ranks: [I 0..] (1..PROTO_JCTRL_RANKS_MAX)}; herd
@@ -295,7 +295,7 @@
  *              (before its EXIT).  {attempt: I 0.., rank: I 0..,
  *               warm: bool (from a warm interpreter, agent/warm.c)}
  *
- *  Checkpoints in memory (the memory tier, agent/ckpt_mem.c):
+ *  Checkpoints in memory (the memory tier, agent/ckpt/mem.c):
  *  CKPT_CONF   herd -> agent, no data, after HELLO: the node's tier.
  *              {dir: string (checkpoint.memory_dir), job: string (a
  *              plain name: the job's key in the tier), max: I 0..
@@ -390,7 +390,7 @@ enum proto_type {
 	PROTO_CONNECT_DONE, /* issue 16: every node hosting them is in */
 	/* survivors keep training: a rank's control channel */
 	PROTO_RANK_CTL,
-	/* checkpoints in memory (agent/ckpt_mem.c, launcher/ctl_ckpt.c) */
+	/* checkpoints in memory (agent/ckpt/mem.c, launcher/ctl/ckpt.c) */
 	PROTO_CKPT_CONF,    /* the node's memory tier: where, how big */
 	PROTO_CKPT_INV,	    /* a node's tier: which steps are complete */
 	PROTO_CKPT_PUSH,    /* copy a step to another node */
@@ -408,7 +408,7 @@ enum proto_type {
 #define PROTO_DMODEX_UNREACH   2 /* its node is not up */
 
 /* Which way a frame travels, named by its receiver.  The control socket
- * of a job (launcher/ctl_sock.c) carries CTL_REQ and CTL_MSG only; the
+ * of a job (launcher/ctl/sock.c) carries CTL_REQ and CTL_MSG only; the
  * agent's stream never does. */
 enum proto_dir {
 	PROTO_TO_AGENT = 1,   /* herd -> agent */
@@ -452,7 +452,7 @@ enum proto_dir {
 #define PROTO_PUBSUB_DATA_MAX	 (1024u * 1024)
 #define PROTO_EVENT_DATA_MAX	 (64u * 1024)
 /* issue 16, PMIx_Spawn: apps of one spawn, processes of one spawn (and
- * of all spawns of an attempt together: ctl_spawn.c), argv or env
+ * of all spawns of an attempt together: ctl/pmix/spawn.c), argv or env
  * entries of one app; processes named in one PMIx_Connect. */
 #define PROTO_SPAWN_APPS_MAX	16
 #define PROTO_SPAWN_PROCS_MAX	256

@@ -220,7 +220,7 @@ test_expect_success 'a home shared with HOST (one registry): the entry keeps the
 	test "$(ip netns identify "$SHARED_PID")" = "herd-$HERD_CLUSTER_ID-n1"
 '
 
-# Needs ctlclient_find() (launcher/ctlclient.c) to refuse only entries for
+# Needs ctlclient_find() (launcher/view/ctlclient.c) to refuse only entries for
 # which remote_entry_is_remote() holds, not every entry with a host: the
 # herd that the proxy runs on HOST (HERD_PROXIED set) must act there.
 test_expect_success 'a home shared with HOST: herd stop through the proxy acts on HOST, not through HOST again' '

@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "../../agent/agent.h"
+#include "agent/agent.h"
 #include "herd/spec.h"
 
 /* ---- agent_send, recorded ------------------------------------------------- */

@@ -1,5 +1,5 @@
 /* test_check.c — the agent's checks of the health gate (agent/check.c,
- * gpu_check in agent/metrics.c): directories and free space, the RDMA
+ * gpu_check in agent/measure.c): directories and free space, the RDMA
  * ports of a fake sysfs tree, MASTER_ADDR's interface, the site script's
  * verdict and last line, the GPUs through the fake NVML.  Linked with the
  * agent's own objects but main.o (agent_send is a stub here). */
@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "../../agent/agent.h"
-#include "../../agent/check.h"
-#include "../../agent/metrics.h"
+#include "agent/agent.h"
+#include "agent/check.h"
+#include "agent/measure.h"
 
 #define FAKE_NVML "build/tests/libnvidia-ml.so.1"
 

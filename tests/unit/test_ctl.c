@@ -2,7 +2,7 @@
  *
  * The transport's start() returns one end of a socketpair; the test plays
  * the agents on the other ends, as loop callbacks on the controller's own
- * loop (proto frames through lib/conn.c), so every run is one thread and
+ * loop (proto frames through lib/wire/conn.c), so every run is one thread and
  * deterministic.  Each test checks the sequence of states, what every
  * agent received (a letter per frame) and events.jsonl; together they go
  * through every row of ctl_table[] (test_every_row checks that last).
@@ -29,8 +29,8 @@
 
 #include <cmocka.h>
 
-#include "cli.h"
-#include "ctl_int.h"
+#include "launcher/cli.h"
+#include "launcher/ctl/ctl_int.h"
 #include "herd/noderec.h"
 #include "herd/version.h"
 

@@ -1,4 +1,4 @@
-/* test_ctl_metrics.c — the controller's metrics table (launcher/metrics.c):
+/* test_ctl_metrics.c — the controller's metrics table (launcher/model/metric_table.c):
  * rates from the difference of two samples over the agent's clock,
  * counter resets as new baselines, the job-wide values of I12-CONTRACT,
  * the slowest node, metrics.jsonl's downsampling bound (a fake clock over
@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "metrics.h"
+#include "launcher/model/metric_table.h"
 
 static const char *const names3[] = {"node1", "node2", "node3"};
 

@@ -1,4 +1,4 @@
-/* test_hostlist.c — unit tests of lib/hostlist.c: expansion, compression,
+/* test_hostlist.c — unit tests of lib/job/hostlist.c: expansion, compression,
  * errors, the host cap, find and delete.  Expected texts come from
  * `scontrol show hostnames` / `scontrol show hostlist` (Slurm 22.05). */
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* test_initproj.c — launcher/initproj.c: the manifest's checks, values by
+/* test_initproj.c — launcher/gen/initproj.c: the manifest's checks, values by
  * kind, every missing value named at once, an unknown --set, rendering
  * (copied files, derived values, herd run's placeholders kept, a result
  * that does not check), writing (no overwrite without force, a hand
@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "initproj.h"
+#include "launcher/gen/initproj.h"
 
 /* A templates directory in /tmp: DIR/init/t/manifest.json and its files. */
 struct fixture {

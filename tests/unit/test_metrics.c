@@ -1,4 +1,4 @@
-/* test_metrics.c — the agent's sampler (agent/metrics.c), linked with
+/* test_metrics.c — the agent's sampler (agent/measure.c), linked with
  * the agent's own objects but main.o (agent_send is recorded here): the
  * /proc/net/dev and RDMA sysfs readers on files of a temporary directory,
  * the $HERD_METRICS tail (partial, over-long and bad lines), the shipped
@@ -21,8 +21,8 @@
 
 #include <cmocka.h>
 
-#include "../../agent/agent.h"
-#include "../../agent/metrics.h"
+#include "agent/agent.h"
+#include "agent/measure.h"
 #include "herd/spec.h"
 
 #define FAKE_NVML "build/tests/libnvidia-ml.so.1"

@@ -1,4 +1,4 @@
-/* test_nodecache.c — the remote commands of launcher/nodecache.c, run
+/* test_nodecache.c — the remote commands of launcher/transport/ssh/nodecache.c, run
  * here through /bin/sh as a node's login shell would: every argument
  * arrives as one literal word, the environment entry is exported, a
  * program that is missing or not this build is not run (97), an unsafe
@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "herd/version.h"
-#include "nodecache.h"
+#include "launcher/transport/ssh/nodecache.h"
 
 /* A program that prints its arguments, one per line, then its
  * HERD_PROXIED; NUL-free and small. */

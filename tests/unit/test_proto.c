@@ -594,8 +594,8 @@ static void test_encode_refuses(void **state)
 
 /* One valid body of every frame type and direction: what the senders put
  * on the wire today (agent/main.c, agent/rank.c, agent/health.c,
- * agent/pmix.c, launcher/ctl.c, launcher/ctl_launch.c,
- * launcher/transport.c).  Also written as fuzz seeds. */
+ * agent/pmix/server.c, launcher/ctl/ctl.c, launcher/ctl/launch.c,
+ * launcher/transport/transport.c).  Also written as fuzz seeds. */
 struct valid_frame {
 	const char *name;	/* seed file name */
 	int type;

@@ -1,4 +1,4 @@
-/* test_straggler.c — the straggler detector (launcher/straggler.c):
+/* test_straggler.c — the straggler detector (launcher/model/straggler_rule.c):
  * samples with timestamps in, verdicts out.  The window must hold
  * continuously, each node is reported once per attempt, the reference is
  * the median over nodes (the faster of two), the sources come in order
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "straggler.h"
+#include "launcher/model/straggler_rule.h"
 
 #define WINDOW 3000
 #define TICK 500

@@ -1,4 +1,4 @@
-/* test_suggest.c — unit tests of lib/suggest.c: the edit distance and
+/* test_suggest.c — unit tests of lib/core/suggest.c: the edit distance and
  * the nearest known word ("did you mean"). */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "../../agent/agent.h"
+#include "agent/agent.h"
 
 void agent_send(struct agent *a, enum proto_type type, json_t *body,
 		const void *data, size_t len)

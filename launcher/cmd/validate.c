@@ -1,0 +1,71 @@
+/* cmd/validate.c — `herd validate JOB.yaml [--print]`: parse and check a
+ * job spec; with --print, write it back with every default filled in. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "launcher/cli.h"
+#include "herd/spec.h"
+
+static void validate_usage(FILE *out)
+{
+	fprintf(
+	    out,
+	    "usage: herd validate JOB.yaml [--print]\n\n"
+	    "Checks a job spec.  Prints 'JOB.yaml: ok' and exits 0 when it\n"
+	    "is valid; prints 'file:line:col: what was expected' on stderr\n"
+	    "and exits 2 when it is not.\n\n"
+	    "  -p, --print   print the resolved spec (every default filled\n"
+	    "                in) as YAML on stdout instead of 'ok'\n"
+	    "  -h, --help    show this help\n\n"
+	    "Exit status: 0 valid; 1 --print could not write; 2 a bad job\n"
+	    "spec or bad usage.\n");
+}
+
+int cmd_validate(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"print", no_argument, NULL, 'p'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct herd_err err = {{0}};
+	struct spec *spec = NULL;
+	int print = 0, c, rc = EXIT_SPEC;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "ph", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			print = 1;
+			break;
+		case 'h':
+			validate_usage(stdout);
+			return 0;
+		default:
+			return cli_bad_option("validate", argv[optind - 1],
+					      validate_usage);
+		}
+	}
+	if (argc - optind != 1)
+		return cli_usage("validate", "expected one job file, got %d",
+				 argc - optind);
+	if (!(spec = spec_load(argv[optind], &err))) {
+		fprintf(stderr, "%s\n", err.text);
+		goto out;
+	}
+	if (print) {
+		if (spec_print(spec, stdout) < 0 || fflush(stdout) == EOF) {
+			cli_error("validate: cannot write the spec: %m");
+			rc = 1;
+			goto out;
+		}
+	} else {
+		printf("%s: ok\n", argv[optind]);
+	}
+	rc = 0;
+out:
+	spec_free(spec);
+	return rc;
+}
