@@ -26,7 +26,7 @@ commands() {
 
 test_expect_success 'the pages are generated, --strict' '
 	python3 "$MKMAN" --strict --herd "$(command -v herd)" --agent "$AGENT" \
-		--spec-dir "$HERD_ROOT/lib" --readme "$HERD_ROOT/README.md" \
+		--spec-dir "$HERD_ROOT/lib/job" --readme "$HERD_ROOT/README.md" \
 		--out man --completion completion/herd 2>err &&
 	test_must_be_empty err &&
 	test -s man/herd.1 && test -s man/herd-agent.1 && test -s man/herd.yaml.5 &&
@@ -77,7 +77,7 @@ test_expect_success 'the usage lines are the synopsis, the exit status its secti
 '
 
 test_expect_success 'every key of the spec schema is in herd.yaml(5), with the default herd prints' '
-	grep -oh "\.name = \"[a-z_.]*\"" "$HERD_ROOT"/lib/spec*.c |
+	grep -oh "\.name = \"[a-z_.]*\"" "$HERD_ROOT"/lib/job/spec*.c |
 		sed "s/.*\"\(.*\)\"/\1/" | grep "\." | sort -u >keys &&
 	test $(wc -l <keys) -ge 70 &&
 	plain man/herd.yaml.5 >page &&
@@ -92,7 +92,7 @@ test_expect_success 'every key of the spec schema is in herd.yaml(5), with the d
 test_expect_success 'a key of the schema missing from README.md is named, and an error with --strict' '
 	grep -v "^| \`launch.master_port\`" "$HERD_ROOT/README.md" >README.md &&
 	test_expect_code 1 python3 "$MKMAN" --strict --herd "$(command -v herd)" \
-		--agent "$AGENT" --spec-dir "$HERD_ROOT/lib" --readme README.md \
+		--agent "$AGENT" --spec-dir "$HERD_ROOT/lib/job" --readme README.md \
 		--out man2 --completion completion2/herd 2>err &&
 	grep "launch.master_port" err &&
 	plain man2/herd.yaml.5 | grep -A1 "launch.master_port" | grep "Not described in README.md"
