@@ -19,18 +19,19 @@ INSTALL     ?= install
 HERD_VERSION := $(shell sed -n 's/^\#define HERD_VERSION "\(.*\)"/\1/p' include/herd/version.h)
 
 # The pages and the completion are made from the --help texts of the
-# built programs, the spec schema (lib/job/spec*.c) and README's key table:
-# they are remade whenever one of those changes, so they never drift.
+# built programs, the spec schema (lib/job/spec*.c) and the key table of
+# doc/keys.md: they are remade whenever one of those changes, so they
+# never drift.
 MAN_DIR     := $(BUILD)/man
 COMPLETION  := $(BUILD)/completion/herd
 MAN_STAMP   := $(MAN_DIR)/.stamp
 MKMAN       := scripts/mkman.py
 MKMAN_ARGS   = --herd bin/herd --agent bin/herd-agent --spec-dir lib/job \
-               --readme README.md --out $(MAN_DIR) --completion $(COMPLETION)
+               --keys doc/keys.md --out $(MAN_DIR) --completion $(COMPLETION)
 
 .PHONY: man man-check install uninstall deb
 man: $(MAN_STAMP)
-$(MAN_STAMP): bin/herd bin/herd-agent $(MKMAN) README.md $(wildcard lib/job/spec*.c)
+$(MAN_STAMP): bin/herd bin/herd-agent $(MKMAN) doc/keys.md $(wildcard lib/job/spec*.c)
 	@mkdir -p $(MAN_DIR)
 	rm -f $(MAN_DIR)/*.1 $(MAN_DIR)/*.5
 	python3 $(MKMAN) --strict $(MKMAN_ARGS)

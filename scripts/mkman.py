@@ -2,7 +2,7 @@
 """mkman.py — herd's man pages and bash completion, generated from the code.
 
     mkman.py --herd bin/herd --agent bin/herd-agent --spec-dir lib/job \
-             --readme README.md --out DIR --completion FILE
+             --keys doc/keys.md --out DIR --completion FILE
 
 writes into DIR:
   herd.1          from `herd --help` (the command table of launcher/main.c)
@@ -11,7 +11,8 @@ writes into DIR:
   herd.yaml.5     the keys of the job file: the names from the spec
                   schema (the `.name = "..."` entries of lib/job/spec*.c), the
                   defaults from `herd validate --print`, the meanings from
-                  README.md's key reference ("### Every key")
+                  the key reference's table ("### Every key" of doc/keys.md;
+                  a Markdown link there is its text in the page)
 and FILE, the bash completion: the commands and each command's options
 from the same --help texts.
 
@@ -433,15 +434,21 @@ def printed_defaults(herd):
     return out
 
 
-def readme_keys(readme):
-    """(intro lines, {key: (default, meaning)}) of README's "### Every key"."""
-    with open(readme) as fh:
-        lines = fh.read().split("\n")
+def unlink(text):
+    """text with each Markdown link [words](target) as its words."""
+    return re.sub(r"\[([^\]]*)\]\([^()\s]*\)", r"\1", text)
+
+
+def reference_keys(path):
+    """(intro lines, {key: (default, meaning)}) of the key reference's
+    "### Every key" table."""
+    with open(path) as fh:
+        lines = unlink(fh.read()).split("\n")
     try:
         start = next(i for i, l in enumerate(lines)
                      if l.strip() == "### Every key")
     except StopIteration:
-        sys.exit("mkman: README.md has no '### Every key' section")
+        sys.exit("mkman: %s has no '### Every key' section" % path)
     intro, rows = [], {}
     for line in lines[start + 1:]:
         if line.startswith("#"):
@@ -458,7 +465,7 @@ def readme_keys(readme):
 
 
 def covered(key, rows):
-    """The README row that documents key: its own, a parent's or X.*."""
+    """The reference's row that documents key: its own, a parent's or X.*."""
     k = key
     while True:
         if k in rows:
@@ -510,7 +517,7 @@ def yaml_page(keys, defaults, intro, rows, date, version):
         out.append(tag)
         if row is None:
             missing.append(k)
-            out.append("Not described in README.md.")
+            out.append("Not described in doc/keys.md.")
         else:
             out.append(esc(rows[row][1]))
         if len(members) > 1:
@@ -616,11 +623,12 @@ def main():
     ap.add_argument("--herd", required=True)
     ap.add_argument("--agent", required=True)
     ap.add_argument("--spec-dir", required=True)
-    ap.add_argument("--readme", required=True)
+    ap.add_argument("--keys", required=True,
+                    help="the key reference (doc/keys.md)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--completion", required=True)
     ap.add_argument("--strict", action="store_true",
-                    help="a key missing from README.md is an error")
+                    help="a key missing from the key reference is an error")
     a = ap.parse_args()
 
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
@@ -650,7 +658,7 @@ def main():
         opts_by_cmd[name] = opts
     pages["herd-agent.1"] = agent_page(run([a.agent, "--help"]), date,
                                        version)
-    intro, rows = readme_keys(a.readme)
+    intro, rows = reference_keys(a.keys)
     page, missing = yaml_page(schema_keys(a.spec_dir),
                               printed_defaults(a.herd), intro, rows, date,
                               version)
@@ -666,8 +674,8 @@ def main():
         fh.write(completion(cmds, opts_by_cmd))
     os.replace(a.completion + ".tmp", a.completion)
     if missing:
-        print("mkman: keys of the spec with no line in README.md's key "
-              "reference: %s" % " ".join(missing), file=sys.stderr)
+        print("mkman: keys of the spec with no line in %s's key "
+              "table: %s" % (a.keys, " ".join(missing)), file=sys.stderr)
         if a.strict:
             return 1
     return 0

@@ -15,7 +15,7 @@ inputs stand in for a sequence's tokens) to herd through herd.metrics
 ($HERD_METRICS; the package herd puts on every rank's PYTHONPATH).
 Under herd it speaks herd.elastic: when a node is lost the other
 ranks keep their processes and their step, the failed ranks start on a
-spare and get the state from a survivor (README: "Survivors keep
+spare and get the state from a survivor (doc/failures.md: "Survivors keep
 training"); without it, torch's env:// as before.  At the end every rank
 prints a checksum of its parameters ("rank R params SUM SUMSQ").
 """

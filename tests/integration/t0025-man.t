@@ -3,7 +3,7 @@
 # code (scripts/mkman.py): one page per command of `herd --help`, each
 # option of `herd CMD --help` in its page, every key of the spec schema
 # in herd.yaml(5), every page clean under mandoc -T lint, a key without a
-# line in README's key table an error; the completion offers the
+# line in doc/keys.md's key table an error; the completion offers the
 # commands, each command's options and job files.
 
 test_description='man pages and bash completion generated from --help'
@@ -26,7 +26,7 @@ commands() {
 
 test_expect_success 'the pages are generated, --strict' '
 	python3 "$MKMAN" --strict --herd "$(command -v herd)" --agent "$AGENT" \
-		--spec-dir "$HERD_ROOT/lib/job" --readme "$HERD_ROOT/README.md" \
+		--spec-dir "$HERD_ROOT/lib/job" --keys "$HERD_ROOT/doc/keys.md" \
 		--out man --completion completion/herd 2>err &&
 	test_must_be_empty err &&
 	test -s man/herd.1 && test -s man/herd-agent.1 && test -s man/herd.yaml.5 &&
@@ -86,16 +86,16 @@ test_expect_success 'every key of the spec schema is in herd.yaml(5), with the d
 	done <keys &&
 	grep -q "health.heartbeat (default: 500ms)" page &&
 	grep -q "ssh.fanout (default: 64)" page &&
-	! grep -q "Not described in README" page
+	! grep -q "Not described in" page
 '
 
-test_expect_success 'a key of the schema missing from README.md is named, and an error with --strict' '
-	grep -v "^| \`launch.master_port\`" "$HERD_ROOT/README.md" >README.md &&
+test_expect_success 'a key of the schema missing from doc/keys.md is named, and an error with --strict' '
+	grep -v "^| \`launch.master_port\`" "$HERD_ROOT/doc/keys.md" >keys.md &&
 	test_expect_code 1 python3 "$MKMAN" --strict --herd "$(command -v herd)" \
-		--agent "$AGENT" --spec-dir "$HERD_ROOT/lib/job" --readme README.md \
+		--agent "$AGENT" --spec-dir "$HERD_ROOT/lib/job" --keys keys.md \
 		--out man2 --completion completion2/herd 2>err &&
 	grep "launch.master_port" err &&
-	plain man2/herd.yaml.5 | grep -A1 "launch.master_port" | grep "Not described in README.md"
+	plain man2/herd.yaml.5 | grep -A1 "launch.master_port" | grep "Not described in doc/keys.md"
 '
 
 # complete WORD...: what the completion offers for the words typed (the

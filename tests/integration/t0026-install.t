@@ -68,7 +68,7 @@ test_expect_success 'the installed herd works without the source tree' '
 test_expect_success 'the installed pages are what the installed herd says (no drift)' '
 	python3 src/scripts/mkman.py --strict --herd "root$PREFIX/bin/herd" \
 		--agent "root$PREFIX/bin/herd-agent" --spec-dir src/lib \
-		--readme src/README.md --out again --completion again.bash &&
+		--keys src/doc/keys.md --out again --completion again.bash &&
 	for p in again/*.1; do
 		test_cmp "$p" "root$PREFIX/share/man/man1/${p#again/}" || return 1
 	done &&

@@ -21,7 +21,7 @@ job() {
 	EOT
 }
 
-# rule_ok ERR JSON: the rendered sizes are the rule (README "Tuning
+# rule_ok ERR JSON: the rendered sizes are the rule (doc/projects.md, "Tuning
 # DeepSpeed to the network") applied to the inputs herd printed:
 # bucket = 10 x ranks x latency x bandwidth / elem_bytes, clamped to
 # [1e5, 5e8]; prefetch 2 buckets (same clamp); persistence bucket / 10,

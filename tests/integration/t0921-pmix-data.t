@@ -22,7 +22,7 @@ test_expect_success 'cluster of 4 nodes with Slurm, the programs' '
 # expect FILE: the lines herd must print (4 nodes x 2, rank r on node
 # r/2 as local rank r%2; each rank's host as it says itself; PMIx 4.2's
 # client answers PMIX_NODEID only for its own node's ranks: "-" for the
-# others, see the README).
+# others, see doc/mpi.md).
 expect() {
 	awk '
 	$3 == "me" { sub("host=", "", $4); host[$2] = $4 }
