@@ -18,9 +18,9 @@
  * is buffered.  A decoder error is fatal for the stream.
  *
  * What each frame says: every decoded frame passes proto_frame_check()
- * before its receiver acts on it, against one table in proto.c (a strict
- * json_unpack_ex() format per type and direction, value ranges, data
- * limits).  An unknown key, a missing or mistyped one, a value out of
+ * before its receiver acts on it, against one table in proto_rules.c (a
+ * strict json_unpack_ex() format per type and direction, value ranges,
+ * data limits).  An unknown key, a missing or mistyped one, a value out of
  * range, data where none belongs or a frame sent the wrong way is a
  * protocol error: herd fails the node, an agent sends ERROR and exits as
  * on a broken stream.  The table, in words ("?" marks an optional key;
