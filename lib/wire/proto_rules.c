@@ -3,10 +3,10 @@
  * a format cannot say are the rows' `more` functions, in proto_rules_*.c
  * by family.
  *
- * proto.h's comment table says the same in words: change both together
- * (tests/unit/test_proto.c holds a valid body of every row;
- * tests/unit/test_proto_dispatch.c ties the rows to the handler tables of
- * herd and herd-agent).
+ * proto.h's comment table says the same in words: change both together.
+ * A type has a to_herd body exactly when herd's frame table has a handler
+ * for it, and a to_agent body exactly when herd-agent's has (the unit
+ * tests hold a valid body of every row and check both tables).
  */
 #include <limits.h>
 #include <signal.h>
