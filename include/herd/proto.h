@@ -30,7 +30,7 @@
  *              {version: string (HERD_VERSION), hostname: string,
  *               addrs: [{ifname: string, addr: string, netmask: string}],
  *               cores: I 1.., pid: I 1..,
- *               topo?: object (topo_summary(); topo.c parses it),
+ *               topo?: object (topo_summary(); topo_json.c parses it),
  *               topo_error?: string (why there is no topo)}
  *              exactly one of topo and topo_error.  A HELLO whose version
  *              is another string is checked no further, so that herd can

@@ -29,7 +29,7 @@ int proto_hello_more(const json_t *body, struct herd_err *err)
 				      "exactly one of \"topo\" and "
 				      "\"topo_error\" is expected, got %s",
 				      topo ? "both" : "neither");
-	/* The summary's own parser (topo.c) checks what is inside. */
+	/* The summary's own parser (topo_json.c) checks what is inside. */
 	if (topo && !json_is_object(json_object_get(body, "topo")))
 		return herd_errprintf(
 		    err,
@@ -73,7 +73,7 @@ static const struct proto_body proto_pmix_body = {
  */
 
 /* A metric name: letters, digits and '_', at most 64, not a digit first
- * (spec.c's rule for metrics.patterns names). */
+ * (spec_keys.c's rule for metrics.patterns names). */
 bool proto_metric_name_ok(const char *name)
 {
 	size_t len = strlen(name);
