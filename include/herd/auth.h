@@ -1,6 +1,6 @@
 /* auth.h — the per-job secret and the mutual challenge-response that an
  * agent started by the slurm transport runs when it connects back to herd
- * over TCP (DESIGN.md "connect").
+ * over TCP.
  *
  * herd makes a random secret per job and hands it to the agents only
  * through their environment (HERD_JOB_SECRET, never argv, never logs).

@@ -138,7 +138,7 @@ struct bind_platform *bind_platform_load(const char *path,
 void bind_platform_free(struct bind_platform *p);
 
 /* The default number of slots on a node: its GPU count, or 1 without
- * GPUs (DESIGN.md: "slots: default: GPUs found, else 1"). */
+ * GPUs. */
 int bind_default_slots(const struct topo *t);
 
 /* Plans `slots` local ranks (1..BIND_SLOTS_MAX) of one node with

@@ -1,5 +1,5 @@
 /* checkpoint.h — finding the newest complete checkpoint to resume from
- * (DESIGN.md "failure": checkpoint.latest_file, checkpoint.pattern,
+ * (the keys checkpoint.latest_file, checkpoint.pattern and
  * checkpoint.complete_marker).
  *
  * Order of search:

@@ -1,5 +1,5 @@
-/* events.h — the job's event log, log.dir/RUN-ID/events.jsonl (DESIGN.md
- * "Event log"): one JSON object a line, "t" in Unix milliseconds, "event"
+/* events.h — the job's event log, log.dir/RUN-ID/events.jsonl: one JSON
+ * object a line, "t" in Unix milliseconds, "event"
  * the name (job_start, node_up, attempt_start, rank_start, rank_exit, ...),
  * then the fields a reader needs.  Each line is written with one write()
  * and flushed, so a crash never leaves half a line and `tail -f` works; a

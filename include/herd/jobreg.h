@@ -1,4 +1,4 @@
-/* jobreg.h — the user's jobs known on this machine (issue 13): one file
+/* jobreg.h — the user's jobs known on this machine: one file
  * per job in a registry directory of the user's own, and the directory of
  * the jobs' control sockets.
  *

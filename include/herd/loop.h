@@ -1,4 +1,4 @@
-/* loop.h — the one event loop of each process (STYLE.md rule 6).
+/* loop.h — the one event loop of each process.
  *
  * Every fd and timer is a callback on one poll() loop.  Threads owned by
  * libraries and signal handlers never do work: they call loop_wake() (or
@@ -45,8 +45,8 @@ void loop_timer_del(struct loop *loop, long id);
 int loop_on_wake(struct loop *loop, loop_wake_fn cb, void *arg);
 void loop_wake(struct loop *loop);
 
-/* Delivers signal sig to cb on the loop (STYLE.md rule 7): the handler
- * only writes the signal's number to a pipe the loop watches.  One
+/* Delivers signal sig to cb on the loop: a signal only wakes the loop,
+ * its handler only writes the signal's number to a pipe the loop watches.  One
  * handler per signal (a later call replaces it) and one loop per process
  * take signals.  SA_RESTART is set; SIGCHLD also gets SA_NOCLDSTOP.
  * Returns 0 or -1 (errno set). */

@@ -1,4 +1,4 @@
-/* noderec.h — what a job remembers of its nodes between runs (issue 14):
+/* noderec.h — what a job remembers of its nodes between runs:
  * the node record, one file per job next to the job registry (jobreg.h),
  * with the same rules (0700 directories checked for owner and mode, 0600
  * files written atomically, read only when a regular file of the user's):

@@ -1,5 +1,5 @@
 /* outbuf.h — output to a terminal, pipe or file that never blocks the
- * loop (issue 11 item 1).
+ * loop.
  *
  * herd's one loop also sends the heartbeats that keep the agents' ranks
  * alive, so a slow reader of herd's stdout (`herd run | less`, a stalled

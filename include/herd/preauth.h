@@ -1,5 +1,5 @@
 /* preauth.h — who may hold a connection that has not proven the job
- * secret yet (the slurm transport's listener, DESIGN.md "connect").
+ * secret yet (the slurm transport's listener).
  *
  * The listener's address is on srun's command line, which every local
  * user can read, so anyone can open connections to it.  herd never stops

@@ -1,5 +1,5 @@
-/* proc.h — every child process herd and herd-agent start (STYLE.md rule
- * 8), and the one place that reaps them.
+/* proc.h — every child process herd and herd-agent start, and the one
+ * place that reaps them.
  *
  * proc_spawn() forks; the child does only async-signal-safe set-up (its
  * process group or session, PR_SET_PDEATHSIG, every signal back to its
@@ -71,8 +71,8 @@ struct proc_opts {
 	int exec_fd;
 	struct proc_fd io[3];	  /* stdin, stdout, stderr */
 	enum proc_group group;
-	/* Sent to the child when the thread that forked it dies: 0 means
-	 * SIGKILL (STYLE.md rule 8), -1 none. */
+	/* Sent to the child when the thread that forked it dies, so that
+	 * no child outlives its parent: 0 means SIGKILL, -1 none. */
 	int pdeathsig;
 	/* The child's signal mask until exec (kept across it); NULL:
 	 * nothing blocked.  Every handler is back to SIG_DFL either way. */

@@ -18,9 +18,9 @@
  * is buffered.  A decoder error is fatal for the stream.
  *
  * What each frame says: every decoded frame passes proto_frame_check()
- * before its receiver acts on it, against one table in proto.c (a strict
- * json_unpack_ex() format per type and direction, value ranges, data
- * limits).  An unknown key, a missing or mistyped one, a value out of
+ * before its receiver acts on it, against one table in proto_rules.c (a
+ * strict json_unpack_ex() format per type and direction, value ranges,
+ * data limits).  An unknown key, a missing or mistyped one, a value out of
  * range, data where none belongs or a frame sent the wrong way is a
  * protocol error: herd fails the node, an agent sends ERROR and exits as
  * on a broken stream.  The table, in words ("?" marks an optional key;
@@ -30,7 +30,7 @@
  *              {version: string (HERD_VERSION), hostname: string,
  *               addrs: [{ifname: string, addr: string, netmask: string}],
  *               cores: I 1.., pid: I 1..,
- *               topo?: object (topo_summary(); topo.c parses it),
+ *               topo?: object (topo_summary(); topo_json.c parses it),
  *               topo_error?: string (why there is no topo)}
  *              exactly one of topo and topo_error.  A HELLO whose version
  *              is another string is checked no further, so that herd can
@@ -157,7 +157,7 @@
  *              out and err carry one tagged output line (the bytes the
  *              terminal would get), status the status line's text (no
  *              escape codes); info and end carry no data.
- *  CHECK       herd -> agent, no data (issue 14, the health gate): run the
+ *  CHECK       herd -> agent, no data (the health gate): run the
  *              node's checks.  {workdir?, checkpoint_dir?: string
  *              (directories that must exist, be writable and hold
  *              min_free bytes), min_free: I 0.., gpus: I -1..64 (GPUs
@@ -240,8 +240,8 @@
  *              them.  {attempt: I 1.., kind: "exit" | "signal" | "node",
  *               status: I 0..255, host: string,
  *               ranks: [I 0..] (1..PROTO_LAUNCH_RANKS_MAX)}
- *              Each of the four may carry ns?: I 0.. (issue 16: the
- *              rank is of spawn ns's namespace; absent or 0: the job's),
+ *              Each of the four may carry ns?: I 0.. (the rank is of
+ *              spawn ns's namespace; absent or 0: the job's),
  *              relayed as it came.
  *  SPAWN       agent -> herd, no data: a process called PMIx_Spawn.
  *              {attempt: I 0.., seq: I 1.., ns: I 0.. (the asker's
@@ -370,24 +370,24 @@ enum proto_type {
 	PROTO_METRICS,
 	PROTO_CTL_REQ,
 	PROTO_CTL_MSG,
-	PROTO_STACKS,	/* issue 14: stacks of hung ranks */
-	PROTO_CHECK,	/* issue 14: the health gate's checks */
-	PROTO_NETPROBE,	/* issue 14: the gate's pairwise network probe */
-	PROTO_DMODEX,	   /* issue 16: PMIx direct modex request */
-	PROTO_DMODEX_DATA, /* issue 16: its answer */
-	PROTO_PUBLISH,	/* issue 16: PMIx publish / lookup / unpublish */
+	PROTO_STACKS,	/* stacks of hung ranks */
+	PROTO_CHECK,	/* the health gate's checks */
+	PROTO_NETPROBE,	/* the gate's pairwise network probe */
+	PROTO_DMODEX,	   /* PMIx direct modex request */
+	PROTO_DMODEX_DATA, /* its answer */
+	PROTO_PUBLISH,	/* PMIx publish / lookup / unpublish */
 	PROTO_LOOKUP,
 	PROTO_UNPUBLISH,
 	PROTO_PUBSUB_DONE,
-	PROTO_EVENT,	/* issue 16: PMIx events between ranks */
-	PROTO_PROC_FAILED, /* issue 16: herd's failures as PMIx events */
-	PROTO_PMIX_LOG,	/* issue 16: PMIx_Log to herd's event log */
-	PROTO_SPAWN,	    /* issue 16: PMIx_Spawn asked by a rank */
-	PROTO_SPAWN_LAUNCH, /* issue 16: start a spawn's processes */
-	PROTO_SPAWN_UP,	    /* issue 16: a node's part of a spawn started */
-	PROTO_SPAWN_DONE,   /* issue 16: the spawn's answer to its asker */
-	PROTO_CONNECT,	    /* issue 16: PMIx_Connect/Disconnect */
-	PROTO_CONNECT_DONE, /* issue 16: every node hosting them is in */
+	PROTO_EVENT,	/* PMIx events between ranks */
+	PROTO_PROC_FAILED, /* herd's failures as PMIx events */
+	PROTO_PMIX_LOG,	/* PMIx_Log to herd's event log */
+	PROTO_SPAWN,	    /* PMIx_Spawn asked by a rank */
+	PROTO_SPAWN_LAUNCH, /* start a spawn's processes */
+	PROTO_SPAWN_UP,	    /* a node's part of a spawn started */
+	PROTO_SPAWN_DONE,   /* the spawn's answer to its asker */
+	PROTO_CONNECT,	    /* PMIx_Connect/Disconnect */
+	PROTO_CONNECT_DONE, /* every node hosting them is in */
 	/* survivors keep training: a rank's control channel */
 	PROTO_RANK_CTL,
 	/* checkpoints in memory (agent/ckpt/mem.c, launcher/ctl/ckpt.c) */
@@ -441,7 +441,7 @@ enum proto_dir {
 #define PROTO_NETPROBE_BYTES_MAX (1LL << 30)
 #define PROTO_NETPROBE_TIMEOUT_MAX 600000
 
-/* Issue 16, publish/lookup: at most 64 keys per call, a key of at most
+/* publish/lookup: at most 64 keys per call, a key of at most
  * 511 bytes (PMIX_MAX_KEYLEN), a namespace of 255 (PMIX_MAX_NSLEN), a
  * value of 64 KiB packed, 1 MiB in one PUBLISH.  An event's packed info
  * is at most 64 KiB. */
@@ -451,7 +451,7 @@ enum proto_dir {
 #define PROTO_PUBSUB_VALUE_MAX	 (64 * 1024)
 #define PROTO_PUBSUB_DATA_MAX	 (1024u * 1024)
 #define PROTO_EVENT_DATA_MAX	 (64u * 1024)
-/* issue 16, PMIx_Spawn: apps of one spawn, processes of one spawn (and
+/* PMIx_Spawn: apps of one spawn, processes of one spawn (and
  * of all spawns of an attempt together: ctl/pmix/spawn.c), argv or env
  * entries of one app; processes named in one PMIx_Connect. */
 #define PROTO_SPAWN_APPS_MAX	16

@@ -1,7 +1,6 @@
-/* runlog.h — reads a run directory (log.dir/RUN-ID: events.jsonl and
- * metrics.jsonl, DESIGN.md "Event log" and the metrics.jsonl contract of
- * issue 12) into one model that `herd status`, `herd top` and
- * `herd report` show.
+/* runlog.h — reads a run directory (log.dir/RUN-ID: events.jsonl, see
+ * events.h, and metrics.jsonl) into one model that `herd status`,
+ * `herd top` and `herd report` show.
  *
  * Reading is incremental: runlog_update() reads what the two files gained
  * since the last call, so a view can follow a running job.  Only whole

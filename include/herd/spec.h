@@ -1,5 +1,5 @@
 /* spec.h — the job spec: job.yaml parsed with libyaml into one validated
- * struct, every key of ../shared/DESIGN.md with its default filled in.
+ * struct, every key of the job file with its default filled in.
  *
  * Errors are "file:line:col: message" naming what was expected; unknown
  * keys suggest the nearest known key.  Text that later steps render
@@ -282,7 +282,7 @@ int spec_print(const struct spec *spec, FILE *out);
  * ends.  See spec_silence_limit_ms. */
 #define SPEC_SILENCE_RTO_MS 400
 
-/* The failure-detection rule (issue 11 item 3): herd fails a node after
+/* The failure-detection rule: herd fails a node after
  * silence of
  *
  *     health.timeout + health.heartbeat + SPEC_SILENCE_RTO_MS

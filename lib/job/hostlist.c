@@ -2,7 +2,7 @@
  *
  * Behaviour follows Slurm 22.05 (src/common/hostlist.c), established by
  * running `scontrol show hostnames` / `scontrol show hostlist` on a corpus
- * (tests/integration/t0200):
+ * that the integration tests keep comparing:
  *
  *  - An expression is a list of items separated by ',', ' ' or tab.  An item
  *    is literal text with bracket groups "[r,r,...]", r = N or N-M; text

@@ -260,7 +260,7 @@ static void node_event(struct runlog *rl, const char *event, const json_t *o,
 		if (!n->state)
 			n->state = "spare";
 	} else if (!strcmp(event, "node_quarantined")) {
-		/* Left out by the job's node record (issue 14). */
+		/* Left out of the job by its node record (noderec.h). */
 		n->state = "quarantined";
 		reason = json_string_value(json_object_get(o, "last_reason"));
 	} else if (!strcmp(event, "rank_hung")) {

@@ -26,8 +26,8 @@ struct conn {
 	/* A failure found inside conn_send() is told to the owner from the
 	 * loop (a zero-delay timer), never inside the send: the owner's
 	 * close handler may change the very state the sender is walking
-	 * (issue 11 item 7; OpenSSH's chan_write_failed, then
-	 * channel_garbage_collect).  0: none pending. */
+	 * (as OpenSSH's chan_write_failed, then channel_garbage_collect).
+	 * 0: none pending. */
 	long close_timer;
 	char close_reason[128];
 	int close_clean;
