@@ -2,6 +2,7 @@
  * see sbatch.h. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -9,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
-#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,22 +22,122 @@
 #include "launcher/transport/slurm/sbatch.h"
 #include "launcher/gen/template.h"
 
-/* Exported by libslurm but not declared in slurm.h (DESIGN.md, "Slurm
- * facts"): Slurm's own parser of sbatch --time values, and the names of
- * job states.  Minutes, INFINITE for "infinite"/"-1", NO_VAL (as int: -2)
- * for text it cannot read. */
-extern int slurm_time_str2mins(const char *string);
-extern char *slurm_job_state_string(uint32_t state);
+/* Only what <slurm/slurm.h> declares is used: libslurm's private
+ * helpers (its time parser, its state names, its log options) have no
+ * stable layout, and a declaration of our own would compile against a
+ * libslurm that lays them out otherwise and corrupt memory there. */
 
-/* libslurm's log options, as src/common/log.h of Slurm 22.05 lays them
- * out (that header is not installed).  Only sbatch_slurm_init() uses
- * them, to quiet libslurm's own stderr. */
-struct sbatch_slurm_log {
-	int stderr_level, syslog_level, logfile_level; /* 0: quiet */
-	bool prefix_level, buffered, raw;
+/* Slurm's words for the base job states (what squeue prints), indexed by
+ * the header's enum job_states. */
+static const char *const job_state_names[JOB_END] = {
+    [JOB_PENDING] = "PENDING",	   [JOB_RUNNING] = "RUNNING",
+    [JOB_SUSPENDED] = "SUSPENDED", [JOB_COMPLETE] = "COMPLETED",
+    [JOB_CANCELLED] = "CANCELLED", [JOB_FAILED] = "FAILED",
+    [JOB_TIMEOUT] = "TIMEOUT",	   [JOB_NODE_FAIL] = "NODE_FAIL",
+    [JOB_PREEMPTED] = "PREEMPTED", [JOB_BOOT_FAIL] = "BOOT_FAIL",
+    [JOB_DEADLINE] = "DEADLINE",   [JOB_OOM] = "OUT_OF_MEMORY",
 };
-extern int slurm_log_alter(struct sbatch_slurm_log opts, int facility,
-			   char *logfile);
+
+static const char *job_state_name(uint32_t state)
+{
+	uint32_t base = state & JOB_STATE_BASE;
+
+	return base < JOB_END && job_state_names[base] ? job_state_names[base]
+						       : "UNKNOWN";
+}
+
+/* Reads one run of digits at *p into *v (at most 9 digits: no overflow
+ * in the sum below).  Returns 0, or -1 when *p is no digit. */
+static int time_field(const char **p, long *v)
+{
+	int n = 0;
+
+	*v = 0;
+	while (isdigit((unsigned char)**p) && n < 10) {
+		*v = *v * 10 + (**p - '0');
+		(*p)++;
+		n++;
+	}
+	return n && n < 10 ? 0 : -1;
+}
+
+/* A slurm.time value the way sbatch --time reads it: MINUTES, MM:SS,
+ * HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS, or "-1", "infinite",
+ * "unlimited" (any case).  Returns whole minutes (seconds round up),
+ * (long)INFINITE, or -1 for text it cannot read. */
+static long time_minutes(const char *s)
+{
+	long f[4], secs;
+	int n = 0;
+	bool days = false;
+	const char *p = s;
+
+	if (!strcmp(s, "-1") || !strcasecmp(s, "infinite") ||
+	    !strcasecmp(s, "unlimited"))
+		return (long)INFINITE;
+	if (time_field(&p, &f[n++]) < 0)
+		return -1;
+	if (*p == '-') {
+		days = true;
+		p++;
+		if (time_field(&p, &f[n++]) < 0)
+			return -1;
+	}
+	while (*p == ':' && n < 4) {
+		p++;
+		if (time_field(&p, &f[n++]) < 0)
+			return -1;
+	}
+	if (*p)
+		return -1;
+	if (days) /* D-HH[:MM[:SS]] */
+		secs = f[0] * 86400 + f[1] * 3600 + (n > 2 ? f[2] * 60 : 0) +
+		       (n > 3 ? f[3] : 0);
+	else if (n == 3) /* HH:MM:SS */
+		secs = f[0] * 3600 + f[1] * 60 + f[2];
+	else if (n <= 2) /* MINUTES[:SS] */
+		secs = f[0] * 60 + (n > 1 ? f[1] : 0);
+	else
+		return -1;
+	return (secs + 59) / 60;
+}
+
+/* libslurm prints its own messages ("error: ...") on stderr, at a level
+ * only its private log options change.  herd reports each failure once,
+ * in its own words, so each libslurm call that may log runs between
+ * quiet_begin() and quiet_end(), with fd 2 on /dev/null (herd sbatch has
+ * one thread: nothing of herd's is written meanwhile).  Returns the saved
+ * stderr, or -1 (then nothing was changed). */
+static int quiet_begin(void)
+{
+	int saved, null;
+
+	fflush(stderr);
+	null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (null < 0)
+		return -1;
+	saved = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+	if (saved >= 0 && dup2(null, STDERR_FILENO) < 0) {
+		close(saved);
+		saved = -1;
+	}
+	close(null);
+	return saved;
+}
+
+/* Puts stderr back (saved: quiet_begin's); keeps errno, which holds
+ * libslurm's answer. */
+static void quiet_end(int saved)
+{
+	int e = errno;
+
+	if (saved >= 0) {
+		fflush(stderr);
+		dup2(saved, STDERR_FILENO);
+		close(saved);
+	}
+	errno = e;
+}
 
 /* slurm.extra lines herd maps to job description fields. */
 enum extra_field {
@@ -362,10 +463,10 @@ struct sbatch *sbatch_new(const struct spec *spec, const char *herd,
 	    (sb->time && check_value("slurm.time", sb->time, err) < 0))
 		goto out;
 	if (sb->time) {
-		int mins = slurm_time_str2mins(sb->time);
+		long mins = time_minutes(sb->time);
 
-		if (mins == (int)NO_VAL ||
-		    (mins < 0 && mins != (int)INFINITE)) {
+		if (mins < 0 ||
+		    (mins >= (long)NO_VAL && mins != (long)INFINITE)) {
 			herd_errprintf(err,
 				       "slurm.time: '%s': expected MINUTES, "
 				       "[D-]HH:MM[:SS], D-HH or 'infinite'",
@@ -605,10 +706,18 @@ const char *__lsan_default_options(void)
 
 void sbatch_slurm_init(void)
 {
-	const struct sbatch_slurm_log quiet = {0};
+	int q = quiet_begin();
 
 	slurm_init(NULL);
-	slurm_log_alter(quiet, LOG_USER, NULL);
+	quiet_end(q);
+}
+
+void sbatch_slurm_fini(void)
+{
+	int q = quiet_begin();
+
+	slurm_fini();
+	quiet_end(q);
 }
 
 /* What a refusal was about, in the spec's terms ("" when Slurm's words
@@ -669,7 +778,11 @@ static int never_starts(uint32_t job_id)
 	job_info_msg_t *msg = NULL;
 	int e = 0;
 
-	if (slurm_load_job(&msg, job_id, SHOW_ALL) != SLURM_SUCCESS)
+	int q = quiet_begin();
+	int rc = slurm_load_job(&msg, job_id, SHOW_ALL);
+
+	quiet_end(q);
+	if (rc != SLURM_SUCCESS)
 		return 0;
 	if (msg->record_count >= 1 &&
 	    (msg->job_array[0].job_state & JOB_STATE_BASE) == JOB_PENDING) {
@@ -698,7 +811,7 @@ int sbatch_submit(const struct sbatch *sb, const char *script, char *const *env,
 	submit_response_msg_t *resp = NULL;
 	char subject[512];
 	uint32_t n_env = 0;
-	int e;
+	int e, q, rc;
 
 	while (env[n_env])
 		n_env++;
@@ -729,7 +842,10 @@ int sbatch_submit(const struct sbatch *sb, const char *script, char *const *env,
 	desc.reservation = sb->reservation;
 	desc.pn_min_memory = sb->memory;
 	desc.cpus_per_task = sb->cpus_per_task;
-	if (slurm_submit_batch_job(&desc, &resp) != SLURM_SUCCESS) {
+	q = quiet_begin();
+	rc = slurm_submit_batch_job(&desc, &resp);
+	quiet_end(q);
+	if (rc != SLURM_SUCCESS) {
 		e = slurm_get_errno();
 		/* Below 2000: system and communication errors; 5000s: socket
 		 * errors.  The rest is slurmctld saying no. */
@@ -748,7 +864,9 @@ int sbatch_submit(const struct sbatch *sb, const char *script, char *const *env,
 	e = never_starts(*job_id);
 	if (e) {
 		refusal_subject(sb, e, subject, sizeof(subject));
+		q = quiet_begin();
 		slurm_kill_job(*job_id, SIGKILL, 0);
+		quiet_end(q);
 		return herd_errprintf(err,
 				      "Slurm refused the job: %s (%s%sit could "
 				      "never start: job %u cancelled)",
@@ -781,8 +899,7 @@ static bool job_ended(uint32_t state)
 static int tell_seen(uint32_t job_id, const slurm_job_info_t *job,
 		     sbatch_seen_fn seen, void *arg, char *last, size_t size)
 {
-	const char *state =
-	    slurm_job_state_string(job->job_state & JOB_STATE_BASE);
+	const char *state = job_state_name(job->job_state);
 	char output[PATH_MAX];
 	struct sbatch_seen s;
 
@@ -814,8 +931,11 @@ int sbatch_wait(uint32_t job_id, sbatch_seen_fn seen, void *arg,
 
 	for (;;) {
 		job_info_msg_t *msg = NULL;
+		int q = quiet_begin();
+		int rc = slurm_load_job(&msg, job_id, SHOW_ALL);
 
-		if (slurm_load_job(&msg, job_id, SHOW_ALL) != SLURM_SUCCESS) {
+		quiet_end(q);
+		if (rc != SLURM_SUCCESS) {
 			int e = slurm_get_errno();
 
 			if (e == ESLURM_INVALID_JOB_ID)
@@ -844,7 +964,7 @@ int sbatch_wait(uint32_t job_id, sbatch_seen_fn seen, void *arg,
 				delay = 500;
 			if (job_ended(job->job_state)) {
 				snprintf(end->state, sizeof(end->state), "%s",
-					 slurm_job_state_string(base));
+					 job_state_name(base));
 				end->completed = base == JOB_COMPLETE;
 				if (WIFSIGNALED(code))
 					end->status = 128 + WTERMSIG(code);

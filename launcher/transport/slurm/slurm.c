@@ -139,6 +139,7 @@ struct line_buf {
 	size_t len;
 };
 
+/* A node's lifecycle; snode_set_state() is the only writer. */
 struct snode {
 	char *host;
 	int fd; /* our end of the socketpair; -1 once handed on or closed */
@@ -147,7 +148,7 @@ struct snode {
 };
 
 struct step {
-	struct slurm_priv *priv;
+	struct tslurm_priv *priv;
 	int index;    /* 0 for the first srun of the job */
 	pid_t srun;   /* leads the step's group */
 	int out_fd, err_fd; /* srun's stdout, stderr; -1 once at EOF */
@@ -165,7 +166,7 @@ struct sconn;
 
 /* Everything runs on the controller's thread: on its loop, or in free()
  * once the loop has stopped. */
-struct slurm_priv {
+struct tslurm_priv {
 	struct snode **nodes;
 	size_t n_nodes, cap_nodes;
 	struct step *steps;
@@ -192,7 +193,7 @@ struct relay_buf {
 
 /* One TCP connection: a handshake, then (an agent) a relay. */
 struct sconn {
-	struct slurm_priv *priv;
+	struct tslurm_priv *priv;
 	struct sconn *prev, *next;
 	int fd;
 	char peer[NI_MAXHOST + NI_MAXSERV + 4];
@@ -263,7 +264,7 @@ static bool is_loopback(const struct sockaddr_storage *ss)
  * is this host (its name is 127.0.1.1 on Debian) gives a loopback source
  * the other nodes cannot connect to; only when every node gives one
  * (all of them are this host) is loopback the answer. */
-static int listen_source(struct slurm_priv *priv, struct sockaddr_storage *ss,
+static int listen_source(struct tslurm_priv *priv, struct sockaddr_storage *ss,
 			 socklen_t *len, struct herd_err *err)
 {
 	struct sockaddr_storage lo = {0};
@@ -298,7 +299,7 @@ static int listen_source(struct slurm_priv *priv, struct sockaddr_storage *ss,
 
 static void on_accept(struct loop *loop, int fd, short revents, void *arg);
 
-static int listener_open(struct slurm_priv *priv, struct herd_err *err)
+static int listener_open(struct tslurm_priv *priv, struct herd_err *err)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
@@ -353,7 +354,7 @@ fail:
 
 static void refused_summary(struct loop *loop, void *arg)
 {
-	struct slurm_priv *priv = arg;
+	struct tslurm_priv *priv = arg;
 	unsigned long n = ratelog_flush(&priv->refused, loop_now_ms());
 
 	(void)loop;
@@ -367,7 +368,7 @@ static void refused_summary(struct loop *loop, void *arg)
 }
 
 /* Says (rate-limited) that a connection was refused and why. */
-static void log_refused(struct slurm_priv *priv, const char *peer,
+static void log_refused(struct tslurm_priv *priv, const char *peer,
 			const char *why)
 {
 	int64_t now = loop_now_ms();
@@ -399,7 +400,7 @@ static void log_refused(struct slurm_priv *priv, const char *peer,
 /* Closes a connection in any state and forgets it. */
 static void conn_close(struct sconn *sc)
 {
-	struct slurm_priv *priv = sc->priv;
+	struct tslurm_priv *priv = sc->priv;
 
 	if (sc->pooled)
 		preauth_del(priv->pool, sc);
@@ -429,9 +430,33 @@ static void conn_refuse(struct sconn *sc, const char *why)
 	conn_close(sc);
 }
 
+/* A node's lifecycle, from each state the states it may move to: a fresh
+ * node is REGISTERED; REGISTERED goes to STARTED (its step runs) or
+ * FAILED (no step could start); STARTED goes to CONNECTED (its agent
+ * proved the secret) or FAILED (its step ended first).  CONNECTED and
+ * FAILED are final. */
+#define SNODE_TO(s) (1u << (s))
+static const unsigned snode_next[] = {
+    [SNODE_REGISTERED] = SNODE_TO(SNODE_STARTED) | SNODE_TO(SNODE_FAILED),
+    [SNODE_STARTED] = SNODE_TO(SNODE_CONNECTED) | SNODE_TO(SNODE_FAILED),
+    [SNODE_CONNECTED] = 0,
+    [SNODE_FAILED] = 0,
+};
+
+/* Moves n to state to when the table allows it (registering a fresh
+ * node, calloc'd as REGISTERED, is always allowed).  Returns 0, or -1
+ * and leaves n as it was. */
+static int snode_set_state(struct snode *n, enum snode_state to)
+{
+	if (to != SNODE_REGISTERED && !(snode_next[n->state] & SNODE_TO(to)))
+		return -1;
+	n->state = to;
+	return 0;
+}
+
 /* Hands the socketpair end of a started node named name to the caller,
  * or -1 when no such node waits for an agent. */
-static int claim_node(struct slurm_priv *priv, const char *name)
+static int claim_node(struct tslurm_priv *priv, const char *name)
 {
 	int fd = -1;
 
@@ -439,7 +464,7 @@ static int claim_node(struct slurm_priv *priv, const char *name)
 		struct snode *n = priv->nodes[i];
 
 		if (n->state == SNODE_STARTED && !strcmp(n->host, name)) {
-			n->state = SNODE_CONNECTED;
+			snode_set_state(n, SNODE_CONNECTED);
 			fd = n->fd;
 			n->fd = -1;
 			break;
@@ -526,7 +551,7 @@ static void on_relay(struct loop *loop, int fd, short revents, void *arg)
 /* The agent proved the secret and named its node. */
 static void handshake_done(struct sconn *sc)
 {
-	struct slurm_priv *priv = sc->priv;
+	struct tslurm_priv *priv = sc->priv;
 	int pair = claim_node(priv, sc->hs.name);
 
 	if (pair < 0) {
@@ -561,7 +586,7 @@ static void handshake_done(struct sconn *sc)
  * (proven or done), 0 while it is still unauthenticated. */
 static int handshake_step(struct sconn *sc)
 {
-	struct slurm_priv *priv = sc->priv;
+	struct tslurm_priv *priv = sc->priv;
 	struct herd_err err;
 	int rc;
 
@@ -609,7 +634,7 @@ static void on_deadline(struct loop *loop, void *arg)
 /* Makes room in the pool for a connection from src: each connection the
  * bounds pick first gets a last look at its socket (an agent whose answer
  * is already there passes instead of being dropped). */
-static void pool_make_room(struct slurm_priv *priv,
+static void pool_make_room(struct tslurm_priv *priv,
 			   const struct preauth_src *src, const char *peer)
 {
 	struct sconn *victim;
@@ -634,7 +659,7 @@ static void pool_make_room(struct slurm_priv *priv,
 	}
 }
 
-static void conn_accepted(struct slurm_priv *priv, int fd,
+static void conn_accepted(struct tslurm_priv *priv, int fd,
 			  const struct sockaddr_storage *ss, socklen_t len)
 {
 	char host[NI_MAXHOST] = "?", port[NI_MAXSERV] = "?";
@@ -688,7 +713,7 @@ refuse:
 
 static void on_resume(struct loop *loop, void *arg)
 {
-	struct slurm_priv *priv = arg;
+	struct tslurm_priv *priv = arg;
 
 	priv->resume_timer = 0;
 	if (priv->listen_fd >= 0)
@@ -697,7 +722,7 @@ static void on_resume(struct loop *loop, void *arg)
 
 static void on_accept(struct loop *loop, int fd, short revents, void *arg)
 {
-	struct slurm_priv *priv = arg;
+	struct tslurm_priv *priv = arg;
 
 	(void)revents;
 	for (int k = 0; k < SLURM_ACCEPT_BATCH; k++) {
@@ -777,7 +802,7 @@ static void relay_flush(struct sconn *sc, int64_t deadline)
  * is closed.  From whichever of the two comes last. */
 static void step_maybe_end(struct step *st)
 {
-	struct slurm_priv *priv = st->priv;
+	struct tslurm_priv *priv = st->priv;
 	int status;
 	char why[160];
 
@@ -806,7 +831,7 @@ static void step_maybe_end(struct step *st)
 				 st->last);
 		close(n->fd);
 		n->fd = -1;
-		n->state = SNODE_FAILED;
+		snode_set_state(n, SNODE_FAILED);
 	}
 	st->ended = true;
 }
@@ -917,7 +942,7 @@ static char *find_srun(void)
 
 /* herd's environment without any HERD_JOB_SECRET of its own, plus the
  * job's: srun's envp (--export=ALL carries it to the agents). */
-static char **step_env(const struct slurm_priv *priv)
+static char **step_env(const struct tslurm_priv *priv)
 {
 	size_t n = 0, k = 0, plen = strlen(AUTH_SECRET_ENV);
 	char **envp;
@@ -936,7 +961,7 @@ static char **step_env(const struct slurm_priv *priv)
 }
 
 /* Fails every node of a batch that could not get a step. */
-static void fail_batch(struct slurm_priv *priv, struct snode **batch, size_t n,
+static void fail_batch(struct tslurm_priv *priv, struct snode **batch, size_t n,
 		       const char *why)
 {
 	(void)priv;
@@ -945,14 +970,14 @@ static void fail_batch(struct slurm_priv *priv, struct snode **batch, size_t n,
 				 why);
 		close(batch[i]->fd);
 		batch[i]->fd = -1;
-		batch[i]->state = SNODE_FAILED;
+		snode_set_state(batch[i], SNODE_FAILED);
 	}
 }
 
 static int step_start(struct transport *t, struct snode **batch, size_t n,
 		      struct herd_err *err)
 {
-	struct slurm_priv *priv = t->priv;
+	struct tslurm_priv *priv = t->priv;
 	struct hostlist *hl = hostlist_new();
 	char *list = NULL, *srun = NULL, **envp = NULL;
 	char nodes_arg[48], tasks_arg[48], *nodelist_arg = NULL;
@@ -1031,7 +1056,7 @@ static int step_start(struct transport *t, struct snode **batch, size_t n,
 	st->out_fd = opts.io[1].fd;
 	st->err_fd = opts.io[2].fd;
 	for (size_t i = 0; i < n; i++) {
-		batch[i]->state = SNODE_STARTED;
+		snode_set_state(batch[i], SNODE_STARTED);
 		batch[i]->step = st;
 	}
 	st->next = priv->steps;
@@ -1062,9 +1087,9 @@ out:
 
 /* ---- the transport ------------------------------------------------------ */
 
-static int slurm_init(struct transport *t, struct herd_err *err)
+static int tslurm_init(struct transport *t, struct herd_err *err)
 {
-	struct slurm_priv *priv = calloc(1, sizeof(*priv));
+	struct tslurm_priv *priv = calloc(1, sizeof(*priv));
 	char hex[AUTH_SECRET_HEX_LEN + 1];
 
 	if (!priv)
@@ -1090,14 +1115,14 @@ static int slurm_init(struct transport *t, struct herd_err *err)
 	return 0;
 }
 
-static int slurm_start(struct transport *t, const char *host,
+static int tslurm_start(struct transport *t, const char *host,
 		       struct herd_err *err)
 {
-	struct slurm_priv *priv;
+	struct tslurm_priv *priv;
 	struct snode *n = NULL;
 	int sv[2] = {-1, -1};
 
-	if (!t->priv && slurm_init(t, err) < 0)
+	if (!t->priv && tslurm_init(t, err) < 0)
 		return -1;
 	priv = t->priv;
 	if (!auth_name_ok(host, strlen(host)))
@@ -1125,7 +1150,7 @@ static int slurm_start(struct transport *t, const char *host,
 		priv->cap_nodes = cap;
 	}
 	n->fd = sv[1];
-	n->state = SNODE_REGISTERED;
+	snode_set_state(n, SNODE_REGISTERED);
 	priv->nodes[priv->n_nodes++] = n;
 	return sv[0];
 fail:
@@ -1138,9 +1163,9 @@ fail:
 	return -1;
 }
 
-static void slurm_commit(struct transport *t)
+static void tslurm_commit(struct transport *t)
 {
-	struct slurm_priv *priv = t->priv;
+	struct tslurm_priv *priv = t->priv;
 	struct snode **batch = NULL;
 	struct herd_err err;
 	size_t n = 0;
@@ -1173,7 +1198,7 @@ out:
 	free(batch);
 }
 
-static bool steps_all_ended(const struct slurm_priv *priv)
+static bool steps_all_ended(const struct tslurm_priv *priv)
 {
 	for (const struct step *st = priv->steps; st; st = st->next)
 		if (!st->ended)
@@ -1184,7 +1209,7 @@ static bool steps_all_ended(const struct slurm_priv *priv)
 /* The loop has stopped: waits (poll) until deadline_ms for the output of
  * the steps still running and for srun's exits (reaped here, proc.h),
  * passing the output on as the loop did.  Returns whether all ended. */
-static bool steps_wait(struct slurm_priv *priv, int64_t deadline_ms)
+static bool steps_wait(struct tslurm_priv *priv, int64_t deadline_ms)
 {
 	for (;;) {
 		struct pollfd pfd[2 * 64];
@@ -1223,7 +1248,7 @@ static bool steps_wait(struct slurm_priv *priv, int64_t deadline_ms)
 
 /* Ends every step: by itself (the agents were told to exit), else
  * SIGTERM to srun, else SIGKILL to the step's group. */
-static void steps_end(struct slurm_priv *priv)
+static void steps_end(struct tslurm_priv *priv)
 {
 	for (int round = 0; round < 3; round++) {
 		if (steps_wait(priv, now_ms() + SLURM_STEP_END_MS) ||
@@ -1241,9 +1266,9 @@ static void steps_end(struct slurm_priv *priv)
 			proc_forget(priv->loop, st->srun);
 }
 
-static void slurm_free(struct transport *t)
+static void tslurm_free(struct transport *t)
 {
-	struct slurm_priv *priv = t->priv;
+	struct tslurm_priv *priv = t->priv;
 	int64_t flush_by = now_ms() + SLURM_RELAY_FLUSH_MS;
 	unsigned long left_out;
 
@@ -1310,7 +1335,7 @@ static void slurm_free(struct transport *t)
 
 const struct transport_ops transport_slurm_ops = {
     .name = "slurm",
-    .start = slurm_start,
-    .commit = slurm_commit,
-    .free = slurm_free,
+    .start = tslurm_start,
+    .commit = tslurm_commit,
+    .free = tslurm_free,
 };

@@ -105,7 +105,11 @@ struct ssh_priv {
 	int workers;		/* worker threads running */
 	bool io_running;	/* the I/O thread runs */
 	bool aborting;		/* ssh_free_priv() has begun */
-	int wake;		/* eventfd: wakes the I/O thread */
+	/* eventfd: wakes the I/O thread's own poll() (a new ready node, the
+	 * end).  Not loop_wake(): that wakes a struct loop, and the I/O
+	 * thread runs none (its poll() set is libssh's sessions); the
+	 * controller's loop needs no wake, it reads the socketpairs. */
+	int wake;
 	pthread_t io_tid;
 	pthread_t *tids;	/* workers not joined yet */
 	int n_tids, cap_tids;
