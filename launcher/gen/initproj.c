@@ -930,42 +930,14 @@ out:
 	return rc;
 }
 
-/* Writes text to dfd/name through a temporary file and renameat(). */
+/* Writes text to dfd/name through a temporary file and renameat()
+ * (file_write_at: never through a link). */
 static int write_at(int dfd, const char *dir, const char *name,
 		    const char *text, mode_t mode, struct herd_err *err)
 {
-	size_t len = strlen(text), off = 0;
-	char tmp[NAME_MAX + 1];
-	int fd;
-
-	snprintf(tmp, sizeof(tmp), ".%s.herd-init-%ld", name, (long)getpid());
-	fd = openat(dfd, tmp,
-		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return herd_errprintf(err, "cannot write %s/%s: %s", dir, tmp,
+	if (file_write_at(dfd, name, text, strlen(text), mode) < 0)
+		return herd_errprintf(err, "cannot write %s/%s: %s", dir, name,
 				      strerror(errno));
-	while (off < len) {
-		ssize_t w = write(fd, text + off, len - off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			break;
-		off += (size_t)w;
-	}
-	if (off < len || fchmod(fd, mode) < 0 || fsync(fd) < 0) {
-		herd_errprintf(err, "cannot write %s/%s: %s", dir, tmp,
-			       strerror(errno));
-		close(fd);
-		unlinkat(dfd, tmp, 0);
-		return -1;
-	}
-	if (close(fd) < 0 || renameat(dfd, tmp, dfd, name) < 0) {
-		herd_errprintf(err, "cannot write %s/%s: %s", dir, name,
-			       strerror(errno));
-		unlinkat(dfd, tmp, 0);
-		return -1;
-	}
 	return 0;
 }
 
@@ -986,7 +958,8 @@ int initproj_open_dir(const char *given, struct herd_err *err)
 {
 	char dir[PATH_MAX], abs[PATH_MAX * 2], cwd[PATH_MAX];
 	const char *base = ".";
-	struct stat st, fst;
+	struct stat st;
+	enum file_dir_status status;
 	size_t n;
 	int pfd, dfd;
 
@@ -1020,36 +993,31 @@ int initproj_open_dir(const char *given, struct herd_err *err)
 	}
 	if ((pfd = logtree_walk(abs, &dir_words, err)) < 0)
 		return -1;
-	if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-		if (errno != ENOENT || mkdirat(pfd, base, 0755) < 0 ||
-		    fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			herd_errprintf(err, "cannot make %s: %s", dir,
-				       strerror(errno));
-			close(pfd);
-			return -2;
-		}
-	}
-	if (S_ISLNK(st.st_mode)) {
-		close(pfd);
+	dfd = file_dir_open(pfd, base, 0755, &st, &status);
+	close(pfd);
+	switch (status) {
+	case FILE_DIR_OK:
+		return dfd;
+	case FILE_DIR_MAKE_FAILED:
+		herd_errprintf(err, "cannot make %s: %s", dir, strerror(errno));
+		return -2;
+	case FILE_DIR_OPEN_FAILED:
+		herd_errprintf(err, "cannot open %s: %s", dir, strerror(errno));
+		return -2;
+	case FILE_DIR_LINK:
 		return herd_errprintf(err,
 				      "%s is a symbolic link: give the "
 				      "directory it names, or another one",
 				      dir);
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		close(pfd);
+	case FILE_DIR_NOT_DIR:
 		return herd_errprintf(err, "%s is not a directory", dir);
-	}
-	if (st.st_uid != geteuid()) {
-		close(pfd);
+	case FILE_DIR_NOT_OWNED:
 		return herd_errprintf(err,
 				      "%s belongs to uid %ld, not to you: herd "
 				      "init writes only into your own "
 				      "directories",
 				      dir, (long)st.st_uid);
-	}
-	if (st.st_mode & 022) {
-		close(pfd);
+	case FILE_DIR_WRITABLE:
 		return herd_errprintf(
 		    err,
 		    "%s is writable by %s (mode %04o), who "
@@ -1058,21 +1026,10 @@ int initproj_open_dir(const char *given, struct herd_err *err)
 		    "directory",
 		    dir, (st.st_mode & 002) ? "others" : "its group",
 		    (unsigned)(st.st_mode & 07777), dir);
+	case FILE_DIR_CHANGED:
+		break;
 	}
-	dfd =
-	    openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	close(pfd);
-	if (dfd < 0) {
-		herd_errprintf(err, "cannot open %s: %s", dir, strerror(errno));
-		return -2;
-	}
-	if (fstat(dfd, &fst) < 0 || fst.st_dev != st.st_dev ||
-	    fst.st_ino != st.st_ino) {
-		close(dfd);
-		return herd_errprintf(err, "%s changed while herd opened it",
-				      dir);
-	}
-	return dfd;
+	return herd_errprintf(err, "%s changed while herd opened it", dir);
 }
 
 /* text's SHA-256 as 64 hex digits into hex (65 bytes).  Returns 0 or -1. */
@@ -1094,31 +1051,14 @@ static int sha256_hex(const void *text, size_t len, char *hex)
  * INITPROJ_FILE_MAX bytes or cannot be read. */
 static int file_sha256(int dfd, const char *name, char *hex)
 {
-	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
-	char *buf = NULL;
-	size_t off = 0;
-	int rc = -1;
+	size_t len = 0;
+	char *buf = file_read_at(dfd, name, INITPROJ_FILE_MAX, &len);
+	int rc;
 
-	if (fd < 0)
+	if (!buf)
 		return -1;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    st.st_size > INITPROJ_FILE_MAX ||
-	    !(buf = malloc((size_t)st.st_size + 1)))
-		goto out;
-	while (off < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + off, (size_t)st.st_size - off);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			goto out;
-		off += (size_t)r;
-	}
-	rc = sha256_hex(buf, off, hex);
-out:
+	rc = sha256_hex(buf, len, hex);
 	free(buf);
-	close(fd);
 	return rc;
 }
 
