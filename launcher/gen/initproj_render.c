@@ -7,7 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-
 #include "herd/hostlist.h"
 #include "herd/suggest.h"
 #include "launcher/gen/initproj.h"
@@ -184,9 +183,8 @@ char *initproj_value_check(const char *kind, char *const *choices,
 	} else if (!strcmp(kind, "hosts")) {
 		if (!strcmp(value, "slurm"))
 			return strdup(value);
-		return hostlist_value(value,
-				      "slurm or a hostlist such as node[01-04]",
-				      err);
+		return hostlist_value(
+		    value, "slurm or a hostlist such as node[01-04]", err);
 	} else if (!strcmp(kind, "hostlist")) {
 		if (!n)
 			return strdup(value);
@@ -385,7 +383,8 @@ int initproj_render(struct initproj *p, const char *tdir,
 		    const char *project_dir, const char *herd,
 		    struct herd_err *err)
 {
-	struct render_var vars[3 * INITPROJ_ITEMS_MAX + INITPROJ_OWN_N + N_RUN_TIME + 2];
+	struct render_var
+	    vars[3 * INITPROJ_ITEMS_MAX + INITPROJ_OWN_N + N_RUN_TIME + 2];
 	char missing[HERD_ERR_MAX / 2] = "", bad[HERD_ERR_MAX / 2] = "";
 	char cwd[PATH_MAX];
 	size_t n = 0, n_missing = 0;
