@@ -51,30 +51,16 @@
  * never connected get one PROTO_ERROR naming srun's status and last line.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "herd/auth.h"
-#include "herd/hostlist.h"
-#include "herd/loop.h"
-#include "herd/preauth.h"
-#include "herd/proc.h"
-#include "herd/ratelog.h"
 #include "launcher/transport/slurm/slurm_int.h"
-#include "launcher/transport/transport.h"
 
 /* A node's lifecycle, from each state the states it may move to: a fresh
  * node is REGISTERED; REGISTERED goes to STARTED (its step runs) or

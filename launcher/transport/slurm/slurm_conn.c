@@ -6,28 +6,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
-#include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <signal.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "herd/auth.h"
-#include "herd/hostlist.h"
-#include "herd/loop.h"
-#include "herd/preauth.h"
-#include "herd/proc.h"
-#include "herd/ratelog.h"
 #include "launcher/transport/slurm/slurm_int.h"
-#include "launcher/transport/transport.h"
 
 /* ---- the listener ------------------------------------------------------ */
 
