@@ -1,4 +1,4 @@
-/* remote.h — jobs whose controller runs on another machine (issue 13):
+/* remote.h — jobs whose controller runs on another machine:
  * `herd run --detach --on HOST JOB.yaml` starts it there, and every
  * command on such a job (attach, stop, status, logs, list) runs there
  * through the proxy.

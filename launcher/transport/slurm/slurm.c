@@ -1,5 +1,5 @@
 /* transport/slurm/slurm.c — one herd-agent per node as the tasks of srun job
- * steps inside the Slurm allocation herd runs in (DESIGN.md "connect").
+ * steps inside the Slurm allocation herd runs in.
  *
  * start() only registers a node and hands back one end of a socketpair;
  * commit() starts one step for the nodes registered since the last
@@ -26,8 +26,8 @@
  *
  * The listener's address is on srun's command line, which every local
  * user can read, so strangers can connect to it; they must never starve
- * herd's own agents (issue 10 item 6: 600 idle connections once made a
- * spare's agent time out).  Everything runs on the controller's loop, no
+ * herd's own agents (hundreds of idle strangers must not make a spare's
+ * agent time out).  Everything runs on the controller's loop, no
  * thread per connection: the listener is a non-blocking socket drained
  * on every readiness (at most SLURM_ACCEPT_BATCH a turn, so answers of
  * accepted peers are read in between); each accepted connection gets the
