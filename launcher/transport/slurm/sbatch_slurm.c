@@ -112,6 +112,17 @@ void sbatch_slurm_fini(void)
 	quiet_end(q);
 }
 
+/* slurm_load_job() of job_id, quietly.  Returns its result (errno: its
+ * error); *msg is the caller's to free on success. */
+static int load_job(uint32_t job_id, job_info_msg_t **msg)
+{
+	int q = quiet_begin();
+	int rc = slurm_load_job(msg, job_id, SHOW_ALL);
+
+	quiet_end(q);
+	return rc;
+}
+
 /* What a refusal was about, in the spec's terms ("" when Slurm's words
  * say it all). */
 static void refusal_subject(const struct sbatch *sb, int e, char *buf,
@@ -170,11 +181,7 @@ static int never_starts(uint32_t job_id)
 	job_info_msg_t *msg = NULL;
 	int e = 0;
 
-	int q = quiet_begin();
-	int rc = slurm_load_job(&msg, job_id, SHOW_ALL);
-
-	quiet_end(q);
-	if (rc != SLURM_SUCCESS)
+	if (load_job(job_id, &msg) != SLURM_SUCCESS)
 		return 0;
 	if (msg->record_count >= 1 &&
 	    (msg->job_array[0].job_state & JOB_STATE_BASE) == JOB_PENDING) {
@@ -323,11 +330,8 @@ int sbatch_wait(uint32_t job_id, sbatch_seen_fn seen, void *arg,
 
 	for (;;) {
 		job_info_msg_t *msg = NULL;
-		int q = quiet_begin();
-		int rc = slurm_load_job(&msg, job_id, SHOW_ALL);
 
-		quiet_end(q);
-		if (rc != SLURM_SUCCESS) {
+		if (load_job(job_id, &msg) != SLURM_SUCCESS) {
 			int e = slurm_get_errno();
 
 			if (e == ESLURM_INVALID_JOB_ID)
