@@ -146,7 +146,8 @@ int file_dir_open(int pfd, const char *name, mode_t mkmode, struct stat *st,
 		*status = FILE_DIR_OK;
 	if (*status != FILE_DIR_OK)
 		return -1;
-	dfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	dfd =
+	    openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0) {
 		*status = FILE_DIR_OPEN_FAILED;
 		return -1;
