@@ -68,7 +68,7 @@ int envv_set(struct envv *e, const char *key, const char *value);
 
 struct pmix_state;
 struct warm_state;
-struct metrics_state;
+struct measure_state;
 struct stacks_state;
 
 /* The agent's lifecycle (lifecycle.c): one transition function,
@@ -164,7 +164,7 @@ struct agent {
 	struct pmix_state *pmix;	/* pmix.c; NULL until a pmix launch */
 	int touch_fd;	/* touch.c: the inotify fd (touch_on: open) */
 	bool touch_on;
-	struct metrics_state *metrics;	/* metrics.c; NULL: no sampling */
+	struct measure_state *metrics; /* measure.c; NULL: no sampling */
 	bool pmix_mode;		/* the current attempt runs under PMIx */
 	struct stacks_state *stacks;	/* stacks.c: herd asked, answer due */
 	struct check_state *check;	/* check.c: the health gate */

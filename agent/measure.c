@@ -1,4 +1,4 @@
-/* metrics.c — what the agent measures and sends to herd (METRICS).
+/* measure.c — what the agent measures and sends to herd (METRICS).
  *
  * After the first LAUNCH a timer on the agent's loop samples the node
  * every metrics_interval_ms (LAUNCH says; the spec's metrics.interval)
@@ -681,7 +681,7 @@ void gpu_close(struct gpu *g)
 
 /* ---- the sampler on the agent's loop ---------------------------------------- */
 
-struct metrics_state {
+struct measure_state {
 	int64_t interval_ms;	/* 0 until the first LAUNCH */
 	long timer;
 	int64_t last_ms;	/* when the last sample went (loop clock) */
@@ -698,7 +698,7 @@ struct metrics_state {
 
 static struct train *train_of(struct agent *a, const struct rank *r)
 {
-	struct metrics_state *m = a->metrics;
+	struct measure_state *m = a->metrics;
 	long i = r - a->ranks;
 
 	if (!m || i < 0 || i >= m->n_train)
@@ -706,7 +706,7 @@ static struct train *train_of(struct agent *a, const struct rank *r)
 	return &m->train[i];
 }
 
-static void trains_free(struct metrics_state *m)
+static void trains_free(struct measure_state *m)
 {
 	for (int i = 0; i < m->n_train; i++)
 		if (m->train[i].fd >= 0)
@@ -716,7 +716,7 @@ static void trains_free(struct metrics_state *m)
 	m->n_train = 0;
 }
 
-static void patterns_free(struct metrics_state *m)
+static void patterns_free(struct measure_state *m)
 {
 	for (int i = 0; i < m->n_re; i++)
 		regfree(&m->re[i]);
@@ -725,7 +725,7 @@ static void patterns_free(struct metrics_state *m)
 
 void metrics_init(struct agent *a)
 {
-	struct metrics_state *m = calloc(1, sizeof(*m));
+	struct measure_state *m = calloc(1, sizeof(*m));
 	const char *log = getenv("HERD_AGENT_METRICS_LOG");
 
 	if (!m)
@@ -744,7 +744,7 @@ void metrics_init(struct agent *a)
 
 json_t *metrics_body(struct agent *a)
 {
-	struct metrics_state *m = a->metrics;
+	struct measure_state *m = a->metrics;
 	json_t *ranks = json_array(), *net = json_array(), *rdma = json_array();
 	json_t *gpus = json_array(), *train = json_array(), *body;
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -804,7 +804,7 @@ json_t *metrics_body(struct agent *a)
  * it, and the period stays the interval). */
 static void sample(struct agent *a, int64_t now)
 {
-	struct metrics_state *m = a->metrics;
+	struct measure_state *m = a->metrics;
 	int64_t slack = a->hb_interval_ms / 2;
 	json_t *body;
 
@@ -839,7 +839,7 @@ static void sample(struct agent *a, int64_t now)
 static void on_sample(struct loop *loop, void *arg)
 {
 	struct agent *a = arg;
-	struct metrics_state *m = a->metrics;
+	struct measure_state *m = a->metrics;
 
 	m->timer = loop_timer_add(loop, m->interval_ms, on_sample, a);
 	if (m->timer < 0)
@@ -855,7 +855,7 @@ void metrics_beat(struct agent *a, int64_t now)
 
 void metrics_launch(struct agent *a, json_t *launch)
 {
-	struct metrics_state *m = a->metrics;
+	struct measure_state *m = a->metrics;
 	json_t *pats = json_object_get(launch, "patterns"), *p;
 	json_int_t iv = json_integer_value(
 		json_object_get(launch, "metrics_interval_ms"));
@@ -927,7 +927,7 @@ bool metrics_has_patterns(const struct agent *a)
 void metrics_output(struct agent *a, struct rank *r, const char *buf,
 		    size_t len)
 {
-	struct metrics_state *m = a->metrics;
+	struct measure_state *m = a->metrics;
 	struct train *t = train_of(a, r);
 	char line[METRICS_LINE_MAX];
 
@@ -971,7 +971,7 @@ void metrics_output(struct agent *a, struct rank *r, const char *buf,
 
 void metrics_fini(struct agent *a)
 {
-	struct metrics_state *m = a->metrics;
+	struct measure_state *m = a->metrics;
 
 	if (!m)
 		return;

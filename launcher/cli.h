@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* Exit statuses shared by every command (DESIGN.md "end"). */
+/* Exit statuses shared by every command. */
 #define EXIT_SPEC 2	/* bad job spec or bad usage */
 
 int cmd_validate(int argc, char **argv);
@@ -28,8 +28,8 @@ int cmd_attach(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
 int cmd_list_jobs(int argc, char **argv); /* herd list */
 int cmd_logs(int argc, char **argv);
-int cmd_nodes(int argc, char **argv); /* herd nodes (issue 14) */
-int cmd_init(int argc, char **argv);  /* herd init (issue 15) */
+int cmd_nodes(int argc, char **argv); /* herd nodes */
+int cmd_init(int argc, char **argv);  /* herd init */
 
 struct spec;
 

@@ -2,8 +2,8 @@
  * job and its status line, from now on, through the job's control socket
  * (ctl/sock.c).  Ctrl-C detaches: the job goes on.
  *
- * One loop (STYLE.md rule 6): the socket is a conn, herd.log is read from
- * a timer, signals only stop the loop.  Output is written to stdout and
+ * One event loop for every fd and timer: the socket is a conn, herd.log is read
+ * from a timer, signals only stop the loop.  Output is written to stdout and
  * stderr as it comes (blocking: a slow terminal slows only this client;
  * the controller drops what it cannot queue for us and says so).
  */

@@ -1,7 +1,7 @@
 /* cmd/check.c — `herd check JOB.yaml [--json] [--no-net] [-v]`: the health
- * gate of issue 14 on demand.  herd starts an agent on every node and
- * spare of the job as `herd run` would (same transport, ssh, hostfile),
- * asks each for its checks (CHECK, agent/check.c), runs the pairwise
+ * gate that herd run applies before a start, on demand.  herd starts an agent
+ * on every node and spare of the job as `herd run` would (same transport, ssh,
+ * hostfile), asks each for its checks (CHECK, agent/check.c), runs the pairwise
  * network probe (NETPROBE) unless --no-net, prints a table and stops the
  * agents.  No rank is started and nothing is written: no log tree, no
  * job registration, no metrics. */

@@ -1,6 +1,7 @@
 /* cmd/hostlist.c — `herd hostlist [--expand|--compress] EXPR...`: the
  * hostlist module on the command line, printing what `scontrol show
  * hostnames` (one host a line) or `scontrol show hostlist` prints. */
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,31 +29,38 @@ static void usage(FILE *out)
 
 int cmd_hostlist(int argc, char **argv)
 {
+	/* '+': the options come first; the first EXPR ends them. */
+	static const struct option opts[] = {
+	    {"expand", no_argument, NULL, 'e'},
+	    {"compress", no_argument, NULL, 'c'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
 	struct hostlist *hl = NULL;
 	struct herd_err err;
 	bool compress = false;
-	int first = 1, rc = EXIT_SPEC;
+	int first, c, rc = EXIT_SPEC;
 	char *s = NULL;
 
-	for (; first < argc; first++) {
-		const char *a = argv[first];
-
-		if (!strcmp(a, "--expand")) {
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'e':
 			compress = false;
-		} else if (!strcmp(a, "--compress")) {
+			break;
+		case 'c':
 			compress = true;
-		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			break;
+		case 'h':
 			usage(stdout);
 			return 0;
-		} else if (!strcmp(a, "--")) {
-			first++;
-			break;
-		} else if (a[0] == '-' && a[1] != '\0') {
-			return cli_bad_option("hostlist", a, usage);
-		} else {
-			break;
+		default:
+			return cli_bad_option("hostlist", argv[optind - 1],
+					      usage);
 		}
 	}
+	first = optind;
 	if (first >= argc) {
 		cli_error("hostlist: expected at least one EXPR (try 'herd "
 			  "hostlist --help')");

@@ -1,6 +1,7 @@
 /* cmd/hosts.c — `herd hosts JOB.yaml`: resolve the nodes and print them as
  * a hostfile. */
 #include <errno.h>
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -65,60 +66,62 @@ static int print_hosts(const struct resolved *res, enum hostfile_format fmt,
 
 int cmd_hosts(int argc, char **argv)
 {
+	static const struct option opts[] = {
+	    {"format", required_argument, NULL, 'f'},
+	    {"spares", no_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
 	enum hostfile_format fmt = HOSTFILE_PLAIN;
 	const char *job = NULL;
 	bool spares = false;
 	struct resolved res = {0};
 	struct spec *spec = NULL;
 	struct herd_err err;
-	int status = EXIT_SPEC;
+	int status = EXIT_SPEC, c, f;
 
 	herd_err_clear(&err);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *name = NULL;
-		int f;
-
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
 			hosts_usage(stdout);
 			status = 0;
 			goto out;
-		} else if (!strcmp(a, "--spares")) {
+		case 's':
 			spares = true;
-			continue;
-		} else if (!strcmp(a, "--format")) {
-			if (i + 1 >= argc) {
-				cli_error("hosts: --format needs a value "
-					  "(plain, slurm, deepspeed, openmpi, "
-					  "mpich)");
+			break;
+		case 'f':
+			f = hostfile_format_parse(optarg);
+			if (f <= HOSTFILE_AUTO) {
+				cli_error("hosts: unknown format '%s' "
+					  "(expected plain, slurm, deepspeed, "
+					  "openmpi or mpich)",
+					  optarg);
 				goto out;
 			}
-			name = argv[++i];
-		} else if (!strncmp(a, "--format=", 9)) {
-			name = a + 9;
-		} else if (a[0] == '-' && a[1] != '\0') {
-			cli_bad_option("hosts", a, hosts_usage);
+			fmt = (enum hostfile_format)f;
+			break;
+		case ':':
+			cli_error("hosts: --format needs a value (plain, "
+				  "slurm, deepspeed, openmpi, mpich)");
 			goto out;
-		} else if (job) {
-			cli_error("hosts: one job file, not '%s' and '%s'", job,
-				  a);
-			goto out;
-		} else {
-			job = a;
-			continue;
-		}
-		f = hostfile_format_parse(name);
-		if (f <= HOSTFILE_AUTO) {
-			cli_error("hosts: unknown format '%s' (expected plain, "
-				  "slurm, deepspeed, openmpi or mpich)",
-				  name);
+		default:
+			cli_bad_option("hosts", argv[optind - 1], hosts_usage);
 			goto out;
 		}
-		fmt = (enum hostfile_format)f;
 	}
-	if (!job) {
+	if (argc - optind > 1) {
+		cli_error("hosts: one job file, not '%s' and '%s'",
+			  argv[optind], argv[optind + 1]);
+		goto out;
+	}
+	if (argc - optind < 1) {
 		cli_usage("hosts", "expected a job file (JOB.yaml)");
 		goto out;
 	}
+	job = argv[optind];
 
 	spec = spec_load(job, &err);
 	if (!spec) {

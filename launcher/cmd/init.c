@@ -3,6 +3,7 @@
  * scripts, README) from one of herd's project templates (gen/initproj.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -306,6 +307,15 @@ static int tune_project(const char *dir, const char *proj, const char *platform)
 
 int cmd_init(int argc, char **argv)
 {
+	static const struct option opts[] = {
+	    {"list", no_argument, NULL, 'l'},
+	    {"force", no_argument, NULL, 'f'},
+	    {"tune", no_argument, NULL, 't'},
+	    {"platform", required_argument, NULL, 'p'},
+	    {"set", required_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
 	struct render_var sets[SETS_MAX];
 	char self[PATH_MAX], tdir[PATH_MAX], proj[PATH_MAX];
 	const char *tmpl = NULL, *dir = NULL, *platform = NULL;
@@ -314,58 +324,55 @@ int cmd_init(int argc, char **argv)
 	int force = 0; /* --force given twice: changed files too */
 	size_t n_sets = 0;
 	struct herd_err err;
-	int status = EXIT_SPEC, rc;
-	bool opts = true;	/* until "--" */
+	int status = EXIT_SPEC, rc, c;
 	ssize_t len;
 
 	herd_err_clear(&err);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *kv = NULL;
-
-		if (opts && !strcmp(a, "--")) {
-			opts = false;
-		} else if (!opts || a[0] != '-' || !a[1]) {
-			if (!tmpl)
-				tmpl = a;
-			else if (!dir)
-				dir = a;
-			else {
-				cli_error("init: one template and one "
-					  "directory ('%s' is a third)",
-					  a);
-				goto out;
-			}
-		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
 			help = true;
-		} else if (!strcmp(a, "--list")) {
+			break;
+		case 'l':
 			list = true;
-		} else if (!strcmp(a, "--force")) {
+			break;
+		case 'f':
 			force++;
-		} else if (!strcmp(a, "--tune")) {
+			break;
+		case 't':
 			tune = true;
-		} else if (!strcmp(a, "--platform")) {
-			if (i + 1 >= argc) {
-				cli_error("init: --platform needs a FILE");
-				goto out;
-			}
-			platform = argv[++i];
-		} else if (!strcmp(a, "--set") || !strncmp(a, "--set=", 6)) {
-			if (a[5] == '=')
-				kv = a + 6;
-			else if (i + 1 < argc)
-				kv = argv[++i];
-			else {
-				cli_error("init: --set needs NAME=VALUE");
-				goto out;
-			}
-			if (cli_set_push("init: ", kv, sets, &n_sets,
+			break;
+		case 'p':
+			platform = optarg;
+			break;
+		case 's':
+			if (cli_set_push("init: ", optarg, sets, &n_sets,
 					 SETS_MAX) < 0)
 				goto out;
-		} else {
-			cli_bad_option("init", a, init_usage);
+			break;
+		case ':':
+			if (optopt == 'p')
+				cli_error("init: --platform needs a FILE");
+			else
+				cli_error("init: --set needs NAME=VALUE");
+			goto out;
+		default:
+			cli_bad_option("init", argv[optind - 1], init_usage);
 			goto out;
 		}
 	}
+	if (argc - optind > 2) {
+		cli_error("init: one template and one directory ('%s' is a "
+			  "third)",
+			  argv[optind + 2]);
+		goto out;
+	}
+	if (optind < argc)
+		tmpl = argv[optind];
+	if (optind + 1 < argc)
+		dir = argv[optind + 1];
 	if (platform && !tune) {
 		cli_error("init: --platform goes with --tune");
 		goto out;

@@ -10,6 +10,7 @@
  * copies the pair and all host keys to each node.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -498,42 +499,51 @@ static int job_summary(struct keys_job *job, bool mesh)
 
 int cmd_keys(int argc, char **argv)
 {
+	static const struct option opts[] = {
+	    {"accept-new", no_argument, NULL, 'a'},
+	    {"mesh", no_argument, NULL, 'm'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
 	struct keys_job job = {0};
 	struct resolved res = {0};
 	struct spec *spec = NULL;
 	struct herd_err err;
 	const char *file = NULL;
 	bool accept_new = false, mesh = false;
-	int status = EXIT_SPEC;
+	int status = EXIT_SPEC, c;
 
 	herd_err_clear(&err);
 	pthread_mutex_init(&job.lock, NULL);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
 			keys_usage(stdout);
 			status = 0;
 			goto out;
-		} else if (!strcmp(a, "--accept-new")) {
+		case 'a':
 			accept_new = true;
-		} else if (!strcmp(a, "--mesh")) {
+			break;
+		case 'm':
 			mesh = true;
-		} else if (a[0] == '-' && a[1] != '\0') {
-			cli_bad_option("keys", a, keys_usage);
+			break;
+		default:
+			cli_bad_option("keys", argv[optind - 1], keys_usage);
 			goto out;
-		} else if (file) {
-			cli_error("keys: one job file, not '%s' and '%s'", file,
-				  a);
-			goto out;
-		} else {
-			file = a;
 		}
 	}
-	if (!file) {
+	if (argc - optind > 1) {
+		cli_error("keys: one job file, not '%s' and '%s'", argv[optind],
+			  argv[optind + 1]);
+		goto out;
+	}
+	if (argc - optind < 1) {
 		cli_usage("keys", "expected a job file (JOB.yaml)");
 		goto out;
 	}
+	file = argv[optind];
 	spec = spec_load(file, &err);
 	if (!spec) {
 		cli_error("%s", err.text);

@@ -1,6 +1,6 @@
 /* cmd/nodes.c — `herd nodes [JOB.yaml|NAME] [--json] [--clear HOST ...]
  * [--clear-all]`: the nodes a job remembers as failed (herd/noderec.h),
- * which of them are quarantined, and clearing them (issue 14). */
+ * which of them are quarantined, and clearing them. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>

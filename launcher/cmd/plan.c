@@ -7,6 +7,7 @@
  * as `herd run` does, plans, prints, and starts no rank).
  */
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -90,38 +91,46 @@ static int plan_from_agents(struct spec *spec, struct resolved *res,
 static int plan_args(int argc, char **argv, const char **job,
 		     const char **topology, bool *json, int *status)
 {
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"topology", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	int c;
 
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
 			plan_usage(stdout);
 			*status = 0;
 			return -1;
-		} else if (!strcmp(a, "--json")) {
+		case 'j':
 			*json = true;
-		} else if (!strcmp(a, "--topology")) {
-			if (i + 1 >= argc) {
-				cli_error("plan: --topology needs a file");
-				return -1;
-			}
-			*topology = argv[++i];
-		} else if (!strncmp(a, "--topology=", 11)) {
-			*topology = a + 11;
-		} else if (a[0] == '-' && a[1] != '\0') {
-			cli_bad_option("plan", a, plan_usage);
+			break;
+		case 't':
+			*topology = optarg;
+			break;
+		case ':':
+			cli_error("plan: --topology needs a file");
 			return -1;
-		} else if (*job) {
-			cli_error("plan: one job file, not '%s' and '%s'", *job,
-				  a);
+		default:
+			cli_bad_option("plan", argv[optind - 1], plan_usage);
 			return -1;
-		} else {
-			*job = a;
 		}
 	}
-	if (!*job) {
+	if (argc - optind > 1) {
+		cli_error("plan: one job file, not '%s' and '%s'", argv[optind],
+			  argv[optind + 1]);
+		return -1;
+	}
+	if (argc - optind < 1) {
 		cli_usage("plan", "expected a job file (JOB.yaml)");
 		return -1;
 	}
+	*job = argv[optind];
 	return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -526,6 +527,15 @@ static int write_output(const char *dir, const char *name, const char *text,
 
 int cmd_render(int argc, char **argv)
 {
+	static const struct option opts[] = {
+	    {"list", no_argument, NULL, 'l'},
+	    {"set", required_argument, NULL, 's'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"tune", required_argument, NULL, 't'},
+	    {"platform", required_argument, NULL, 'p'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
 	struct render_var vars[SETS_MAX + N_TUNED + N_RUN_TIME];
 	char tuned_vals[N_TUNED][32];
 	const char *tune_job_path = NULL, *platform = NULL;
@@ -538,64 +548,55 @@ int cmd_render(int argc, char **argv)
 	size_t n_sets = 0, n;
 	struct herd_err err;
 	bool list = false;
-	int status = EXIT_SPEC;
+	int status = EXIT_SPEC, c;
 	ssize_t len;
 
 	herd_err_clear(&err);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *kv = NULL;
-
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
 			render_usage(stdout);
 			return 0;
-		} else if (!strcmp(a, "--list")) {
+		case 'l':
 			list = true;
-		} else if (!strcmp(a, "--set") || !strncmp(a, "--set=", 6)) {
-			if (a[5] == '=')
-				kv = a + 6;
-			else if (i + 1 < argc)
-				kv = argv[++i];
-			else {
-				cli_error("--set needs NAME=VALUE");
+			break;
+		case 's':
+			if (cli_set_push("", optarg, vars, &n_sets, SETS_MAX) <
+			    0)
 				goto out;
-			}
-			if (cli_set_push("", kv, vars, &n_sets, SETS_MAX) < 0)
-				goto out;
-		} else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-			if (i + 1 >= argc) {
-				cli_error("%s needs a directory", a);
-				goto out;
-			}
-			out_dir = argv[++i];
-		} else if (!strncmp(a, "--output=", 9)) {
-			out_dir = a + 9;
-		} else if (!strcmp(a, "--tune") || !strcmp(a, "--platform")) {
-			if (i + 1 >= argc) {
-				cli_error("%s needs %s", a,
-					  a[2] == 't' ? "a job file (JOB.yaml)"
-						      : "a platform file");
-				goto out;
-			}
-			if (a[2] == 't')
-				tune_job_path = argv[++i];
-			else
-				platform = argv[++i];
-		} else if (!strncmp(a, "--tune=", 7)) {
-			tune_job_path = a + 7;
-		} else if (!strncmp(a, "--platform=", 11)) {
-			platform = a + 11;
-		} else if (a[0] == '-' && a[1]) {
-			cli_bad_option("render", a, render_usage);
+			break;
+		case 'o':
+			out_dir = optarg;
+			break;
+		case 't':
+			tune_job_path = optarg;
+			break;
+		case 'p':
+			platform = optarg;
+			break;
+		case ':':
+			/* the option as typed: -o or --output */
+			cli_error("%s needs %s", argv[optind - 1],
+				  optopt == 's'	  ? "NAME=VALUE"
+				  : optopt == 'o' ? "a directory"
+				  : optopt == 't' ? "a job file (JOB.yaml)"
+						  : "a platform file");
 			goto out;
-		} else if (!tmpl) {
-			tmpl = a;
-		} else {
-			cli_error("render: one template at a time ('%s' and "
-				  "'%s')",
-				  tmpl, a);
+		default:
+			cli_bad_option("render", argv[optind - 1],
+				       render_usage);
 			goto out;
 		}
 	}
+	if (argc - optind > 1) {
+		cli_error("render: one template at a time ('%s' and '%s')",
+			  argv[optind], argv[optind + 1]);
+		goto out;
+	}
+	if (optind < argc)
+		tmpl = argv[optind];
 	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (len < 0) {
 		cli_error("cannot find herd itself: %s", strerror(errno));

@@ -289,7 +289,7 @@ int cmd_sbatch(int argc, char **argv)
 	status = end.status;
 out:
 	if (slurm)
-		slurm_fini();
+		sbatch_slurm_fini();
 	free(env);
 	for (int i = 0; i < ENV_ADDED; i++)
 		free(added[i]);

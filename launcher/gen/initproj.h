@@ -57,6 +57,10 @@
 #include "herd/err.h"
 #include "herd/render.h"
 
+/* herd's own values (project_dir, herd, template): initproj_render()
+ * fills them in, and a manifest may not name a value so. */
+#define INITPROJ_OWN_N 3
+
 /* The templates' directory under herd's templates directory. */
 #define INITPROJ_DIR "init"
 

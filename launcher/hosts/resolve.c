@@ -1,8 +1,8 @@
-/* resolve.c — host sources behind one table (STYLE.md rule 9) and the
+/* resolve.c — host sources behind one table of functions and the
  * count/spares/slots rules of resolve.h.
  *
  * The discovery command is the one source that runs a process: it is
- * spawned in its own process group (STYLE.md rule 8), its stdout gathered
+ * spawned cleanly in its own process group (proc.h), its stdout gathered
  * up to RESOLVE_COMMAND_OUTPUT_MAX, its stderr passed through, all under
  * nodes.command_timeout_ms on a loop of its own that learns the exit
  * from proc.h.  On timeout the whole group is killed.

@@ -1,5 +1,5 @@
 /* resolve.h — turn a job spec's nodes: section into an ordered node list
- * plus spares (DESIGN.md "resolve").
+ * plus spares.
  *
  * Each host source (hosts, hostfile, slurm, inventory, command) is one
  * entry of a table of functions in resolve.c; an entry without a function

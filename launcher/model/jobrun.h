@@ -1,6 +1,6 @@
 /* model/jobrun.h — what `herd run` leaves behind so that `herd list`,
- * `herd status`, `herd logs` and `herd run --resume` find the job again
- * (issue 13): its registry entry (herd/jobreg.h), and in the run
+ * `herd status`, `herd logs` and `herd run --resume` find the job again:
+ * its registry entry (herd/jobreg.h), and in the run
  * directory job.yaml (the exact bytes of the job file) and run.json
  * ({"id", "name", "job_file", "cwd", "herd_version", "verbose",
  * "started", "resumed_from"}).

@@ -1,4 +1,4 @@
-/* metrics.h — the controller's table of what the agents measure (issue 12).
+/* model/metric_table.h — the controller's table of what the agents measure.
  *
  * Each node's agent sends a METRICS frame every metrics.interval (proto.h
  * states its body).  The table keeps, per node, the latest and the

@@ -1,4 +1,4 @@
-/* model/straggler_rule.h — the straggler detector (issue 14): per-rank step times
+/* model/straggler_rule.h — the straggler detector: per-rank step times
  * compared across nodes over a sliding window.  Pure: it is fed samples
  * with their times and asked for verdicts; it reads no clock, sends
  * nothing and knows nothing of the controller (ctl/straggler.c drives it).

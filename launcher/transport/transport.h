@@ -1,5 +1,5 @@
-/* transport.h — how herd starts one herd-agent per node (DESIGN.md
- * "connect"), behind a small table of functions (STYLE.md rule 9).
+/* transport.h — how herd starts one herd-agent per node, behind a small
+ * table of functions (NULL: the back-end cannot do that).
  *
  * transport_start() returns at once with a socket that will carry the
  * agent's frames (proto.h); connecting, authenticating and starting the

@@ -26,21 +26,14 @@
 #include <jansson.h>
 #include <libssh/libssh.h>
 
-#include "launcher/cli.h"
 #include "herd/file.h"
 #include "herd/jobreg.h"
 #include "herd/render.h"
-#include "herd/spec.h"
-#include "herd/version.h"
-#include "launcher/transport/ssh/nodecache.h"
-#include "launcher/view/remote.h"
-#include "launcher/transport/ssh/sshsess.h"
+#include "launcher/cli.h"
+#include "launcher/view/remote_int.h"
 
 /* One read or write of the pump: one SSH channel packet. */
 #define REMOTE_CHUNK (32 * 1024)
-/* What `herd run --detach --json` prints on HOST is one small object;
- * more than 64 KiB is not that. */
-#define REMOTE_RUN_OUT_MAX (64u << 10)
 /* After a Ctrl-C has been sent on to HOST, how long the remote command
  * may take to end before the session is dropped. */
 #define REMOTE_INT_GRACE_MS 3000
@@ -49,49 +42,8 @@
 #define REMOTE_KEEPIDLE_S  10
 #define REMOTE_KEEPINTVL_S 3
 #define REMOTE_KEEPCNT	   5
-/* The last line of a queried command's stderr that err gets. */
-#define REMOTE_ERR_TAIL 512
-
-/* A session to HOST with herd (and maybe herd-agent) checked there. */
-struct remote_conn {
-	const char *host;
-	struct sshsess_cfg cfg;
-	ssh_session s;
-	char self[PATH_MAX];		/* this herd */
-	char agent_path[PATH_MAX + 16]; /* its herd-agent */
-	struct nodecache_bin herd, agent;
-	char *dir;	   /* ssh.agent_dir/herd-VERSION-HASH on HOST */
-	char *remote_herd; /* dir/herd */
-	/* HERD_PROXIED=TOKEN, the remote herd's environment: TOKEN (random)
-	 * finds that process again for a Ctrl-C (remote_interrupt()). */
-	char env[64];
-};
-
-/* Where each stream of the remote command goes. */
-struct remote_pump {
-	ssh_session s;
-	ssh_channel ch;
-	/* stdin: the bytes in mem, else in_fd (-1: none at all) */
-	const char *mem;
-	size_t mem_len;
-	int in_fd;
-	/* stdout: out_fd, or captured into cap (at most cap_max) */
-	int out_fd;
-	char *cap;
-	size_t cap_len, cap_max;
-	bool cap_over;
-	/* stderr: err_fd, or its last line kept in tail */
-	int err_fd;
-	char tail[REMOTE_ERR_TAIL];
-	size_t tail_len;
-	int sig_fd;	 /* self-pipe of SIGINT/SIGTERM/SIGHUP, or -1 */
-	const char *env; /* HERD_PROXIED=TOKEN of the remote command */
-	bool ch_ran;	 /* the remote command was started */
-};
 
 static int sig_pipe[2] = {-1, -1};
-
-static void remote_channel_close(ssh_channel ch);
 
 bool remote_entry_is_remote(const struct jobreg_entry *e)
 {
@@ -100,7 +52,7 @@ bool remote_entry_is_remote(const struct jobreg_entry *e)
 	return e && e->host && e->host[0] && !(here && here[0]);
 }
 
-static void remote_conn_close(struct remote_conn *c)
+void remote_conn_close(struct remote_conn *c)
 {
 	if (c->s) {
 		ssh_disconnect(c->s);
@@ -116,8 +68,8 @@ static void remote_conn_close(struct remote_conn *c)
 /* Connects to host with spec's ssh.* settings, logs in and makes sure
  * the cache there holds this herd (and with agent, its herd-agent).
  * Returns 0, or -1 with err ("HOST: why"). */
-static int remote_connect(struct remote_conn *c, const struct spec *spec,
-			  const char *host, bool agent, struct herd_err *err)
+int remote_connect(struct remote_conn *c, const struct spec *spec,
+		   const char *host, bool agent, struct herd_err *err)
 {
 	const char *cache =
 	    spec->ssh.agent_dir ? spec->ssh.agent_dir : NODECACHE_DEFAULT_DIR;
@@ -273,20 +225,12 @@ out:
 	free(cmd);
 }
 
-/* What remote_pump() ended with, besides an exit status. */
-enum pump_end {
-	PUMP_EXITED,	 /* the command ended: *status is its exit status */
-	PUMP_BROKEN,	 /* the session broke (HOST gone) */
-	PUMP_LOCAL,	 /* our stdout went away, or the capture overflowed */
-	PUMP_INTERRUPTED /* Ctrl-C and the remote did not end in time */
-};
-
 /* Serves the channel until the remote command ends.  The loop: send what
  * stdin has (as the channel's window allows), take what the channel
  * holds, flush, poll.  libssh may read the socket inside any call and
  * keep the bytes, where poll() cannot see them: so each round drains the
  * channel before it waits, and waits at most a second. */
-static enum pump_end remote_pump(struct remote_pump *p, int *status)
+enum pump_end remote_pump(struct remote_pump *p, int *status)
 {
 	char buf[REMOTE_CHUNK], in[REMOTE_CHUNK];
 	size_t in_off = 0, in_len = 0, mem_off = 0;
@@ -416,8 +360,8 @@ out:
 
 /* Runs HERD args... on c's host.  Returns an exec channel, or NULL with
  * err. */
-static ssh_channel remote_start(struct remote_conn *c, char *const *args,
-				size_t n_args, struct herd_err *err)
+ssh_channel remote_start(struct remote_conn *c, char *const *args,
+			 size_t n_args, struct herd_err *err)
 {
 	char *cmd = nodecache_start_command(c->dir, &c->herd, c->env,
 					    (const char *const *)args, n_args);
@@ -442,7 +386,7 @@ static ssh_channel remote_start(struct remote_conn *c, char *const *args,
 	return ch;
 }
 
-static void remote_channel_close(ssh_channel ch)
+void remote_channel_close(ssh_channel ch)
 {
 	if (!ch)
 		return;
@@ -654,225 +598,3 @@ int remote_query(const struct jobreg_entry *e, int argc, char **argv,
 
 /* The current directory and path made absolute against it (as given:
  * not resolved). */
-static int abs_paths(const char *path, char *cwd, size_t cwd_len, char **abs)
-{
-	if (!getcwd(cwd, cwd_len))
-		return -1;
-	if (path[0] == '/')
-		*abs = strdup(path);
-	else if (asprintf(abs, "%s/%s", cwd, path) < 0)
-		*abs = NULL;
-	return *abs ? 0 : -1;
-}
-
-static int64_t unix_ms(void)
-{
-	struct timeval tv;
-
-	gettimeofday(&tv, NULL);
-	return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
-
-/* After the remote herd said {id, run_dir, ...}: the entry here. */
-static int register_here(const char *host, const struct spec *spec,
-			 const char *abs, const char *cwd,
-			 const char *remote_herd, json_t *o, char **id_out,
-			 char **dir_out)
-{
-	struct jobreg_entry e = {0};
-	struct herd_err err;
-	json_t *id = json_object_get(o, "id"),
-	       *dir = json_object_get(o, "run_dir");
-	json_t *pid = json_object_get(o, "pid");
-	struct jobreg_entry old = {0};
-
-	herd_err_clear(&err);
-	if (!json_is_string(id) || !json_is_string(dir))
-		return -1;
-	*id_out = strdup(json_string_value(id));
-	*dir_out = strdup(json_string_value(dir));
-	if (!*id_out || !*dir_out)
-		return -1;
-	e.id = (char *)json_string_value(id);
-	e.run_dir = (char *)json_string_value(dir);
-	e.name = spec->name;
-	e.host = (char *)host;
-	e.job_file = (char *)abs;
-	e.cwd = (char *)cwd;
-	e.remote_herd = (char *)remote_herd;
-	e.pid = json_is_integer(pid) ? (long)json_integer_value(pid) : 0;
-	e.started_ms = unix_ms();
-	e.detached = true;
-	/* A home shared with HOST: the remote herd registered the job in
-	 * this very registry; its pid and socket stay (herd acts on them
-	 * there, remote_entry_is_remote()), the host is added. */
-	if (jobreg_find(e.id, &old, &err) == 0 && !old.host && old.run_dir &&
-	    !strcmp(old.run_dir, e.run_dir)) {
-		e.pid = old.pid;
-		e.sock = old.sock;
-		e.machine = old.machine;
-		e.started_ms = old.started_ms;
-	}
-	herd_err_clear(&err);
-	if (jobreg_write(&e, &err) < 0)
-		cli_error("warning: job %s runs on %s but is not registered "
-			  "here (%s); reach it with `herd attach %s`",
-			  e.id, host, err.text, e.run_dir);
-	jobreg_entry_clear(&old);
-	return 0;
-}
-
-int remote_run(const char *host, const char *job_path, const char *resume,
-	       bool json, bool no_wait, bool force)
-{
-	struct remote_conn c = {0};
-	struct remote_pump p = {.in_fd = -1,
-				.out_fd = -1,
-				.err_fd = STDERR_FILENO,
-				.sig_fd = -1,
-				.cap_max = REMOTE_RUN_OUT_MAX};
-	struct herd_err err;
-	struct spec *spec = NULL;
-	char cwd[PATH_MAX], *text = NULL, *abs = NULL, *id = NULL, *dir = NULL;
-	char *args[] = {"run",	 "--detach", "--json",	   "--job-stdin",
-			"--cwd", cwd,	     "--job-file", NULL,
-			NULL};
-	char *resume_args[] = {"run", "--detach", "--json", "--resume", NULL,
-			       NULL, NULL};
-	int n_resume = 5;
-	char *rdir = NULL, *rjob = NULL;
-	size_t len;
-	json_t *o = NULL;
-	int status = 1;
-	enum pump_end end;
-
-	herd_err_clear(&err);
-	/* --resume RUNDIR: the old run's job.yaml has the settings. */
-	if (resume && (!(rdir = realpath(resume, NULL)) ||
-		       asprintf(&rjob, "%s/job.yaml", rdir) < 0)) {
-		cli_error("run --resume: %s: %s", resume, strerror(errno));
-		free(rdir);
-		return EXIT_SPEC;
-	}
-	if (resume)
-		job_path = rjob;
-	if (!(text = file_read(job_path, SPEC_FILE_MAX, &len))) {
-		cli_error("run: %s: %s", job_path,
-			  errno == EFBIG ? "larger than 1 MiB; not a job file"
-					 : strerror(errno));
-		return EXIT_SPEC;
-	}
-	/* Checked here first: a spec error is said before HOST is asked. */
-	if (!(spec = spec_parse(text, len, job_path, &err))) {
-		fprintf(stderr, "%s\n", err.text);
-		status = EXIT_SPEC;
-		goto out;
-	}
-	if (abs_paths(job_path, cwd, sizeof(cwd), &abs) < 0) {
-		cli_error("run: %s: %s", job_path, strerror(errno));
-		goto out;
-	}
-	args[7] = abs;
-	resume_args[4] = rdir;
-	if (no_wait)
-		args[8] = resume_args[n_resume++] = "--no-wait";
-	if (force)
-		resume_args[n_resume++] = "--force";
-	if (!(p.cap = malloc(p.cap_max + 1))) {
-		cli_error("out of memory");
-		goto out;
-	}
-	if (remote_connect(&c, spec, host, true, &err) < 0 ||
-	    !(p.ch = resume ? remote_start(&c, resume_args, n_resume, &err)
-			    : remote_start(&c, args, 8 + no_wait, &err))) {
-		cli_error("run: %s", err.text);
-		goto out;
-	}
-	p.cap[0] = '\0';
-	p.s = c.s;
-	p.mem = resume ? NULL : text; /* resume: the run dir has it */
-	p.mem_len = len;
-	end = remote_pump(&p, &status);
-	if (end != PUMP_EXITED) {
-		cli_error("%s: %s while starting the job there; `herd list` "
-			  "shows whether it started",
-			  host,
-			  end == PUMP_LOCAL ? "too much output"
-					    : "the session broke");
-		status = 1;
-		goto out;
-	}
-	if (status != 0) {
-		/* The remote herd said why on stderr (relayed). */
-		fputs(p.cap, stdout);
-		goto out;
-	}
-	if (!(o = json_loads(p.cap, 0, NULL)) ||
-	    register_here(host, spec, abs, cwd, c.remote_herd, o, &id, &dir) <
-		0) {
-		cli_error("%s: the remote herd answered `%.200s`, not the "
-			  "job's id and run dir",
-			  host, p.cap);
-		status = 1;
-		goto out;
-	}
-	if (json) {
-		json_t *r = json_pack("{s:s, s:s, s:s}", "id", id, "run_dir",
-				      dir, "host", host);
-		char *line = r ? json_dumps(r, JSON_COMPACT) : NULL;
-
-		if (line)
-			printf("%s\n", line);
-		free(line);
-		json_decref(r);
-	} else {
-		printf("job %s\nrun dir %s\nattach with: herd attach %s\n", id,
-		       dir, id);
-	}
-out:
-	remote_channel_close(p.ch);
-	remote_conn_close(&c);
-	json_decref(o);
-	spec_free(spec);
-	free(p.cap);
-	free(text);
-	free(abs);
-	free(id);
-	free(dir);
-	free(rdir);
-	free(rjob);
-	return status;
-}
-
-int remote_job_input(const char *cwd, bool job_stdin, char **text, size_t *len)
-{
-	*text = NULL;
-	*len = 0;
-	if (cwd && chdir(cwd) < 0) {
-		cli_error("run: --cwd %s: %s", cwd, strerror(errno));
-		return 1;
-	}
-	if (!job_stdin)
-		return 0;
-	if (!(*text = malloc(SPEC_FILE_MAX + 1))) {
-		cli_error("run: out of memory");
-		return 1;
-	}
-	while (*len < SPEC_FILE_MAX + 1) {
-		ssize_t n =
-		    read(STDIN_FILENO, *text + *len, SPEC_FILE_MAX + 1 - *len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			cli_error("run: --job-stdin: %s", strerror(errno));
-			free(*text);
-			*text = NULL;
-			return 1;
-		}
-		if (n == 0)
-			break;
-		*len += (size_t)n;
-	}
-	return 0;
-}

@@ -1,15 +1,15 @@
-/* remote.h — jobs whose controller runs on another machine (issue 13):
+/* remote.h — jobs whose controller runs on another machine:
  * `herd run --detach --on HOST JOB.yaml` starts it there, and every
  * command on such a job (attach, stop, status, logs, list) runs there
  * through the proxy.
  *
  * Both open one libssh session to HOST with the job's ssh.* settings and
- * the nodes' host-key policy (transport/ssh/sshsess.c), make sure HOST's ssh.agent_dir
- * holds this very herd and herd-agent (transport/ssh/nodecache.c: the same checked cache
- * and upload as the agent's; here in a directory of their own,
- * herd-VERSION-HASH/, so the remote herd finds its agent next to itself),
- * and run the cached herd with every value one literal argument.  Nothing
- * secret is ever put on a command line: the job file's bytes travel on
+ * the nodes' host-key policy (transport/ssh/sshsess.c), make sure HOST's
+ * ssh.agent_dir holds this very herd and herd-agent (transport/ssh/nodecache.c:
+ * the same checked cache and upload as the agent's; here in a directory of
+ * their own, herd-VERSION-HASH/, so the remote herd finds its agent next to
+ * itself), and run the cached herd with every value one literal argument.
+ * Nothing secret is ever put on a command line: the job file's bytes travel on
  * stdin, and the session authenticates with keys only.
  *
  * HOST must see the job file and log.dir at the same paths as this

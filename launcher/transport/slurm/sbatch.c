@@ -1,42 +1,79 @@
-/* sbatch.c — batch script and Slurm job description of `herd sbatch`;
- * see sbatch.h. */
+/* sbatch.c — the Slurm job description of `herd sbatch`, from the job
+ * spec, and its batch script; see sbatch.h. */
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <syslog.h>
-#include <time.h>
-#include <unistd.h>
+#include <strings.h>
 
 #include <slurm/slurm.h>
-#include <slurm/slurm_errno.h>
 
 #include "herd/render.h"
-#include "launcher/transport/slurm/sbatch.h"
 #include "launcher/gen/template.h"
+#include "launcher/transport/slurm/sbatch_int.h"
 
-/* Exported by libslurm but not declared in slurm.h (DESIGN.md, "Slurm
- * facts"): Slurm's own parser of sbatch --time values, and the names of
- * job states.  Minutes, INFINITE for "infinite"/"-1", NO_VAL (as int: -2)
- * for text it cannot read. */
-extern int slurm_time_str2mins(const char *string);
-extern char *slurm_job_state_string(uint32_t state);
+/* slurm.time is read here, not by libslurm's own parser: that one is not
+ * in <slurm/slurm.h>, and only what the installed headers declare is
+ * called (a declaration of ours would compile against any libslurm). */
 
-/* libslurm's log options, as src/common/log.h of Slurm 22.05 lays them
- * out (that header is not installed).  Only sbatch_slurm_init() uses
- * them, to quiet libslurm's own stderr. */
-struct sbatch_slurm_log {
-	int stderr_level, syslog_level, logfile_level; /* 0: quiet */
-	bool prefix_level, buffered, raw;
-};
-extern int slurm_log_alter(struct sbatch_slurm_log opts, int facility,
-			   char *logfile);
+/* Reads one run of digits at *p into *v (at most 9 digits: no overflow
+ * in the sum below).  Returns 0, or -1 when *p is no digit. */
+static int time_field(const char **p, long *v)
+{
+	int n = 0;
+
+	*v = 0;
+	while (isdigit((unsigned char)**p) && n < 10) {
+		*v = *v * 10 + (**p - '0');
+		(*p)++;
+		n++;
+	}
+	return n && n < 10 ? 0 : -1;
+}
+
+/* A slurm.time value the way sbatch --time reads it: MINUTES, MM:SS,
+ * HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS, or "-1", "infinite",
+ * "unlimited" (any case).  Returns whole minutes (seconds round up),
+ * (long)INFINITE, or -1 for text it cannot read. */
+static long time_minutes(const char *s)
+{
+	long f[4], secs;
+	int n = 0;
+	bool days = false;
+	const char *p = s;
+
+	if (!strcmp(s, "-1") || !strcasecmp(s, "infinite") ||
+	    !strcasecmp(s, "unlimited"))
+		return (long)INFINITE;
+	if (time_field(&p, &f[n++]) < 0)
+		return -1;
+	if (*p == '-') {
+		days = true;
+		p++;
+		if (time_field(&p, &f[n++]) < 0)
+			return -1;
+	}
+	while (*p == ':' && n < 4) {
+		p++;
+		if (time_field(&p, &f[n++]) < 0)
+			return -1;
+	}
+	if (*p)
+		return -1;
+	if (days) /* D-HH[:MM[:SS]] */
+		secs = f[0] * 86400 + f[1] * 3600 + (n > 2 ? f[2] * 60 : 0) +
+		       (n > 3 ? f[3] : 0);
+	else if (n == 3) /* HH:MM:SS */
+		secs = f[0] * 3600 + f[1] * 60 + f[2];
+	else if (n <= 2) /* MINUTES[:SS] */
+		secs = f[0] * 60 + (n > 1 ? f[1] : 0);
+	else
+		return -1;
+	return (secs + 59) / 60;
+}
 
 /* slurm.extra lines herd maps to job description fields. */
 enum extra_field {
@@ -68,23 +105,6 @@ static const struct extra_opt {
 #define EXTRA_SUPPORTED                                                        \
 	"--constraint (-C), --gres, --mem, --mem-per-cpu, --exclude (-x), "    \
 	"--nodelist (-w), --reservation, --cpus-per-task (-c)"
-
-struct sbatch {
-	char *name, *herd, *job_file, *workdir;
-	char *output;	  /* absolute; NULL: Slurm's slurm-%j.out */
-	char *output_dir; /* see sbatch_output_dir() */
-	const char *partition, *account, *qos, *time; /* the spec's; NULL:
-						       * not set */
-	uint32_t time_limit; /* minutes; NO_VAL: the partition's */
-	uint32_t nodes;
-	uint32_t gpus_per_node; /* 0: none */
-	bool exclusive, requeue;
-	char *features, *gres, *exc_nodes, *req_nodes, *reservation;
-	uint64_t memory;	/* MB (| MEM_PER_CPU); NO_VAL64: not set */
-	uint16_t cpus_per_task; /* NO_VAL16: not set */
-	char *tres_per_node;	/* "gres:gpu:N" and --gres, ','-joined */
-	const struct spec_strv *extra; /* the spec's, written verbatim */
-};
 
 /* A value that goes on an #SBATCH line: sbatch reads the line with its own
  * quoting rules, so a control character, '"' or '\' could change what the
@@ -362,10 +382,10 @@ struct sbatch *sbatch_new(const struct spec *spec, const char *herd,
 	    (sb->time && check_value("slurm.time", sb->time, err) < 0))
 		goto out;
 	if (sb->time) {
-		int mins = slurm_time_str2mins(sb->time);
+		long mins = time_minutes(sb->time);
 
-		if (mins == (int)NO_VAL ||
-		    (mins < 0 && mins != (int)INFINITE)) {
+		if (mins < 0 ||
+		    (mins >= (long)NO_VAL && mins != (long)INFINITE)) {
 			herd_errprintf(err,
 				       "slurm.time: '%s': expected MINUTES, "
 				       "[D-]HH:MM[:SS], D-HH or 'infinite'",
@@ -581,284 +601,4 @@ out:
 	free(job);
 	free(wd);
 	return ret;
-}
-
-#ifdef __SANITIZE_ADDRESS__
-/* libslurm 22.05 leaks the answer to a refused submission
- * (slurm_submit_batch_job drops RESPONSE_SLURM_RC's data without freeing
- * it): not ours to free, so LeakSanitizer, which reads this hook in
- * sanitizer builds, is told to let it be. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void)
-{
-	return "leak:slurm_submit_batch_job\n";
-}
-
-/* Without this, a suppressed leak adds a table to herd's one-line
- * refusal on stderr. */
-const char *__lsan_default_options(void);
-const char *__lsan_default_options(void)
-{
-	return "print_suppressions=0";
-}
-#endif
-
-void sbatch_slurm_init(void)
-{
-	const struct sbatch_slurm_log quiet = {0};
-
-	slurm_init(NULL);
-	slurm_log_alter(quiet, LOG_USER, NULL);
-}
-
-/* What a refusal was about, in the spec's terms ("" when Slurm's words
- * say it all). */
-static void refusal_subject(const struct sbatch *sb, int e, char *buf,
-			    size_t size)
-{
-	const char *part = sb->partition ? sb->partition : "";
-
-	buf[0] = '\0';
-	switch (e) {
-	case ESLURM_INVALID_PARTITION_NAME:
-	case ESLURM_PARTITION_NOT_AVAIL:
-		snprintf(buf, size, "partition \"%s\"", part);
-		break;
-	case ESLURM_INVALID_NODE_COUNT:
-	case ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE:
-	case ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE:
-	case ESLURM_TOO_MANY_REQUESTED_CPUS:
-		snprintf(buf, size, "nodes %u in %s%s%s", sb->nodes,
-			 *part ? "partition \"" : "the default partition", part,
-			 *part ? "\"" : "");
-		break;
-	case ESLURM_INVALID_ACCOUNT:
-		snprintf(buf, size, "account \"%s\"",
-			 sb->account ? sb->account : "");
-		break;
-	case ESLURM_INVALID_QOS:
-		snprintf(buf, size, "qos \"%s\"", sb->qos ? sb->qos : "");
-		break;
-	case ESLURM_INVALID_TIME_LIMIT:
-		snprintf(buf, size, "time \"%s\"", sb->time ? sb->time : "");
-		break;
-	case ESLURM_INVALID_FEATURE:
-		snprintf(buf, size, "constraint \"%s\"",
-			 sb->features ? sb->features : "");
-		break;
-	case ESLURM_INVALID_GRES:
-		snprintf(buf, size, "gres \"%s\"",
-			 sb->tres_per_node ? sb->tres_per_node : "");
-		break;
-	case ESLURM_INVALID_NODE_NAME:
-		snprintf(buf, size, "nodelist \"%s\", exclude \"%s\"",
-			 sb->req_nodes ? sb->req_nodes : "",
-			 sb->exc_nodes ? sb->exc_nodes : "");
-		break;
-	default:
-		break;
-	}
-}
-
-/* The Slurm error behind a pending reason that no time will clear: with
- * EnforcePartLimits=NO slurmctld takes a job its partition can never run
- * (more nodes than it has, over its MaxNodes or MaxTime) and leaves it
- * pending for good; it decides that while taking the job.  0: none. */
-static int never_starts(uint32_t job_id)
-{
-	job_info_msg_t *msg = NULL;
-	int e = 0;
-
-	if (slurm_load_job(&msg, job_id, SHOW_ALL) != SLURM_SUCCESS)
-		return 0;
-	if (msg->record_count >= 1 &&
-	    (msg->job_array[0].job_state & JOB_STATE_BASE) == JOB_PENDING) {
-		switch (msg->job_array[0].state_reason) {
-		case WAIT_PART_CONFIG:
-			e = ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE;
-			break;
-		case WAIT_PART_NODE_LIMIT:
-			e = ESLURM_INVALID_NODE_COUNT;
-			break;
-		case WAIT_PART_TIME_LIMIT:
-			e = ESLURM_INVALID_TIME_LIMIT;
-			break;
-		default:
-			break;
-		}
-	}
-	slurm_free_job_info_msg(msg);
-	return e;
-}
-
-int sbatch_submit(const struct sbatch *sb, const char *script, char *const *env,
-		  uint32_t *job_id, struct herd_err *err)
-{
-	job_desc_msg_t desc;
-	submit_response_msg_t *resp = NULL;
-	char subject[512];
-	uint32_t n_env = 0;
-	int e;
-
-	while (env[n_env])
-		n_env++;
-	slurm_init_job_desc_msg(&desc);
-	/* libslurm only reads these; the casts drop const for its API. */
-	desc.script = (char *)script;
-	desc.name = sb->name;
-	desc.work_dir = sb->workdir;
-	desc.environment = (char **)env;
-	desc.env_size = n_env;
-	desc.user_id = getuid();
-	desc.group_id = getgid();
-	desc.partition = (char *)sb->partition;
-	desc.account = (char *)sb->account;
-	desc.qos = (char *)sb->qos;
-	desc.time_limit = sb->time_limit;
-	desc.min_nodes = sb->nodes;
-	desc.max_nodes = sb->nodes;
-	desc.tres_per_node = sb->tres_per_node;
-	if (sb->exclusive)
-		desc.shared = JOB_SHARED_NONE;
-	if (sb->requeue)
-		desc.requeue = 1;
-	desc.std_out = sb->output;
-	desc.features = sb->features;
-	desc.exc_nodes = sb->exc_nodes;
-	desc.req_nodes = sb->req_nodes;
-	desc.reservation = sb->reservation;
-	desc.pn_min_memory = sb->memory;
-	desc.cpus_per_task = sb->cpus_per_task;
-	if (slurm_submit_batch_job(&desc, &resp) != SLURM_SUCCESS) {
-		e = slurm_get_errno();
-		/* Below 2000: system and communication errors; 5000s: socket
-		 * errors.  The rest is slurmctld saying no. */
-		if (e < ESLURM_INVALID_PARTITION_NAME ||
-		    (e >= SLURM_PROTOCOL_SOCKET_IMPL_ZERO_RECV_LENGTH &&
-		     e < SLURM_PROTOCOL_SOCKET_IMPL_ZERO_RECV_LENGTH + 1000))
-			return herd_errprintf(err, "cannot submit the job: %s",
-					      slurm_strerror(e));
-		refusal_subject(sb, e, subject, sizeof(subject));
-		return herd_errprintf(err, "Slurm refused the job: %s%s%s%s",
-				      slurm_strerror(e), *subject ? " (" : "",
-				      subject, *subject ? ")" : "");
-	}
-	*job_id = resp->job_id;
-	slurm_free_submit_response_response_msg(resp);
-	e = never_starts(*job_id);
-	if (e) {
-		refusal_subject(sb, e, subject, sizeof(subject));
-		slurm_kill_job(*job_id, SIGKILL, 0);
-		return herd_errprintf(err,
-				      "Slurm refused the job: %s (%s%sit could "
-				      "never start: job %u cancelled)",
-				      slurm_strerror(e), subject,
-				      *subject ? "; " : "", *job_id);
-	}
-	return 0;
-}
-
-/* Sleeps ms milliseconds, whole even when a signal interrupts. */
-static void pause_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
-/* Base states after SUSPENDED are ends; a job still completing, or being
- * requeued, has not ended yet. */
-static bool job_ended(uint32_t state)
-{
-	if ((state & JOB_STATE_BASE) <= JOB_SUSPENDED)
-		return false;
-	return !(state & (JOB_COMPLETING | JOB_REQUEUE | JOB_REQUEUE_FED));
-}
-
-/* Tells seen about job when its state differs from the last one told
- * (last: the caller's, "" at first).  Returns 1 when it told. */
-static int tell_seen(uint32_t job_id, const slurm_job_info_t *job,
-		     sbatch_seen_fn seen, void *arg, char *last, size_t size)
-{
-	const char *state =
-	    slurm_job_state_string(job->job_state & JOB_STATE_BASE);
-	char output[PATH_MAX];
-	struct sbatch_seen s;
-
-	if (!strcmp(state, last))
-		return 0;
-	output[0] = '\0';
-	/* Slurm's own filling of %j, %x, %u, ... (its header takes no
-	 * const job). */
-	slurm_get_job_stdout(output, (int)sizeof(output),
-			     (slurm_job_info_t *)job);
-	s = (struct sbatch_seen){
-	    .state = state,
-	    .nodes = job->nodes && job->nodes[0] ? job->nodes : NULL,
-	    .output = output,
-	    .first = !last[0],
-	};
-	snprintf(last, size, "%s", state);
-	if (seen)
-		seen(job_id, &s, arg);
-	return 1;
-}
-
-int sbatch_wait(uint32_t job_id, sbatch_seen_fn seen, void *arg,
-		struct sbatch_end *end, struct herd_err *err)
-{
-	char last[128] = "";
-	long delay = 500;
-	int errors = 0;
-
-	for (;;) {
-		job_info_msg_t *msg = NULL;
-
-		if (slurm_load_job(&msg, job_id, SHOW_ALL) != SLURM_SUCCESS) {
-			int e = slurm_get_errno();
-
-			if (e == ESLURM_INVALID_JOB_ID)
-				return herd_errprintf(
-				    err,
-				    "job %u: slurmctld no longer knows it "
-				    "(ended and purged between two polls?)",
-				    job_id);
-			if (++errors >= SBATCH_WAIT_ERRORS_MAX)
-				return herd_errprintf(
-				    err, "job %u: cannot follow it: %s", job_id,
-				    slurm_strerror(e));
-		} else if (msg->record_count < 1) {
-			slurm_free_job_info_msg(msg);
-			return herd_errprintf(
-			    err, "job %u: slurmctld answered without it",
-			    job_id);
-		} else {
-			const slurm_job_info_t *job = &msg->job_array[0];
-			uint32_t base = job->job_state & JOB_STATE_BASE;
-			int code = (int)job->exit_code;
-
-			errors = 0;
-			if (tell_seen(job_id, job, seen, arg, last,
-				      sizeof(last)))
-				delay = 500;
-			if (job_ended(job->job_state)) {
-				snprintf(end->state, sizeof(end->state), "%s",
-					 slurm_job_state_string(base));
-				end->completed = base == JOB_COMPLETE;
-				if (WIFSIGNALED(code))
-					end->status = 128 + WTERMSIG(code);
-				else
-					end->status = WEXITSTATUS(code);
-				if (!end->completed && !end->status)
-					end->status = 1;
-				slurm_free_job_info_msg(msg);
-				return 0;
-			}
-			slurm_free_job_info_msg(msg);
-		}
-		pause_ms(delay);
-		if (delay < 2000)
-			delay = delay * 2 > 2000 ? 2000 : delay * 2;
-	}
 }

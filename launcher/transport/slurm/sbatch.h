@@ -69,8 +69,11 @@ char *sbatch_script(const struct sbatch *sb, const char *tmpl,
 
 /* Initializes libslurm (slurm_init(NULL): SLURM_CONF or the default
  * slurm.conf) and quiets its own messages on stderr: herd reports each
- * failure once, in one line.  Pair with slurm_fini(). */
+ * failure once, in one line.  Pair with sbatch_slurm_fini(). */
 void sbatch_slurm_init(void);
+
+/* Releases what sbatch_slurm_init() set up, as quietly. */
+void sbatch_slurm_fini(void);
 
 /* Submits script through libslurm (sbatch_slurm_init() has run) with env,
  * a NULL-terminated "NAME=value" array the job starts with.  Stores the
