@@ -71,8 +71,9 @@ struct warm_state;
 struct metrics_state;
 struct stacks_state;
 
-/* The agent's lifecycle (lifecycle.c): one transition function,
- * agent_post(), and one table of (state, event) -> (next state, action).
+/* The agent's lifecycle (lifecycle.c): one table of (state, event) ->
+ * (next state, action); events are posted (agent_post) and handled from
+ * the loop.
  *
  *   IDLE      no ranks; waiting for LAUNCH
  *   RUNNING   the ranks of an attempt run
@@ -103,8 +104,15 @@ enum agent_event {
 	AGENT_NEVENTS,
 };
 
+struct agent_qev;
+
 struct agent {
-	enum agent_state state;	/* only agent_post() writes it */
+	enum agent_state state;	/* only lifecycle.c's drain writes it */
+	/* Posted events (agent_post), drained by a zero-delay timer; what
+	 * an action posts goes to next and then before the rest. */
+	struct agent_qev *queue, *queue_tail, *next, *next_tail;
+	bool in_action;
+	long drain_timer;	/* 0 when none */
 	struct loop *loop;
 	struct conn *conn;	/* to herd */
 	struct rank *ranks;
@@ -358,8 +366,12 @@ int pmix_setup_rank(struct agent *a, struct rank *r, struct envv *env,
  * pmix_setup_rank, for any namespace of this agent). */
 int pmix_setup_proc(struct agent *a, const char *nspace, uint32_t rank,
 		    struct envv *env, struct herd_err *err);
-/* pmix/spawn.c: herd's SPAWN_LAUNCH, SPAWN_DONE and CONNECT_DONE. */
+/* pmix/spawn.c: herd's SPAWN_LAUNCH, SPAWN_DONE and CONNECT_DONE.  A
+ * SPAWN_LAUNCH with processes for this node is posted (AGENT_EV_SPAWN);
+ * the lifecycle's action runs psrv_spawn_launch, which starts them when
+ * may_run (the agent is not stopping) and answers SPAWN_UP. */
 void pmix_on_spawn_launch(struct agent *a, struct proto_frame *f);
+void psrv_spawn_launch(struct agent *a, json_t *body, bool may_run);
 void pmix_on_spawn_done(struct agent *a, struct proto_frame *f);
 void pmix_on_connect_done(struct agent *a, struct proto_frame *f);
 /* Runs what the PMIx progress thread queued, now: a rank's EXIT must not
@@ -491,16 +503,30 @@ void control_on_frame(struct agent *a, struct proto_frame *f);
 void control_fini(struct agent *a);
 
 /* lifecycle.c */
-/* The one transition function: looks up (a->state, ev) in the table,
- * moves to the row's next state and runs its action (which may post
- * again).  data goes to the action (LAUNCH: the frame's body).  Returns
- * true, or false when the table has no row: the event means nothing in
- * this state and is dropped. */
-bool agent_post(struct agent *a, enum agent_event ev, void *data);
+/* Posts ev: it is queued and handled from the loop (a zero-delay timer,
+ * or before the next frame), never inside this call.  Handling looks
+ * up (a->state, ev) in the table, moves to the row's next state and
+ * runs its action; an event with no row means nothing in that state
+ * and is dropped.  What an action posts is handled right after it.
+ * body (LAUNCH, STACKS, SPAWN: the frame's body, or NULL) is held
+ * until then.  Out of memory: the ranks are killed and the agent
+ * exits (a lost transition cannot be reasoned about). */
+void agent_post(struct agent *a, enum agent_event ev, json_t *body);
+/* Handles every queued event now (not from inside an action, where it
+ * does nothing).  Returns how many were dropped (no row). */
+int agent_drain(struct agent *a);
+/* Frees what is still queued (after the loop). */
+void agent_queue_clear(struct agent *a);
 const char *agent_state_name(enum agent_state s);
 /* Handles one frame from herd through the table of frame types; a type
- * an agent does not take is a protocol error (PROTO_ERROR back). */
+ * an agent does not take is a protocol error (PROTO_ERROR back).  What
+ * earlier frames posted is handled first. */
 void agent_dispatch(struct agent *a, struct proto_frame *f);
+/* The conn callbacks of the connection to herd (arg: the agent).  A
+ * frame outside the protocol, or the connection's end, posts
+ * AGENT_EV_HERD_GONE. */
+void agent_on_frame(struct conn *c, struct proto_frame *f, void *arg);
+void agent_on_close(struct conn *c, const char *reason, int clean, void *arg);
 /* Stops the loop when the agent is exiting, no rank is left and what it
  * queued for herd is out (or the connection is dead). */
 void agent_maybe_exit(struct agent *a);

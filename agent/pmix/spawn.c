@@ -592,8 +592,18 @@ out:
 
 void pmix_on_spawn_launch(struct agent *a, struct proto_frame *f)
 {
+	/* Processes here are the lifecycle's (the agent runs again when
+	 * the node's own ranks are over while the attempt goes on
+	 * elsewhere; not while it stops). */
+	if (json_array_size(json_object_get(f->body, "local")))
+		agent_post(a, AGENT_EV_SPAWN, f->body);
+	else
+		psrv_spawn_launch(a, f->body, true);
+}
+
+void psrv_spawn_launch(struct agent *a, json_t *b, bool may_run)
+{
 	struct pmix_state *p = a->pmix;
-	json_t *b = f->body;
 	int att = (int)json_integer_value(json_object_get(b, "attempt"));
 	int id = (int)json_integer_value(json_object_get(b, "spawn"));
 	json_t *apps = json_object_get(b, "apps");
@@ -615,10 +625,7 @@ void pmix_on_spawn_launch(struct agent *a, struct proto_frame *f)
 		herd_errprintf(&err, "spawn %d is known already", id);
 		goto answer;
 	}
-	/* Processes here: the agent runs (again, when the node's own ranks
-	 * are over while the attempt goes on elsewhere); not while it
-	 * stops. */
-	if (json_array_size(local) && !agent_post(a, AGENT_EV_SPAWN, NULL)) {
+	if (json_array_size(local) && !may_run) {
 		herd_errprintf(&err, "the node's ranks are over (%s)",
 			       agent_state_name(a->state));
 		goto answer;

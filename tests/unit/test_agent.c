@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -54,6 +55,14 @@ static int sent_count(int type)
 	return n;
 }
 
+/* Posts ev and handles the queue at once, as the loop's next turn
+ * would: true when nothing was dropped. */
+static bool post_now(struct agent *a, enum agent_event ev, json_t *body)
+{
+	agent_post(a, ev, body);
+	return agent_drain(a) == 0;
+}
+
 static int setup(void **state)
 {
 	struct agent *a = calloc(1, sizeof(*a));
@@ -80,6 +89,9 @@ static int teardown(void **state)
 	rank_free_all(a);
 	if (a->kill_timer)
 		loop_timer_del(a->loop, a->kill_timer);
+	agent_queue_clear(a);
+	if (a->conn)
+		conn_free(a->conn);
 	loop_free(a->loop);
 	if (a->keeper_tried && a->keeper_fd >= 0)
 		close(a->keeper_fd);
@@ -133,7 +145,8 @@ static void test_rows(void **state)
 
 		setup((void **)&a);
 		a->state = rows[i].from;
-		got = agent_post(a, rows[i].ev, NULL);
+		agent_post(a, rows[i].ev, NULL);
+		got = agent_drain(a) == 0;
 		if (got != rows[i].accepted || a->state != rows[i].to ||
 		    sent_count(PROTO_STOPPED) != rows[i].stopped)
 			fail_msg("row %zu: %s + event %d: accepted %d, now %s, "
@@ -151,6 +164,72 @@ static void on_deadline(struct loop *loop, void *arg)
 {
 	*(int *)arg = 1;
 	loop_stop(loop);
+}
+
+/* An action's post is handled after that action and before what was
+ * queued already: LAUNCH with nothing to start posts RANKS_GONE (back
+ * to IDLE), which comes before the STOP queued behind the LAUNCH, so
+ * the STOP finds the agent IDLE (one STOPPED), not RUNNING (a second
+ * STOPPED from STOPPING's RANKS_GONE). */
+static void test_post_in_action_runs_after(void **state)
+{
+	struct agent *a = *state;
+	json_t *body = json_pack("{s:i, s:[]}", "attempt", 1, "ranks");
+
+	agent_post(a, AGENT_EV_LAUNCH, body);
+	agent_post(a, AGENT_EV_STOP, NULL);
+	json_decref(body);
+	/* Queued, not handled: nothing sent, the state as it was. */
+	assert_int_equal(a->state, AGENT_IDLE);
+	assert_int_equal(n_sent, 0);
+	assert_int_equal(agent_drain(a), 0);
+	assert_int_equal(a->state, AGENT_IDLE);
+	assert_int_equal(n_sent, 2);
+	assert_int_equal(sent[0], PROTO_ERROR);
+	assert_int_equal(sent[1], PROTO_STOPPED);
+}
+
+/* A posted event is handled from the loop by itself. */
+static void test_post_drained_by_loop(void **state)
+{
+	struct agent *a = *state;
+
+	int fired = 0;
+	long t = loop_timer_add(a->loop, 20000, on_deadline, &fired);
+
+	agent_post(a, AGENT_EV_HERD_GONE, NULL);
+	assert_int_equal(a->state, AGENT_IDLE);
+	/* EXITING with no rank: the drain stops the loop. */
+	assert_int_equal(loop_run(a->loop), 0);
+	loop_timer_del(a->loop, t);
+	assert_false(fired);
+	assert_int_equal(a->state, AGENT_EXITING);
+	assert_int_equal(a->drain_timer, 0);
+}
+
+/* A frame outside the protocol: herd hears why, and the close it means
+ * is handled after the frame handler returns, not inside it. */
+static void test_close_in_frame_deferred(void **state)
+{
+	struct agent *a = *state;
+	struct proto_frame *f = calloc(1, sizeof(*f));
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+				    sv),
+			 0);
+	a->conn = conn_new(a->loop, sv[0], sv[0], PROTO_FRAME_MAX,
+			   agent_on_frame, agent_on_close, a);
+	assert_non_null(a->conn);
+	assert_non_null(f);
+	f->type = PROTO_HELLO;	/* agent -> herd only */
+	f->body = json_object();
+	agent_on_frame(a->conn, f, a);
+	assert_int_equal(sent_count(PROTO_ERROR), 1);
+	assert_int_equal(a->state, AGENT_IDLE);
+	assert_int_equal(agent_drain(a), 0);
+	assert_int_equal(a->state, AGENT_EXITING);
+	close(sv[1]);
 }
 
 struct wait_for {
@@ -198,25 +277,25 @@ static void test_launch_stop_relaunch(void **state)
 	struct agent *a = *state;
 	json_t *body = launch_body("exec sleep 30", 2);
 
-	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_true(post_now(a, AGENT_EV_LAUNCH, body));
 	assert_int_equal(a->state, AGENT_RUNNING);
 	assert_int_equal(rank_alive_count(a), 2);
 	/* A second LAUNCH while ranks run: refused with an ERROR. */
-	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_true(post_now(a, AGENT_EV_LAUNCH, body));
 	assert_int_equal(a->state, AGENT_RUNNING);
 	assert_int_equal(sent_count(PROTO_ERROR), 1);
 
 	a->stop_signal = SIGTERM;
-	assert_true(agent_post(a, AGENT_EV_STOP, NULL));
+	assert_true(post_now(a, AGENT_EV_STOP, NULL));
 	assert_int_equal(a->state, AGENT_STOPPING);
-	assert_false(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_false(post_now(a, AGENT_EV_LAUNCH, body));
 	run_until(a, AGENT_IDLE, 2);
 	assert_int_equal(sent_count(PROTO_EXIT), 2);
 	assert_int_equal(sent_count(PROTO_STOPPED), 1);
 	assert_int_equal(a->kill_timer, 0);
 
 	/* Welcome again after STOPPED. */
-	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_true(post_now(a, AGENT_EV_LAUNCH, body));
 	assert_int_equal(a->state, AGENT_RUNNING);
 	json_decref(body);
 }
@@ -226,7 +305,7 @@ static void test_ranks_end_by_themselves(void **state)
 	struct agent *a = *state;
 	json_t *body = launch_body("exit 3", 3);
 
-	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_true(post_now(a, AGENT_EV_LAUNCH, body));
 	run_until(a, AGENT_IDLE, 3);
 	/* No STOP was asked: no STOPPED. */
 	assert_int_equal(sent_count(PROTO_STOPPED), 0);
@@ -239,7 +318,7 @@ static void test_launch_nothing_started(void **state)
 	json_t *body = json_pack("{s:i, s:[]}", "attempt", 1, "ranks");
 
 	/* No command: an ERROR, and the agent stays IDLE. */
-	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_true(post_now(a, AGENT_EV_LAUNCH, body));
 	assert_int_equal(a->state, AGENT_IDLE);
 	assert_int_equal(sent_count(PROTO_ERROR), 1);
 	json_decref(body);
@@ -250,8 +329,8 @@ static void test_herd_gone_exits_after_ranks(void **state)
 	struct agent *a = *state;
 	json_t *body = launch_body("exec sleep 30", 1);
 
-	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
-	assert_true(agent_post(a, AGENT_EV_HERD_GONE, NULL));
+	assert_true(post_now(a, AGENT_EV_LAUNCH, body));
+	assert_true(post_now(a, AGENT_EV_HERD_GONE, NULL));
 	assert_int_equal(a->state, AGENT_EXITING);
 	/* The loop stops by itself once the rank is gone. */
 	run_until(a, AGENT_EXITING, 1);
@@ -271,7 +350,7 @@ static void keeper_exe(struct agent *a, char *exe, size_t len)
 	FILE *f;
 
 	snprintf(a->self_path, sizeof(a->self_path), "test_agent");
-	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_true(post_now(a, AGENT_EV_LAUNCH, body));
 	assert_int_equal(rank_alive_count(a), 1);
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)a->ranks[0].pid);
 	/* Bounded: the exec follows the fork within milliseconds. */
@@ -607,7 +686,7 @@ static void test_stacks_rows(void **state)
 
 		setup((void **)&a);
 		a->state = states[i];
-		assert_true(agent_post(a, AGENT_EV_STACKS, body));
+		assert_true(post_now(a, AGENT_EV_STACKS, body));
 		assert_int_equal(a->state, states[i]);
 		assert_int_equal(sent_count(PROTO_STACKS), 1);
 		assert_non_null(last_stacks);
@@ -661,7 +740,7 @@ static void ask_stacks(struct agent *a)
 {
 	json_t *ask = json_pack("{s:i}", "attempt", 1);
 
-	assert_true(agent_post(a, AGENT_EV_STACKS, ask));
+	assert_true(post_now(a, AGENT_EV_STACKS, ask));
 	json_decref(ask);
 	run_until_sent(a, PROTO_STACKS, 1);
 }
@@ -682,7 +761,7 @@ static void test_stacks_python(void **state)
 		1);
 	json_t *r;
 
-	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_true(post_now(a, AGENT_EV_LAUNCH, body));
 	run_until_sent(a, PROTO_OUTPUT, 1); /* "ready": Python runs */
 	ask_stacks(a);
 	r = stacks_of_rank0();
@@ -747,7 +826,7 @@ static void test_stacks_gdb(void **state)
 	char stat[512];
 	int outputs;
 
-	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_true(post_now(a, AGENT_EV_LAUNCH, body));
 	sleeping_rank(a->ranks[0].pid, stat, sizeof(stat));
 	outputs = sent_count(PROTO_OUTPUT);
 	ask_stacks(a);
@@ -767,7 +846,7 @@ static void test_stacks_stopped(void **state)
 	char stat[512] = "";
 	pid_t pid;
 
-	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_true(post_now(a, AGENT_EV_LAUNCH, body));
 	pid = sleeping_rank(a->ranks[0].pid, stat, sizeof(stat));
 	kill(pid, SIGSTOP);
 	/* Bounded: until it shows state T. */
@@ -798,6 +877,12 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rows),
+		cmocka_unit_test_setup_teardown(test_post_in_action_runs_after,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_post_drained_by_loop,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_close_in_frame_deferred,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_launch_stop_relaunch,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ranks_end_by_themselves,
