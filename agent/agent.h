@@ -66,7 +66,7 @@ struct envv {
 /* Sets key=value in e.  Returns 0 or -1 (out of memory). */
 int envv_set(struct envv *e, const char *key, const char *value);
 
-struct pmix_state;
+struct psrv_state;
 struct warm_state;
 struct metrics_state;
 struct stacks_state;
@@ -169,7 +169,7 @@ struct agent {
 	struct warm_state *warm;	/* warm.c; NULL: no warm slots */
 	int n_gpus;		/* GPUs the node's topology shows */
 
-	struct pmix_state *pmix;	/* pmix.c; NULL until a pmix launch */
+	struct psrv_state *pmix;	/* pmix.c; NULL until a pmix launch */
 	int touch_fd;	/* touch.c: the inotify fd (touch_on: open) */
 	bool touch_on;
 	struct metrics_state *metrics;	/* metrics.c; NULL: no sampling */
@@ -353,50 +353,50 @@ int pypkg_env(const struct agent *a, struct envv *env);
 /* pmix.c: the agent is the PMIx server of its ranks (launch.mode pmix).
  * Sets up the server (once) and the attempt's namespace from LAUNCH's
  * "pmix" object.  Returns 0 or -1 with err. */
-int pmix_prepare(struct agent *a, json_t *launch, struct herd_err *err);
+int psrv_prepare(struct agent *a, json_t *launch, struct herd_err *err);
 /* Opens libpmix and starts the server before any LAUNCH (--pmix: herd
  * says the job is launch.mode pmix), while herd waits for the other
- * nodes' HELLOs; a failure is left for pmix_prepare to report. */
-void pmix_warm(struct agent *a);
+ * nodes' HELLOs; a failure is left for psrv_prepare to report. */
+void psrv_warm(struct agent *a);
 /* Registers rank r with the server and adds what its client needs to
  * env (PMIx_server_setup_fork, OMPI_MCA_schizo).  Returns 0 or -1. */
-int pmix_setup_rank(struct agent *a, struct rank *r, struct envv *env,
+int psrv_setup_rank(struct agent *a, struct rank *r, struct envv *env,
 		    struct herd_err *err);
 /* Registers a client nspace:rank and adds what it needs to env (as
- * pmix_setup_rank, for any namespace of this agent). */
-int pmix_setup_proc(struct agent *a, const char *nspace, uint32_t rank,
+ * psrv_setup_rank, for any namespace of this agent). */
+int psrv_setup_proc(struct agent *a, const char *nspace, uint32_t rank,
 		    struct envv *env, struct herd_err *err);
 /* pmix/spawn.c: herd's SPAWN_LAUNCH, SPAWN_DONE and CONNECT_DONE.  A
  * SPAWN_LAUNCH with processes for this node is posted (AGENT_EV_SPAWN);
  * the lifecycle's action runs psrv_spawn_launch, which starts them when
  * may_run (the agent is not stopping) and answers SPAWN_UP. */
-void pmix_on_spawn_launch(struct agent *a, struct proto_frame *f);
+void psrv_on_spawn_launch(struct agent *a, struct proto_frame *f);
 void psrv_spawn_launch(struct agent *a, json_t *body, bool may_run);
-void pmix_on_spawn_done(struct agent *a, struct proto_frame *f);
-void pmix_on_connect_done(struct agent *a, struct proto_frame *f);
+void psrv_on_spawn_done(struct agent *a, struct proto_frame *f);
+void psrv_on_connect_done(struct agent *a, struct proto_frame *f);
 /* Runs what the PMIx progress thread queued, now: a rank's EXIT must not
  * overtake its client_connected (the loop may have been busy, e.g.
  * registering a spawn's namespace, while the rank connected and ended). */
-void pmix_drain(struct agent *a);
+void psrv_drain(struct agent *a);
 /* herd's FENCE_DONE: completes the matching fence. */
-void pmix_on_fence_done(struct agent *a, struct proto_frame *f);
+void psrv_on_fence_done(struct agent *a, struct proto_frame *f);
 /* pmix/api.c: a PMIx_Job_control signal asked on another node (SIGNAL
  * with ranks) to this node's job ranks among ranks. */
-void pmix_jctrl_signal_ranks(struct agent *a, const json_t *ranks, int sig);
+void psrv_jctrl_signal_ranks(struct agent *a, const json_t *ranks, int sig);
 /* pmix/modex.c: herd's DMODEX (serve one of our ranks' data) and
  * DMODEX_DATA (the answer to one of our requests). */
-void pmix_modex_on_request(struct agent *a, struct proto_frame *f);
-void pmix_modex_on_data(struct agent *a, struct proto_frame *f);
+void psrv_modex_on_request(struct agent *a, struct proto_frame *f);
+void psrv_modex_on_data(struct agent *a, struct proto_frame *f);
 /* herd's PUBSUB_DONE: answers the matching publish, lookup or
  * unpublish (pmix/pubsub.c). */
-void pmix_on_pubsub_done(struct agent *a, struct proto_frame *f);
+void psrv_on_pubsub_done(struct agent *a, struct proto_frame *f);
 /* herd's EVENT (another node's rank notified an event) and PROC_FAILED
  * (ranks of the attempt failed): delivered to the node's ranks
  * (pmix/event.c). */
-void pmix_on_event(struct agent *a, struct proto_frame *f);
-void pmix_on_proc_failed(struct agent *a, struct proto_frame *f);
+void psrv_on_event(struct agent *a, struct proto_frame *f);
+void psrv_on_proc_failed(struct agent *a, struct proto_frame *f);
 /* At exit: fails pending fences, finalizes the server. */
-void pmix_fini(struct agent *a);
+void psrv_fini(struct agent *a);
 
 /* metrics.c: METRICS every metrics_interval_ms once a LAUNCH came. */
 /* At start: loads NVML (dlopen) for the life of the agent. */

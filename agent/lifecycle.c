@@ -363,7 +363,7 @@ static void on_signal(struct agent *a, struct proto_frame *f)
 	/* SIGSTOP and SIGCONT are herd's pause (SIGTSTP) and resume:
 	 * health.c also stops judging herd's silence. */
 	if (json_object_get(f->body, "ranks"))
-		pmix_jctrl_signal_ranks(a, json_object_get(f->body, "ranks"),
+		psrv_jctrl_signal_ranks(a, json_object_get(f->body, "ranks"),
 					sig);
 	else if (sig == SIGSTOP || sig == SIGCONT)
 		health_pause(a, sig == SIGSTOP);
@@ -403,7 +403,7 @@ static void on_stacks(struct agent *a, struct proto_frame *f)
 
 static void on_fence_done(struct agent *a, struct proto_frame *f)
 {
-	pmix_on_fence_done(a, f);
+	psrv_on_fence_done(a, f);
 }
 
 static void on_check(struct agent *a, struct proto_frame *f)
@@ -427,14 +427,14 @@ static const frame_handler frame_table[PROTO_TYPE_MAX_ + 1] = {
 	[PROTO_STACKS] = on_stacks,
 	[PROTO_CHECK] = on_check,
 	[PROTO_NETPROBE] = on_netprobe,
-	[PROTO_SPAWN_LAUNCH] = pmix_on_spawn_launch,
-	[PROTO_SPAWN_DONE] = pmix_on_spawn_done,
-	[PROTO_CONNECT_DONE] = pmix_on_connect_done,
-	[PROTO_DMODEX] = pmix_modex_on_request,
-	[PROTO_DMODEX_DATA] = pmix_modex_on_data,
-	[PROTO_PUBSUB_DONE] = pmix_on_pubsub_done,
-	[PROTO_EVENT] = pmix_on_event,
-	[PROTO_PROC_FAILED] = pmix_on_proc_failed,
+	[PROTO_SPAWN_LAUNCH] = psrv_on_spawn_launch,
+	[PROTO_SPAWN_DONE] = psrv_on_spawn_done,
+	[PROTO_CONNECT_DONE] = psrv_on_connect_done,
+	[PROTO_DMODEX] = psrv_modex_on_request,
+	[PROTO_DMODEX_DATA] = psrv_modex_on_data,
+	[PROTO_PUBSUB_DONE] = psrv_on_pubsub_done,
+	[PROTO_EVENT] = psrv_on_event,
+	[PROTO_PROC_FAILED] = psrv_on_proc_failed,
 	[PROTO_RANK_CTL] = control_on_frame,
 	/* checkpoints in memory */
 	[PROTO_CKPT_CONF] = ckpt_mem_on_conf,

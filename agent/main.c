@@ -437,7 +437,7 @@ int main(int argc, char **argv)
 	metrics_init(&a);
 	send_hello(&a, topology_xml, node_name);
 	if (pmix_early)
-		pmix_warm(&a);
+		psrv_warm(&a);
 	warm_init(&a, warm, warm_python, warm_slots);
 	loop_run(a.loop);
 	agent_queue_clear(&a);
@@ -454,7 +454,7 @@ int main(int argc, char **argv)
 	 * the controller need not wait for. */
 	conn_free(a.conn);
 	a.conn = NULL;
-	pmix_fini(&a);
+	psrv_fini(&a);
 	check_fini(&a);
 	netprobe_fini(&a);
 	metrics_fini(&a);

@@ -137,7 +137,7 @@ static struct endpoint guard_eps[2][GUARD_LISTEN_MAX];
 static size_t guard_n_eps[2];
 static bool guard_known;
 
-long pmix_guard_stranger(void)
+long psrv_guard_stranger(void)
 {
 	static const char *const files[] = {"/proc/net/tcp", "/proc/net/tcp6"};
 	long uid = -1;
@@ -164,7 +164,7 @@ long pmix_guard_stranger(void)
 	return uid;
 }
 
-void pmix_guard_say(long uid, const char *what)
+void psrv_guard_say(long uid, const char *what)
 {
 	fprintf(stderr,
 		"herd-agent: %s refused: a process of uid %ld (not this "

@@ -33,51 +33,51 @@
 
 #include "agent/pmix/pmix_int.h"
 
-struct pmix_lib pmix_lib;
+struct psrv_lib psrv_lib;
 
 /* Opens libpmix once (it stays loaded); 0, or -1 with err. */
-static int pmix_lib_open(struct herd_err *err)
+static int psrv_lib_open(struct herd_err *err)
 {
 	const char *e;
 	void *h;
 
-	if (pmix_lib.handle)
+	if (psrv_lib.handle)
 		return 0;
-	h = dlopen(PMIX_SONAME, RTLD_NOW | RTLD_LOCAL);
+	h = dlopen(PSRV_SONAME, RTLD_NOW | RTLD_LOCAL);
 	if (!h)
 		return herd_errprintf(err,
 				      "launch.mode pmix: cannot load %s (%s); "
 				      "install PMIx 4 on the node",
-				      PMIX_SONAME, (e = dlerror()) ? e : "?");
-#define PMIX_LIB_SYM(name)                                                 \
-	if (!(*(void **)&pmix_lib.fn_##name = dlsym(h, #name)))            \
+				      PSRV_SONAME, (e = dlerror()) ? e : "?");
+#define PSRV_LIB_SYM(name)                                                 \
+	if (!(*(void **)&psrv_lib.fn_##name = dlsym(h, #name)))            \
 		return herd_errprintf(err,                                 \
 				      "launch.mode pmix: %s has no %s; "   \
 				      "install PMIx 4 on the node",        \
-				      PMIX_SONAME, #name);
-	PMIX_LIB_FNS(PMIX_LIB_SYM)
-#undef PMIX_LIB_SYM
-	pmix_fence_hold_init(h);
-	if (!pmix_fence_hold_active())
+				      PSRV_SONAME, #name);
+	PSRV_LIB_FNS(PSRV_LIB_SYM)
+#undef PSRV_LIB_SYM
+	psrv_fence_hold_init(h);
+	if (!psrv_fence_hold_active())
 		fprintf(stderr,
 			"herd-agent: %s is not the PMIx %ld.%ld.%ld this agent "
 			"was built with: a fence over processes none of which "
 			"is on this node waits until its PMIX_TIMEOUT\n",
-			PMIX_SONAME, PMIX_VERSION_MAJOR, PMIX_VERSION_MINOR,
+			PSRV_SONAME, PMIX_VERSION_MAJOR, PMIX_VERSION_MINOR,
 			PMIX_VERSION_RELEASE);
-	pmix_lib.handle = h;
+	psrv_lib.handle = h;
 	return 0;
 }
 
 /* A namespace name: "herd.<job>.<attempt>", cut to what PMIx allows. */
-#define PMIX_NSPACE_FMT "herd.%.*s.%d"
+#define PSRV_NSPACE_FMT "herd.%.*s.%d"
 
 /* The one server of this process (the PMIx library has one too). */
-static struct pmix_state *the_pmix;
+static struct psrv_state *the_pmix;
 
 /* --- progress thread side: queue and wake, nothing else ---------------- */
 
-struct req *pmix_req_new(void (*run)(struct pmix_state *p, struct req *r),
+struct req *psrv_req_new(void (*run)(struct psrv_state *p, struct req *r),
 			 const pmix_proc_t *proc)
 {
 	struct req *r = calloc(1, sizeof(*r));
@@ -90,11 +90,9 @@ struct req *pmix_req_new(void (*run)(struct pmix_state *p, struct req *r),
 	return r;
 }
 
-void pmix_enqueue(struct req *r)
+void psrv_enqueue(struct req *r)
 {
-	struct pmix_state *p = the_pmix;
-	char b = 1;
-	ssize_t n;
+	struct psrv_state *p = the_pmix;
 
 	pthread_mutex_lock(&p->lock);
 	if (p->queue_tail)
@@ -103,17 +101,14 @@ void pmix_enqueue(struct req *r)
 		p->queue = r;
 	p->queue_tail = r;
 	pthread_mutex_unlock(&p->lock);
-	n = write(p->wake[1], &b, 1);
-	(void)n;	/* a full pipe already wakes the loop */
+	/* p->a->loop is set before the server starts and outlives it. */
+	loop_wake(p->a->loop);
 }
 
 /* Refusals: each answers its callback type with NOT_SUPPORTED. */
-static void run_refuse(struct pmix_state *p, struct req *r)
+static void run_refuse(struct psrv_state *p, struct req *r)
 {
 	const pmix_status_t no = PMIX_ERR_NOT_SUPPORTED;
-	/* libpmix 4.2's tool callback reads proc even on error (a NULL
-	 * one killed every agent a tool connected to: t0920). */
-	pmix_proc_t nobody;
 
 	(void)p;
 	if (r->op_cb)
@@ -126,14 +121,6 @@ static void run_refuse(struct pmix_state *p, struct req *r)
 		r->lookup_cb(no, NULL, 0, r->cbdata);
 	else if (r->spawn_cb)
 		r->spawn_cb(no, NULL, r->cbdata);
-	else if (r->cred_cb)
-		r->cred_cb(no, NULL, NULL, 0, r->cbdata);
-	else if (r->valid_cb)
-		r->valid_cb(no, NULL, 0, r->cbdata);
-	else if (r->tool_cb) {
-		PMIX_PROC_LOAD(&nobody, "", PMIX_RANK_UNDEF);
-		r->tool_cb(no, &nobody, r->cbdata);
-	}
 }
 
 /* Queues r (its one callback set by the caller) or, out of memory,
@@ -142,12 +129,12 @@ static pmix_status_t refuse_queue(struct req *r)
 {
 	if (!r)
 		return PMIX_ERR_NOMEM;
-	pmix_enqueue(r);
+	psrv_enqueue(r);
 	return PMIX_SUCCESS;
 }
 
 #define REFUSE_WITH(field)                                                 \
-	struct req *r = pmix_req_new(run_refuse, NULL);                    \
+	struct req *r = psrv_req_new(run_refuse, NULL);                    \
                                                                            \
 	if (r) {                                                           \
 		r->field = cbfunc;                                         \
@@ -155,65 +142,29 @@ static pmix_status_t refuse_queue(struct req *r)
 	}                                                                  \
 	return refuse_queue(r)
 
-pmix_status_t pmix_refuse(pmix_op_cbfunc_t cbfunc, void *cbdata)
+pmix_status_t psrv_refuse(pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
 	REFUSE_WITH(op_cb);
 }
 
-pmix_status_t pmix_refuse_modex(pmix_modex_cbfunc_t cbfunc, void *cbdata)
-{
-	REFUSE_WITH(modex_cb);
-}
-
-pmix_status_t pmix_refuse_info(pmix_info_cbfunc_t cbfunc, void *cbdata)
+pmix_status_t psrv_refuse_info(pmix_info_cbfunc_t cbfunc, void *cbdata)
 {
 	REFUSE_WITH(info_cb);
 }
 
-pmix_status_t pmix_refuse_lookup(pmix_lookup_cbfunc_t cbfunc, void *cbdata)
+pmix_status_t psrv_refuse_lookup(pmix_lookup_cbfunc_t cbfunc, void *cbdata)
 {
 	REFUSE_WITH(lookup_cb);
 }
 
-pmix_status_t pmix_refuse_spawn(pmix_spawn_cbfunc_t cbfunc, void *cbdata)
+pmix_status_t psrv_refuse_spawn(pmix_spawn_cbfunc_t cbfunc, void *cbdata)
 {
 	REFUSE_WITH(spawn_cb);
 }
 
-pmix_status_t pmix_refuse_cred(pmix_credential_cbfunc_t cbfunc, void *cbdata)
+static void run_connected(struct psrv_state *p, struct req *r)
 {
-	REFUSE_WITH(cred_cb);
-}
-
-pmix_status_t pmix_refuse_valid(pmix_validation_cbfunc_t cbfunc,
-				void *cbdata)
-{
-	REFUSE_WITH(valid_cb);
-}
-
-void pmix_refuse_tool(pmix_tool_connection_cbfunc_t cbfunc, void *cbdata)
-{
-	struct req *r = pmix_req_new(run_refuse, NULL);
-	pmix_proc_t nobody;
-
-	if (!r) {
-		PMIX_PROC_LOAD(&nobody, "", PMIX_RANK_UNDEF);
-		cbfunc(PMIX_ERR_NOMEM, &nobody, cbdata);
-		return;
-	}
-	r->tool_cb = cbfunc;
-	r->cbdata = cbdata;
-	pmix_enqueue(r);
-}
-
-struct pmix_state *pmix_state_of(struct agent *a)
-{
-	return a->pmix;
-}
-
-static void run_connected(struct pmix_state *p, struct req *r)
-{
-	struct rank *rk = pmix_rank_of(p, &r->proc);
+	struct rank *rk = psrv_rank_of(p, &r->proc);
 
 	if (rk)
 		rk->pmix_connected = true;
@@ -224,7 +175,7 @@ static pmix_status_t on_client_connected(const pmix_proc_t *proc,
 					 pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
 	struct req *r;
-	long stranger = pmix_guard_stranger();
+	long stranger = psrv_guard_stranger();
 
 	(void)server_object;
 	(void)cbfunc;
@@ -232,12 +183,12 @@ static pmix_status_t on_client_connected(const pmix_proc_t *proc,
 	/* Refused, the library closes the connection: it may be the
 	 * stranger's, claiming to be one of our ranks (pmix/guard.c). */
 	if (stranger >= 0) {
-		pmix_guard_say(stranger, "a PMIx client connection");
+		psrv_guard_say(stranger, "a PMIx client connection");
 		return PMIX_ERR_NO_PERMISSIONS;
 	}
-	r = pmix_req_new(run_connected, proc);
+	r = psrv_req_new(run_connected, proc);
 	if (r)
-		pmix_enqueue(r);
+		psrv_enqueue(r);
 	return PMIX_OPERATION_SUCCEEDED;
 }
 
@@ -252,7 +203,7 @@ static pmix_status_t on_client_finalized(const pmix_proc_t *proc,
 	return PMIX_OPERATION_SUCCEEDED;
 }
 
-static void run_abort(struct pmix_state *p, struct req *r)
+static void run_abort(struct psrv_state *p, struct req *r)
 {
 	struct agent *a = p->a;
 
@@ -271,7 +222,7 @@ static pmix_status_t on_abort(const pmix_proc_t *proc, void *server_object,
 			      size_t nprocs, pmix_op_cbfunc_t cbfunc,
 			      void *cbdata)
 {
-	struct req *r = pmix_req_new(run_abort, proc);
+	struct req *r = psrv_req_new(run_abort, proc);
 
 	(void)server_object;
 	(void)procs;
@@ -282,7 +233,7 @@ static pmix_status_t on_abort(const pmix_proc_t *proc, void *server_object,
 	snprintf(r->msg, sizeof(r->msg), "%s", msg ? msg : "");
 	r->op_cb = cbfunc;
 	r->cbdata = cbdata;
-	pmix_enqueue(r);
+	psrv_enqueue(r);
 	return PMIX_SUCCESS;
 }
 
@@ -309,7 +260,7 @@ static int cmp_rank(const void *x, const void *y)
 
 /* The canonical procs of a fence: "*" or "0-3,6"; NULL with *rc set
  * (procs of another namespace, a rank outside the job, no memory). */
-static char *fence_procs(struct pmix_state *p, const pmix_proc_t *procs,
+static char *fence_procs(struct psrv_state *p, const pmix_proc_t *procs,
 			 size_t nprocs, pmix_status_t *rc)
 {
 	pmix_rank_t *rk;
@@ -363,7 +314,7 @@ static char *fence_procs(struct pmix_state *p, const pmix_proc_t *procs,
 }
 
 /* This agent's count of fences over procs, this one included. */
-static int fence_count(struct pmix_state *p, const char *procs)
+static int fence_count(struct psrv_state *p, const char *procs)
 {
 	struct fence_set *fs;
 
@@ -380,7 +331,7 @@ static int fence_count(struct pmix_state *p, const char *procs)
 	return 1;
 }
 
-static void fences_clear(struct pmix_state *p, bool answer)
+static void fences_clear(struct psrv_state *p, bool answer)
 {
 	for (struct fence *f = p->fences, *next; f; f = next) {
 		next = f->next;
@@ -398,7 +349,7 @@ static void fences_clear(struct pmix_state *p, bool answer)
 	p->fence_sets = NULL;
 }
 
-static void run_fence(struct pmix_state *p, struct req *r)
+static void run_fence(struct psrv_state *p, struct req *r)
 {
 	struct agent *a = p->a;
 	struct fence *f, **tail;
@@ -407,7 +358,7 @@ static void run_fence(struct pmix_state *p, struct req *r)
 	int count;
 
 	/* Over processes of a spawned namespace: pmix/spawn.c's. */
-	if (pmix_spawn_fence(p, r))
+	if (psrv_spawn_fence(p, r))
 		return;
 	procs = fence_procs(p, r->arg, (size_t)r->status, &rc);
 	count = procs ? fence_count(p, procs) : -1;
@@ -435,7 +386,7 @@ static pmix_status_t on_fence(const pmix_proc_t procs[], size_t nprocs,
 			      char *data, size_t ndata,
 			      pmix_modex_cbfunc_t cbfunc, void *cbdata)
 {
-	struct req *r = pmix_req_new(run_fence, NULL);
+	struct req *r = psrv_req_new(run_fence, NULL);
 
 	(void)info;
 	(void)ninfo;
@@ -463,7 +414,7 @@ static pmix_status_t on_fence(const pmix_proc_t procs[], size_t nprocs,
 	r->status = (int)nprocs;
 	r->modex_cb = cbfunc;
 	r->cbdata = cbdata;
-	pmix_enqueue(r);
+	psrv_enqueue(r);
 	return PMIX_SUCCESS;
 }
 
@@ -476,33 +427,33 @@ static pmix_server_module_t module = {
 	.client_finalized = on_client_finalized,
 	.abort = on_abort,
 	.fence_nb = on_fence,
-	.direct_modex = pmix_up_direct_modex,
-	.publish = pmix_up_publish,
-	.lookup = pmix_up_lookup,
-	.unpublish = pmix_up_unpublish,
-	.spawn = pmix_up_spawn,
-	.connect = pmix_up_connect,
-	.disconnect = pmix_up_disconnect,
-	.register_events = pmix_up_register_events,
-	.deregister_events = pmix_up_deregister_events,
-	.notify_event = pmix_up_notify_event,
-	.query = pmix_up_query,
+	.direct_modex = psrv_up_direct_modex,
+	.publish = psrv_up_publish,
+	.lookup = psrv_up_lookup,
+	.unpublish = psrv_up_unpublish,
+	.spawn = psrv_up_spawn,
+	.connect = psrv_up_connect,
+	.disconnect = psrv_up_disconnect,
+	.register_events = psrv_up_register_events,
+	.deregister_events = psrv_up_deregister_events,
+	.notify_event = psrv_up_notify_event,
+	.query = psrv_up_query,
 	/* tool_connected stays unset: libpmix 4.2.2 crashes on any tool
 	 * the host refuses through the callback (its error path frees the
 	 * tool's peer and unlinks a namespace from a list it is not in:
 	 * t0920), while unset it refuses a tool that asks for an identity
 	 * at once, itself.  A tool that names itself is taken as a tool,
 	 * never as a rank (client_connected is not called for it). */
-	.log = pmix_up_log,
-	.allocate = pmix_up_allocate,
-	.job_control = pmix_up_job_control,
-	.monitor = pmix_up_monitor,
-	.get_credential = pmix_up_get_credential,
-	.validate_credential = pmix_up_validate_credential,
-	.iof_pull = pmix_up_iof_pull,
-	.push_stdin = pmix_up_push_stdin,
-	.group = pmix_up_group,
-	.fabric = pmix_up_fabric,
+	.log = psrv_up_log,
+	.allocate = psrv_up_allocate,
+	.job_control = psrv_up_job_control,
+	.monitor = psrv_up_monitor,
+	.get_credential = psrv_up_get_credential,
+	.validate_credential = psrv_up_validate_credential,
+	.iof_pull = psrv_up_iof_pull,
+	.push_stdin = psrv_up_push_stdin,
+	.group = psrv_up_group,
+	.fabric = psrv_up_fabric,
 };
 
 /* --- loop side ----------------------------------------------------------- */
@@ -515,7 +466,7 @@ static void req_free(struct req *r)
 	free(r);
 }
 
-static void run_queue(struct pmix_state *p)
+static void run_queue(struct psrv_state *p)
 {
 	struct req *r;
 
@@ -535,19 +486,15 @@ static void run_queue(struct pmix_state *p)
 	}
 }
 
-static void on_wake(struct loop *loop, int fd, short revents, void *arg)
+/* Also runs after wake-ups that were not ours (loop_stop): the queue
+ * is then empty or holds what the next wake-up would have run. */
+static void on_wake(struct loop *loop, void *arg)
 {
-	struct pmix_state *p = arg;
-	char buf[256];
-
 	(void)loop;
-	(void)revents;
-	while (read(fd, buf, sizeof(buf)) > 0)
-		;
-	run_queue(p);
+	run_queue(arg);
 }
 
-void pmix_drain(struct agent *a)
+void psrv_drain(struct agent *a)
 {
 	static bool draining;
 
@@ -563,9 +510,9 @@ static void release_fence_data(void *cbdata)
 	free(cbdata);
 }
 
-void pmix_on_fence_done(struct agent *a, struct proto_frame *f)
+void psrv_on_fence_done(struct agent *a, struct proto_frame *f)
 {
-	struct pmix_state *p = a->pmix;
+	struct psrv_state *p = a->pmix;
 	int seq = (int)json_integer_value(json_object_get(f->body, "seq"));
 	int att = (int)json_integer_value(json_object_get(f->body, "attempt"));
 	json_t *st = json_object_get(f->body, "status");
@@ -600,17 +547,17 @@ void pmix_on_fence_done(struct agent *a, struct proto_frame *f)
 /* --- setup ---------------------------------------------------------------- */
 
 /* Waits for a PMIx operation's callback (run on the progress thread),
- * at most PMIX_OP_WAIT_S: a wedged library (issue 16: a progress thread
+ * at most PSRV_OP_WAIT_S: a wedged library (issue 16: a progress thread
  * stuck in its message handler) must not make the agent unkillable.  The
  * waiter lives on the heap: one that timed out is left to the callback
  * that may still come (a few bytes, once), and the server is marked
  * wedged: no later wait, and no PMIx_server_finalize. */
-#define PMIX_OP_WAIT_S 30
+#define PSRV_OP_WAIT_S 30
 /* The teardown's bound before herd's HEARTBEAT told health.timeout
  * (its default), and the least one (a normal teardown takes about half a
  * second). */
-#define PMIX_FINI_WAIT_MS 3000
-#define PMIX_FINI_WAIT_MIN_MS 1000
+#define PSRV_FINI_WAIT_MS 3000
+#define PSRV_FINI_WAIT_MIN_MS 1000
 
 struct op_wait {
 	pthread_mutex_t m;
@@ -653,7 +600,7 @@ static void op_done(pmix_status_t status, void *cbdata)
 }
 
 /* rc: what the call returned.  Frees w, except after a timeout. */
-static pmix_status_t op_wait_for(struct pmix_state *p, struct op_wait *w,
+static pmix_status_t op_wait_for(struct psrv_state *p, struct op_wait *w,
 				 pmix_status_t rc)
 {
 	struct timespec until;
@@ -664,7 +611,7 @@ static pmix_status_t op_wait_for(struct pmix_state *p, struct op_wait *w,
 		return rc == PMIX_OPERATION_SUCCEEDED ? PMIX_SUCCESS : rc;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += PMIX_OP_WAIT_S;
+	until.tv_sec += PSRV_OP_WAIT_S;
 	pthread_mutex_lock(&w->m);
 	while (!w->done && e != ETIMEDOUT)
 		e = pthread_cond_timedwait(&w->cv, &w->m, &until);
@@ -675,7 +622,7 @@ static pmix_status_t op_wait_for(struct pmix_state *p, struct op_wait *w,
 		fprintf(stderr,
 			"herd-agent: the PMIx library did not answer in %d s; "
 			"its server is given up\n",
-			PMIX_OP_WAIT_S);
+			PSRV_OP_WAIT_S);
 		return rc;	/* w stays: the callback may still come */
 	}
 	op_wait_free(w);
@@ -684,13 +631,13 @@ static pmix_status_t op_wait_for(struct pmix_state *p, struct op_wait *w,
 
 static int server_up(struct agent *a, struct herd_err *err)
 {
-	struct pmix_state *p = a->pmix;
+	struct psrv_state *p = a->pmix;
 	pmix_info_t *info;
 	pmix_status_t rc;
 
 	if (p->server_up)
 		return 0;
-	if (pmix_lib_open(err) < 0)
+	if (psrv_lib_open(err) < 0)
 		return -1;
 	/* Its own directory for the rendezvous files (DESIGN.md), in the
 	 * agent's private run directory: never a shared path such as
@@ -722,17 +669,13 @@ static int server_up(struct agent *a, struct herd_err *err)
 
 static int state_new(struct agent *a, struct herd_err *err)
 {
-	struct pmix_state *p = calloc(1, sizeof(*p));
+	struct psrv_state *p = calloc(1, sizeof(*p));
 
 	if (!p)
 		return herd_errprintf(err, "out of memory");
 	p->a = a;
 	pthread_mutex_init(&p->lock, NULL);
-	if (pipe2(p->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
-		free(p);
-		return herd_errprintf(err, "pipe: %s", strerror(errno));
-	}
-	loop_fd_add(a->loop, p->wake[0], POLLIN, on_wake, p);
+	loop_on_wake(a->loop, on_wake, p);
 	a->pmix = p;
 	the_pmix = p;
 	return 0;
@@ -787,7 +730,7 @@ static size_t cpuset_info(pmix_info_t *pi, const char *cpus)
 	return n;
 }
 
-void pmix_job_map_free(struct job_map *m)
+void psrv_job_map_free(struct job_map *m)
 {
 	free(m->hosts_buf);
 	free(m->ppn_buf);
@@ -809,7 +752,7 @@ static size_t count_char(const char *s, char c)
 
 /* 0, or -1 with err: every rank 0..job_size-1 placed once, as many ppn
  * segments as nodes, at most 65535 ranks a node. */
-int pmix_job_map_parse(struct job_map *m, const char *nodes,
+int psrv_job_map_parse(struct job_map *m, const char *nodes,
 		       const char *ppn, uint32_t job_size,
 		       struct herd_err *err)
 {
@@ -911,7 +854,7 @@ static pmix_info_t *info_array(pmix_info_t *i, const char *key, size_t n,
 static int register_nspace(struct agent *a, json_t *launch, json_t *pj,
 			   json_t *ranks, struct herd_err *err)
 {
-	struct pmix_state *p = a->pmix;
+	struct psrv_state *p = a->pmix;
 	const char *nodes = json_string_value(json_object_get(pj, "nodes"));
 	const char *ppn = json_string_value(json_object_get(pj, "ppn"));
 	const char *host = json_string_value(json_object_get(pj, "hostname"));
@@ -931,9 +874,9 @@ static int register_nspace(struct agent *a, json_t *launch, json_t *pj,
 
 	memset(&m, 0, sizeof(m));
 	if (!nodes || !ppn || !host || !json_is_array(local) || !job_size ||
-	    job_size > PMIX_JOB_RANKS_MAX)
+	    job_size > PSRV_JOB_RANKS_MAX)
 		return herd_errprintf(err, "LAUNCH lacks the pmix job map");
-	if (pmix_job_map_parse(&m, nodes, ppn, job_size, err) < 0)
+	if (psrv_job_map_parse(&m, nodes, ppn, job_size, err) < 0)
 		goto out;
 	/* This node: the one holding its first rank (the map's order). */
 	if (nlocal) {
@@ -982,7 +925,7 @@ static int register_nspace(struct agent *a, json_t *launch, json_t *pj,
 	info_str(&info[k++], PMIX_TMPDIR, p->tmpdir);
 	info_str(&info[k++], PMIX_NSDIR, p->nsdir);
 	/* This node (the library's local view). */
-	if (nlocal && (topo = pmix_topo_xml(a)))
+	if (nlocal && (topo = psrv_topo_xml(a)))
 		info_str(&info[k++], PMIX_LOCAL_TOPO, topo);
 	if (nlocal) {
 		info_u32(&info[k++], PMIX_LOCAL_SIZE, (uint32_t)nlocal);
@@ -1054,7 +997,7 @@ static int register_nspace(struct agent *a, json_t *launch, json_t *pj,
 						json_array_get(ranks, lr),
 						"cpus")));
 	}
-	rc = pmix_register_nspace_wait(p, p->nspace, (int)nlocal, info, k);
+	rc = psrv_register_nspace_wait(p, p->nspace, (int)nlocal, info, k);
 	if (rc != PMIX_SUCCESS) {
 		herd_errprintf(err, "PMIx_server_register_nspace: %s",
 			       PMIx_Error_string(rc));
@@ -1071,7 +1014,7 @@ static int register_nspace(struct agent *a, json_t *launch, json_t *pj,
 			loc[r] = nlocal && m.node_of[r] == node_id;
 		}
 		if (rh && loc)
-			pmix_api_job_set(p->nspace, job_size, rh, loc,
+			psrv_api_job_set(p->nspace, job_size, rh, loc,
 					 json_string_value(json_object_get(
 						 launch, "command")));
 		free(rh);
@@ -1087,11 +1030,11 @@ out:
 		PMIX_INFO_FREE(info, ninfo);
 	free(node_regex);
 	free(proc_regex);
-	pmix_job_map_free(&m);
+	psrv_job_map_free(&m);
 	return ret;
 }
 
-pmix_status_t pmix_register_nspace_wait(struct pmix_state *p,
+pmix_status_t psrv_register_nspace_wait(struct psrv_state *p,
 					const char *nspace, int nlocal,
 					pmix_info_t *info, size_t ninfo)
 {
@@ -1108,16 +1051,16 @@ pmix_status_t pmix_register_nspace_wait(struct pmix_state *p,
 		    info[i].value.type == PMIX_STRING)
 			peers = info[i].value.data.string;
 	/* Known before the library can see a fence naming it. */
-	pmix_fence_hold_add(nspace, nlocal, peers);
+	psrv_fence_hold_add(nspace, nlocal, peers);
 	rc = op_wait_for(p, w,
 			 PMIx_server_register_nspace(nspace, nlocal, info,
 						     ninfo, op_done, w));
 	if (rc != PMIX_SUCCESS)
-		pmix_fence_hold_remove(nspace);
+		psrv_fence_hold_remove(nspace);
 	return rc;
 }
 
-void pmix_deregister_nspace_wait(struct pmix_state *p, const char *nspace)
+void psrv_deregister_nspace_wait(struct psrv_state *p, const char *nspace)
 {
 	struct op_wait *w;
 
@@ -1125,34 +1068,34 @@ void pmix_deregister_nspace_wait(struct pmix_state *p, const char *nspace)
 		PMIx_server_deregister_nspace(nspace, op_done, w);
 		op_wait_for(p, w, PMIX_SUCCESS);
 	}
-	pmix_fence_hold_remove(nspace);
+	psrv_fence_hold_remove(nspace);
 }
 
-size_t pmix_cpuset_info(pmix_info_t *pi, const char *cpus)
+size_t psrv_cpuset_info(pmix_info_t *pi, const char *cpus)
 {
 	return cpuset_info(pi, cpus);
 }
 
-static void deregister_nspace(struct pmix_state *p)
+static void deregister_nspace(struct psrv_state *p)
 {
 	struct op_wait *w;
 
 	if (!p->nspace_registered)
 		return;
 	p->nspace_registered = false;
-	pmix_api_job_set(NULL, 0, NULL, NULL, NULL);
+	psrv_api_job_set(NULL, 0, NULL, NULL, NULL);
 	if (p->wedged || !(w = op_wait_new())) {
-		pmix_fence_hold_remove(p->nspace);
+		psrv_fence_hold_remove(p->nspace);
 		return;
 	}
 	PMIx_server_deregister_nspace(p->nspace, op_done, w);
 	op_wait_for(p, w, PMIX_SUCCESS);
-	pmix_fence_hold_remove(p->nspace);
+	psrv_fence_hold_remove(p->nspace);
 	if (p->nsdir[0])
 		rmdir(p->nsdir);	/* a rank's files stay, with run_dir */
 }
 
-void pmix_warm(struct agent *a)
+void psrv_warm(struct agent *a)
 {
 	struct herd_err err;
 
@@ -1160,11 +1103,11 @@ void pmix_warm(struct agent *a)
 	/* A failure is said again, with its reason, by the LAUNCH. */
 	if (!a->pmix && state_new(a, &err) < 0)
 		return;
-	pmix_topo_start(a);
+	psrv_topo_start(a);
 	server_up(a, &err);
 }
 
-int pmix_prepare(struct agent *a, json_t *launch, struct herd_err *err)
+int psrv_prepare(struct agent *a, json_t *launch, struct herd_err *err)
 {
 	json_t *pj = json_object_get(launch, "pmix");
 	const char *job = json_string_value(json_object_get(pj, "job"));
@@ -1177,35 +1120,35 @@ int pmix_prepare(struct agent *a, json_t *launch, struct herd_err *err)
 		return -1;
 	/* Ranks of the last attempt are gone (rank_launch checked). */
 	/* Direct modex requests answered while libpmix still knows them. */
-	pmix_modex_clear(a->pmix);
-	pmix_spawn_reset(a->pmix);
+	psrv_modex_clear(a->pmix);
+	psrv_spawn_reset(a->pmix);
 	deregister_nspace(a->pmix);
 	fences_clear(a->pmix, true);
-	pmix_pubsub_clear(a->pmix, false);
-	snprintf(a->pmix->nspace, sizeof(a->pmix->nspace), PMIX_NSPACE_FMT,
+	psrv_pubsub_clear(a->pmix, false);
+	snprintf(a->pmix->nspace, sizeof(a->pmix->nspace), PSRV_NSPACE_FMT,
 		 PMIX_MAX_NSLEN - 16, job ? job : "job", a->attempt);
 	if (a->pmix->wedged)
 		return herd_errprintf(err, "the PMIx library stopped answering "
 					   "(an earlier call waited %d s)",
-				      PMIX_OP_WAIT_S);
+				      PSRV_OP_WAIT_S);
 	return register_nspace(a, launch, pj, json_object_get(launch, "ranks"),
 			       err);
 }
 
-int pmix_setup_rank(struct agent *a, struct rank *r, struct envv *env,
+int psrv_setup_rank(struct agent *a, struct rank *r, struct envv *env,
 		    struct herd_err *err)
 {
-	struct pmix_state *p = a->pmix;
+	struct psrv_state *p = a->pmix;
 
 	if (!p || !p->nspace_registered)
 		return 0;
-	return pmix_setup_proc(a, p->nspace, (uint32_t)r->rank, env, err);
+	return psrv_setup_proc(a, p->nspace, (uint32_t)r->rank, env, err);
 }
 
-int pmix_setup_proc(struct agent *a, const char *nspace, uint32_t rank,
+int psrv_setup_proc(struct agent *a, const char *nspace, uint32_t rank,
 		    struct envv *env, struct herd_err *err)
 {
-	struct pmix_state *p = a->pmix;
+	struct psrv_state *p = a->pmix;
 	struct op_wait *w;
 	char **penv = NULL;
 	pmix_proc_t proc;
@@ -1245,7 +1188,7 @@ int pmix_setup_proc(struct agent *a, const char *nspace, uint32_t rank,
 		ret = herd_errprintf(err, "out of memory");
 	/* No RDMA device: Open MPI would probe its fabric transports in
 	 * every rank and then take ob1 (pmix/topo.c). */
-	if (ret == 0 && !getenv("OMPI_MCA_pml") && !pmix_node_has_fabric() &&
+	if (ret == 0 && !getenv("OMPI_MCA_pml") && !psrv_node_has_fabric() &&
 	    envv_set(env, "OMPI_MCA_pml", "ob1") < 0)
 		ret = herd_errprintf(err, "out of memory");
 	for (char **e = penv; e && *e; e++)
@@ -1294,21 +1237,21 @@ static void *fini_watchdog(void *arg)
 	return NULL;
 }
 
-void pmix_fini(struct agent *a)
+void psrv_fini(struct agent *a)
 {
-	struct pmix_state *p = a->pmix;
+	struct psrv_state *p = a->pmix;
 	struct fini_watch w = {.ms = a->hb_timeout_ms > 0 ? a->hb_timeout_ms
-							  : PMIX_FINI_WAIT_MS};
+							  : PSRV_FINI_WAIT_MS};
 	pthread_condattr_t ca;
 	pthread_t watchdog;
 	bool watching = false;
 
 	if (!p)
 		return;
-	if (w.ms < PMIX_FINI_WAIT_MIN_MS)
-		w.ms = PMIX_FINI_WAIT_MIN_MS;
+	if (w.ms < PSRV_FINI_WAIT_MIN_MS)
+		w.ms = PSRV_FINI_WAIT_MIN_MS;
 	fences_clear(p, false);
-	pmix_pubsub_clear(p, true);
+	psrv_pubsub_clear(p, true);
 	if (p->server_up) {
 		pthread_mutex_init(&w.m, NULL);
 		pthread_condattr_init(&ca);
@@ -1317,7 +1260,7 @@ void pmix_fini(struct agent *a)
 		pthread_condattr_destroy(&ca);
 		watching =
 		    pthread_create(&watchdog, NULL, fini_watchdog, &w) == 0;
-		pmix_spawn_reset(p);
+		psrv_spawn_reset(p);
 		deregister_nspace(p);
 		/* A wedged library would hang here too. */
 		if (!p->wedged)
@@ -1333,15 +1276,13 @@ void pmix_fini(struct agent *a)
 		pthread_cond_destroy(&w.cv);
 	}
 	/* After the progress thread is gone: nothing calls back any more. */
-	pmix_modex_fini(p);
+	psrv_modex_fini(p);
 	/* Requests the progress thread queued after the last wake-up. */
 	for (struct req *r = p->queue, *next; r; r = next) {
 		next = r->next;
 		req_free(r);
 	}
-	loop_fd_del(a->loop, p->wake[0]);
-	close(p->wake[0]);
-	close(p->wake[1]);
+	loop_on_wake(a->loop, NULL, NULL);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 	a->pmix = NULL;

@@ -51,7 +51,7 @@ struct spawn_ns {
 	char name[PMIX_MAX_NSLEN + 1];
 };
 
-struct pmix_spawn_state {
+struct psrv_spawn_state {
 	struct spawn_ns *ns;
 	int n_ns;
 	struct pending *pending;
@@ -62,14 +62,14 @@ struct pmix_spawn_state {
  * header, PROTO_JSON_MAX). */
 #define SPAWN_APPS_BYTES_MAX (512u * 1024)
 
-static struct pmix_spawn_state *state_of(struct pmix_state *p)
+static struct psrv_spawn_state *state_of(struct psrv_state *p)
 {
 	if (!p->spawn)
 		p->spawn = calloc(1, sizeof(*p->spawn));
 	return p->spawn;
 }
 
-void pmix_ns_name(struct pmix_state *p, int id, char *buf, size_t size)
+void psrv_ns_name(struct psrv_state *p, int id, char *buf, size_t size)
 {
 	if (id == 0)
 		snprintf(buf, size, "%s", p->nspace);
@@ -78,9 +78,9 @@ void pmix_ns_name(struct pmix_state *p, int id, char *buf, size_t size)
 			 id);
 }
 
-int pmix_ns_index(struct pmix_state *p, const char *nspace)
+int psrv_ns_index(struct psrv_state *p, const char *nspace)
 {
-	struct pmix_spawn_state *s = p->spawn;
+	struct psrv_spawn_state *s = p->spawn;
 
 	if (!strncmp(nspace, p->nspace, PMIX_MAX_NSLEN))
 		return 0;
@@ -90,9 +90,9 @@ int pmix_ns_index(struct pmix_state *p, const char *nspace)
 	return -1;
 }
 
-static bool ns_known(struct pmix_state *p, int id)
+static bool ns_known(struct psrv_state *p, int id)
 {
-	struct pmix_spawn_state *s = p->spawn;
+	struct psrv_spawn_state *s = p->spawn;
 
 	for (int i = 0; s && i < s->n_ns; i++)
 		if (s->ns[i].id == id)
@@ -100,10 +100,10 @@ static bool ns_known(struct pmix_state *p, int id)
 	return id == 0;
 }
 
-struct rank *pmix_rank_of(struct pmix_state *p, const pmix_proc_t *proc)
+struct rank *psrv_rank_of(struct psrv_state *p, const pmix_proc_t *proc)
 {
 	struct agent *a = p->a;
-	int ns = pmix_ns_index(p, proc->nspace);
+	int ns = psrv_ns_index(p, proc->nspace);
 
 	if (ns < 0)
 		return NULL;
@@ -117,9 +117,9 @@ struct rank *pmix_rank_of(struct pmix_state *p, const pmix_proc_t *proc)
 	return NULL;
 }
 
-static struct pending *pending_add(struct pmix_state *p, bool spawn)
+static struct pending *pending_add(struct psrv_state *p, bool spawn)
 {
-	struct pmix_spawn_state *s = state_of(p);
+	struct psrv_spawn_state *s = state_of(p);
 	struct pending *pd = s ? calloc(1, sizeof(*pd)) : NULL;
 
 	if (!pd)
@@ -131,9 +131,9 @@ static struct pending *pending_add(struct pmix_state *p, bool spawn)
 	return pd;
 }
 
-static struct pending *pending_take(struct pmix_state *p, int seq, bool spawn)
+static struct pending *pending_take(struct psrv_state *p, int seq, bool spawn)
 {
-	struct pmix_spawn_state *s = p->spawn;
+	struct psrv_spawn_state *s = p->spawn;
 
 	for (struct pending **pp = s ? &s->pending : NULL; pp && *pp;
 	     pp = &(*pp)->next) {
@@ -147,9 +147,9 @@ static struct pending *pending_take(struct pmix_state *p, int seq, bool spawn)
 	return NULL;
 }
 
-void pmix_spawn_reset(struct pmix_state *p)
+void psrv_spawn_reset(struct psrv_state *p)
 {
-	struct pmix_spawn_state *s = p->spawn;
+	struct psrv_spawn_state *s = p->spawn;
 
 	if (!s)
 		return;
@@ -165,7 +165,7 @@ void pmix_spawn_reset(struct pmix_state *p)
 		free(pd);
 	}
 	for (int i = 0; i < s->n_ns; i++)
-		pmix_deregister_nspace_wait(p, s->ns[i].name);
+		psrv_deregister_nspace_wait(p, s->ns[i].name);
 	free(s->ns);
 	free(s);
 	p->spawn = NULL;
@@ -297,7 +297,7 @@ out:
 	json_decref(job_hosts);
 }
 
-static void run_spawn(struct pmix_state *p, struct req *r)
+static void run_spawn(struct psrv_state *p, struct req *r)
 {
 	struct agent *a = p->a;
 	struct pending *pd;
@@ -310,7 +310,7 @@ static void run_spawn(struct pmix_state *p, struct req *r)
 		r->spawn_cb(r->status, NULL, r->cbdata);
 		return;
 	}
-	ns = pmix_ns_index(p, r->proc.nspace);
+	ns = psrv_ns_index(p, r->proc.nspace);
 	if (ns < 0 || !(pd = pending_add(p, true))) {
 		r->spawn_cb(ns < 0 ? PMIX_ERR_NOT_FOUND : PMIX_ERR_NOMEM, NULL,
 			    r->cbdata);
@@ -325,33 +325,33 @@ static void run_spawn(struct pmix_state *p, struct req *r)
 		   NULL, 0);
 }
 
-pmix_status_t pmix_up_spawn(const pmix_proc_t *proc,
+pmix_status_t psrv_up_spawn(const pmix_proc_t *proc,
 			    const pmix_info_t job_info[], size_t ninfo,
 			    const pmix_app_t apps[], size_t napps,
 			    pmix_spawn_cbfunc_t cbfunc, void *cbdata)
 {
 	struct req *r;
-	long stranger = pmix_guard_stranger();
+	long stranger = psrv_guard_stranger();
 
 	/* A tool of another user (the library takes tools without asking
 	 * us) must not start processes as the job's user. */
 	if (stranger >= 0) {
-		pmix_guard_say(stranger, "a PMIx spawn");
-		return pmix_refuse_spawn(cbfunc, cbdata);
+		psrv_guard_say(stranger, "a PMIx spawn");
+		return psrv_refuse_spawn(cbfunc, cbdata);
 	}
-	r = pmix_req_new(run_spawn, proc);
+	r = psrv_req_new(run_spawn, proc);
 	if (!r)
 		return PMIX_ERR_NOMEM;
 	r->spawn_cb = cbfunc;
 	r->cbdata = cbdata;
 	spawn_copy(r, job_info, ninfo, apps, napps);
-	pmix_enqueue(r);
+	psrv_enqueue(r);
 	return PMIX_SUCCESS;
 }
 
-void pmix_on_spawn_done(struct agent *a, struct proto_frame *f)
+void psrv_on_spawn_done(struct agent *a, struct proto_frame *f)
 {
-	struct pmix_state *p = a->pmix;
+	struct psrv_state *p = a->pmix;
 	int att = (int)json_integer_value(json_object_get(f->body, "attempt"));
 	int seq = (int)json_integer_value(json_object_get(f->body, "seq"));
 	int st = (int)json_integer_value(json_object_get(f->body, "status"));
@@ -367,7 +367,7 @@ void pmix_on_spawn_done(struct agent *a, struct proto_frame *f)
 	if (st == 0 && !ns_known(p, id))
 		st = PMIX_ERR_NOT_FOUND;
 	if (st == 0) {
-		pmix_ns_name(p, id, name, sizeof(name));
+		psrv_ns_name(p, id, name, sizeof(name));
 		pd->spawn_cb(PMIX_SUCCESS, name, pd->cbdata);
 	} else {
 		pd->spawn_cb(st > 0 ? PMIX_ERROR : st, NULL, pd->cbdata);
@@ -401,7 +401,7 @@ static pmix_info_t *info_array(pmix_info_t *i, const char *key, size_t n)
  * EVERY process of the spawn (not only this node's: the parent asks for
  * a child's local rank, node... wherever the child runs), with
  * this node's processes' bindings. */
-static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
+static int register_spawn(struct psrv_state *p, json_t *b, const char *name,
 			  json_t *local, struct herd_err *err)
 {
 	const char *nodes = json_string_value(json_object_get(b, "nodes"));
@@ -431,7 +431,7 @@ static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 		herd_errprintf(err, "SPAWN_LAUNCH lacks the spawn's map");
 		goto out;
 	}
-	if (pmix_job_map_parse(&m, nodes, ppn, size, err) < 0)
+	if (psrv_job_map_parse(&m, nodes, ppn, size, err) < 0)
 		goto out;
 	for (size_t i = 0; i < m.nnodes; i++)
 		if (!strcmp(m.host[i], host))
@@ -469,7 +469,7 @@ static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 	}
 	if (here != UINT32_MAX)
 		node_id = here;
-	pmix_ns_name(p,
+	psrv_ns_name(p,
 		     (int)json_integer_value(json_object_get(b, "parent_ns")),
 		     parent_ns, sizeof(parent_ns));
 	PMIX_PROC_LOAD(
@@ -511,7 +511,7 @@ static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 				   m.peers[here], NULL, 10)},
 			       PMIX_PROC_RANK);
 		/* The node's topology, as for the job's ranks. */
-		if ((topo = pmix_topo_xml(p->a)))
+		if ((topo = psrv_topo_xml(p->a)))
 			PMIX_INFO_LOAD(&info[k++], PMIX_LOCAL_TOPO, topo,
 				       PMIX_STRING);
 	}
@@ -569,9 +569,9 @@ static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 		PMIX_INFO_LOAD(&pi[5], PMIX_GLOBAL_RANK, &r, PMIX_PROC_RANK);
 		PMIX_INFO_LOAD(&pi[6], PMIX_NODEID, &nid, PMIX_UINT32);
 		PMIX_INFO_LOAD(&pi[7], PMIX_HOSTNAME, m.host[nid], PMIX_STRING);
-		d->size = 8 + pmix_cpuset_info(&pi[8], cpus_of[r]);
+		d->size = 8 + psrv_cpuset_info(&pi[8], cpus_of[r]);
 	}
-	rc = pmix_register_nspace_wait(p, name, (int)nlocal, info, k);
+	rc = psrv_register_nspace_wait(p, name, (int)nlocal, info, k);
 	if (rc != PMIX_SUCCESS) {
 		herd_errprintf(err, "PMIx_server_register_nspace %s: %s", name,
 			       PMIx_Error_string(rc));
@@ -586,11 +586,11 @@ out:
 	free(cpus_of);
 	free(app_of);
 	free(app_first);
-	pmix_job_map_free(&m);
+	psrv_job_map_free(&m);
 	return ret;
 }
 
-void pmix_on_spawn_launch(struct agent *a, struct proto_frame *f)
+void psrv_on_spawn_launch(struct agent *a, struct proto_frame *f)
 {
 	/* Processes here are the lifecycle's (the agent runs again when
 	 * the node's own ranks are over while the attempt goes on
@@ -603,12 +603,12 @@ void pmix_on_spawn_launch(struct agent *a, struct proto_frame *f)
 
 void psrv_spawn_launch(struct agent *a, json_t *b, bool may_run)
 {
-	struct pmix_state *p = a->pmix;
+	struct psrv_state *p = a->pmix;
 	int att = (int)json_integer_value(json_object_get(b, "attempt"));
 	int id = (int)json_integer_value(json_object_get(b, "spawn"));
 	json_t *apps = json_object_get(b, "apps");
 	json_t *local = json_object_get(b, "local");
-	struct pmix_spawn_state *s;
+	struct psrv_spawn_state *s;
 	struct spawn_ns *ns;
 	struct herd_err err;
 	json_t *jl;
@@ -638,7 +638,7 @@ void psrv_spawn_launch(struct agent *a, json_t *b, bool may_run)
 	s->ns = ns;
 	ns = &s->ns[s->n_ns];
 	ns->id = id;
-	pmix_ns_name(p, id, ns->name, sizeof(ns->name));
+	psrv_ns_name(p, id, ns->name, sizeof(ns->name));
 	if (register_spawn(p, b, ns->name, local, &err) < 0)
 		goto answer;
 	s->n_ns++;
@@ -686,14 +686,14 @@ answer:
 
 /* procs as CONNECT names them ({ns, rank}; -1: every rank), or NULL
  * with *st the status why not. */
-static json_t *procs_json(struct pmix_state *p, const pmix_proc_t *procs,
+static json_t *procs_json(struct psrv_state *p, const pmix_proc_t *procs,
 			  size_t n, pmix_status_t *st)
 {
 	json_t *arr = json_array();
 
 	*st = PMIX_ERR_NOMEM;
 	for (size_t i = 0; arr && i < n; i++) {
-		int ns = pmix_ns_index(p, procs[i].nspace);
+		int ns = psrv_ns_index(p, procs[i].nspace);
 		json_int_t rank = procs[i].rank == PMIX_RANK_WILDCARD
 				      ? -1
 				      : (json_int_t)procs[i].rank;
@@ -709,7 +709,7 @@ static json_t *procs_json(struct pmix_state *p, const pmix_proc_t *procs,
 	return arr;
 }
 
-static void run_connect(struct pmix_state *p, struct req *r)
+static void run_connect(struct psrv_state *p, struct req *r)
 {
 	const pmix_proc_t *procs = (const pmix_proc_t *)(void *)r->data;
 	size_t n = r->ndata / sizeof(*procs);
@@ -733,7 +733,7 @@ static void run_connect(struct pmix_state *p, struct req *r)
 		   NULL, 0);
 }
 
-bool pmix_spawn_fence(struct pmix_state *p, struct req *r)
+bool psrv_spawn_fence(struct psrv_state *p, struct req *r)
 {
 	const pmix_proc_t *procs = r->arg;
 	size_t n = r->arg ? (size_t)r->status : 0;
@@ -764,7 +764,7 @@ bool pmix_spawn_fence(struct pmix_state *p, struct req *r)
 	return true;
 }
 
-static void run_refuse_op(struct pmix_state *p, struct req *r)
+static void run_refuse_op(struct psrv_state *p, struct req *r)
 {
 	(void)p;
 	r->op_cb(PMIX_ERR_BAD_PARAM, r->cbdata);
@@ -775,7 +775,7 @@ static pmix_status_t connect_queue(const pmix_proc_t procs[], size_t nprocs,
 				   void *cbdata)
 {
 	bool bad = !procs || nprocs == 0 || nprocs > PROTO_CONNECT_PROCS_MAX;
-	struct req *r = pmix_req_new(bad ? run_refuse_op : run_connect, NULL);
+	struct req *r = psrv_req_new(bad ? run_refuse_op : run_connect, NULL);
 
 	if (!r)
 		return PMIX_ERR_NOMEM;
@@ -791,11 +791,11 @@ static pmix_status_t connect_queue(const pmix_proc_t procs[], size_t nprocs,
 		}
 		memcpy(r->data, procs, r->ndata);
 	}
-	pmix_enqueue(r);
+	psrv_enqueue(r);
 	return PMIX_SUCCESS;
 }
 
-pmix_status_t pmix_up_connect(const pmix_proc_t procs[], size_t nprocs,
+pmix_status_t psrv_up_connect(const pmix_proc_t procs[], size_t nprocs,
 			      const pmix_info_t info[], size_t ninfo,
 			      pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
@@ -804,7 +804,7 @@ pmix_status_t pmix_up_connect(const pmix_proc_t procs[], size_t nprocs,
 	return connect_queue(procs, nprocs, 0, cbfunc, cbdata);
 }
 
-pmix_status_t pmix_up_disconnect(const pmix_proc_t procs[], size_t nprocs,
+pmix_status_t psrv_up_disconnect(const pmix_proc_t procs[], size_t nprocs,
 				 const pmix_info_t info[], size_t ninfo,
 				 pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
@@ -818,9 +818,9 @@ static void free_data(void *cbdata)
 	free(cbdata);
 }
 
-void pmix_on_connect_done(struct agent *a, struct proto_frame *f)
+void psrv_on_connect_done(struct agent *a, struct proto_frame *f)
 {
-	struct pmix_state *p = a->pmix;
+	struct psrv_state *p = a->pmix;
 	int att = (int)json_integer_value(json_object_get(f->body, "attempt"));
 	int seq = (int)json_integer_value(json_object_get(f->body, "seq"));
 	int st = (int)json_integer_value(json_object_get(f->body, "status"));
@@ -849,10 +849,10 @@ void pmix_on_connect_done(struct agent *a, struct proto_frame *f)
 
 /* --- direct modex of spawned processes ------------------------------------ */
 
-void pmix_spawn_dmodex(struct pmix_state *p, struct req *r)
+void psrv_spawn_dmodex(struct psrv_state *p, struct req *r)
 {
 	struct agent *a = p->a;
-	int ns = pmix_ns_index(p, r->proc.nspace);
+	int ns = psrv_ns_index(p, r->proc.nspace);
 	struct pending *pd;
 
 	if (ns <= 0 || r->proc.rank > INT32_MAX) {
@@ -872,9 +872,9 @@ void pmix_spawn_dmodex(struct pmix_state *p, struct req *r)
 		   NULL, 0);
 }
 
-void pmix_spawn_on_dmodex_data(struct agent *a, struct proto_frame *f)
+void psrv_spawn_on_dmodex_data(struct agent *a, struct proto_frame *f)
 {
-	struct pmix_state *p = a->pmix;
+	struct psrv_state *p = a->pmix;
 	int att = (int)json_integer_value(json_object_get(f->body, "attempt"));
 	int seq = (int)json_integer_value(json_object_get(f->body, "seq"));
 	int st = (int)json_integer_value(json_object_get(f->body, "status"));
