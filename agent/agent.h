@@ -11,6 +11,7 @@
 #include "herd/conn.h"
 #include "herd/loop.h"
 #include "herd/proc.h"
+#include "keeper/keeper.h"
 
 /* Partial output is buffered up to this per stream, then sent as it is:
  * a program printing a 10 MB line must not grow the agent without bound. */
@@ -181,11 +182,8 @@ struct agent {
 	struct ckpt_mem *ckpt;	/* ckpt/mem.c: the memory tier, or NULL */
 };
 
-/* keeper.c: the rank keeper, its own program (keeper/run.c; embedded,
- * or herd-agent --keeper). */
-#define KEEPER_ARG "--keeper"
-/* NUMA nodes a rank may be told to prefer: below this only. */
-#define KEEPER_MEM_NODES 1024
+/* keeper.c: the rank keeper, its own program (keeper/keeper.h, the
+ * contract: KEEPER_ARG, keeper_main; embedded, or herd-agent --keeper). */
 
 /* What a keeper starts: one rank. */
 struct keeper_rank {
@@ -214,11 +212,6 @@ int keeper_image_open(void);
 pid_t keeper_spawn(struct loop *loop, const struct keeper_rank *k,
 		   proc_exit_fn on_exit, void *arg, int out[2],
 		   struct herd_err *err);
-/* main() of `herd-agent --keeper --rank R` (keeper.c says what it is
- * given); a program that links the agent's objects hands argv over when
- * argv[1] is KEEPER_ARG.  Never returns when started by an agent; 2 when
- * run by hand. */
-int keeper_main(int argc, char **argv);
 
 /* rank.c */
 /* Processes PMIx_Spawn may run on one node at once (the room kept in
