@@ -1,6 +1,6 @@
 /* test_agent.c — the agent's lifecycle table (agent/lifecycle.c), linked
- * with the agent's own objects (all but main.o, whose agent_send this
- * file replaces with a recorder): every (state, event) row, and real
+ * with the agent's own objects (all but main.o; agent_send is
+ * tests/unit/agent_stub.c's recorder): every (state, event) row, and real
  * ranks through LAUNCH, STOP and their exits. */
 #include <fcntl.h>
 #include <poll.h>
@@ -19,40 +19,12 @@
 
 #include "agent/agent.h"
 #include "herd/spec.h"
+#include "tests/unit/agent_stub.h"
 
-/* ---- agent_send, recorded ------------------------------------------------- */
-
-#define SENT_MAX 256
-static int sent[SENT_MAX];
-static int64_t sent_ms[SENT_MAX];
-static int n_sent;
-static json_t *last_stacks;	/* the last STACKS body sent */
-
-void agent_send(struct agent *a, enum proto_type type, json_t *body,
-		const void *data, size_t len)
+/* The last STACKS body sent (borrowed), or NULL. */
+static json_t *stacks_sent(void)
 {
-	(void)a;
-	(void)data;
-	(void)len;
-	if (n_sent < SENT_MAX) {
-		sent_ms[n_sent] = loop_now_ms();
-		sent[n_sent++] = (int)type;
-	}
-	if (type == PROTO_STACKS) {
-		json_decref(last_stacks);
-		last_stacks = json_incref(body);
-	}
-	json_decref(body);
-}
-
-static int sent_count(int type)
-{
-	int n = 0;
-
-	for (int i = 0; i < n_sent; i++)
-		if (sent[i] == type)
-			n++;
-	return n;
+	return agent_stub_last(PROTO_STACKS);
 }
 
 /* Posts ev and handles the queue at once, as the loop's next turn
@@ -72,9 +44,7 @@ static int setup(void **state)
 	assert_non_null(a->loop);
 	assert_int_equal(proc_watch(a->loop), 0);
 	a->grace_ms = 10000;
-	n_sent = 0;
-	json_decref(last_stacks);
-	last_stacks = NULL;
+	agent_stub_reset();
 	*state = a;
 	return 0;
 }
@@ -148,12 +118,12 @@ static void test_rows(void **state)
 		agent_post(a, rows[i].ev, NULL);
 		got = agent_drain(a) == 0;
 		if (got != rows[i].accepted || a->state != rows[i].to ||
-		    sent_count(PROTO_STOPPED) != rows[i].stopped)
+		    agent_stub_count(PROTO_STOPPED) != rows[i].stopped)
 			fail_msg("row %zu: %s + event %d: accepted %d, now %s, "
 				 "%d STOPPED",
 				 i, agent_state_name(rows[i].from), rows[i].ev,
 				 got, agent_state_name(a->state),
-				 sent_count(PROTO_STOPPED));
+				 agent_stub_count(PROTO_STOPPED));
 		teardown((void **)&a);
 	}
 }
@@ -181,12 +151,12 @@ static void test_post_in_action_runs_after(void **state)
 	json_decref(body);
 	/* Queued, not handled: nothing sent, the state as it was. */
 	assert_int_equal(a->state, AGENT_IDLE);
-	assert_int_equal(n_sent, 0);
+	assert_int_equal(agent_stub.n, 0);
 	assert_int_equal(agent_drain(a), 0);
 	assert_int_equal(a->state, AGENT_IDLE);
-	assert_int_equal(n_sent, 2);
-	assert_int_equal(sent[0], PROTO_ERROR);
-	assert_int_equal(sent[1], PROTO_STOPPED);
+	assert_int_equal(agent_stub.n, 2);
+	assert_int_equal(agent_stub.type[0], PROTO_ERROR);
+	assert_int_equal(agent_stub.type[1], PROTO_STOPPED);
 }
 
 /* A posted event is handled from the loop by itself. */
@@ -225,7 +195,7 @@ static void test_close_in_frame_deferred(void **state)
 	f->type = PROTO_HELLO;	/* agent -> herd only */
 	f->body = json_object();
 	agent_on_frame(a->conn, f, a);
-	assert_int_equal(sent_count(PROTO_ERROR), 1);
+	assert_int_equal(agent_stub_count(PROTO_ERROR), 1);
 	assert_int_equal(a->state, AGENT_IDLE);
 	assert_int_equal(agent_drain(a), 0);
 	assert_int_equal(a->state, AGENT_EXITING);
@@ -242,7 +212,7 @@ static void on_poll(struct loop *loop, void *arg)
 {
 	struct wait_for *w = arg;
 
-	if (w->a->state == w->want && sent_count(PROTO_EXIT) >= w->need_exits)
+	if (w->a->state == w->want && agent_stub_count(PROTO_EXIT) >= w->need_exits)
 		loop_stop(loop);
 	else
 		loop_timer_add(loop, 10, on_poll, w);
@@ -283,15 +253,15 @@ static void test_launch_stop_relaunch(void **state)
 	/* A second LAUNCH while ranks run: refused with an ERROR. */
 	assert_true(post_now(a, AGENT_EV_LAUNCH, body));
 	assert_int_equal(a->state, AGENT_RUNNING);
-	assert_int_equal(sent_count(PROTO_ERROR), 1);
+	assert_int_equal(agent_stub_count(PROTO_ERROR), 1);
 
 	a->stop_signal = SIGTERM;
 	assert_true(post_now(a, AGENT_EV_STOP, NULL));
 	assert_int_equal(a->state, AGENT_STOPPING);
 	assert_false(post_now(a, AGENT_EV_LAUNCH, body));
 	run_until(a, AGENT_IDLE, 2);
-	assert_int_equal(sent_count(PROTO_EXIT), 2);
-	assert_int_equal(sent_count(PROTO_STOPPED), 1);
+	assert_int_equal(agent_stub_count(PROTO_EXIT), 2);
+	assert_int_equal(agent_stub_count(PROTO_STOPPED), 1);
 	assert_int_equal(a->kill_timer, 0);
 
 	/* Welcome again after STOPPED. */
@@ -308,7 +278,7 @@ static void test_ranks_end_by_themselves(void **state)
 	assert_true(post_now(a, AGENT_EV_LAUNCH, body));
 	run_until(a, AGENT_IDLE, 3);
 	/* No STOP was asked: no STOPPED. */
-	assert_int_equal(sent_count(PROTO_STOPPED), 0);
+	assert_int_equal(agent_stub_count(PROTO_STOPPED), 0);
 	json_decref(body);
 }
 
@@ -320,7 +290,7 @@ static void test_launch_nothing_started(void **state)
 	/* No command: an ERROR, and the agent stays IDLE. */
 	assert_true(post_now(a, AGENT_EV_LAUNCH, body));
 	assert_int_equal(a->state, AGENT_IDLE);
-	assert_int_equal(sent_count(PROTO_ERROR), 1);
+	assert_int_equal(agent_stub_count(PROTO_ERROR), 1);
 	json_decref(body);
 }
 
@@ -409,10 +379,10 @@ static void test_dispatch_default_is_error(void **state)
 	struct proto_frame f = {.type = PROTO_HELLO, .body = json_object()};
 
 	agent_dispatch(a, &f);
-	assert_int_equal(sent_count(PROTO_ERROR), 1);
+	assert_int_equal(agent_stub_count(PROTO_ERROR), 1);
 	f.type = (enum proto_type)200;
 	agent_dispatch(a, &f);
-	assert_int_equal(sent_count(PROTO_ERROR), 2);
+	assert_int_equal(agent_stub_count(PROTO_ERROR), 2);
 	json_decref(f.body);
 }
 
@@ -435,12 +405,12 @@ static int heartbeats(int64_t *max_gap)
 	int n = 0;
 
 	*max_gap = 0;
-	for (int i = 0; i < n_sent; i++) {
-		if (sent[i] != PROTO_HEARTBEAT)
+	for (int i = 0; i < agent_stub.n; i++) {
+		if (agent_stub.type[i] != PROTO_HEARTBEAT)
 			continue;
-		if (last >= 0 && sent_ms[i] - last > *max_gap)
-			*max_gap = sent_ms[i] - last;
-		last = sent_ms[i];
+		if (last >= 0 && agent_stub.ms[i] - last > *max_gap)
+			*max_gap = agent_stub.ms[i] - last;
+		last = agent_stub.ms[i];
 		n++;
 	}
 	return n;
@@ -688,10 +658,10 @@ static void test_stacks_rows(void **state)
 		a->state = states[i];
 		assert_true(post_now(a, AGENT_EV_STACKS, body));
 		assert_int_equal(a->state, states[i]);
-		assert_int_equal(sent_count(PROTO_STACKS), 1);
-		assert_non_null(last_stacks);
+		assert_int_equal(agent_stub_count(PROTO_STACKS), 1);
+		assert_non_null(stacks_sent());
 		assert_int_equal(
-			json_array_size(json_object_get(last_stacks, "ranks")),
+			json_array_size(json_object_get(stacks_sent(), "ranks")),
 			0);
 		teardown((void **)&a);
 	}
@@ -702,7 +672,7 @@ static void on_sent_poll(struct loop *loop, void *arg)
 {
 	int *want = arg;
 
-	if (sent_count(want[0]) >= want[1])
+	if (agent_stub_count(want[0]) >= want[1])
 		loop_stop(loop);
 	else
 		loop_timer_add(loop, 10, on_sent_poll, want);
@@ -725,13 +695,13 @@ static json_t *stacks_of_rank0(void)
 {
 	json_t *r;
 
-	assert_non_null(last_stacks);
-	assert_int_equal(json_integer_value(json_object_get(last_stacks,
+	assert_non_null(stacks_sent());
+	assert_int_equal(json_integer_value(json_object_get(stacks_sent(),
 							    "attempt")),
 			 1);
 	assert_int_equal(
-		json_array_size(json_object_get(last_stacks, "ranks")), 1);
-	r = json_array_get(json_object_get(last_stacks, "ranks"), 0);
+		json_array_size(json_object_get(stacks_sent(), "ranks")), 1);
+	r = json_array_get(json_object_get(stacks_sent(), "ranks"), 0);
 	assert_int_equal(json_integer_value(json_object_get(r, "rank")), 0);
 	return r;
 }
@@ -828,13 +798,13 @@ static void test_stacks_gdb(void **state)
 
 	assert_true(post_now(a, AGENT_EV_LAUNCH, body));
 	sleeping_rank(a->ranks[0].pid, stat, sizeof(stat));
-	outputs = sent_count(PROTO_OUTPUT);
+	outputs = agent_stub_count(PROTO_OUTPUT);
 	ask_stacks(a);
 	r = stacks_of_rank0();
 	assert_string_equal(json_string_value(json_object_get(r, "method")),
 			    "gdb");
 	assert_non_null(json_string_value(json_object_get(r, "frame")));
-	assert_true(sent_count(PROTO_OUTPUT) > outputs + 1);
+	assert_true(agent_stub_count(PROTO_OUTPUT) > outputs + 1);
 	json_decref(body);
 }
 
