@@ -173,7 +173,7 @@ struct agent {
 	struct psrv_state *pmix;	/* pmix.c; NULL until a pmix launch */
 	int touch_fd;	/* touch.c: the inotify fd (touch_on: open) */
 	bool touch_on;
-	struct metrics_state *metrics;	/* metrics.c; NULL: no sampling */
+	struct metrics_state *metrics;	/* measure.c; NULL: no sampling */
 	bool pmix_mode;		/* the current attempt runs under PMIx */
 	struct stacks_state *stacks;	/* stacks.c: herd asked, answer due */
 	struct check_state *check;	/* check.c: the health gate */
@@ -391,7 +391,7 @@ void psrv_on_proc_failed(struct agent *a, struct proto_frame *f);
 /* At exit: fails pending fences, finalizes the server. */
 void psrv_fini(struct agent *a);
 
-/* metrics.c: METRICS every metrics_interval_ms once a LAUNCH came. */
+/* measure.c: METRICS every metrics_interval_ms once a LAUNCH came. */
 /* At start: loads NVML (dlopen) for the life of the agent. */
 void metrics_init(struct agent *a);
 /* After LAUNCH started the ranks: the attempt's interval, patterns
@@ -428,7 +428,8 @@ void stacks_rank_closed(struct agent *a, struct rank *r);
 /* Drops a look in progress (gdb killed by pid), no answer. */
 void stacks_fini(struct agent *a);
 
-/* The parsers, exposed for the unit tests. */
+/* stack_parse.c: the parsers (stacks.c feeds them; the unit tests
+ * too). */
 enum stack_method {
 	STACK_PYTHON = 1,	/* faulthandler's traceback */
 	STACK_GDB,		/* gdb's `thread apply all bt` */
@@ -458,9 +459,14 @@ void stack_parse_init(struct stack_parse *p, enum stack_method method);
 void stack_parse_line(struct stack_parse *p, const char *line);
 /* The output is over: the answer is what was found. */
 void stack_parse_end(struct stack_parse *p);
-/* The table of collectives (stacks.c): is a frame with this function
- * (and file, may be NULL) communication waiting for the other ranks? */
+/* The table of collectives (stack_parse.c): is a frame with this
+ * function (and file, may be NULL) communication waiting for the other
+ * ranks? */
 bool stacks_in_collective(const char *func, const char *file);
+/* len bytes of src into dst (size > 0), cut to fit, NUL-terminated. */
+void stack_copy_cut(char *dst, size_t size, const char *src, size_t len);
+/* What follows path's last '/' (path itself without one). */
+const char *stack_base_name(const char *path);
 
 /* ckpt/mem.c: the node's memory tier (checkpoints in memory, peer
  * copies, persisting to checkpoint.dir). */

@@ -508,7 +508,7 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 				snprintf(r->progress_file,
 					 sizeof(r->progress_file), "%s", user);
 		}
-		/* HERD_METRICS: the same, for training values (metrics.c
+		/* HERD_METRICS: the same, for training values (measure.c
 		 * tails it); a file of an earlier attempt is removed, so
 		 * its lines are not read again. */
 		r->metrics_file[0] = '\0';

@@ -4,7 +4,7 @@
  * HERD_PROGRESS_FILE (the file may not exist before the rank's first
  * touch, and a rename onto it is a touch too), and each event naming a
  * rank's file counts (touch_event).  The counts go in METRICS' ranks
- * entries (metrics.c).  Mtimes sampled now and then would see one touch
+ * entries (measure.c).  Mtimes sampled now and then would see one touch
  * where there were many; this sees them all, with two limits of the
  * kernel's: identical events not read yet are merged (two utimes of the
  * file within one turn of the agent's loop count once; touch(1) and

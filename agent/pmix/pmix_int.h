@@ -195,7 +195,50 @@ PSRV_UPCALL(pmix_server_stdin_fn_t, psrv_up_push_stdin);
 PSRV_UPCALL(pmix_server_grp_fn_t, psrv_up_group);
 PSRV_UPCALL(pmix_server_fabric_fn_t, psrv_up_fabric);
 
-/* pmix.c, loop side: register (deregister) a namespace and wait for the
+/* A request sent to herd, waiting for SPAWN_DONE or CONNECT_DONE. */
+struct pending {
+	int seq;
+	bool spawn; /* else connect, disconnect or fence */
+	pmix_spawn_cbfunc_t spawn_cb;
+	pmix_op_cbfunc_t op_cb;
+	pmix_modex_cbfunc_t modex_cb; /* a fence */
+	void *cbdata;
+	struct pending *next;
+};
+
+/* pmix/spawn.c: a new pending request of this attempt with its seq
+ * (NULL: no memory), and the one of seq taken off the list (NULL: none;
+ * the caller frees it). */
+struct pending *psrv_pending_add(struct psrv_state *p, bool spawn);
+struct pending *psrv_pending_take(struct psrv_state *p, int seq, bool spawn);
+
+/* server.c: waiting for a PMIx operation's callback, bounded (a wedged
+ * library must not make the agent unkillable).  psrv_op_wait_new()
+ * returns a waiter (NULL: no memory) whose callback is psrv_op_done
+ * (cbdata: the waiter); psrv_op_wait_for(p, w, rc), with rc what the
+ * call returned, waits when the call went on asynchronously, frees w
+ * (but after a timeout, when the callback may still come: p->wedged is
+ * then set) and returns the operation's status. */
+struct op_wait;
+struct op_wait *psrv_op_wait_new(void);
+void psrv_op_done(pmix_status_t status, void *cbdata);
+pmix_status_t psrv_op_wait_for(struct psrv_state *p, struct op_wait *w,
+			       pmix_status_t rc);
+
+/* pmix/fence.c: the fence upcall; and every pending fence forgotten
+ * with the fence names counted so far (a new attempt, the end), each
+ * answered PMIX_ERR_TIMEOUT first when answer. */
+PSRV_UPCALL(pmix_server_fencenb_fn_t, psrv_up_fence_nb);
+void psrv_fences_clear(struct psrv_state *p, bool answer);
+
+/* pmix/nspace.c: the attempt's namespace registered with its job
+ * data from LAUNCH (launch, its "pmix" object pj, its "ranks"), 0 or -1
+ * with err; and deregistered (when registered). */
+int psrv_nspace_register(struct agent *a, json_t *launch, json_t *pj,
+			 json_t *ranks, struct herd_err *err);
+void psrv_nspace_deregister(struct psrv_state *p);
+
+/* pmix/nspace.c: register (deregister) a namespace and wait for the
  * library's answer; the PMIX_CPUSET and PMIX_LOCALITY_STRING of a cpu
  * list into pi[0..1] (returns how many). */
 pmix_status_t psrv_register_nspace_wait(struct psrv_state *p,

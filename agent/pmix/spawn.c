@@ -1,6 +1,6 @@
-/* pmix/spawn.c — PMIx_Spawn, PMIx_Connect and PMIx_Disconnect (issue 16):
- * what the agent does for MPI_Comm_spawn, spawn_multiple,
- * MPI_Comm_connect/accept and MPI_Intercomm_create.
+/* pmix/spawn.c — PMIx_Spawn, with pmix/connect.c PMIx_Connect and
+ * PMIx_Disconnect: what the agent does for MPI_Comm_spawn,
+ * spawn_multiple, MPI_Comm_connect/accept and MPI_Intercomm_create.
  *
  *   spawn       the upcall copies the apps (command, arguments,
  *               environment, cwd, count, PMIX_HOST / PMIX_ADD_HOST) and
@@ -33,17 +33,6 @@
 #include <string.h>
 
 #include "agent/pmix/pmix_int.h"
-
-/* A request sent to herd, waiting for SPAWN_DONE or CONNECT_DONE. */
-struct pending {
-	int seq;
-	bool spawn; /* else connect, disconnect or fence */
-	pmix_spawn_cbfunc_t spawn_cb;
-	pmix_op_cbfunc_t op_cb;
-	pmix_modex_cbfunc_t modex_cb; /* a fence */
-	void *cbdata;
-	struct pending *next;
-};
 
 /* A spawn's namespace known to this agent. */
 struct spawn_ns {
@@ -117,7 +106,7 @@ struct rank *psrv_rank_of(struct psrv_state *p, const pmix_proc_t *proc)
 	return NULL;
 }
 
-static struct pending *pending_add(struct psrv_state *p, bool spawn)
+struct pending *psrv_pending_add(struct psrv_state *p, bool spawn)
 {
 	struct psrv_spawn_state *s = state_of(p);
 	struct pending *pd = s ? calloc(1, sizeof(*pd)) : NULL;
@@ -131,7 +120,8 @@ static struct pending *pending_add(struct psrv_state *p, bool spawn)
 	return pd;
 }
 
-static struct pending *pending_take(struct psrv_state *p, int seq, bool spawn)
+struct pending *psrv_pending_take(struct psrv_state *p, int seq,
+				  bool spawn)
 {
 	struct psrv_spawn_state *s = p->spawn;
 
@@ -311,7 +301,7 @@ static void run_spawn(struct psrv_state *p, struct req *r)
 		return;
 	}
 	ns = psrv_ns_index(p, r->proc.nspace);
-	if (ns < 0 || !(pd = pending_add(p, true))) {
+	if (ns < 0 || !(pd = psrv_pending_add(p, true))) {
 		r->spawn_cb(ns < 0 ? PMIX_ERR_NOT_FOUND : PMIX_ERR_NOMEM, NULL,
 			    r->cbdata);
 		return;
@@ -360,7 +350,7 @@ void psrv_on_spawn_done(struct agent *a, struct proto_frame *f)
 	char name[PMIX_MAX_NSLEN + 1];
 	struct pending *pd;
 
-	if (!p || att != a->attempt || !(pd = pending_take(p, seq, true)))
+	if (!p || att != a->attempt || !(pd = psrv_pending_take(p, seq, true)))
 		return;
 	if (why)
 		fprintf(stderr, "herd-agent: PMIx_Spawn failed: %s\n", why);
@@ -680,224 +670,4 @@ answer:
 			    id, "error", err.text)
 		: json_pack("{s:i, s:i}", "attempt", a->attempt, "spawn", id),
 	    NULL, 0);
-}
-
-/* --- connect, disconnect -------------------------------------------------- */
-
-/* procs as CONNECT names them ({ns, rank}; -1: every rank), or NULL
- * with *st the status why not. */
-static json_t *procs_json(struct psrv_state *p, const pmix_proc_t *procs,
-			  size_t n, pmix_status_t *st)
-{
-	json_t *arr = json_array();
-
-	*st = PMIX_ERR_NOMEM;
-	for (size_t i = 0; arr && i < n; i++) {
-		int ns = psrv_ns_index(p, procs[i].nspace);
-		json_int_t rank = procs[i].rank == PMIX_RANK_WILDCARD
-				      ? -1
-				      : (json_int_t)procs[i].rank;
-
-		if (ns < 0 || rank > INT32_MAX) {
-			*st = ns < 0 ? PMIX_ERR_NOT_FOUND : PMIX_ERR_BAD_PARAM;
-			json_decref(arr);
-			return NULL;
-		}
-		json_array_append_new(
-		    arr, json_pack("{s:i, s:I}", "ns", ns, "rank", rank));
-	}
-	return arr;
-}
-
-static void run_connect(struct psrv_state *p, struct req *r)
-{
-	const pmix_proc_t *procs = (const pmix_proc_t *)(void *)r->data;
-	size_t n = r->ndata / sizeof(*procs);
-	struct agent *a = p->a;
-	pmix_status_t st;
-	json_t *arr = procs_json(p, procs, n, &st);
-	struct pending *pd;
-
-	if (!arr || !(pd = pending_add(p, false))) {
-		json_decref(arr);
-		r->op_cb(arr ? PMIX_ERR_NOMEM : st, r->cbdata);
-		return;
-	}
-	pd->op_cb = r->op_cb;
-	pd->cbdata = r->cbdata;
-	agent_send(a, PROTO_CONNECT,
-		   json_pack("{s:i, s:i, s:s, s:o}", "attempt", a->attempt,
-			     "seq", pd->seq, "op",
-			     r->status ? "disconnect" : "connect", "procs",
-			     arr),
-		   NULL, 0);
-}
-
-bool psrv_spawn_fence(struct psrv_state *p, struct req *r)
-{
-	const pmix_proc_t *procs = r->arg;
-	size_t n = r->arg ? (size_t)r->status : 0;
-	struct agent *a = p->a;
-	struct pending *pd;
-	pmix_status_t st;
-	bool other = false;
-	json_t *arr;
-
-	for (size_t i = 0; i < n && !other; i++)
-		other =
-		    strncmp(procs[i].nspace, p->nspace, PMIX_MAX_NSLEN) != 0;
-	if (!other)
-		return false;
-	arr = procs_json(p, procs, n, &st);
-	if (!arr || !(pd = pending_add(p, false))) {
-		json_decref(arr);
-		r->modex_cb(arr ? PMIX_ERR_NOMEM : st, NULL, 0, r->cbdata, NULL,
-			    NULL);
-		return true;
-	}
-	pd->modex_cb = r->modex_cb;
-	pd->cbdata = r->cbdata;
-	agent_send(a, PROTO_CONNECT,
-		   json_pack("{s:i, s:i, s:s, s:o}", "attempt", a->attempt,
-			     "seq", pd->seq, "op", "fence", "procs", arr),
-		   r->data, r->ndata);
-	return true;
-}
-
-static void run_refuse_op(struct psrv_state *p, struct req *r)
-{
-	(void)p;
-	r->op_cb(PMIX_ERR_BAD_PARAM, r->cbdata);
-}
-
-static pmix_status_t connect_queue(const pmix_proc_t procs[], size_t nprocs,
-				   int disconnect, pmix_op_cbfunc_t cbfunc,
-				   void *cbdata)
-{
-	bool bad = !procs || nprocs == 0 || nprocs > PROTO_CONNECT_PROCS_MAX;
-	struct req *r = psrv_req_new(bad ? run_refuse_op : run_connect, NULL);
-
-	if (!r)
-		return PMIX_ERR_NOMEM;
-	r->op_cb = cbfunc;
-	r->cbdata = cbdata;
-	r->status = disconnect;
-	if (!bad) {
-		r->ndata = nprocs * sizeof(*procs);
-		r->data = malloc(r->ndata);
-		if (!r->data) {
-			free(r);
-			return PMIX_ERR_NOMEM;
-		}
-		memcpy(r->data, procs, r->ndata);
-	}
-	psrv_enqueue(r);
-	return PMIX_SUCCESS;
-}
-
-pmix_status_t psrv_up_connect(const pmix_proc_t procs[], size_t nprocs,
-			      const pmix_info_t info[], size_t ninfo,
-			      pmix_op_cbfunc_t cbfunc, void *cbdata)
-{
-	(void)info;
-	(void)ninfo;
-	return connect_queue(procs, nprocs, 0, cbfunc, cbdata);
-}
-
-pmix_status_t psrv_up_disconnect(const pmix_proc_t procs[], size_t nprocs,
-				 const pmix_info_t info[], size_t ninfo,
-				 pmix_op_cbfunc_t cbfunc, void *cbdata)
-{
-	(void)info;
-	(void)ninfo;
-	return connect_queue(procs, nprocs, 1, cbfunc, cbdata);
-}
-
-static void free_data(void *cbdata)
-{
-	free(cbdata);
-}
-
-void psrv_on_connect_done(struct agent *a, struct proto_frame *f)
-{
-	struct psrv_state *p = a->pmix;
-	int att = (int)json_integer_value(json_object_get(f->body, "attempt"));
-	int seq = (int)json_integer_value(json_object_get(f->body, "seq"));
-	int st = (int)json_integer_value(json_object_get(f->body, "status"));
-	struct pending *pd;
-
-	char *copy = NULL;
-
-	if (!p || att != a->attempt || !(pd = pending_take(p, seq, false)))
-		return;
-	st = st == 0 ? PMIX_SUCCESS : st > 0 ? PMIX_ERROR : st;
-	if (!pd->modex_cb) {
-		pd->op_cb(st, pd->cbdata);
-	} else if (st != PMIX_SUCCESS) {
-		pd->modex_cb(st, NULL, 0, pd->cbdata, NULL, NULL);
-	} else if (f->data_len && !(copy = malloc(f->data_len))) {
-		pd->modex_cb(PMIX_ERR_NOMEM, NULL, 0, pd->cbdata, NULL, NULL);
-	} else {
-		/* The library owns the data until it calls free. */
-		if (copy)
-			memcpy(copy, f->data, f->data_len);
-		pd->modex_cb(PMIX_SUCCESS, copy, f->data_len, pd->cbdata,
-			     free_data, copy);
-	}
-	free(pd);
-}
-
-/* --- direct modex of spawned processes ------------------------------------ */
-
-void psrv_spawn_dmodex(struct psrv_state *p, struct req *r)
-{
-	struct agent *a = p->a;
-	int ns = psrv_ns_index(p, r->proc.nspace);
-	struct pending *pd;
-
-	if (ns <= 0 || r->proc.rank > INT32_MAX) {
-		r->modex_cb(PMIX_ERR_NOT_FOUND, NULL, 0, r->cbdata, NULL, NULL);
-		return;
-	}
-	if (!(pd = pending_add(p, false))) {
-		r->modex_cb(PMIX_ERR_NOMEM, NULL, 0, r->cbdata, NULL, NULL);
-		return;
-	}
-	pd->modex_cb = r->modex_cb;
-	pd->cbdata = r->cbdata;
-	agent_send(a, PROTO_DMODEX,
-		   json_pack("{s:i, s:i, s:i, s:i}", "attempt", a->attempt,
-			     "seq", pd->seq, "rank", (int)r->proc.rank, "ns",
-			     ns),
-		   NULL, 0);
-}
-
-void psrv_spawn_on_dmodex_data(struct agent *a, struct proto_frame *f)
-{
-	struct psrv_state *p = a->pmix;
-	int att = (int)json_integer_value(json_object_get(f->body, "attempt"));
-	int seq = (int)json_integer_value(json_object_get(f->body, "seq"));
-	int st = (int)json_integer_value(json_object_get(f->body, "status"));
-	struct pending *pd;
-	char *copy = NULL;
-
-	if (!p || att != a->attempt || !(pd = pending_take(p, seq, false)) ||
-	    !pd->modex_cb) {
-		return;
-	}
-	if (st != 0) {
-		pd->modex_cb(st == PROTO_DMODEX_NOT_FOUND ? PMIX_ERR_NOT_FOUND
-			     : st == PROTO_DMODEX_UNREACH ? PMIX_ERR_UNREACH
-			     : st > 0			  ? PMIX_ERROR
-							  : st,
-			     NULL, 0, pd->cbdata, NULL, NULL);
-	} else if (f->data_len && !(copy = malloc(f->data_len))) {
-		pd->modex_cb(PMIX_ERR_NOMEM, NULL, 0, pd->cbdata, NULL, NULL);
-	} else {
-		if (copy)
-			memcpy(copy, f->data, f->data_len);
-		pd->modex_cb(PMIX_SUCCESS, copy, f->data_len, pd->cbdata,
-			     free_data, copy);
-	}
-	free(pd);
 }

@@ -53,8 +53,7 @@ int fdpass_recv(int sock, char *tag, int *fds, size_t nfds)
 		errno = EINVAL;
 		return -1;
 	}
-	while ((n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) < 0 &&
-	       errno == EINTR)
+	while ((n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
 		;
 	c = n > 0 ? CMSG_FIRSTHDR(&m) : NULL;
 	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)

@@ -12,10 +12,10 @@
 #define AGENT_STUB_SENT_MAX 256
 
 struct agent_stub {
-	int n;				/* frames in type[] and ms[] */
+	int n; /* frames in type[] and ms[] */
 	int type[AGENT_STUB_SENT_MAX];
-	int64_t ms[AGENT_STUB_SENT_MAX];	/* loop_now_ms() at the send */
-	json_t *last[PROTO_TYPE_MAX_ + 1];	/* a reference, or NULL */
+	int64_t ms[AGENT_STUB_SENT_MAX];   /* loop_now_ms() at the send */
+	json_t *last[PROTO_TYPE_MAX_ + 1]; /* a reference, or NULL */
 };
 
 extern struct agent_stub agent_stub;

@@ -185,14 +185,13 @@ static void test_close_in_frame_deferred(void **state)
 	struct proto_frame *f = calloc(1, sizeof(*f));
 	int sv[2];
 
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
-				    sv),
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
 			 0);
 	a->conn = conn_new(a->loop, sv[0], sv[0], PROTO_FRAME_MAX,
 			   agent_on_frame, agent_on_close, a);
 	assert_non_null(a->conn);
 	assert_non_null(f);
-	f->type = PROTO_HELLO;	/* agent -> herd only */
+	f->type = PROTO_HELLO; /* agent -> herd only */
 	f->body = json_object();
 	agent_on_frame(a->conn, f, a);
 	assert_int_equal(agent_stub_count(PROTO_ERROR), 1);
@@ -212,7 +211,8 @@ static void on_poll(struct loop *loop, void *arg)
 {
 	struct wait_for *w = arg;
 
-	if (w->a->state == w->want && agent_stub_count(PROTO_EXIT) >= w->need_exits)
+	if (w->a->state == w->want &&
+	    agent_stub_count(PROTO_EXIT) >= w->need_exits)
 		loop_stop(loop);
 	else
 		loop_timer_add(loop, 10, on_poll, w);
@@ -696,11 +696,10 @@ static json_t *stacks_of_rank0(void)
 	json_t *r;
 
 	assert_non_null(stacks_sent());
-	assert_int_equal(json_integer_value(json_object_get(stacks_sent(),
-							    "attempt")),
-			 1);
 	assert_int_equal(
-		json_array_size(json_object_get(stacks_sent(), "ranks")), 1);
+	    json_integer_value(json_object_get(stacks_sent(), "attempt")), 1);
+	assert_int_equal(
+	    json_array_size(json_object_get(stacks_sent(), "ranks")), 1);
 	r = json_array_get(json_object_get(stacks_sent(), "ranks"), 0);
 	assert_int_equal(json_integer_value(json_object_get(r, "rank")), 0);
 	return r;

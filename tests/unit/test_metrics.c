@@ -1,9 +1,10 @@
-/* test_metrics.c — the agent's sampler (agent/measure.c), linked with
- * the agent's own objects but main.o (agent_send is recorded: tests/unit/agent_stub.c): the
- * /proc/net/dev and RDMA sysfs readers on files of a temporary directory,
- * the $HERD_METRICS tail (partial, over-long and bad lines), the shipped
- * metrics.patterns (examples/spec/metrics-*.yaml) on real lines of the
- * programs they are for, NVML through the fake library the tests build
+/* test_metrics.c — the agent's sampler (agent/measure.c, agent/nvml.c),
+ * linked with the agent's own objects but main.o (agent_send is
+ * tests/unit/agent_stub.c's recorder): the /proc/net/dev and RDMA sysfs
+ * readers on files of a temporary directory, the $HERD_METRICS tail
+ * (partial, over-long and bad lines), the shipped metrics.patterns
+ * (examples/spec/metrics-*.yaml) on real lines of the programs they are
+ * for, NVML through the fake library the tests build
  * (build/tests/libnvidia-ml.so.1), and a whole METRICS body against the
  * wire contract (proto_frame_check). */
 #include <errno.h>
