@@ -1,6 +1,6 @@
 /* agent.h — herd-agent's state, shared by its files.  One agent runs per
- * node; it owns every rank it starts and kills them all before it exits
- * (STYLE.md rule 5). */
+ * node; it owns every rank it starts and kills them all before it exits,
+ * on its fatal path too. */
 #ifndef HERD_AGENT_H
 #define HERD_AGENT_H
 
@@ -127,7 +127,8 @@ struct agent {
 	int stop_signal;	/* what rank_stop_all sends first (SIGTERM) */
 	long kill_timer;	/* SIGKILL after grace, 0 when none */
 
-	/* health.c: heartbeats both ways (DESIGN.md "failure"). */
+	/* health.c: heartbeats both ways (a silent herd stops the ranks,
+	 * a silent agent fails its node). */
 	int64_t last_rx_ms;	/* monotonic time of herd's last frame */
 	/* Start-up deadline: herd answers HELLO at once (HEARTBEAT), so an
 	 * agent that hears nothing within hello_timeout_ms of starting has
@@ -170,7 +171,7 @@ struct agent {
 	struct warm_state *warm;	/* warm.c; NULL: no warm slots */
 	int n_gpus;		/* GPUs the node's topology shows */
 
-	struct psrv_state *pmix;	/* pmix.c; NULL until a pmix launch */
+	struct psrv_state *pmix;	/* pmix/server.c; NULL until a pmix launch */
 	int touch_fd;	/* touch.c: the inotify fd (touch_on: open) */
 	bool touch_on;
 	struct metrics_state *metrics;	/* measure.c; NULL: no sampling */
@@ -298,7 +299,7 @@ void warm_command_free(struct warm_cmd *c);
 /* 30 s, ten times the default health.timeout: the agent cannot know the
  * job's health.timeout before herd's first frame, and herd sends that
  * frame (HEARTBEAT) as soon as it reads our HELLO, so only a herd that
- * died or hung while connecting (issue 11 item 4) stays silent this long,
+ * died or hung while connecting stays silent this long,
  * while a herd busy bringing up many nodes over slow links still makes
  * it. */
 #define AGENT_HELLO_TIMEOUT_MS 30000
@@ -343,8 +344,8 @@ void pypkg_install(struct agent *a);
  * it).  Returns 0 or -1 (out of memory). */
 int pypkg_env(const struct agent *a, struct envv *env);
 
-/* pmix.c: the agent is the PMIx server of its ranks (launch.mode pmix).
- * Sets up the server (once) and the attempt's namespace from LAUNCH's
+/* pmix/server.c: the agent is the PMIx server of its ranks (launch.mode
+ * pmix).  Sets up the server (once) and the attempt's namespace from LAUNCH's
  * "pmix" object.  Returns 0 or -1 with err. */
 int psrv_prepare(struct agent *a, json_t *launch, struct herd_err *err);
 /* Opens libpmix and starts the server before any LAUNCH (--pmix: herd

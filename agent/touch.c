@@ -1,5 +1,5 @@
-/* touch.c — counts every touch of the ranks' progress files (issue 14,
- * the straggler detector's last source of step times): one inotify fd on
+/* touch.c — counts every touch of the ranks' progress files (the
+ * straggler detector's last source of step times): one inotify fd on
  * the agent's loop watches the directory of each rank's
  * HERD_PROGRESS_FILE (the file may not exist before the rank's first
  * touch, and a rename onto it is a touch too), and each event naming a

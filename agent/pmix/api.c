@@ -1,13 +1,13 @@
 /* pmix/api.c — the rest of the PMIx server upcalls: queries, logging,
  * allocation, job control, monitoring, credentials, I/O forwarding,
- * groups, fabric (issue 16).
+ * groups, fabric.
  *
  * Refusals.  libpmix 4.2.2 answers the client of allocate, job_control,
  * monitor, get/validate_credential (and query) from the host's callback
  * by queueing the reply on the client's socket WITHOUT moving to its
  * progress thread (PMIX_SERVER_QUEUE_REPLY): called from the agent's
  * loop that races the progress thread (lost replies: the rank hangs;
- * a corrupt heap: the agent dies; t0920).  iof_pull frees its request
+ * a corrupt heap: the agent dies).  iof_pull frees its request
  * when the host says it will call back.  So these are refused by
  * returning PMIX_ERR_NOT_SUPPORTED at once: the library sends that reply
  * itself, on its thread, and nothing is left waiting.  job_control

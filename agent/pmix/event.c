@@ -1,5 +1,4 @@
-/* pmix/event.c — events between ranks and herd's failures as events
- * (issue 16).
+/* pmix/event.c — events between ranks and herd's failures as events.
  *
  * PMIx_Notify_event from a rank: the library delivers it to the node's
  * own ranks itself and calls notify_event for the rest; we pack the

@@ -4,7 +4,7 @@
  * user can connect, and its "native" security believes the uid the
  * client itself writes into the handshake.  A process of another user
  * that fakes getuid() (an LD_PRELOAD is enough) was taken for rank 0 of
- * the job and could PMIx_Spawn a command as the job's user (t0907).
+ * the job and could PMIx_Spawn a command as the job's user.
  * The 4.2 library never calls a host `listener`, so the agent cannot
  * vet each connection before the library reads it; it asks the kernel
  * instead: /proc/net/tcp{,6} give the uid that created each socket,

@@ -1,4 +1,4 @@
-/* pmix/modex.c — direct modex (issue 16): a PMIx_Get for a process on
+/* pmix/modex.c — direct modex: a PMIx_Get for a process on
  * another node whose data no fence collected.
  *
  * Asking side: libpmix calls direct_modex once per remote rank (it keeps

@@ -305,7 +305,8 @@ int psrv_nspace_register(struct agent *a, json_t *launch, json_t *pj,
 			d->size = 6;
 		}
 	}
-	/* Every rank: PMIX_RANK first (DESIGN.md); this node's also get
+	/* Every rank: PMIX_RANK first (the library finds a rank's data by
+	 * it); this node's also get
 	 * their binding. */
 	for (uint32_t r = 0; r < job_size; r++) {
 		pmix_data_array_t *d;

@@ -1,12 +1,15 @@
-/* pmix/pmix_int.h — what the agent's PMIx server files share (agent/pmix*.c).
+/* pmix/pmix_int.h — what the files of the agent's PMIx server share
+ * (the .c files of agent/pmix; our names are psrv_*, libpmix's pmix_*).
  *
- * pmix.c owns the server: libpmix loaded by dlopen, the attempt's
+ * server.c owns the server: libpmix loaded by dlopen, the attempt's
  * namespace, and the queue through which the library's progress thread
- * hands every upcall to the agent's loop (STYLE.md rule 6).  An upcall
+ * hands every upcall to the agent's loop (loop_wake), so that the
+ * agent's state is only ever touched from its one loop.  An upcall
  * copies what it needs into a struct req, sets its run function and
  * queues it; the loop calls run(), which answers the library through the
  * request's callback, at once or when herd replies.  Each PMIx feature
- * lives in its own file (pmix_*.c) with its upcalls and frames.
+ * lives in its own file (pmix/fence.c, modex.c...) with its upcalls and
+ * frames.
  */
 #ifndef HERD_AGENT_PMIX_INT_H
 #define HERD_AGENT_PMIX_INT_H
@@ -123,7 +126,7 @@ struct psrv_state {
 	bool nspace_registered;
 	char tmpdir[300];
 	char nsdir[300 + PMIX_MAX_NSLEN + 2];	/* tmpdir/nspace: PMIX_NSDIR */
-	bool wedged;		/* a call's callback never came (pmix.c) */
+	bool wedged;		/* a call's callback never came (server.c) */
 	pthread_mutex_t lock;	/* guards queue */
 	struct req *queue, *queue_tail;
 	struct fence *fences;	/* pending, oldest first */
@@ -144,15 +147,14 @@ void psrv_enqueue(struct req *r);
 
 /* An upcall herd does not serve: completes through cbfunc with
  * PMIX_ERR_NOT_SUPPORTED, from the loop (an upcall left unset, or one
- * that refuses synchronously, wedges libpmix 4.2's progress thread:
- * issue 16).  Each returns what the upcall returns.  One per callback
+ * that refuses synchronously, wedges libpmix 4.2's progress thread).  Each returns what the upcall returns.  One per callback
  * type. */
 pmix_status_t psrv_refuse(pmix_op_cbfunc_t cbfunc, void *cbdata);
 pmix_status_t psrv_refuse_info(pmix_info_cbfunc_t cbfunc, void *cbdata);
 pmix_status_t psrv_refuse_lookup(pmix_lookup_cbfunc_t cbfunc, void *cbdata);
 pmix_status_t psrv_refuse_spawn(pmix_spawn_cbfunc_t cbfunc, void *cbdata);
 
-/* The upcalls (pmix.c's module table); each file serves its own.  A
+/* The upcalls (server.c's module table); each file serves its own.  A
  * declaration of function NAME of the upcall type TYPE (a pointer
  * type in pmix_server.h): */
 #define PSRV_UPCALL(type, name) __typeof__(*(type)0) name

@@ -1,4 +1,4 @@
-/* pmix/pubsub.c — PMIx_Publish, PMIx_Lookup, PMIx_Unpublish (issue 16).
+/* pmix/pubsub.c — PMIx_Publish, PMIx_Lookup, PMIx_Unpublish.
  *
  * The controller holds the published data (launcher/ctl/pmix/pubsub.c): a
  * rank's data must outlive its node, and a lookup must see what any node

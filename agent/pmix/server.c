@@ -232,7 +232,7 @@ static pmix_status_t on_abort(const pmix_proc_t *proc, void *server_object,
 }
 
 /* Every upcall but tool_connected is set: an unset one wedges libpmix
- * 4.2 (issue 16).
+ * 4.2's progress thread.
  * listener stays the library's own; client_connected2 unset makes it
  * call client_connected. */
 static pmix_server_module_t module = {
@@ -253,8 +253,8 @@ static pmix_server_module_t module = {
 	.query = psrv_up_query,
 	/* tool_connected stays unset: libpmix 4.2.2 crashes on any tool
 	 * the host refuses through the callback (its error path frees the
-	 * tool's peer and unlinks a namespace from a list it is not in:
-	 * t0920), while unset it refuses a tool that asks for an identity
+	 * tool's peer and unlinks a namespace from a list it is not in),
+	 * while unset it refuses a tool that asks for an identity
 	 * at once, itself.  A tool that names itself is taken as a tool,
 	 * never as a rank (client_connected is not called for it). */
 	.log = psrv_up_log,
@@ -321,8 +321,8 @@ void psrv_drain(struct agent *a)
 /* --- setup ---------------------------------------------------------------- */
 
 /* Waits for a PMIx operation's callback (run on the progress thread),
- * at most PSRV_OP_WAIT_S: a wedged library (issue 16: a progress thread
- * stuck in its message handler) must not make the agent unkillable.  The
+ * at most PSRV_OP_WAIT_S: a wedged library (a progress thread stuck in
+ * its message handler) must not make the agent unkillable.  The
  * waiter lives on the heap: one that timed out is left to the callback
  * that may still come (a few bytes, once), and the server is marked
  * wedged: no later wait, and no PMIx_server_finalize. */
@@ -413,8 +413,8 @@ static int server_up(struct agent *a, struct herd_err *err)
 		return 0;
 	if (psrv_lib_open(err) < 0)
 		return -1;
-	/* Its own directory for the rendezvous files (DESIGN.md), in the
-	 * agent's private run directory: never a shared path such as
+	/* Its own directory for the rendezvous files (each agent its own
+	 * PMIX_SERVER_TMPDIR), in the agent's private run directory: never a shared path such as
 	 * /tmp/pmix, which another user could make first and so read or
 	 * replace the server's rendezvous (its URI and socket). */
 	if (!a->run_dir[0])
@@ -542,8 +542,9 @@ int psrv_setup_proc(struct agent *a, const char *nspace, uint32_t rank,
 			ret = herd_errprintf(err, "out of memory");
 		*eq = '=';
 	}
-	/* Open MPI 4.1 direct launch falls back to singletons without it
-	 * (DESIGN.md); set unless the job's environment says otherwise. */
+	/* Open MPI 4.1 direct launch silently falls back to singletons
+	 * (size 1, exit 0) without it; set unless the job's environment
+	 * says otherwise. */
 	if (ret == 0 && envv_set(env, "OMPI_MCA_schizo", "^orte") < 0)
 		ret = herd_errprintf(err, "out of memory");
 	/* No RDMA device: Open MPI would probe its fabric transports in

@@ -386,8 +386,8 @@ static pmix_info_t *info_array(pmix_info_t *i, const char *key, size_t n)
 	return d ? (pmix_info_t *)d->array : NULL;
 }
 
-/* Registers spawn id's namespace as the job's is registered (pmix.c's
- * register_nspace): its maps, sizes, parent, every app, every node and
+/* Registers spawn id's namespace as the job's is registered (pmix/nspace.c's
+ * psrv_nspace_register): its maps, sizes, parent, every app, every node and
  * EVERY process of the spawn (not only this node's: the parent asks for
  * a child's local rank, node... wherever the child runs), with
  * this node's processes' bindings. */
