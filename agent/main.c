@@ -440,7 +440,6 @@ int main(int argc, char **argv)
 		psrv_warm(&a);
 	warm_init(&a, warm, warm_python, warm_slots);
 	loop_run(a.loop);
-	agent_queue_clear(&a);
 
 	/* Everything is reaped; make sure no group member outlives us. */
 	rank_signal_all(&a, SIGKILL);
@@ -460,6 +459,7 @@ int main(int argc, char **argv)
 	metrics_fini(&a);
 	touch_fini(&a);
 	health_fini(&a);
+	agent_queue_clear(&a);	/* what the teardown posted */
 	loop_free(a.loop);
 	return 0;
 }

@@ -145,6 +145,27 @@ static void free_data(void *cbdata)
 	free(cbdata);
 }
 
+/* Answers a pending fence or direct modex: st, or (PMIX_SUCCESS) a copy
+ * of f's data, which the library owns until it calls free_data.  Frees
+ * pd. */
+static void modex_answer(struct pending *pd, pmix_status_t st,
+			 const struct proto_frame *f)
+{
+	char *copy = NULL;
+
+	if (st != PMIX_SUCCESS) {
+		pd->modex_cb(st, NULL, 0, pd->cbdata, NULL, NULL);
+	} else if (f->data_len && !(copy = malloc(f->data_len))) {
+		pd->modex_cb(PMIX_ERR_NOMEM, NULL, 0, pd->cbdata, NULL, NULL);
+	} else {
+		if (copy)
+			memcpy(copy, f->data, f->data_len);
+		pd->modex_cb(PMIX_SUCCESS, copy, f->data_len, pd->cbdata,
+			     free_data, copy);
+	}
+	free(pd);
+}
+
 void psrv_on_connect_done(struct agent *a, struct proto_frame *f)
 {
 	struct psrv_state *p = a->pmix;
@@ -153,24 +174,14 @@ void psrv_on_connect_done(struct agent *a, struct proto_frame *f)
 	int st = (int)json_integer_value(json_object_get(f->body, "status"));
 	struct pending *pd;
 
-	char *copy = NULL;
-
 	if (!p || att != a->attempt || !(pd = psrv_pending_take(p, seq, false)))
 		return;
 	st = st == 0 ? PMIX_SUCCESS : st > 0 ? PMIX_ERROR : st;
-	if (!pd->modex_cb) {
-		pd->op_cb(st, pd->cbdata);
-	} else if (st != PMIX_SUCCESS) {
-		pd->modex_cb(st, NULL, 0, pd->cbdata, NULL, NULL);
-	} else if (f->data_len && !(copy = malloc(f->data_len))) {
-		pd->modex_cb(PMIX_ERR_NOMEM, NULL, 0, pd->cbdata, NULL, NULL);
-	} else {
-		/* The library owns the data until it calls free. */
-		if (copy)
-			memcpy(copy, f->data, f->data_len);
-		pd->modex_cb(PMIX_SUCCESS, copy, f->data_len, pd->cbdata,
-			     free_data, copy);
+	if (pd->modex_cb) {
+		modex_answer(pd, st, f);
+		return;
 	}
+	pd->op_cb(st, pd->cbdata);
 	free(pd);
 }
 
@@ -206,25 +217,16 @@ void psrv_spawn_on_dmodex_data(struct agent *a, struct proto_frame *f)
 	int seq = (int)json_integer_value(json_object_get(f->body, "seq"));
 	int st = (int)json_integer_value(json_object_get(f->body, "status"));
 	struct pending *pd;
-	char *copy = NULL;
 
 	if (!p || att != a->attempt ||
 	    !(pd = psrv_pending_take(p, seq, false)) || !pd->modex_cb) {
 		return;
 	}
-	if (st != 0) {
-		pd->modex_cb(st == PROTO_DMODEX_NOT_FOUND ? PMIX_ERR_NOT_FOUND
-			     : st == PROTO_DMODEX_UNREACH ? PMIX_ERR_UNREACH
-			     : st > 0			  ? PMIX_ERROR
-							  : st,
-			     NULL, 0, pd->cbdata, NULL, NULL);
-	} else if (f->data_len && !(copy = malloc(f->data_len))) {
-		pd->modex_cb(PMIX_ERR_NOMEM, NULL, 0, pd->cbdata, NULL, NULL);
-	} else {
-		if (copy)
-			memcpy(copy, f->data, f->data_len);
-		pd->modex_cb(PMIX_SUCCESS, copy, f->data_len, pd->cbdata,
-			     free_data, copy);
-	}
-	free(pd);
+	modex_answer(pd,
+		     st == 0			    ? PMIX_SUCCESS
+		     : st == PROTO_DMODEX_NOT_FOUND ? PMIX_ERR_NOT_FOUND
+		     : st == PROTO_DMODEX_UNREACH   ? PMIX_ERR_UNREACH
+		     : st > 0			    ? PMIX_ERROR
+						    : st,
+		     f);
 }

@@ -167,8 +167,8 @@ static void job_wdir(json_t *launch, char *buf, size_t len)
 	snprintf(buf, len, "%s", cwd);
 }
 
-static pmix_info_t *info_array(pmix_info_t *i, const char *key, size_t n,
-			       pmix_data_array_t **out)
+pmix_info_t *psrv_info_array(pmix_info_t *i, const char *key, size_t n,
+			     pmix_data_array_t **out)
 {
 	pmix_data_array_t *d;
 
@@ -176,7 +176,8 @@ static pmix_info_t *info_array(pmix_info_t *i, const char *key, size_t n,
 	PMIX_LOAD_KEY(i->key, key);
 	i->value.type = PMIX_DATA_ARRAY;
 	i->value.data.darray = d;
-	*out = d;
+	if (out)
+		*out = d;
 	return d ? (pmix_info_t *)d->array : NULL;
 }
 
@@ -277,7 +278,7 @@ int psrv_nspace_register(struct agent *a, json_t *launch, json_t *pj,
 	{
 		pmix_data_array_t *d;
 		pmix_info_t *ai =
-		    info_array(&info[k++], PMIX_APP_INFO_ARRAY, 4, &d);
+		    psrv_info_array(&info[k++], PMIX_APP_INFO_ARRAY, 4, &d);
 		pmix_rank_t ldr = 0;
 
 		info_u32(&ai[0], PMIX_APPNUM, 0);
@@ -289,7 +290,7 @@ int psrv_nspace_register(struct agent *a, json_t *launch, json_t *pj,
 	for (size_t i = 0; i < m.nnodes; i++) {
 		pmix_data_array_t *d;
 		pmix_info_t *ni =
-		    info_array(&info[k++], PMIX_NODE_INFO_ARRAY, 6, &d);
+		    psrv_info_array(&info[k++], PMIX_NODE_INFO_ARRAY, 6, &d);
 		pmix_rank_t ldr = 0;
 
 		info_u32(&ni[0], PMIX_NODEID, (uint32_t)i);
@@ -311,7 +312,7 @@ int psrv_nspace_register(struct agent *a, json_t *launch, json_t *pj,
 	for (uint32_t r = 0; r < job_size; r++) {
 		pmix_data_array_t *d;
 		pmix_info_t *pi =
-		    info_array(&info[k++], PMIX_PROC_DATA, 10, &d);
+		    psrv_info_array(&info[k++], PMIX_PROC_DATA, 10, &d);
 		pmix_rank_t rank = r;
 		uint16_t lr = m.lrank_of[r];
 		uint32_t nid = m.node_of[r];

@@ -239,6 +239,10 @@ void psrv_fences_clear(struct psrv_state *p, bool answer);
 int psrv_nspace_register(struct agent *a, json_t *launch, json_t *pj,
 			 json_t *ranks, struct herd_err *err);
 void psrv_nspace_deregister(struct psrv_state *p);
+/* i as key's array of n infos (PMIX_DATA_ARRAY): returns its first
+ * info (NULL: no memory) and, when out is given, the array. */
+pmix_info_t *psrv_info_array(pmix_info_t *i, const char *key, size_t n,
+			     pmix_data_array_t **out);
 
 /* pmix/nspace.c: register (deregister) a namespace and wait for the
  * library's answer; the PMIX_CPUSET and PMIX_LOCALITY_STRING of a cpu

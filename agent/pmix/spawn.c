@@ -375,17 +375,6 @@ static char **str_vec(json_t *arr)
 	return v;
 }
 
-static pmix_info_t *info_array(pmix_info_t *i, const char *key, size_t n)
-{
-	pmix_data_array_t *d;
-
-	PMIX_DATA_ARRAY_CREATE(d, n, PMIX_INFO);
-	PMIX_LOAD_KEY(i->key, key);
-	i->value.type = PMIX_DATA_ARRAY;
-	i->value.data.darray = d;
-	return d ? (pmix_info_t *)d->array : NULL;
-}
-
 /* Registers spawn id's namespace as the job's is registered (pmix/nspace.c's
  * psrv_nspace_register): its maps, sizes, parent, every app, every node and
  * EVERY process of the spawn (not only this node's: the parent asks for
@@ -508,7 +497,7 @@ static int register_spawn(struct psrv_state *p, json_t *b, const char *name,
 	/* Every app. */
 	for (uint32_t i = 0; i < napps; i++) {
 		pmix_info_t *ai =
-		    info_array(&info[k++], PMIX_APP_INFO_ARRAY, 3);
+		    psrv_info_array(&info[k++], PMIX_APP_INFO_ARRAY, 3, NULL);
 		uint32_t asz =
 		    (i + 1 < napps ? app_first[i + 1] : size) - app_first[i];
 
@@ -520,7 +509,7 @@ static int register_spawn(struct psrv_state *p, json_t *b, const char *name,
 	/* Every node of the spawn. */
 	for (size_t i = 0; i < m.nnodes; i++) {
 		pmix_info_t *ni =
-		    info_array(&info[k++], PMIX_NODE_INFO_ARRAY, 6);
+		    psrv_info_array(&info[k++], PMIX_NODE_INFO_ARRAY, 6, NULL);
 		pmix_data_array_t *d = info[k - 1].value.data.darray;
 
 		PMIX_INFO_LOAD(&ni[0], PMIX_NODEID, &(uint32_t){(uint32_t)i},
@@ -543,7 +532,8 @@ static int register_spawn(struct psrv_state *p, json_t *b, const char *name,
 	}
 	/* Every process: PMIX_RANK first; this node's with their binding. */
 	for (uint32_t r = 0; r < size; r++) {
-		pmix_info_t *pi = info_array(&info[k++], PMIX_PROC_DATA, 10);
+		pmix_info_t *pi =
+		    psrv_info_array(&info[k++], PMIX_PROC_DATA, 10, NULL);
 		pmix_data_array_t *d = info[k - 1].value.data.darray;
 		uint32_t nid = m.node_of[r];
 
