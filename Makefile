@@ -141,9 +141,10 @@ $(BUILD)/unit/test_ctl_metrics $(BUILD)/unit/test_nodecache $(BUILD)/unit/test_s
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LAUNCHER_A) lib/libherd.a $(PKG_LIBS) -lcmocka
 
-# The agent's lifecycle test links the agent's own objects but main.o
-# (the test supplies agent_send).
-AGENT_TEST_OBJ := $(filter-out $(BUILD)/agent/main.o,$(AGENT_OBJ))
+# The agent's tests link the agent's own objects but main.o, and the
+# recorder of frames sent (tests/unit/agent_stub.c: their agent_send).
+AGENT_STUB_OBJ := $(BUILD)/tests/unit/agent_stub.o
+AGENT_TEST_OBJ := $(filter-out $(BUILD)/agent/main.o,$(AGENT_OBJ)) $(AGENT_STUB_OBJ)
 $(BUILD)/unit/test_agent $(BUILD)/unit/test_metrics $(BUILD)/unit/test_check $(BUILD)/unit/test_warm: $(BUILD)/unit/%: tests/unit/%.c $(AGENT_TEST_OBJ) lib/libherd.a $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(AGENT_TEST_OBJ) lib/libherd.a $(PKG_LIBS) -lcmocka
@@ -252,4 +253,5 @@ clean:
 
 include scripts/install.mk
 
--include $(FUZZ_LIB_OBJ:.o=.d) $(LIB_OBJ:.o=.d) $(LAUNCHER_OBJ:.o=.d) $(AGENT_OBJ:.o=.d)
+-include $(FUZZ_LIB_OBJ:.o=.d) $(LIB_OBJ:.o=.d) $(LAUNCHER_OBJ:.o=.d) $(AGENT_OBJ:.o=.d) \
+	 $(AGENT_STUB_OBJ:.o=.d)

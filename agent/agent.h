@@ -1,6 +1,6 @@
 /* agent.h — herd-agent's state, shared by its files.  One agent runs per
- * node; it owns every rank it starts and kills them all before it exits
- * (STYLE.md rule 5). */
+ * node; it owns every rank it starts and kills them all before it exits,
+ * on its fatal path too. */
 #ifndef HERD_AGENT_H
 #define HERD_AGENT_H
 
@@ -11,6 +11,7 @@
 #include "herd/conn.h"
 #include "herd/loop.h"
 #include "herd/proc.h"
+#include "keeper/keeper.h"
 
 /* Partial output is buffered up to this per stream, then sent as it is:
  * a program printing a 10 MB line must not grow the agent without bound. */
@@ -66,13 +67,14 @@ struct envv {
 /* Sets key=value in e.  Returns 0 or -1 (out of memory). */
 int envv_set(struct envv *e, const char *key, const char *value);
 
-struct pmix_state;
+struct psrv_state;
 struct warm_state;
 struct measure_state;
 struct stacks_state;
 
-/* The agent's lifecycle (lifecycle.c): one transition function,
- * agent_post(), and one table of (state, event) -> (next state, action).
+/* The agent's lifecycle (lifecycle.c): one table of (state, event) ->
+ * (next state, action); events are posted (agent_post) and handled from
+ * the loop.
  *
  *   IDLE      no ranks; waiting for LAUNCH
  *   RUNNING   the ranks of an attempt run
@@ -103,8 +105,15 @@ enum agent_event {
 	AGENT_NEVENTS,
 };
 
+struct agent_qev;
+
 struct agent {
-	enum agent_state state;	/* only agent_post() writes it */
+	enum agent_state state;	/* only lifecycle.c's drain writes it */
+	/* Posted events (agent_post), drained by a zero-delay timer; what
+	 * an action posts goes to next and then before the rest. */
+	struct agent_qev *queue, *queue_tail, *next, *next_tail;
+	bool in_action;
+	long drain_timer;	/* 0 when none */
 	struct loop *loop;
 	struct conn *conn;	/* to herd */
 	struct rank *ranks;
@@ -118,7 +127,8 @@ struct agent {
 	int stop_signal;	/* what rank_stop_all sends first (SIGTERM) */
 	long kill_timer;	/* SIGKILL after grace, 0 when none */
 
-	/* health.c: heartbeats both ways (DESIGN.md "failure"). */
+	/* health.c: heartbeats both ways (a silent herd stops the ranks,
+	 * a silent agent fails its node). */
 	int64_t last_rx_ms;	/* monotonic time of herd's last frame */
 	/* Start-up deadline: herd answers HELLO at once (HEARTBEAT), so an
 	 * agent that hears nothing within hello_timeout_ms of starting has
@@ -161,7 +171,7 @@ struct agent {
 	struct warm_state *warm;	/* warm.c; NULL: no warm slots */
 	int n_gpus;		/* GPUs the node's topology shows */
 
-	struct pmix_state *pmix;	/* pmix.c; NULL until a pmix launch */
+	struct psrv_state *pmix;	/* pmix/server.c; NULL until a pmix launch */
 	int touch_fd;	/* touch.c: the inotify fd (touch_on: open) */
 	bool touch_on;
 	struct measure_state *metrics; /* measure.c; NULL: no sampling */
@@ -173,11 +183,8 @@ struct agent {
 	struct ckpt_mem *ckpt;	/* ckpt/mem.c: the memory tier, or NULL */
 };
 
-/* keeper.c: the rank keeper, its own program (keeper/run.c; embedded,
- * or herd-agent --keeper). */
-#define KEEPER_ARG "--keeper"
-/* NUMA nodes a rank may be told to prefer: below this only. */
-#define KEEPER_MEM_NODES 1024
+/* keeper.c: the rank keeper, its own program (keeper/keeper.h, the
+ * contract: KEEPER_ARG, keeper_main; embedded, or herd-agent --keeper). */
 
 /* What a keeper starts: one rank. */
 struct keeper_rank {
@@ -206,11 +213,6 @@ int keeper_image_open(void);
 pid_t keeper_spawn(struct loop *loop, const struct keeper_rank *k,
 		   proc_exit_fn on_exit, void *arg, int out[2],
 		   struct herd_err *err);
-/* main() of `herd-agent --keeper --rank R` (keeper.c says what it is
- * given); a program that links the agent's objects hands argv over when
- * argv[1] is KEEPER_ARG.  Never returns when started by an agent; 2 when
- * run by hand. */
-int keeper_main(int argc, char **argv);
 
 /* rank.c */
 /* Processes PMIx_Spawn may run on one node at once (the room kept in
@@ -297,7 +299,7 @@ void warm_command_free(struct warm_cmd *c);
 /* 30 s, ten times the default health.timeout: the agent cannot know the
  * job's health.timeout before herd's first frame, and herd sends that
  * frame (HEARTBEAT) as soon as it reads our HELLO, so only a herd that
- * died or hung while connecting (issue 11 item 4) stays silent this long,
+ * died or hung while connecting stays silent this long,
  * while a herd busy bringing up many nodes over slow links still makes
  * it. */
 #define AGENT_HELLO_TIMEOUT_MS 30000
@@ -342,51 +344,55 @@ void pypkg_install(struct agent *a);
  * it).  Returns 0 or -1 (out of memory). */
 int pypkg_env(const struct agent *a, struct envv *env);
 
-/* pmix.c: the agent is the PMIx server of its ranks (launch.mode pmix).
- * Sets up the server (once) and the attempt's namespace from LAUNCH's
+/* pmix/server.c: the agent is the PMIx server of its ranks (launch.mode
+ * pmix).  Sets up the server (once) and the attempt's namespace from LAUNCH's
  * "pmix" object.  Returns 0 or -1 with err. */
-int pmix_prepare(struct agent *a, json_t *launch, struct herd_err *err);
+int psrv_prepare(struct agent *a, json_t *launch, struct herd_err *err);
 /* Opens libpmix and starts the server before any LAUNCH (--pmix: herd
  * says the job is launch.mode pmix), while herd waits for the other
- * nodes' HELLOs; a failure is left for pmix_prepare to report. */
-void pmix_warm(struct agent *a);
+ * nodes' HELLOs; a failure is left for psrv_prepare to report. */
+void psrv_warm(struct agent *a);
 /* Registers rank r with the server and adds what its client needs to
  * env (PMIx_server_setup_fork, OMPI_MCA_schizo).  Returns 0 or -1. */
-int pmix_setup_rank(struct agent *a, struct rank *r, struct envv *env,
+int psrv_setup_rank(struct agent *a, struct rank *r, struct envv *env,
 		    struct herd_err *err);
 /* Registers a client nspace:rank and adds what it needs to env (as
- * pmix_setup_rank, for any namespace of this agent). */
-int pmix_setup_proc(struct agent *a, const char *nspace, uint32_t rank,
+ * psrv_setup_rank, for any namespace of this agent). */
+int psrv_setup_proc(struct agent *a, const char *nspace, uint32_t rank,
 		    struct envv *env, struct herd_err *err);
-/* pmix/spawn.c: herd's SPAWN_LAUNCH, SPAWN_DONE and CONNECT_DONE. */
-void pmix_on_spawn_launch(struct agent *a, struct proto_frame *f);
-void pmix_on_spawn_done(struct agent *a, struct proto_frame *f);
-void pmix_on_connect_done(struct agent *a, struct proto_frame *f);
+/* pmix/spawn.c: herd's SPAWN_LAUNCH, SPAWN_DONE and CONNECT_DONE.  A
+ * SPAWN_LAUNCH with processes for this node is posted (AGENT_EV_SPAWN);
+ * the lifecycle's action runs psrv_spawn_launch, which starts them when
+ * may_run (the agent is not stopping) and answers SPAWN_UP. */
+void psrv_on_spawn_launch(struct agent *a, struct proto_frame *f);
+void psrv_spawn_launch(struct agent *a, json_t *body, bool may_run);
+void psrv_on_spawn_done(struct agent *a, struct proto_frame *f);
+void psrv_on_connect_done(struct agent *a, struct proto_frame *f);
 /* Runs what the PMIx progress thread queued, now: a rank's EXIT must not
  * overtake its client_connected (the loop may have been busy, e.g.
  * registering a spawn's namespace, while the rank connected and ended). */
-void pmix_drain(struct agent *a);
+void psrv_drain(struct agent *a);
 /* herd's FENCE_DONE: completes the matching fence. */
-void pmix_on_fence_done(struct agent *a, struct proto_frame *f);
+void psrv_on_fence_done(struct agent *a, struct proto_frame *f);
 /* pmix/api.c: a PMIx_Job_control signal asked on another node (SIGNAL
  * with ranks) to this node's job ranks among ranks. */
-void pmix_jctrl_signal_ranks(struct agent *a, const json_t *ranks, int sig);
+void psrv_jctrl_signal_ranks(struct agent *a, const json_t *ranks, int sig);
 /* pmix/modex.c: herd's DMODEX (serve one of our ranks' data) and
  * DMODEX_DATA (the answer to one of our requests). */
-void pmix_modex_on_request(struct agent *a, struct proto_frame *f);
-void pmix_modex_on_data(struct agent *a, struct proto_frame *f);
+void psrv_modex_on_request(struct agent *a, struct proto_frame *f);
+void psrv_modex_on_data(struct agent *a, struct proto_frame *f);
 /* herd's PUBSUB_DONE: answers the matching publish, lookup or
  * unpublish (pmix/pubsub.c). */
-void pmix_on_pubsub_done(struct agent *a, struct proto_frame *f);
+void psrv_on_pubsub_done(struct agent *a, struct proto_frame *f);
 /* herd's EVENT (another node's rank notified an event) and PROC_FAILED
  * (ranks of the attempt failed): delivered to the node's ranks
  * (pmix/event.c). */
-void pmix_on_event(struct agent *a, struct proto_frame *f);
-void pmix_on_proc_failed(struct agent *a, struct proto_frame *f);
+void psrv_on_event(struct agent *a, struct proto_frame *f);
+void psrv_on_proc_failed(struct agent *a, struct proto_frame *f);
 /* At exit: fails pending fences, finalizes the server. */
-void pmix_fini(struct agent *a);
+void psrv_fini(struct agent *a);
 
-/* metrics.c: METRICS every metrics_interval_ms once a LAUNCH came. */
+/* measure.c: METRICS every metrics_interval_ms once a LAUNCH came. */
 /* At start: loads NVML (dlopen) for the life of the agent. */
 void metrics_init(struct agent *a);
 /* After LAUNCH started the ranks: the attempt's interval, patterns
@@ -423,7 +429,8 @@ void stacks_rank_closed(struct agent *a, struct rank *r);
 /* Drops a look in progress (gdb killed by pid), no answer. */
 void stacks_fini(struct agent *a);
 
-/* The parsers, exposed for the unit tests. */
+/* stack_parse.c: the parsers (stacks.c feeds them; the unit tests
+ * too). */
 enum stack_method {
 	STACK_PYTHON = 1,	/* faulthandler's traceback */
 	STACK_GDB,		/* gdb's `thread apply all bt` */
@@ -453,9 +460,14 @@ void stack_parse_init(struct stack_parse *p, enum stack_method method);
 void stack_parse_line(struct stack_parse *p, const char *line);
 /* The output is over: the answer is what was found. */
 void stack_parse_end(struct stack_parse *p);
-/* The table of collectives (stacks.c): is a frame with this function
- * (and file, may be NULL) communication waiting for the other ranks? */
+/* The table of collectives (stack_parse.c): is a frame with this
+ * function (and file, may be NULL) communication waiting for the other
+ * ranks? */
 bool stacks_in_collective(const char *func, const char *file);
+/* len bytes of src into dst (size > 0), cut to fit, NUL-terminated. */
+void stack_copy_cut(char *dst, size_t size, const char *src, size_t len);
+/* What follows path's last '/' (path itself without one). */
+const char *stack_base_name(const char *path);
 
 /* ckpt/mem.c: the node's memory tier (checkpoints in memory, peer
  * copies, persisting to checkpoint.dir). */
@@ -491,16 +503,30 @@ void control_on_frame(struct agent *a, struct proto_frame *f);
 void control_fini(struct agent *a);
 
 /* lifecycle.c */
-/* The one transition function: looks up (a->state, ev) in the table,
- * moves to the row's next state and runs its action (which may post
- * again).  data goes to the action (LAUNCH: the frame's body).  Returns
- * true, or false when the table has no row: the event means nothing in
- * this state and is dropped. */
-bool agent_post(struct agent *a, enum agent_event ev, void *data);
+/* Posts ev: it is queued and handled from the loop (a zero-delay timer,
+ * or before the next frame), never inside this call.  Handling looks
+ * up (a->state, ev) in the table, moves to the row's next state and
+ * runs its action; an event with no row means nothing in that state
+ * and is dropped.  What an action posts is handled right after it.
+ * body (LAUNCH, STACKS, SPAWN: the frame's body, or NULL) is held
+ * until then.  Out of memory: the ranks are killed and the agent
+ * exits (a lost transition cannot be reasoned about). */
+void agent_post(struct agent *a, enum agent_event ev, json_t *body);
+/* Handles every queued event now (not from inside an action, where it
+ * does nothing).  Returns how many were dropped (no row). */
+int agent_drain(struct agent *a);
+/* Frees what is still queued (after the loop). */
+void agent_queue_clear(struct agent *a);
 const char *agent_state_name(enum agent_state s);
 /* Handles one frame from herd through the table of frame types; a type
- * an agent does not take is a protocol error (PROTO_ERROR back). */
+ * an agent does not take is a protocol error (PROTO_ERROR back).  What
+ * earlier frames posted is handled first. */
 void agent_dispatch(struct agent *a, struct proto_frame *f);
+/* The conn callbacks of the connection to herd (arg: the agent).  A
+ * frame outside the protocol, or the connection's end, posts
+ * AGENT_EV_HERD_GONE. */
+void agent_on_frame(struct conn *c, struct proto_frame *f, void *arg);
+void agent_on_close(struct conn *c, const char *reason, int clean, void *arg);
 /* Stops the loop when the agent is exiting, no rank is left and what it
  * queued for herd is out (or the connection is dead). */
 void agent_maybe_exit(struct agent *a);

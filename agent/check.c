@@ -1,4 +1,4 @@
-/* check.c — the agent's checks of the health gate (issue 14).
+/* check.c — the agent's checks of the health gate.
  *
  * herd sends CHECK before an attempt (health.preflight) or for
  * `herd check`; the agent answers with one CHECK frame listing each

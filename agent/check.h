@@ -1,4 +1,4 @@
-/* check.h — the agent's side of the health gate (issue 14): the checks
+/* check.h — the agent's side of the health gate: the checks
  * herd's CHECK asks for (check.c) and the transfers of its network probe
  * (netprobe.c).  The pieces that read the file system take a root, so
  * the unit tests run them on a fake tree. */

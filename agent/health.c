@@ -2,7 +2,7 @@
  *
  * herd and its agents heartbeat each other.  The agent sends a HEARTBEAT
  * every interval herd asked for, carrying the ranks it found hung (what
- * is measured goes in METRICS, metrics.c).  It answers herd's HEARTBEAT at
+ * is measured goes in METRICS, measure.c).  It answers herd's HEARTBEAT at
  * once and times its next one from that answer (health_on_heartbeat), so
  * the agents of a job beat in step with herd: herd sends to every node in
  * one tick, and their answers come back together and are read in a few

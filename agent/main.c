@@ -133,42 +133,6 @@ static void send_hello(struct agent *a, const char *topology_xml,
 	agent_send(a, PROTO_HELLO, body, NULL, 0);
 }
 
-static void on_close(struct conn *c, const char *reason, int clean, void *arg);
-
-static void on_frame(struct conn *c, struct proto_frame *f, void *arg)
-{
-	struct agent *a = arg;
-	struct herd_err err;
-
-	health_heard(a);
-	if (proto_frame_check(f, PROTO_TO_AGENT, &err) < 0) {
-		agent_send(a, PROTO_ERROR,
-			   json_pack("{s:s}", "message", err.text), NULL, 0);
-		conn_pause_reading(c);
-		on_close(c, err.text, 0, a);
-		proto_frame_free(f);
-		return;
-	}
-	agent_dispatch(a, f);
-	proto_frame_free(f);
-	agent_maybe_exit(a);
-}
-
-static void on_close(struct conn *c, const char *reason, int clean, void *arg)
-{
-	struct agent *a = arg;
-
-	(void)c;
-	if (!clean)
-		fprintf(stderr, "herd-agent: connection to herd lost: %s\n",
-			reason);
-	else if (a->state != AGENT_EXITING)
-		/* herd hung up without STOP: it ended, or dropped us. */
-		fprintf(stderr, "herd-agent: herd closed the connection; "
-				"stopping the ranks and exiting\n");
-	agent_post(a, AGENT_EV_HERD_GONE, NULL);
-}
-
 /* One TCP connection to herd within deadline_ms (monotonic): the socket,
  * or -1 with errno. */
 static int connect_once(const struct addrinfo *ai, int64_t deadline_ms)
@@ -463,8 +427,8 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 
-	a.conn = conn_new(a.loop, in_fd, out_fd, PROTO_FRAME_MAX, on_frame,
-			  on_close, &a);
+	a.conn = conn_new(a.loop, in_fd, out_fd, PROTO_FRAME_MAX,
+			  agent_on_frame, agent_on_close, &a);
 	if (!a.conn) {
 		perror("herd-agent: setup");
 		return 1;
@@ -473,7 +437,7 @@ int main(int argc, char **argv)
 	metrics_init(&a);
 	send_hello(&a, topology_xml, node_name);
 	if (pmix_early)
-		pmix_warm(&a);
+		psrv_warm(&a);
 	warm_init(&a, warm, warm_python, warm_slots);
 	loop_run(a.loop);
 
@@ -489,12 +453,13 @@ int main(int argc, char **argv)
 	 * the controller need not wait for. */
 	conn_free(a.conn);
 	a.conn = NULL;
-	pmix_fini(&a);
+	psrv_fini(&a);
 	check_fini(&a);
 	netprobe_fini(&a);
 	metrics_fini(&a);
 	touch_fini(&a);
 	health_fini(&a);
+	agent_queue_clear(&a);	/* what the teardown posted */
 	loop_free(a.loop);
 	return 0;
 }

@@ -1,6 +1,7 @@
-/* metrics.h — the parts of the agent's sampler (metrics.c) that the unit
- * tests drive directly: the readers take the root of what they read, so a
- * test hands them a temporary directory instead of /proc or /sys. */
+/* measure.h — the parts of the agent's sampler (measure.c, nvml.c) that
+ * the unit tests drive directly: the readers take the root of what they
+ * read, so a test hands them a temporary directory instead of /proc or
+ * /sys. */
 #ifndef HERD_AGENT_METRICS_H
 #define HERD_AGENT_METRICS_H
 
@@ -70,7 +71,7 @@ int metrics_read_net(const char *path, json_t *arr);
  * counters are 4-byte words: x 4).  A missing root is no RDMA (0). */
 int metrics_read_rdma(const char *root, json_t *arr);
 
-/* NVML, loaded at run time.  Opaque; see metrics.c. */
+/* nvml.c: NVML, loaded at run time.  Opaque. */
 struct gpu;
 
 /* dlopen()s lib ("libnvidia-ml.so.1"), initialises NVML and finds the

@@ -1,6 +1,6 @@
-/* netprobe.c — the transfers of the health gate's network probe (issue
- * 14).  herd pairs the nodes (launcher/ctl/check.c); for each transfer it
- * tells one agent to listen and, once that one answered with its port,
+/* netprobe.c — the transfers of the health gate's network probe.  herd
+ * pairs the nodes (launcher/ctl/check.c); for each transfer it tells one
+ * agent to listen and, once that one answered with its port,
  * the other to connect.  The connecting side sends `bytes`, the listening
  * side receives them, for at most timeout_ms, and reports what it
  * received and how long that took (each pair is probed both ways, in two

@@ -179,7 +179,7 @@ static void maybe_send_exit(struct agent *a, struct rank *r)
 	if (r->running || r->exit_sent || r->out.fd >= 0 || r->err.fd >= 0)
 		return;
 	if (a->pmix_mode && !r->pmix_connected)
-		pmix_drain(a);
+		psrv_drain(a);
 	rank_started(a, r->rank, a->attempt, false);
 	r->exit_sent = true;
 	if (WIFSIGNALED(r->status))
@@ -463,7 +463,7 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 				      "node (at most 4096)", n);
 	a->attempt = (int)json_integer_value(json_object_get(launch, "attempt"));
 	a->pmix_mode = json_is_object(json_object_get(launch, "pmix"));
-	if (pmix_prepare(a, launch, err) < 0)
+	if (psrv_prepare(a, launch, err) < 0)
 		return -1;
 	a->progress_timeout_ms = json_integer_value(
 		json_object_get(launch, "progress_timeout_ms"));
@@ -508,7 +508,7 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 				snprintf(r->progress_file,
 					 sizeof(r->progress_file), "%s", user);
 		}
-		/* HERD_METRICS: the same, for training values (metrics.c
+		/* HERD_METRICS: the same, for training values (measure.c
 		 * tails it); a file of an earlier attempt is removed, so
 		 * its lines are not read again. */
 		r->metrics_file[0] = '\0';
@@ -541,7 +541,7 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 		     * say otherwise. */
 		    (!getenv("PYTHONFAULTHANDLER") &&
 		     envv_set(&env, "PYTHONFAULTHANDLER", "1") < 0) ||
-		    (a->pmix_mode && pmix_setup_rank(a, r, &env, err) < 0) ||
+		    (a->pmix_mode && psrv_setup_rank(a, r, &env, err) < 0) ||
 		    control_rank_env(a, r->rank, &env) < 0 ||
 		    ckpt_mem_rank_env(a, r->rank, &env) < 0 ||
 		    envv_add_json(&env, json_object_get(launch, "env")) < 0 ||
@@ -685,7 +685,7 @@ int rank_spawn_proc(struct agent *a, const struct rank_proc *p,
 	}
 	/* After the app's environment: the PMIx server's variables are the
 	 * ones the process must see. */
-	if (pmix_setup_proc(a, p->nspace, (uint32_t)p->srank, &env, err) < 0)
+	if (psrv_setup_proc(a, p->nspace, (uint32_t)p->srank, &env, err) < 0)
 		goto out;
 	if (!reuse)
 		a->n_ranks++;

@@ -1,10 +1,10 @@
-/* touch.c — counts every touch of the ranks' progress files (issue 14,
- * the straggler detector's last source of step times): one inotify fd on
+/* touch.c — counts every touch of the ranks' progress files (the
+ * straggler detector's last source of step times): one inotify fd on
  * the agent's loop watches the directory of each rank's
  * HERD_PROGRESS_FILE (the file may not exist before the rank's first
  * touch, and a rename onto it is a touch too), and each event naming a
  * rank's file counts (touch_event).  The counts go in METRICS' ranks
- * entries (metrics.c).  Mtimes sampled now and then would see one touch
+ * entries (measure.c).  Mtimes sampled now and then would see one touch
  * where there were many; this sees them all, with two limits of the
  * kernel's: identical events not read yet are merged (two utimes of the
  * file within one turn of the agent's loop count once; touch(1) and

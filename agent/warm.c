@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "herd/fdpass.h"
 #include "keeper/keeper.h"
 
 /* Deaths in a row before the node gives up on warm slots. */
@@ -597,33 +598,6 @@ static int argv_fd(const struct warm_cmd *c, const char *python)
 	return fd;
 }
 
-static int send_launch(int ctl, int spec, int wargv)
-{
-	char b = 'L';
-	union {
-		char buf[CMSG_SPACE(2 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {.iov_base = &b, .iov_len = 1};
-	struct msghdr m = {.msg_iov = &iov,
-			   .msg_iovlen = 1,
-			   .msg_control = u.buf,
-			   .msg_controllen = sizeof(u.buf)};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-	int fds[2] = {spec, wargv};
-	ssize_t n;
-
-	memset(u.buf, 0, sizeof(u.buf));
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(fds));
-	memcpy(CMSG_DATA(c), fds, sizeof(fds));
-	while ((n = sendmsg(ctl, &m, MSG_NOSIGNAL | MSG_DONTWAIT)) < 0 &&
-	       errno == EINTR)
-		;
-	return n == 1 ? 0 : -1;
-}
-
 pid_t warm_launch(struct agent *a, const struct keeper_rank *k,
 		  const char *command, int attempt, int out[2])
 {
@@ -651,7 +625,8 @@ pid_t warm_launch(struct agent *a, const struct keeper_rank *k,
 	    (wargv = argv_fd(&c, python)) < 0)
 		goto out;
 	slot_unlink(w, s);
-	if (send_launch(s->ctl, spec, wargv) < 0) {
+	if (fdpass_send(s->ctl, 'L', (int[]){spec, wargv}, 2, MSG_DONTWAIT) <
+	    0) {
 		/* A slot that cannot take it is not kept. */
 		kill(-s->pid, SIGKILL);
 		s->next = w->idle;

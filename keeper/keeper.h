@@ -1,16 +1,29 @@
 /* keeper.h — the private contract between the agent's side of the rank
- * keeper (keeper.c, warm.c) and the keeper itself (keeper/run.c,
- * keeper/warm.c). */
-#ifndef HERD_AGENT_KEEPER_H
-#define HERD_AGENT_KEEPER_H
+ * keeper (agent/keeper.c, agent/warm.c) and the keeper itself
+ * (keeper/main.c, run.c, warm.c), which includes nothing of the agent's
+ * but this. */
+#ifndef HERD_KEEPER_H
+#define HERD_KEEPER_H
 
 #include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "agent/agent.h"
+#include "herd/err.h"
+#include "herd/proc.h"
 #include "herd/proto.h"
+
+/* The keeper's mode of the agent's image (herd-agent --keeper). */
+#define KEEPER_ARG "--keeper"
+/* NUMA nodes a rank may be told to prefer: below this only. */
+#define KEEPER_MEM_NODES 1024
+
+/* main() of `herd-agent --keeper --rank R` (agent/keeper.c says what it
+ * is given); a program that links the agent's objects hands argv over
+ * when argv[1] is KEEPER_ARG.  Never returns when started by an agent;
+ * 2 when run by hand. */
+int keeper_main(int argc, char **argv);
 
 /* The spec's first string; /2: the cpu list is keeper.c's own "A-B,C"
  * form, parsed without hwloc. */
@@ -51,8 +64,9 @@ struct keeper_spec {
 	char **envp;
 };
 
-/* keeper.c: the spec of k in a new close-on-exec memfd at offset 0, or
- * -1 with err. */
+/* agent/keeper.c: the spec of k (agent/agent.h) in a new close-on-exec
+ * memfd at offset 0, or -1 with err. */
+struct keeper_rank;
 int keeper_spec_fd(const struct keeper_rank *k, struct herd_err *err);
 
 /* keeper/run.c */

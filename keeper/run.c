@@ -28,7 +28,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
 #include "keeper/keeper.h"
 
 static long spec_num(const char *s, long lo, long hi)

@@ -28,7 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "herd/fdpass.h"
 #include "keeper/keeper.h"
 
 extern char **environ;
@@ -164,28 +164,18 @@ static char *read_memfd(int fd, size_t max, size_t *len)
 /* Receives "L" and its two fds.  0, or -1 (EOF, anything else). */
 static int recv_launch(int ctl, int *spec, int *wargv)
 {
-	char b = 0;
-	union {
-		char buf[CMSG_SPACE(2 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {.iov_base = &b, .iov_len = 1};
-	struct msghdr m = {.msg_iov = &iov,
-			   .msg_iovlen = 1,
-			   .msg_control = u.buf,
-			   .msg_controllen = sizeof(u.buf)};
-	struct cmsghdr *c;
-	ssize_t n;
+	char tag = 0;
+	int fds[2];
 
-	while ((n = recvmsg(ctl, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
-		;
-	c = n > 0 ? CMSG_FIRSTHDR(&m) : NULL;
-	if (n <= 0 || b != 'L' || !c || c->cmsg_level != SOL_SOCKET ||
-	    c->cmsg_type != SCM_RIGHTS ||
-	    c->cmsg_len != CMSG_LEN(2 * sizeof(int)))
+	if (fdpass_recv(ctl, &tag, fds, 2) < 0)
 		return -1;
-	memcpy(spec, CMSG_DATA(c), sizeof(int));
-	memcpy(wargv, CMSG_DATA(c) + sizeof(int), sizeof(int));
+	if (tag != 'L') {
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	*spec = fds[0];
+	*wargv = fds[1];
 	return 0;
 }
 

@@ -1,13 +1,13 @@
 /* pmix/api.c — the rest of the PMIx server upcalls: queries, logging,
  * allocation, job control, monitoring, credentials, I/O forwarding,
- * groups, fabric (issue 16).
+ * groups, fabric.
  *
  * Refusals.  libpmix 4.2.2 answers the client of allocate, job_control,
  * monitor, get/validate_credential (and query) from the host's callback
  * by queueing the reply on the client's socket WITHOUT moving to its
  * progress thread (PMIX_SERVER_QUEUE_REPLY): called from the agent's
  * loop that races the progress thread (lost replies: the rank hangs;
- * a corrupt heap: the agent dies; t0920).  iof_pull frees its request
+ * a corrupt heap: the agent dies).  iof_pull frees its request
  * when the host says it will call back.  So these are refused by
  * returning PMIX_ERR_NOT_SUPPORTED at once: the library sends that reply
  * itself, on its thread, and nothing is left waiting.  job_control
@@ -28,7 +28,7 @@
 #include "agent/pmix/pmix_int.h"
 
 /* The most keys one PMIx_Query_info may ask. */
-#define PMIX_QUERY_MAX 64
+#define PSRV_QUERY_MAX 64
 
 /* --- PMIx_Query_info ------------------------------------------------------
  *
@@ -64,7 +64,7 @@ static void api_job_free(struct api_job *j)
 	free(j);
 }
 
-void pmix_api_job_set(const char *nspace, uint32_t size,
+void psrv_api_job_set(const char *nspace, uint32_t size,
 		      const char *const *rank_host, const bool *local,
 		      const char *exe)
 {
@@ -204,7 +204,7 @@ static void query_done(void *cbdata)
 		PMIX_INFO_FREE(info, n + 1);
 }
 
-pmix_status_t pmix_up_query(pmix_proc_t *proct, pmix_query_t *queries,
+pmix_status_t psrv_up_query(pmix_proc_t *proct, pmix_query_t *queries,
 			    size_t nqueries, pmix_info_cbfunc_t cbfunc,
 			    void *cbdata)
 {
@@ -213,10 +213,10 @@ pmix_status_t pmix_up_query(pmix_proc_t *proct, pmix_query_t *queries,
 	pmix_status_t st;
 
 	(void)proct;
-	for (size_t q = 0; q < nqueries && q < PMIX_QUERY_MAX; q++)
+	for (size_t q = 0; q < nqueries && q < PSRV_QUERY_MAX; q++)
 		for (char **k = queries[q].keys; k && *k; k++)
 			nkeys++;
-	if (!cbfunc || nkeys == 0 || nkeys > PMIX_QUERY_MAX)
+	if (!cbfunc || nkeys == 0 || nkeys > PSRV_QUERY_MAX)
 		return PMIX_ERR_NOT_SUPPORTED;
 	/* One more, empty: the end for query_done. */
 	PMIX_INFO_CREATE(info, nkeys + 1);
@@ -248,7 +248,7 @@ pmix_status_t pmix_up_query(pmix_proc_t *proct, pmix_query_t *queries,
  * loop sends them in one PMIX_LOG frame and completes the call.  The
  * callback goes from the loop, never from here: the library's log path
  * holds a lock around this upcall that its callback takes again. */
-static void run_log(struct pmix_state *p, struct req *r)
+static void run_log(struct psrv_state *p, struct req *r)
 {
 	struct agent *a = p->a;
 	json_t *entries = r->arg;
@@ -292,7 +292,7 @@ static bool log_text(const pmix_value_t *v, char *buf, size_t len)
 	}
 }
 
-void pmix_up_log(const pmix_proc_t *client, const pmix_info_t data[],
+void psrv_up_log(const pmix_proc_t *client, const pmix_info_t data[],
 		 size_t ndata, const pmix_info_t directives[], size_t ndirs,
 		 pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
@@ -312,11 +312,11 @@ void pmix_up_log(const pmix_proc_t *client, const pmix_info_t data[],
 						   data[i].key, "value", text));
 	if (!entries || json_array_size(entries) == 0 || !cbfunc) {
 		json_decref(entries);
-		if (pmix_refuse(cbfunc, cbdata) != PMIX_SUCCESS && cbfunc)
+		if (psrv_refuse(cbfunc, cbdata) != PMIX_SUCCESS && cbfunc)
 			cbfunc(PMIX_ERR_NOMEM, cbdata);
 		return;
 	}
-	if (!(r = pmix_req_new(run_log, client))) {
+	if (!(r = psrv_req_new(run_log, client))) {
 		json_decref(entries);
 		cbfunc(PMIX_ERR_NOMEM, cbdata);
 		return;
@@ -325,10 +325,10 @@ void pmix_up_log(const pmix_proc_t *client, const pmix_info_t data[],
 	r->free_arg = free_json;
 	r->op_cb = cbfunc;
 	r->cbdata = cbdata;
-	pmix_enqueue(r);
+	psrv_enqueue(r);
 }
 
-pmix_status_t pmix_up_allocate(const pmix_proc_t *client,
+pmix_status_t psrv_up_allocate(const pmix_proc_t *client,
 			       pmix_alloc_directive_t directive,
 			       const pmix_info_t data[], size_t ndata,
 			       pmix_info_cbfunc_t cbfunc, void *cbdata)
@@ -541,7 +541,7 @@ static void jctrl_signal(const struct rank *rk, int sig)
 /* A job-control signal another node's rank asked for (SIGNAL with
  * ranks, from herd): to those of this node's job ranks, as on the
  * asker's node. */
-void pmix_jctrl_signal_ranks(struct agent *a, const json_t *ranks, int sig)
+void psrv_jctrl_signal_ranks(struct agent *a, const json_t *ranks, int sig)
 {
 	size_t k;
 	json_t *v;
@@ -559,7 +559,7 @@ void pmix_jctrl_signal_ranks(struct agent *a, const json_t *ranks, int sig)
 	}
 }
 
-static void run_jctrl(struct pmix_state *p, struct req *r)
+static void run_jctrl(struct psrv_state *p, struct req *r)
 {
 	struct jctrl *j = r->arg;
 	struct agent *a = p->a;
@@ -612,28 +612,28 @@ static void run_jctrl(struct pmix_state *p, struct req *r)
 	for (size_t i = 0; ranks && !j->all && i < j->n; i++)
 		json_array_append_new(ranks, json_integer(j->ranks[i]));
 	if (ranks)
-		pmix_event_raise(p, PMIX_JCTRL_CHECKPOINT, r->proc.rank, ranks,
+		psrv_event_raise(p, PMIX_JCTRL_CHECKPOINT, r->proc.rank, ranks,
 				 info, 2);
 	else
 		PMIX_INFO_FREE(info, 2);
 	json_decref(ranks);
 }
 
-pmix_status_t pmix_up_job_control(const pmix_proc_t *requestor,
+pmix_status_t psrv_up_job_control(const pmix_proc_t *requestor,
 				  const pmix_proc_t targets[], size_t ntargets,
 				  const pmix_info_t directives[], size_t ndirs,
 				  pmix_info_cbfunc_t cbfunc, void *cbdata)
 {
-	long stranger = pmix_guard_stranger();
+	long stranger = psrv_guard_stranger();
 	struct jctrl *j;
 	struct req *r;
 	pmix_status_t st;
 
 	if (stranger >= 0) {
-		pmix_guard_say(stranger, "a PMIx job control");
+		psrv_guard_say(stranger, "a PMIx job control");
 		return PMIX_ERR_NO_PERMISSIONS;
 	}
-	if (!cbfunc || !requestor || ntargets > PMIX_JOB_RANKS_MAX ||
+	if (!cbfunc || !requestor || ntargets > PSRV_JOB_RANKS_MAX ||
 	    (ntargets && !targets))
 		return PMIX_ERR_BAD_PARAM;
 	if (!(j = calloc(1, sizeof(*j) + ntargets * sizeof(j->ranks[0]))))
@@ -651,7 +651,7 @@ pmix_status_t pmix_up_job_control(const pmix_proc_t *requestor,
 		cbfunc(PMIX_SUCCESS, NULL, 0, cbdata, NULL, NULL);
 		return PMIX_SUCCESS;
 	}
-	if (!(r = pmix_req_new(run_jctrl, requestor))) {
+	if (!(r = psrv_req_new(run_jctrl, requestor))) {
 		jctrl_free(j);
 		return PMIX_ERR_NOMEM;
 	}
@@ -660,11 +660,11 @@ pmix_status_t pmix_up_job_control(const pmix_proc_t *requestor,
 	/* Answered before the signal: a rank that kills itself hears
 	 * SUCCESS first. */
 	cbfunc(PMIX_SUCCESS, NULL, 0, cbdata, NULL, NULL);
-	pmix_enqueue(r);
+	psrv_enqueue(r);
 	return PMIX_SUCCESS;
 }
 
-pmix_status_t pmix_up_monitor(const pmix_proc_t *requestor,
+pmix_status_t psrv_up_monitor(const pmix_proc_t *requestor,
 			      const pmix_info_t *monitor, pmix_status_t error,
 			      const pmix_info_t directives[], size_t ndirs,
 			      pmix_info_cbfunc_t cbfunc, void *cbdata)
@@ -679,7 +679,7 @@ pmix_status_t pmix_up_monitor(const pmix_proc_t *requestor,
 	return PMIX_ERR_NOT_SUPPORTED;	/* see the top */
 }
 
-pmix_status_t pmix_up_get_credential(const pmix_proc_t *proc,
+pmix_status_t psrv_up_get_credential(const pmix_proc_t *proc,
 				     const pmix_info_t directives[],
 				     size_t ndirs,
 				     pmix_credential_cbfunc_t cbfunc,
@@ -693,7 +693,7 @@ pmix_status_t pmix_up_get_credential(const pmix_proc_t *proc,
 	return PMIX_ERR_NOT_SUPPORTED;	/* see the top */
 }
 
-pmix_status_t pmix_up_validate_credential(const pmix_proc_t *proc,
+pmix_status_t psrv_up_validate_credential(const pmix_proc_t *proc,
 					  const pmix_byte_object_t *cred,
 					  const pmix_info_t directives[],
 					  size_t ndirs,
@@ -709,7 +709,7 @@ pmix_status_t pmix_up_validate_credential(const pmix_proc_t *proc,
 	return PMIX_ERR_NOT_SUPPORTED;	/* see the top */
 }
 
-pmix_status_t pmix_up_iof_pull(const pmix_proc_t procs[], size_t nprocs,
+pmix_status_t psrv_up_iof_pull(const pmix_proc_t procs[], size_t nprocs,
 			       const pmix_info_t directives[], size_t ndirs,
 			       pmix_iof_channel_t channels,
 			       pmix_op_cbfunc_t cbfunc, void *cbdata)
@@ -724,7 +724,7 @@ pmix_status_t pmix_up_iof_pull(const pmix_proc_t procs[], size_t nprocs,
 	return PMIX_ERR_NOT_SUPPORTED;	/* see the top */
 }
 
-pmix_status_t pmix_up_push_stdin(const pmix_proc_t *source,
+pmix_status_t psrv_up_push_stdin(const pmix_proc_t *source,
 				 const pmix_proc_t targets[], size_t ntargets,
 				 const pmix_info_t directives[], size_t ndirs,
 				 const pmix_byte_object_t *bo,
@@ -741,7 +741,7 @@ pmix_status_t pmix_up_push_stdin(const pmix_proc_t *source,
 	return PMIX_ERR_NOT_SUPPORTED;	/* see the top */
 }
 
-pmix_status_t pmix_up_group(pmix_group_operation_t op, char grp[],
+pmix_status_t psrv_up_group(pmix_group_operation_t op, char grp[],
 			    const pmix_proc_t procs[], size_t nprocs,
 			    const pmix_info_t directives[], size_t ndirs,
 			    pmix_info_cbfunc_t cbfunc, void *cbdata)
@@ -752,10 +752,10 @@ pmix_status_t pmix_up_group(pmix_group_operation_t op, char grp[],
 	(void)nprocs;
 	(void)directives;
 	(void)ndirs;
-	return pmix_refuse_info(cbfunc, cbdata);
+	return psrv_refuse_info(cbfunc, cbdata);
 }
 
-pmix_status_t pmix_up_fabric(const pmix_proc_t *requestor,
+pmix_status_t psrv_up_fabric(const pmix_proc_t *requestor,
 			     pmix_fabric_operation_t op,
 			     const pmix_info_t directives[], size_t ndirs,
 			     pmix_info_cbfunc_t cbfunc, void *cbdata)
@@ -764,5 +764,5 @@ pmix_status_t pmix_up_fabric(const pmix_proc_t *requestor,
 	(void)op;
 	(void)directives;
 	(void)ndirs;
-	return pmix_refuse_info(cbfunc, cbdata);
+	return psrv_refuse_info(cbfunc, cbdata);
 }

@@ -1,5 +1,4 @@
-/* pmix/event.c — events between ranks and herd's failures as events
- * (issue 16).
+/* pmix/event.c — events between ranks and herd's failures as events.
  *
  * PMIx_Notify_event from a rank: the library delivers it to the node's
  * own ranks itself and calls notify_event for the rest; we pack the
@@ -19,7 +18,7 @@
 #include "agent/pmix/pmix_int.h"
 
 /* Answers PMIX_SUCCESS through the callback from the loop. */
-static void run_accept(struct pmix_state *p, struct req *r)
+static void run_accept(struct psrv_state *p, struct req *r)
 {
 	(void)p;
 	if (r->op_cb)
@@ -28,17 +27,17 @@ static void run_accept(struct pmix_state *p, struct req *r)
 
 static pmix_status_t accept_op(pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
-	struct req *r = pmix_req_new(run_accept, NULL);
+	struct req *r = psrv_req_new(run_accept, NULL);
 
 	if (!r)
 		return PMIX_ERR_NOMEM;
 	r->op_cb = cbfunc;
 	r->cbdata = cbdata;
-	pmix_enqueue(r);
+	psrv_enqueue(r);
 	return PMIX_SUCCESS;
 }
 
-pmix_status_t pmix_up_register_events(pmix_status_t *codes, size_t ncodes,
+pmix_status_t psrv_up_register_events(pmix_status_t *codes, size_t ncodes,
 				      const pmix_info_t info[], size_t ninfo,
 				      pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
@@ -49,7 +48,7 @@ pmix_status_t pmix_up_register_events(pmix_status_t *codes, size_t ncodes,
 	return accept_op(cbfunc, cbdata);
 }
 
-pmix_status_t pmix_up_deregister_events(pmix_status_t *codes, size_t ncodes,
+pmix_status_t psrv_up_deregister_events(pmix_status_t *codes, size_t ncodes,
 					pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
 	(void)codes;
@@ -80,7 +79,7 @@ static bool is_local_rank(struct agent *a, pmix_rank_t rank)
 	return false;
 }
 
-static void run_notify(struct pmix_state *p, struct req *r)
+static void run_notify(struct psrv_state *p, struct req *r)
 {
 	struct agent *a = p->a;
 	struct notify *n = r->arg;
@@ -95,7 +94,7 @@ static void run_notify(struct pmix_state *p, struct req *r)
 		body = json_pack(
 		    "{s:i, s:i, s:i, s:s, s:s, s:o}", "attempt", a->attempt,
 		    "code", (int)n->code, "rank", (int)r->proc.rank, "nspace",
-		    p->nspace, "range", pmix_range_name(n->range), "procs",
+		    p->nspace, "range", psrv_range_name(n->range), "procs",
 		    n->procs ? json_incref(n->procs) : json_array());
 		agent_send(a, PROTO_EVENT, body, r->data, r->ndata);
 	}
@@ -158,7 +157,7 @@ static pmix_status_t notify_event_ours(pmix_status_t code,
 				       pmix_info_t info[], size_t ninfo,
 				       pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
-	struct req *r = pmix_req_new(run_notify, source);
+	struct req *r = psrv_req_new(run_notify, source);
 	struct notify *n = r ? calloc(1, sizeof(*n)) : NULL;
 	pmix_byte_object_t bo = {NULL, 0};
 	pmix_status_t rc;
@@ -185,7 +184,7 @@ static pmix_status_t notify_event_ours(pmix_status_t code,
 	r->status = rc;
 	r->data = bo.bytes;
 	r->ndata = rc == PMIX_SUCCESS ? bo.size : 0;
-	pmix_enqueue(r);
+	psrv_enqueue(r);
 	/* Done here: everything is copied.  libpmix 4.2 frees its request
 	 * when this upcall returns PMIX_SUCCESS (its prm framework counts
 	 * only OPERATION_IN_PROGRESS as pending), so a callback later is a
@@ -197,16 +196,16 @@ static pmix_status_t notify_event_ours(pmix_status_t code,
 
 /* Refused while a process of another user is connected to the server
  * (pmix/guard.c). */
-pmix_status_t pmix_up_notify_event(pmix_status_t code,
+pmix_status_t psrv_up_notify_event(pmix_status_t code,
 				   const pmix_proc_t *source,
 				   pmix_data_range_t range, pmix_info_t info[],
 				   size_t ninfo, pmix_op_cbfunc_t cbfunc,
 				   void *cbdata)
 {
-	long stranger = pmix_guard_stranger();
+	long stranger = psrv_guard_stranger();
 
 	if (stranger >= 0) {
-		pmix_guard_say(stranger, "a PMIx notify_event");
+		psrv_guard_say(stranger, "a PMIx notify_event");
 		return PMIX_ERR_NO_PERMISSIONS; /* at once: see above */
 	}
 	return notify_event_ours(code, source, range, info, ninfo, cbfunc,
@@ -248,7 +247,7 @@ static void deliver(pmix_status_t code, const pmix_proc_t *source,
 		delivered(rc, d);
 }
 
-void pmix_event_raise(struct pmix_state *p, pmix_status_t code,
+void psrv_event_raise(struct psrv_state *p, pmix_status_t code,
 		      pmix_rank_t from, json_t *ranks, pmix_info_t *info,
 		      size_t ninfo)
 {
@@ -263,7 +262,7 @@ void pmix_event_raise(struct pmix_state *p, pmix_status_t code,
 				     "attempt", a->attempt, "code", (int)code,
 				     "rank", (int)from, "nspace", p->nspace,
 				     "range",
-				     pmix_range_name(PMIX_RANGE_CUSTOM),
+				     psrv_range_name(PMIX_RANGE_CUSTOM),
 				     "procs", ranks),
 			   bo.bytes, bo.size);
 	free(bo.bytes);
@@ -272,9 +271,9 @@ void pmix_event_raise(struct pmix_state *p, pmix_status_t code,
 	deliver(code, NULL, PMIX_RANGE_CUSTOM, info, ninfo);
 }
 
-void pmix_on_event(struct agent *a, struct proto_frame *f)
+void psrv_on_event(struct agent *a, struct proto_frame *f)
 {
-	struct pmix_state *p = a->pmix;
+	struct psrv_state *p = a->pmix;
 	json_t *b = f->body;
 	pmix_data_buffer_t buf;
 	pmix_info_t *info = NULL;
@@ -286,7 +285,7 @@ void pmix_on_event(struct agent *a, struct proto_frame *f)
 	    json_integer_value(json_object_get(b, "attempt")) != a->attempt ||
 	    strcmp(json_string_value(json_object_get(b, "nspace")), p->nspace))
 		return;
-	if (pmix_unpack_start(&buf, f->data, f->data_len) != PMIX_SUCCESS ||
+	if (psrv_unpack_start(&buf, f->data, f->data_len) != PMIX_SUCCESS ||
 	    PMIx_Data_unpack(NULL, &buf, &n, &one, PMIX_UINT32) !=
 		PMIX_SUCCESS ||
 	    n > 1024) {
@@ -313,13 +312,13 @@ void pmix_on_event(struct agent *a, struct proto_frame *f)
 	    (pmix_rank_t)json_integer_value(json_object_get(b, "rank")));
 	deliver((pmix_status_t)json_integer_value(json_object_get(b, "code")),
 		&source,
-		pmix_range_of(json_string_value(json_object_get(b, "range"))),
+		psrv_range_of(json_string_value(json_object_get(b, "range"))),
 		info, n);
 }
 
-void pmix_on_proc_failed(struct agent *a, struct proto_frame *f)
+void psrv_on_proc_failed(struct agent *a, struct proto_frame *f)
 {
-	struct pmix_state *p = a->pmix;
+	struct psrv_state *p = a->pmix;
 	json_t *b = f->body, *ranks = json_object_get(b, "ranks");
 	const char *kind = json_string_value(json_object_get(b, "kind"));
 	const char *host = json_string_value(json_object_get(b, "host"));

@@ -99,7 +99,7 @@ static bool version_matches(void *lib)
 	       rel == PMIX_VERSION_RELEASE;
 }
 
-void pmix_fence_hold_init(void *lib)
+void psrv_fence_hold_init(void *lib)
 {
 	server_fence_fn mine = pmix_server_fence, found;
 
@@ -110,7 +110,7 @@ void pmix_fence_hold_init(void *lib)
 		  version_matches(lib);
 }
 
-bool pmix_fence_hold_active(void)
+bool psrv_fence_hold_active(void)
 {
 	return hold_on;
 }
@@ -118,7 +118,7 @@ bool pmix_fence_hold_active(void)
 /* Loop side.  peers: "r,r,..." (the local ranks), or NULL with nlocal
  * 0.  A list that does not give nlocal ranks counts every proc of the
  * namespace as local. */
-void pmix_fence_hold_add(const char *nspace, int nlocal, const char *peers)
+void psrv_fence_hold_add(const char *nspace, int nlocal, const char *peers)
 {
 	struct hold_ns e = {0};
 	const char *s = peers;
@@ -156,7 +156,7 @@ void pmix_fence_hold_add(const char *nspace, int nlocal, const char *peers)
 	pthread_mutex_unlock(&hold_lock);
 }
 
-void pmix_fence_hold_remove(const char *nspace)
+void psrv_fence_hold_remove(const char *nspace)
 {
 	pthread_mutex_lock(&hold_lock);
 	for (size_t i = 0; i < hold_n; i++)

@@ -4,7 +4,7 @@
  * user can connect, and its "native" security believes the uid the
  * client itself writes into the handshake.  A process of another user
  * that fakes getuid() (an LD_PRELOAD is enough) was taken for rank 0 of
- * the job and could PMIx_Spawn a command as the job's user (t0907).
+ * the job and could PMIx_Spawn a command as the job's user.
  * The 4.2 library never calls a host `listener`, so the agent cannot
  * vet each connection before the library reads it; it asks the kernel
  * instead: /proc/net/tcp{,6} give the uid that created each socket,
@@ -137,7 +137,7 @@ static struct endpoint guard_eps[2][GUARD_LISTEN_MAX];
 static size_t guard_n_eps[2];
 static bool guard_known;
 
-long pmix_guard_stranger(void)
+long psrv_guard_stranger(void)
 {
 	static const char *const files[] = {"/proc/net/tcp", "/proc/net/tcp6"};
 	long uid = -1;
@@ -164,7 +164,7 @@ long pmix_guard_stranger(void)
 	return uid;
 }
 
-void pmix_guard_say(long uid, const char *what)
+void psrv_guard_say(long uid, const char *what)
 {
 	fprintf(stderr,
 		"herd-agent: %s refused: a process of uid %ld (not this "

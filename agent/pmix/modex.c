@@ -1,4 +1,4 @@
-/* pmix/modex.c — direct modex (issue 16): a PMIx_Get for a process on
+/* pmix/modex.c — direct modex: a PMIx_Get for a process on
  * another node whose data no fence collected.
  *
  * Asking side: libpmix calls direct_modex once per remote rank (it keeps
@@ -43,7 +43,7 @@ struct dm_wait {
 };
 
 struct dm_pend {
-	struct pmix_state *p;
+	struct psrv_state *p;
 	pmix_rank_t rank;
 	int seq;
 	int64_t due_ms;
@@ -54,13 +54,13 @@ struct dm_pend {
 /* A request we serve, until the library's callback: linked under
  * p->lock, since the callback unlinks it on the progress thread. */
 struct dm_serve {
-	struct pmix_state *p;
+	struct psrv_state *p;
 	int attempt, seq, rank, from;
 	int ns;		/* 0: the job's namespace; N: spawn N's */
 	struct dm_serve *prev, *next;
 };
 
-struct pmix_modex {
+struct psrv_modex {
 	struct dm_pend **by_rank;	/* [job_size] */
 	uint32_t n;
 	int seq;
@@ -69,7 +69,7 @@ struct pmix_modex {
 	struct dm_serve *serving;
 };
 
-static struct pmix_modex *modex_of(struct pmix_state *p)
+static struct psrv_modex *modex_of(struct psrv_state *p)
 {
 	if (!p->modex)
 		p->modex = calloc(1, sizeof(*p->modex));
@@ -86,8 +86,8 @@ static void release_copy(void *cbdata)
 static void pend_finish(struct dm_pend *pend, pmix_status_t status,
 			const void *data, size_t len)
 {
-	struct pmix_state *p = pend->p;
-	struct pmix_modex *m = p->modex;
+	struct psrv_state *p = pend->p;
+	struct psrv_modex *m = p->modex;
 
 	if (m && pend->rank < m->n && m->by_rank[pend->rank] == pend)
 		m->by_rank[pend->rank] = NULL;
@@ -121,8 +121,8 @@ static void pend_finish(struct dm_pend *pend, pmix_status_t status,
 
 static void on_sweep(struct loop *loop, void *arg)
 {
-	struct pmix_state *p = arg;
-	struct pmix_modex *m = p->modex;
+	struct psrv_state *p = arg;
+	struct psrv_modex *m = p->modex;
 	int64_t now = loop_now_ms();
 
 	m->sweep = 0;
@@ -142,10 +142,10 @@ static void on_sweep(struct loop *loop, void *arg)
 
 /* Loop side of the upcall: r->proc is the rank asked for, r->status the
  * client's PMIX_TIMEOUT in seconds (0: none). */
-static void run_request(struct pmix_state *p, struct req *r)
+static void run_request(struct psrv_state *p, struct req *r)
 {
 	struct agent *a = p->a;
-	struct pmix_modex *m = modex_of(p);
+	struct psrv_modex *m = modex_of(p);
 	struct dm_wait *w = calloc(1, sizeof(*w));
 	struct dm_pend *pend;
 	pmix_rank_t rank = r->proc.rank;
@@ -161,9 +161,9 @@ static void run_request(struct pmix_state *p, struct req *r)
 	/* A spawned namespace's process: pmix/spawn.c asks. */
 	if (p->nspace_registered &&
 	    strncmp(r->proc.nspace, p->nspace, PMIX_MAX_NSLEN) != 0 &&
-	    pmix_ns_index(p, r->proc.nspace) > 0) {
+	    psrv_ns_index(p, r->proc.nspace) > 0) {
 		free(w);
-		pmix_spawn_dmodex(p, r);
+		psrv_spawn_dmodex(p, r);
 		return;
 	}
 	if (!p->nspace_registered ||
@@ -218,11 +218,11 @@ static void run_request(struct pmix_state *p, struct req *r)
 		   NULL, 0);
 }
 
-pmix_status_t pmix_up_direct_modex(const pmix_proc_t *proc,
+pmix_status_t psrv_up_direct_modex(const pmix_proc_t *proc,
 				   const pmix_info_t info[], size_t ninfo,
 				   pmix_modex_cbfunc_t cbfunc, void *cbdata)
 {
-	struct req *r = pmix_req_new(run_request, proc);
+	struct req *r = psrv_req_new(run_request, proc);
 
 	if (!r)
 		return PMIX_ERR_NOMEM;
@@ -242,15 +242,15 @@ pmix_status_t pmix_up_direct_modex(const pmix_proc_t *proc,
 	}
 	r->modex_cb = cbfunc;
 	r->cbdata = cbdata;
-	pmix_enqueue(r);
+	psrv_enqueue(r);
 	return PMIX_SUCCESS;
 }
 
 /* herd's DMODEX_DATA: the answer to one of ours. */
-void pmix_modex_on_data(struct agent *a, struct proto_frame *f)
+void psrv_modex_on_data(struct agent *a, struct proto_frame *f)
 {
-	struct pmix_state *p = a->pmix;
-	struct pmix_modex *m = p ? p->modex : NULL;
+	struct psrv_state *p = a->pmix;
+	struct psrv_modex *m = p ? p->modex : NULL;
 	json_t *b = f->body;
 	int att = (int)json_integer_value(json_object_get(b, "attempt"));
 	int seq = (int)json_integer_value(json_object_get(b, "seq"));
@@ -260,7 +260,7 @@ void pmix_modex_on_data(struct agent *a, struct proto_frame *f)
 	pmix_status_t status;
 
 	if (json_integer_value(json_object_get(b, "ns")) > 0) {
-		pmix_spawn_on_dmodex_data(a, f);
+		psrv_spawn_on_dmodex_data(a, f);
 		return;
 	}
 	if (!m || att != a->attempt || rank < 0 || (uint64_t)rank >= m->n ||
@@ -293,14 +293,14 @@ static void serve_reply(struct agent *a, const struct dm_serve *s, int status,
 	agent_send(a, PROTO_DMODEX_DATA, body, data, status == 0 ? len : 0);
 }
 
-static void run_served(struct pmix_state *p, struct req *r)
+static void run_served(struct psrv_state *p, struct req *r)
 {
 	serve_reply(p->a, r->arg, r->status, r->data, r->ndata);
 }
 
-static void serve_unlink(struct pmix_state *p, struct dm_serve *s)
+static void serve_unlink(struct psrv_state *p, struct dm_serve *s)
 {
-	struct pmix_modex *m = p->modex;
+	struct psrv_modex *m = p->modex;
 
 	if (s->prev)
 		s->prev->next = s->next;
@@ -316,13 +316,13 @@ static void on_served(pmix_status_t status, char *data, size_t ndata,
 		      void *cbdata)
 {
 	struct dm_serve *s = cbdata;
-	struct pmix_state *p = s->p;
+	struct psrv_state *p = s->p;
 	struct req *r;
 
 	pthread_mutex_lock(&p->lock);
 	serve_unlink(p, s);
 	pthread_mutex_unlock(&p->lock);
-	if (!(r = pmix_req_new(run_served, NULL))) {
+	if (!(r = psrv_req_new(run_served, NULL))) {
 		free(s);	/* the asking agent times out */
 		return;
 	}
@@ -337,14 +337,14 @@ static void on_served(pmix_status_t status, char *data, size_t ndata,
 			r->ndata = ndata;
 		}
 	}
-	pmix_enqueue(r);
+	psrv_enqueue(r);
 }
 
 /* herd's DMODEX: another node asks for the data of our rank. */
-void pmix_modex_on_request(struct agent *a, struct proto_frame *f)
+void psrv_modex_on_request(struct agent *a, struct proto_frame *f)
 {
-	struct pmix_state *p = a->pmix;
-	struct pmix_modex *m = p ? modex_of(p) : NULL;
+	struct psrv_state *p = a->pmix;
+	struct psrv_modex *m = p ? modex_of(p) : NULL;
 	json_t *b = f->body;
 	struct dm_serve *s = calloc(1, sizeof(*s));
 	pmix_proc_t proc;
@@ -367,7 +367,7 @@ void pmix_modex_on_request(struct agent *a, struct proto_frame *f)
 	if (s->ns) {
 		char name[PMIX_MAX_NSLEN + 1];
 
-		pmix_ns_name(p, s->ns, name, sizeof(name));
+		psrv_ns_name(p, s->ns, name, sizeof(name));
 		PMIX_PROC_LOAD(&proc, name, (pmix_rank_t)s->rank);
 	} else {
 		PMIX_PROC_LOAD(&proc, p->nspace, (pmix_rank_t)s->rank);
@@ -391,9 +391,9 @@ void pmix_modex_on_request(struct agent *a, struct proto_frame *f)
 
 /* --- attempts and exit ------------------------------------------------------ */
 
-void pmix_modex_clear(struct pmix_state *p)
+void psrv_modex_clear(struct psrv_state *p)
 {
-	struct pmix_modex *m = p->modex;
+	struct psrv_modex *m = p->modex;
 
 	if (!m)
 		return;
@@ -407,9 +407,9 @@ void pmix_modex_clear(struct pmix_state *p)
 	m->n = 0;
 }
 
-void pmix_modex_fini(struct pmix_state *p)
+void psrv_modex_fini(struct psrv_state *p)
 {
-	struct pmix_modex *m = p->modex;
+	struct psrv_modex *m = p->modex;
 
 	if (!m)
 		return;

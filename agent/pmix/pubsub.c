@@ -1,4 +1,4 @@
-/* pmix/pubsub.c — PMIx_Publish, PMIx_Lookup, PMIx_Unpublish (issue 16).
+/* pmix/pubsub.c — PMIx_Publish, PMIx_Lookup, PMIx_Unpublish.
  *
  * The controller holds the published data (launcher/ctl/pmix/pubsub.c): a
  * rank's data must outlive its node, and a lookup must see what any node
@@ -26,7 +26,7 @@ struct pubsub_op {
 	struct pubsub_op *next;
 };
 
-struct pmix_pubsub {
+struct psrv_pubsub {
 	struct pubsub_op *ops;
 	int seq;
 };
@@ -49,12 +49,12 @@ static const char *range_name(pmix_data_range_t r)
 	}
 }
 
-const char *pmix_range_name(pmix_data_range_t r)
+const char *psrv_range_name(pmix_data_range_t r)
 {
 	return range_name(r);
 }
 
-pmix_data_range_t pmix_range_of(const char *name)
+pmix_data_range_t psrv_range_of(const char *name)
 {
 	static const struct {
 		const char *name;
@@ -90,7 +90,7 @@ static const char *persist_name(pmix_persistence_t p)
 
 /* Packs v into a new blob (*out, *len; free()).  PMIX_SUCCESS or an
  * error. */
-pmix_status_t pmix_pack_blob(void *src, int32_t n, pmix_data_type_t type,
+pmix_status_t psrv_pack_blob(void *src, int32_t n, pmix_data_type_t type,
 			     char **out, size_t *len)
 {
 	pmix_data_buffer_t buf;
@@ -109,7 +109,7 @@ pmix_status_t pmix_pack_blob(void *src, int32_t n, pmix_data_type_t type,
 
 /* A buffer over a copy of data[0..len) for PMIx_Data_unpack (the library
  * takes the copy); destruct it after. */
-pmix_status_t pmix_unpack_start(pmix_data_buffer_t *buf, const void *data,
+pmix_status_t psrv_unpack_start(pmix_data_buffer_t *buf, const void *data,
 				size_t len)
 {
 	pmix_byte_object_t bo;
@@ -125,7 +125,7 @@ pmix_status_t pmix_unpack_start(pmix_data_buffer_t *buf, const void *data,
 	return PMIx_Data_load(buf, &bo); /* takes bo's bytes */
 }
 
-static struct pmix_pubsub *pubsub_of(struct pmix_state *p)
+static struct psrv_pubsub *pubsub_of(struct psrv_state *p)
 {
 	if (!p->pubsub)
 		p->pubsub = calloc(1, sizeof(*p->pubsub));
@@ -140,9 +140,9 @@ static void fail_op(struct pubsub_op *op, pmix_status_t rc)
 		op->lookup_cb(rc, NULL, 0, op->cbdata);
 }
 
-void pmix_pubsub_clear(struct pmix_state *p, bool free_all)
+void psrv_pubsub_clear(struct psrv_state *p, bool free_all)
 {
-	struct pmix_pubsub *ps = p->pubsub;
+	struct psrv_pubsub *ps = p->pubsub;
 
 	if (!ps)
 		return;
@@ -160,10 +160,10 @@ void pmix_pubsub_clear(struct pmix_state *p, bool free_all)
 }
 
 /* Loop: sends r's frame (body in r->arg) and keeps its callback. */
-static void run_send(struct pmix_state *p, struct req *r, enum proto_type t)
+static void run_send(struct psrv_state *p, struct req *r, enum proto_type t)
 {
 	struct agent *a = p->a;
-	struct pmix_pubsub *ps = pubsub_of(p);
+	struct psrv_pubsub *ps = pubsub_of(p);
 	struct pubsub_op *op = ps ? calloc(1, sizeof(*op)) : NULL;
 	json_t *body = r->arg;
 
@@ -192,17 +192,17 @@ static void run_send(struct pmix_state *p, struct req *r, enum proto_type t)
 	agent_send(a, t, body, r->data, r->ndata);
 }
 
-static void run_publish(struct pmix_state *p, struct req *r)
+static void run_publish(struct psrv_state *p, struct req *r)
 {
 	run_send(p, r, PROTO_PUBLISH);
 }
 
-static void run_lookup(struct pmix_state *p, struct req *r)
+static void run_lookup(struct psrv_state *p, struct req *r)
 {
 	run_send(p, r, PROTO_LOOKUP);
 }
 
-static void run_unpublish(struct pmix_state *p, struct req *r)
+static void run_unpublish(struct psrv_state *p, struct req *r)
 {
 	run_send(p, r, PROTO_UNPUBLISH);
 }
@@ -238,10 +238,10 @@ static json_t *keys_json(char **keys)
 
 /* A request for a call with data or keys: its callback set by the
  * caller; status says what the loop must answer instead of sending. */
-static struct req *new_req(void (*run)(struct pmix_state *, struct req *),
+static struct req *new_req(void (*run)(struct psrv_state *, struct req *),
 			   const pmix_proc_t *proc, json_t *body)
 {
-	struct req *r = body ? pmix_req_new(run, proc) : NULL;
+	struct req *r = body ? psrv_req_new(run, proc) : NULL;
 
 	if (!r) {
 		json_decref(body);
@@ -281,7 +281,7 @@ static pmix_status_t publish_ours(const pmix_proc_t *proc,
 			rc = PMIX_ERR_BAD_PARAM;
 			break;
 		}
-		rc = pmix_pack_blob((void *)&info[i].value, 1, PMIX_VALUE,
+		rc = psrv_pack_blob((void *)&info[i].value, 1, PMIX_VALUE,
 				    &blob, &len);
 		if (rc != PMIX_SUCCESS)
 			break;
@@ -321,21 +321,21 @@ static pmix_status_t publish_ours(const pmix_proc_t *proc,
 	r->ndata = total;
 	r->op_cb = cbfunc;
 	r->cbdata = cbdata;
-	pmix_enqueue(r);
+	psrv_enqueue(r);
 	return PMIX_SUCCESS;
 }
 
 /* Refused while a process of another user is connected to the server
  * (pmix/guard.c). */
-pmix_status_t pmix_up_publish(const pmix_proc_t *proc, const pmix_info_t info[],
+pmix_status_t psrv_up_publish(const pmix_proc_t *proc, const pmix_info_t info[],
 			      size_t ninfo, pmix_op_cbfunc_t cbfunc,
 			      void *cbdata)
 {
-	long stranger = pmix_guard_stranger();
+	long stranger = psrv_guard_stranger();
 
 	if (stranger >= 0) {
-		pmix_guard_say(stranger, "a PMIx publish");
-		return pmix_refuse(cbfunc, cbdata);
+		psrv_guard_say(stranger, "a PMIx publish");
+		return psrv_refuse(cbfunc, cbdata);
 	}
 	return publish_ours(proc, info, ninfo, cbfunc, cbdata);
 }
@@ -406,21 +406,21 @@ static pmix_status_t lookup_ours(const pmix_proc_t *proc, char **keys,
 		r->status = PMIX_ERR_BAD_PARAM;
 	r->lookup_cb = cbfunc;
 	r->cbdata = cbdata;
-	pmix_enqueue(r);
+	psrv_enqueue(r);
 	return PMIX_SUCCESS;
 }
 
 /* Refused while a process of another user is connected to the server
  * (pmix/guard.c). */
-pmix_status_t pmix_up_lookup(const pmix_proc_t *proc, char **keys,
+pmix_status_t psrv_up_lookup(const pmix_proc_t *proc, char **keys,
 			     const pmix_info_t info[], size_t ninfo,
 			     pmix_lookup_cbfunc_t cbfunc, void *cbdata)
 {
-	long stranger = pmix_guard_stranger();
+	long stranger = psrv_guard_stranger();
 
 	if (stranger >= 0) {
-		pmix_guard_say(stranger, "a PMIx lookup");
-		return pmix_refuse_lookup(cbfunc, cbdata);
+		psrv_guard_say(stranger, "a PMIx lookup");
+		return psrv_refuse_lookup(cbfunc, cbdata);
 	}
 	return lookup_ours(proc, keys, info, ninfo, cbfunc, cbdata);
 }
@@ -443,21 +443,21 @@ static pmix_status_t unpublish_ours(const pmix_proc_t *proc, char **keys,
 		r->status = PMIX_ERR_BAD_PARAM;
 	r->op_cb = cbfunc;
 	r->cbdata = cbdata;
-	pmix_enqueue(r);
+	psrv_enqueue(r);
 	return PMIX_SUCCESS;
 }
 
 /* Refused while a process of another user is connected to the server
  * (pmix/guard.c). */
-pmix_status_t pmix_up_unpublish(const pmix_proc_t *proc, char **keys,
+pmix_status_t psrv_up_unpublish(const pmix_proc_t *proc, char **keys,
 				const pmix_info_t info[], size_t ninfo,
 				pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
-	long stranger = pmix_guard_stranger();
+	long stranger = psrv_guard_stranger();
 
 	if (stranger >= 0) {
-		pmix_guard_say(stranger, "a PMIx unpublish");
-		return pmix_refuse(cbfunc, cbdata);
+		psrv_guard_say(stranger, "a PMIx unpublish");
+		return psrv_refuse(cbfunc, cbdata);
 	}
 	return unpublish_ours(proc, keys, info, ninfo, cbfunc, cbdata);
 }
@@ -510,7 +510,7 @@ static void answer_lookup(struct pubsub_op *op, pmix_status_t rc,
 		PMIX_LOAD_KEY(pd[i].key,
 			      json_string_value(json_object_get(e, "key")));
 		/* An array of values (here one), unpacked in place. */
-		if (pmix_unpack_start(&buf, f->data + off, size) !=
+		if (psrv_unpack_start(&buf, f->data + off, size) !=
 			PMIX_SUCCESS ||
 		    PMIx_Data_unpack(NULL, &buf, &pd[i].value, &one,
 				     PMIX_VALUE) != PMIX_SUCCESS)
@@ -533,9 +533,9 @@ static void answer_lookup(struct pubsub_op *op, pmix_status_t rc,
 	free(pd);
 }
 
-void pmix_on_pubsub_done(struct agent *a, struct proto_frame *f)
+void psrv_on_pubsub_done(struct agent *a, struct proto_frame *f)
 {
-	struct pmix_state *p = a->pmix;
+	struct psrv_state *p = a->pmix;
 	int id = (int)json_integer_value(json_object_get(f->body, "id"));
 	int att = (int)json_integer_value(json_object_get(f->body, "attempt"));
 	pmix_status_t rc =

@@ -1,6 +1,6 @@
-/* pmix/spawn.c — PMIx_Spawn, PMIx_Connect and PMIx_Disconnect (issue 16):
- * what the agent does for MPI_Comm_spawn, spawn_multiple,
- * MPI_Comm_connect/accept and MPI_Intercomm_create.
+/* pmix/spawn.c — PMIx_Spawn, with pmix/connect.c PMIx_Connect and
+ * PMIx_Disconnect: what the agent does for MPI_Comm_spawn,
+ * spawn_multiple, MPI_Comm_connect/accept and MPI_Intercomm_create.
  *
  *   spawn       the upcall copies the apps (command, arguments,
  *               environment, cwd, count, PMIX_HOST / PMIX_ADD_HOST) and
@@ -34,24 +34,13 @@
 
 #include "agent/pmix/pmix_int.h"
 
-/* A request sent to herd, waiting for SPAWN_DONE or CONNECT_DONE. */
-struct pending {
-	int seq;
-	bool spawn; /* else connect, disconnect or fence */
-	pmix_spawn_cbfunc_t spawn_cb;
-	pmix_op_cbfunc_t op_cb;
-	pmix_modex_cbfunc_t modex_cb; /* a fence */
-	void *cbdata;
-	struct pending *next;
-};
-
 /* A spawn's namespace known to this agent. */
 struct spawn_ns {
 	int id;
 	char name[PMIX_MAX_NSLEN + 1];
 };
 
-struct pmix_spawn_state {
+struct psrv_spawn_state {
 	struct spawn_ns *ns;
 	int n_ns;
 	struct pending *pending;
@@ -62,14 +51,14 @@ struct pmix_spawn_state {
  * header, PROTO_JSON_MAX). */
 #define SPAWN_APPS_BYTES_MAX (512u * 1024)
 
-static struct pmix_spawn_state *state_of(struct pmix_state *p)
+static struct psrv_spawn_state *state_of(struct psrv_state *p)
 {
 	if (!p->spawn)
 		p->spawn = calloc(1, sizeof(*p->spawn));
 	return p->spawn;
 }
 
-void pmix_ns_name(struct pmix_state *p, int id, char *buf, size_t size)
+void psrv_ns_name(struct psrv_state *p, int id, char *buf, size_t size)
 {
 	if (id == 0)
 		snprintf(buf, size, "%s", p->nspace);
@@ -78,9 +67,9 @@ void pmix_ns_name(struct pmix_state *p, int id, char *buf, size_t size)
 			 id);
 }
 
-int pmix_ns_index(struct pmix_state *p, const char *nspace)
+int psrv_ns_index(struct psrv_state *p, const char *nspace)
 {
-	struct pmix_spawn_state *s = p->spawn;
+	struct psrv_spawn_state *s = p->spawn;
 
 	if (!strncmp(nspace, p->nspace, PMIX_MAX_NSLEN))
 		return 0;
@@ -90,9 +79,9 @@ int pmix_ns_index(struct pmix_state *p, const char *nspace)
 	return -1;
 }
 
-static bool ns_known(struct pmix_state *p, int id)
+static bool ns_known(struct psrv_state *p, int id)
 {
-	struct pmix_spawn_state *s = p->spawn;
+	struct psrv_spawn_state *s = p->spawn;
 
 	for (int i = 0; s && i < s->n_ns; i++)
 		if (s->ns[i].id == id)
@@ -100,10 +89,10 @@ static bool ns_known(struct pmix_state *p, int id)
 	return id == 0;
 }
 
-struct rank *pmix_rank_of(struct pmix_state *p, const pmix_proc_t *proc)
+struct rank *psrv_rank_of(struct psrv_state *p, const pmix_proc_t *proc)
 {
 	struct agent *a = p->a;
-	int ns = pmix_ns_index(p, proc->nspace);
+	int ns = psrv_ns_index(p, proc->nspace);
 
 	if (ns < 0)
 		return NULL;
@@ -117,9 +106,9 @@ struct rank *pmix_rank_of(struct pmix_state *p, const pmix_proc_t *proc)
 	return NULL;
 }
 
-static struct pending *pending_add(struct pmix_state *p, bool spawn)
+struct pending *psrv_pending_add(struct psrv_state *p, bool spawn)
 {
-	struct pmix_spawn_state *s = state_of(p);
+	struct psrv_spawn_state *s = state_of(p);
 	struct pending *pd = s ? calloc(1, sizeof(*pd)) : NULL;
 
 	if (!pd)
@@ -131,9 +120,10 @@ static struct pending *pending_add(struct pmix_state *p, bool spawn)
 	return pd;
 }
 
-static struct pending *pending_take(struct pmix_state *p, int seq, bool spawn)
+struct pending *psrv_pending_take(struct psrv_state *p, int seq,
+				  bool spawn)
 {
-	struct pmix_spawn_state *s = p->spawn;
+	struct psrv_spawn_state *s = p->spawn;
 
 	for (struct pending **pp = s ? &s->pending : NULL; pp && *pp;
 	     pp = &(*pp)->next) {
@@ -147,9 +137,9 @@ static struct pending *pending_take(struct pmix_state *p, int seq, bool spawn)
 	return NULL;
 }
 
-void pmix_spawn_reset(struct pmix_state *p)
+void psrv_spawn_reset(struct psrv_state *p)
 {
-	struct pmix_spawn_state *s = p->spawn;
+	struct psrv_spawn_state *s = p->spawn;
 
 	if (!s)
 		return;
@@ -165,7 +155,7 @@ void pmix_spawn_reset(struct pmix_state *p)
 		free(pd);
 	}
 	for (int i = 0; i < s->n_ns; i++)
-		pmix_deregister_nspace_wait(p, s->ns[i].name);
+		psrv_deregister_nspace_wait(p, s->ns[i].name);
 	free(s->ns);
 	free(s);
 	p->spawn = NULL;
@@ -297,7 +287,7 @@ out:
 	json_decref(job_hosts);
 }
 
-static void run_spawn(struct pmix_state *p, struct req *r)
+static void run_spawn(struct psrv_state *p, struct req *r)
 {
 	struct agent *a = p->a;
 	struct pending *pd;
@@ -310,8 +300,8 @@ static void run_spawn(struct pmix_state *p, struct req *r)
 		r->spawn_cb(r->status, NULL, r->cbdata);
 		return;
 	}
-	ns = pmix_ns_index(p, r->proc.nspace);
-	if (ns < 0 || !(pd = pending_add(p, true))) {
+	ns = psrv_ns_index(p, r->proc.nspace);
+	if (ns < 0 || !(pd = psrv_pending_add(p, true))) {
 		r->spawn_cb(ns < 0 ? PMIX_ERR_NOT_FOUND : PMIX_ERR_NOMEM, NULL,
 			    r->cbdata);
 		return;
@@ -325,33 +315,33 @@ static void run_spawn(struct pmix_state *p, struct req *r)
 		   NULL, 0);
 }
 
-pmix_status_t pmix_up_spawn(const pmix_proc_t *proc,
+pmix_status_t psrv_up_spawn(const pmix_proc_t *proc,
 			    const pmix_info_t job_info[], size_t ninfo,
 			    const pmix_app_t apps[], size_t napps,
 			    pmix_spawn_cbfunc_t cbfunc, void *cbdata)
 {
 	struct req *r;
-	long stranger = pmix_guard_stranger();
+	long stranger = psrv_guard_stranger();
 
 	/* A tool of another user (the library takes tools without asking
 	 * us) must not start processes as the job's user. */
 	if (stranger >= 0) {
-		pmix_guard_say(stranger, "a PMIx spawn");
-		return pmix_refuse_spawn(cbfunc, cbdata);
+		psrv_guard_say(stranger, "a PMIx spawn");
+		return psrv_refuse_spawn(cbfunc, cbdata);
 	}
-	r = pmix_req_new(run_spawn, proc);
+	r = psrv_req_new(run_spawn, proc);
 	if (!r)
 		return PMIX_ERR_NOMEM;
 	r->spawn_cb = cbfunc;
 	r->cbdata = cbdata;
 	spawn_copy(r, job_info, ninfo, apps, napps);
-	pmix_enqueue(r);
+	psrv_enqueue(r);
 	return PMIX_SUCCESS;
 }
 
-void pmix_on_spawn_done(struct agent *a, struct proto_frame *f)
+void psrv_on_spawn_done(struct agent *a, struct proto_frame *f)
 {
-	struct pmix_state *p = a->pmix;
+	struct psrv_state *p = a->pmix;
 	int att = (int)json_integer_value(json_object_get(f->body, "attempt"));
 	int seq = (int)json_integer_value(json_object_get(f->body, "seq"));
 	int st = (int)json_integer_value(json_object_get(f->body, "status"));
@@ -360,14 +350,14 @@ void pmix_on_spawn_done(struct agent *a, struct proto_frame *f)
 	char name[PMIX_MAX_NSLEN + 1];
 	struct pending *pd;
 
-	if (!p || att != a->attempt || !(pd = pending_take(p, seq, true)))
+	if (!p || att != a->attempt || !(pd = psrv_pending_take(p, seq, true)))
 		return;
 	if (why)
 		fprintf(stderr, "herd-agent: PMIx_Spawn failed: %s\n", why);
 	if (st == 0 && !ns_known(p, id))
 		st = PMIX_ERR_NOT_FOUND;
 	if (st == 0) {
-		pmix_ns_name(p, id, name, sizeof(name));
+		psrv_ns_name(p, id, name, sizeof(name));
 		pd->spawn_cb(PMIX_SUCCESS, name, pd->cbdata);
 	} else {
 		pd->spawn_cb(st > 0 ? PMIX_ERROR : st, NULL, pd->cbdata);
@@ -385,23 +375,12 @@ static char **str_vec(json_t *arr)
 	return v;
 }
 
-static pmix_info_t *info_array(pmix_info_t *i, const char *key, size_t n)
-{
-	pmix_data_array_t *d;
-
-	PMIX_DATA_ARRAY_CREATE(d, n, PMIX_INFO);
-	PMIX_LOAD_KEY(i->key, key);
-	i->value.type = PMIX_DATA_ARRAY;
-	i->value.data.darray = d;
-	return d ? (pmix_info_t *)d->array : NULL;
-}
-
-/* Registers spawn id's namespace as the job's is registered (pmix.c's
- * register_nspace): its maps, sizes, parent, every app, every node and
+/* Registers spawn id's namespace as the job's is registered (pmix/nspace.c's
+ * psrv_nspace_register): its maps, sizes, parent, every app, every node and
  * EVERY process of the spawn (not only this node's: the parent asks for
  * a child's local rank, node... wherever the child runs), with
  * this node's processes' bindings. */
-static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
+static int register_spawn(struct psrv_state *p, json_t *b, const char *name,
 			  json_t *local, struct herd_err *err)
 {
 	const char *nodes = json_string_value(json_object_get(b, "nodes"));
@@ -431,7 +410,7 @@ static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 		herd_errprintf(err, "SPAWN_LAUNCH lacks the spawn's map");
 		goto out;
 	}
-	if (pmix_job_map_parse(&m, nodes, ppn, size, err) < 0)
+	if (psrv_job_map_parse(&m, nodes, ppn, size, err) < 0)
 		goto out;
 	for (size_t i = 0; i < m.nnodes; i++)
 		if (!strcmp(m.host[i], host))
@@ -469,7 +448,7 @@ static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 	}
 	if (here != UINT32_MAX)
 		node_id = here;
-	pmix_ns_name(p,
+	psrv_ns_name(p,
 		     (int)json_integer_value(json_object_get(b, "parent_ns")),
 		     parent_ns, sizeof(parent_ns));
 	PMIX_PROC_LOAD(
@@ -511,14 +490,14 @@ static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 				   m.peers[here], NULL, 10)},
 			       PMIX_PROC_RANK);
 		/* The node's topology, as for the job's ranks. */
-		if ((topo = pmix_topo_xml(p->a)))
+		if ((topo = psrv_topo_xml(p->a)))
 			PMIX_INFO_LOAD(&info[k++], PMIX_LOCAL_TOPO, topo,
 				       PMIX_STRING);
 	}
 	/* Every app. */
 	for (uint32_t i = 0; i < napps; i++) {
 		pmix_info_t *ai =
-		    info_array(&info[k++], PMIX_APP_INFO_ARRAY, 3);
+		    psrv_info_array(&info[k++], PMIX_APP_INFO_ARRAY, 3, NULL);
 		uint32_t asz =
 		    (i + 1 < napps ? app_first[i + 1] : size) - app_first[i];
 
@@ -530,7 +509,7 @@ static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 	/* Every node of the spawn. */
 	for (size_t i = 0; i < m.nnodes; i++) {
 		pmix_info_t *ni =
-		    info_array(&info[k++], PMIX_NODE_INFO_ARRAY, 6);
+		    psrv_info_array(&info[k++], PMIX_NODE_INFO_ARRAY, 6, NULL);
 		pmix_data_array_t *d = info[k - 1].value.data.darray;
 
 		PMIX_INFO_LOAD(&ni[0], PMIX_NODEID, &(uint32_t){(uint32_t)i},
@@ -553,7 +532,8 @@ static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 	}
 	/* Every process: PMIX_RANK first; this node's with their binding. */
 	for (uint32_t r = 0; r < size; r++) {
-		pmix_info_t *pi = info_array(&info[k++], PMIX_PROC_DATA, 10);
+		pmix_info_t *pi =
+		    psrv_info_array(&info[k++], PMIX_PROC_DATA, 10, NULL);
 		pmix_data_array_t *d = info[k - 1].value.data.darray;
 		uint32_t nid = m.node_of[r];
 
@@ -569,9 +549,9 @@ static int register_spawn(struct pmix_state *p, json_t *b, const char *name,
 		PMIX_INFO_LOAD(&pi[5], PMIX_GLOBAL_RANK, &r, PMIX_PROC_RANK);
 		PMIX_INFO_LOAD(&pi[6], PMIX_NODEID, &nid, PMIX_UINT32);
 		PMIX_INFO_LOAD(&pi[7], PMIX_HOSTNAME, m.host[nid], PMIX_STRING);
-		d->size = 8 + pmix_cpuset_info(&pi[8], cpus_of[r]);
+		d->size = 8 + psrv_cpuset_info(&pi[8], cpus_of[r]);
 	}
-	rc = pmix_register_nspace_wait(p, name, (int)nlocal, info, k);
+	rc = psrv_register_nspace_wait(p, name, (int)nlocal, info, k);
 	if (rc != PMIX_SUCCESS) {
 		herd_errprintf(err, "PMIx_server_register_nspace %s: %s", name,
 			       PMIx_Error_string(rc));
@@ -586,19 +566,29 @@ out:
 	free(cpus_of);
 	free(app_of);
 	free(app_first);
-	pmix_job_map_free(&m);
+	psrv_job_map_free(&m);
 	return ret;
 }
 
-void pmix_on_spawn_launch(struct agent *a, struct proto_frame *f)
+void psrv_on_spawn_launch(struct agent *a, struct proto_frame *f)
 {
-	struct pmix_state *p = a->pmix;
-	json_t *b = f->body;
+	/* Processes here are the lifecycle's (the agent runs again when
+	 * the node's own ranks are over while the attempt goes on
+	 * elsewhere; not while it stops). */
+	if (json_array_size(json_object_get(f->body, "local")))
+		agent_post(a, AGENT_EV_SPAWN, f->body);
+	else
+		psrv_spawn_launch(a, f->body, true);
+}
+
+void psrv_spawn_launch(struct agent *a, json_t *b, bool may_run)
+{
+	struct psrv_state *p = a->pmix;
 	int att = (int)json_integer_value(json_object_get(b, "attempt"));
 	int id = (int)json_integer_value(json_object_get(b, "spawn"));
 	json_t *apps = json_object_get(b, "apps");
 	json_t *local = json_object_get(b, "local");
-	struct pmix_spawn_state *s;
+	struct psrv_spawn_state *s;
 	struct spawn_ns *ns;
 	struct herd_err err;
 	json_t *jl;
@@ -615,10 +605,7 @@ void pmix_on_spawn_launch(struct agent *a, struct proto_frame *f)
 		herd_errprintf(&err, "spawn %d is known already", id);
 		goto answer;
 	}
-	/* Processes here: the agent runs (again, when the node's own ranks
-	 * are over while the attempt goes on elsewhere); not while it
-	 * stops. */
-	if (json_array_size(local) && !agent_post(a, AGENT_EV_SPAWN, NULL)) {
+	if (json_array_size(local) && !may_run) {
 		herd_errprintf(&err, "the node's ranks are over (%s)",
 			       agent_state_name(a->state));
 		goto answer;
@@ -631,7 +618,7 @@ void pmix_on_spawn_launch(struct agent *a, struct proto_frame *f)
 	s->ns = ns;
 	ns = &s->ns[s->n_ns];
 	ns->id = id;
-	pmix_ns_name(p, id, ns->name, sizeof(ns->name));
+	psrv_ns_name(p, id, ns->name, sizeof(ns->name));
 	if (register_spawn(p, b, ns->name, local, &err) < 0)
 		goto answer;
 	s->n_ns++;
@@ -673,224 +660,4 @@ answer:
 			    id, "error", err.text)
 		: json_pack("{s:i, s:i}", "attempt", a->attempt, "spawn", id),
 	    NULL, 0);
-}
-
-/* --- connect, disconnect -------------------------------------------------- */
-
-/* procs as CONNECT names them ({ns, rank}; -1: every rank), or NULL
- * with *st the status why not. */
-static json_t *procs_json(struct pmix_state *p, const pmix_proc_t *procs,
-			  size_t n, pmix_status_t *st)
-{
-	json_t *arr = json_array();
-
-	*st = PMIX_ERR_NOMEM;
-	for (size_t i = 0; arr && i < n; i++) {
-		int ns = pmix_ns_index(p, procs[i].nspace);
-		json_int_t rank = procs[i].rank == PMIX_RANK_WILDCARD
-				      ? -1
-				      : (json_int_t)procs[i].rank;
-
-		if (ns < 0 || rank > INT32_MAX) {
-			*st = ns < 0 ? PMIX_ERR_NOT_FOUND : PMIX_ERR_BAD_PARAM;
-			json_decref(arr);
-			return NULL;
-		}
-		json_array_append_new(
-		    arr, json_pack("{s:i, s:I}", "ns", ns, "rank", rank));
-	}
-	return arr;
-}
-
-static void run_connect(struct pmix_state *p, struct req *r)
-{
-	const pmix_proc_t *procs = (const pmix_proc_t *)(void *)r->data;
-	size_t n = r->ndata / sizeof(*procs);
-	struct agent *a = p->a;
-	pmix_status_t st;
-	json_t *arr = procs_json(p, procs, n, &st);
-	struct pending *pd;
-
-	if (!arr || !(pd = pending_add(p, false))) {
-		json_decref(arr);
-		r->op_cb(arr ? PMIX_ERR_NOMEM : st, r->cbdata);
-		return;
-	}
-	pd->op_cb = r->op_cb;
-	pd->cbdata = r->cbdata;
-	agent_send(a, PROTO_CONNECT,
-		   json_pack("{s:i, s:i, s:s, s:o}", "attempt", a->attempt,
-			     "seq", pd->seq, "op",
-			     r->status ? "disconnect" : "connect", "procs",
-			     arr),
-		   NULL, 0);
-}
-
-bool pmix_spawn_fence(struct pmix_state *p, struct req *r)
-{
-	const pmix_proc_t *procs = r->arg;
-	size_t n = r->arg ? (size_t)r->status : 0;
-	struct agent *a = p->a;
-	struct pending *pd;
-	pmix_status_t st;
-	bool other = false;
-	json_t *arr;
-
-	for (size_t i = 0; i < n && !other; i++)
-		other =
-		    strncmp(procs[i].nspace, p->nspace, PMIX_MAX_NSLEN) != 0;
-	if (!other)
-		return false;
-	arr = procs_json(p, procs, n, &st);
-	if (!arr || !(pd = pending_add(p, false))) {
-		json_decref(arr);
-		r->modex_cb(arr ? PMIX_ERR_NOMEM : st, NULL, 0, r->cbdata, NULL,
-			    NULL);
-		return true;
-	}
-	pd->modex_cb = r->modex_cb;
-	pd->cbdata = r->cbdata;
-	agent_send(a, PROTO_CONNECT,
-		   json_pack("{s:i, s:i, s:s, s:o}", "attempt", a->attempt,
-			     "seq", pd->seq, "op", "fence", "procs", arr),
-		   r->data, r->ndata);
-	return true;
-}
-
-static void run_refuse_op(struct pmix_state *p, struct req *r)
-{
-	(void)p;
-	r->op_cb(PMIX_ERR_BAD_PARAM, r->cbdata);
-}
-
-static pmix_status_t connect_queue(const pmix_proc_t procs[], size_t nprocs,
-				   int disconnect, pmix_op_cbfunc_t cbfunc,
-				   void *cbdata)
-{
-	bool bad = !procs || nprocs == 0 || nprocs > PROTO_CONNECT_PROCS_MAX;
-	struct req *r = pmix_req_new(bad ? run_refuse_op : run_connect, NULL);
-
-	if (!r)
-		return PMIX_ERR_NOMEM;
-	r->op_cb = cbfunc;
-	r->cbdata = cbdata;
-	r->status = disconnect;
-	if (!bad) {
-		r->ndata = nprocs * sizeof(*procs);
-		r->data = malloc(r->ndata);
-		if (!r->data) {
-			free(r);
-			return PMIX_ERR_NOMEM;
-		}
-		memcpy(r->data, procs, r->ndata);
-	}
-	pmix_enqueue(r);
-	return PMIX_SUCCESS;
-}
-
-pmix_status_t pmix_up_connect(const pmix_proc_t procs[], size_t nprocs,
-			      const pmix_info_t info[], size_t ninfo,
-			      pmix_op_cbfunc_t cbfunc, void *cbdata)
-{
-	(void)info;
-	(void)ninfo;
-	return connect_queue(procs, nprocs, 0, cbfunc, cbdata);
-}
-
-pmix_status_t pmix_up_disconnect(const pmix_proc_t procs[], size_t nprocs,
-				 const pmix_info_t info[], size_t ninfo,
-				 pmix_op_cbfunc_t cbfunc, void *cbdata)
-{
-	(void)info;
-	(void)ninfo;
-	return connect_queue(procs, nprocs, 1, cbfunc, cbdata);
-}
-
-static void free_data(void *cbdata)
-{
-	free(cbdata);
-}
-
-void pmix_on_connect_done(struct agent *a, struct proto_frame *f)
-{
-	struct pmix_state *p = a->pmix;
-	int att = (int)json_integer_value(json_object_get(f->body, "attempt"));
-	int seq = (int)json_integer_value(json_object_get(f->body, "seq"));
-	int st = (int)json_integer_value(json_object_get(f->body, "status"));
-	struct pending *pd;
-
-	char *copy = NULL;
-
-	if (!p || att != a->attempt || !(pd = pending_take(p, seq, false)))
-		return;
-	st = st == 0 ? PMIX_SUCCESS : st > 0 ? PMIX_ERROR : st;
-	if (!pd->modex_cb) {
-		pd->op_cb(st, pd->cbdata);
-	} else if (st != PMIX_SUCCESS) {
-		pd->modex_cb(st, NULL, 0, pd->cbdata, NULL, NULL);
-	} else if (f->data_len && !(copy = malloc(f->data_len))) {
-		pd->modex_cb(PMIX_ERR_NOMEM, NULL, 0, pd->cbdata, NULL, NULL);
-	} else {
-		/* The library owns the data until it calls free. */
-		if (copy)
-			memcpy(copy, f->data, f->data_len);
-		pd->modex_cb(PMIX_SUCCESS, copy, f->data_len, pd->cbdata,
-			     free_data, copy);
-	}
-	free(pd);
-}
-
-/* --- direct modex of spawned processes ------------------------------------ */
-
-void pmix_spawn_dmodex(struct pmix_state *p, struct req *r)
-{
-	struct agent *a = p->a;
-	int ns = pmix_ns_index(p, r->proc.nspace);
-	struct pending *pd;
-
-	if (ns <= 0 || r->proc.rank > INT32_MAX) {
-		r->modex_cb(PMIX_ERR_NOT_FOUND, NULL, 0, r->cbdata, NULL, NULL);
-		return;
-	}
-	if (!(pd = pending_add(p, false))) {
-		r->modex_cb(PMIX_ERR_NOMEM, NULL, 0, r->cbdata, NULL, NULL);
-		return;
-	}
-	pd->modex_cb = r->modex_cb;
-	pd->cbdata = r->cbdata;
-	agent_send(a, PROTO_DMODEX,
-		   json_pack("{s:i, s:i, s:i, s:i}", "attempt", a->attempt,
-			     "seq", pd->seq, "rank", (int)r->proc.rank, "ns",
-			     ns),
-		   NULL, 0);
-}
-
-void pmix_spawn_on_dmodex_data(struct agent *a, struct proto_frame *f)
-{
-	struct pmix_state *p = a->pmix;
-	int att = (int)json_integer_value(json_object_get(f->body, "attempt"));
-	int seq = (int)json_integer_value(json_object_get(f->body, "seq"));
-	int st = (int)json_integer_value(json_object_get(f->body, "status"));
-	struct pending *pd;
-	char *copy = NULL;
-
-	if (!p || att != a->attempt || !(pd = pending_take(p, seq, false)) ||
-	    !pd->modex_cb) {
-		return;
-	}
-	if (st != 0) {
-		pd->modex_cb(st == PROTO_DMODEX_NOT_FOUND ? PMIX_ERR_NOT_FOUND
-			     : st == PROTO_DMODEX_UNREACH ? PMIX_ERR_UNREACH
-			     : st > 0			  ? PMIX_ERROR
-							  : st,
-			     NULL, 0, pd->cbdata, NULL, NULL);
-	} else if (f->data_len && !(copy = malloc(f->data_len))) {
-		pd->modex_cb(PMIX_ERR_NOMEM, NULL, 0, pd->cbdata, NULL, NULL);
-	} else {
-		if (copy)
-			memcpy(copy, f->data, f->data_len);
-		pd->modex_cb(PMIX_SUCCESS, copy, f->data_len, pd->cbdata,
-			     free_data, copy);
-	}
-	free(pd);
 }

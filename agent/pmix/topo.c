@@ -27,7 +27,7 @@
  * and ofi transports, and pml ucx), which on a node without one all give
  * up, some after a timed wait, before ob1 (shared memory and TCP) is
  * taken: about 150 ms of each rank's MPI_Init here.  On a node with no
- * RDMA device, pmix_setup_proc says ob1 at once (OMPI_MCA_pml), unless
+ * RDMA device, psrv_setup_proc says ob1 at once (OMPI_MCA_pml), unless
  * the node's or the job's environment chooses.
  */
 #include <dirent.h>
@@ -78,7 +78,7 @@ static void *discover(void *arg)
 	return NULL;
 }
 
-void pmix_topo_start(struct agent *a)
+void psrv_topo_start(struct agent *a)
 {
 	if (topo_started)
 		return;
@@ -113,7 +113,7 @@ static bool has_entry(const char *dir, const char *prefix)
 	return any;
 }
 
-bool pmix_node_has_fabric(void)
+bool psrv_node_has_fabric(void)
 {
 	static int known = -1;
 
@@ -127,9 +127,9 @@ bool pmix_node_has_fabric(void)
 	return known;
 }
 
-const char *pmix_topo_xml(struct agent *a)
+const char *psrv_topo_xml(struct agent *a)
 {
-	pmix_topo_start(a);
+	psrv_topo_start(a);
 	if (!topo_joined) {
 		pthread_join(topo_thread, NULL);
 		topo_joined = true;

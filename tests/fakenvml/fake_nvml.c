@@ -1,6 +1,6 @@
 /* fake_nvml.c — a stand-in for libnvidia-ml.so.1 that the tests build
  * (build/tests/libnvidia-ml.so.1) and put on LD_LIBRARY_PATH.  It
- * implements exactly the NVML calls herd-agent makes (agent/measure.c),
+ * implements exactly the NVML calls herd-agent makes (agent/nvml.c),
  * with NVML's ABI, and answers with values scripted in the file named by
  * $FAKE_NVML_VALUES (the fake's own knob; herd knows nothing of it).  The
  * file is read again whenever it changes, so a test can change values
@@ -316,7 +316,7 @@ int nvmlEventSetFree(nvmlEventSet_t set)
 	return OK;
 }
 
-/* The health gate (agent/measure.c gpu_check). */
+/* The health gate (agent/nvml.c gpu_check). */
 int nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t d, int *pending);
 int nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t d, int *pending)
 {

@@ -1,6 +1,6 @@
 /* test_agent.c — the agent's lifecycle table (agent/lifecycle.c), linked
- * with the agent's own objects (all but main.o, whose agent_send this
- * file replaces with a recorder): every (state, event) row, and real
+ * with the agent's own objects (all but main.o; agent_send is
+ * tests/unit/agent_stub.c's recorder): every (state, event) row, and real
  * ranks through LAUNCH, STOP and their exits. */
 #include <fcntl.h>
 #include <poll.h>
@@ -12,46 +12,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "agent/agent.h"
 #include "herd/spec.h"
+#include "tests/unit/agent_stub.h"
 
-/* ---- agent_send, recorded ------------------------------------------------- */
-
-#define SENT_MAX 256
-static int sent[SENT_MAX];
-static int64_t sent_ms[SENT_MAX];
-static int n_sent;
-static json_t *last_stacks;	/* the last STACKS body sent */
-
-void agent_send(struct agent *a, enum proto_type type, json_t *body,
-		const void *data, size_t len)
+/* The last STACKS body sent (borrowed), or NULL. */
+static json_t *stacks_sent(void)
 {
-	(void)a;
-	(void)data;
-	(void)len;
-	if (n_sent < SENT_MAX) {
-		sent_ms[n_sent] = loop_now_ms();
-		sent[n_sent++] = (int)type;
-	}
-	if (type == PROTO_STACKS) {
-		json_decref(last_stacks);
-		last_stacks = json_incref(body);
-	}
-	json_decref(body);
+	return agent_stub_last(PROTO_STACKS);
 }
 
-static int sent_count(int type)
+/* Posts ev and handles the queue at once, as the loop's next turn
+ * would: true when nothing was dropped. */
+static bool post_now(struct agent *a, enum agent_event ev, json_t *body)
 {
-	int n = 0;
-
-	for (int i = 0; i < n_sent; i++)
-		if (sent[i] == type)
-			n++;
-	return n;
+	agent_post(a, ev, body);
+	return agent_drain(a) == 0;
 }
 
 static int setup(void **state)
@@ -63,9 +44,7 @@ static int setup(void **state)
 	assert_non_null(a->loop);
 	assert_int_equal(proc_watch(a->loop), 0);
 	a->grace_ms = 10000;
-	n_sent = 0;
-	json_decref(last_stacks);
-	last_stacks = NULL;
+	agent_stub_reset();
 	*state = a;
 	return 0;
 }
@@ -80,6 +59,9 @@ static int teardown(void **state)
 	rank_free_all(a);
 	if (a->kill_timer)
 		loop_timer_del(a->loop, a->kill_timer);
+	agent_queue_clear(a);
+	if (a->conn)
+		conn_free(a->conn);
 	loop_free(a->loop);
 	if (a->keeper_tried && a->keeper_fd >= 0)
 		close(a->keeper_fd);
@@ -133,14 +115,15 @@ static void test_rows(void **state)
 
 		setup((void **)&a);
 		a->state = rows[i].from;
-		got = agent_post(a, rows[i].ev, NULL);
+		agent_post(a, rows[i].ev, NULL);
+		got = agent_drain(a) == 0;
 		if (got != rows[i].accepted || a->state != rows[i].to ||
-		    sent_count(PROTO_STOPPED) != rows[i].stopped)
+		    agent_stub_count(PROTO_STOPPED) != rows[i].stopped)
 			fail_msg("row %zu: %s + event %d: accepted %d, now %s, "
 				 "%d STOPPED",
 				 i, agent_state_name(rows[i].from), rows[i].ev,
 				 got, agent_state_name(a->state),
-				 sent_count(PROTO_STOPPED));
+				 agent_stub_count(PROTO_STOPPED));
 		teardown((void **)&a);
 	}
 }
@@ -153,6 +136,71 @@ static void on_deadline(struct loop *loop, void *arg)
 	loop_stop(loop);
 }
 
+/* An action's post is handled after that action and before what was
+ * queued already: LAUNCH with nothing to start posts RANKS_GONE (back
+ * to IDLE), which comes before the STOP queued behind the LAUNCH, so
+ * the STOP finds the agent IDLE (one STOPPED), not RUNNING (a second
+ * STOPPED from STOPPING's RANKS_GONE). */
+static void test_post_in_action_runs_after(void **state)
+{
+	struct agent *a = *state;
+	json_t *body = json_pack("{s:i, s:[]}", "attempt", 1, "ranks");
+
+	agent_post(a, AGENT_EV_LAUNCH, body);
+	agent_post(a, AGENT_EV_STOP, NULL);
+	json_decref(body);
+	/* Queued, not handled: nothing sent, the state as it was. */
+	assert_int_equal(a->state, AGENT_IDLE);
+	assert_int_equal(agent_stub.n, 0);
+	assert_int_equal(agent_drain(a), 0);
+	assert_int_equal(a->state, AGENT_IDLE);
+	assert_int_equal(agent_stub.n, 2);
+	assert_int_equal(agent_stub.type[0], PROTO_ERROR);
+	assert_int_equal(agent_stub.type[1], PROTO_STOPPED);
+}
+
+/* A posted event is handled from the loop by itself. */
+static void test_post_drained_by_loop(void **state)
+{
+	struct agent *a = *state;
+
+	int fired = 0;
+	long t = loop_timer_add(a->loop, 20000, on_deadline, &fired);
+
+	agent_post(a, AGENT_EV_HERD_GONE, NULL);
+	assert_int_equal(a->state, AGENT_IDLE);
+	/* EXITING with no rank: the drain stops the loop. */
+	assert_int_equal(loop_run(a->loop), 0);
+	loop_timer_del(a->loop, t);
+	assert_false(fired);
+	assert_int_equal(a->state, AGENT_EXITING);
+	assert_int_equal(a->drain_timer, 0);
+}
+
+/* A frame outside the protocol: herd hears why, and the close it means
+ * is handled after the frame handler returns, not inside it. */
+static void test_close_in_frame_deferred(void **state)
+{
+	struct agent *a = *state;
+	struct proto_frame *f = calloc(1, sizeof(*f));
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
+			 0);
+	a->conn = conn_new(a->loop, sv[0], sv[0], PROTO_FRAME_MAX,
+			   agent_on_frame, agent_on_close, a);
+	assert_non_null(a->conn);
+	assert_non_null(f);
+	f->type = PROTO_HELLO; /* agent -> herd only */
+	f->body = json_object();
+	agent_on_frame(a->conn, f, a);
+	assert_int_equal(agent_stub_count(PROTO_ERROR), 1);
+	assert_int_equal(a->state, AGENT_IDLE);
+	assert_int_equal(agent_drain(a), 0);
+	assert_int_equal(a->state, AGENT_EXITING);
+	close(sv[1]);
+}
+
 struct wait_for {
 	struct agent *a;
 	enum agent_state want;
@@ -163,7 +211,8 @@ static void on_poll(struct loop *loop, void *arg)
 {
 	struct wait_for *w = arg;
 
-	if (w->a->state == w->want && sent_count(PROTO_EXIT) >= w->need_exits)
+	if (w->a->state == w->want &&
+	    agent_stub_count(PROTO_EXIT) >= w->need_exits)
 		loop_stop(loop);
 	else
 		loop_timer_add(loop, 10, on_poll, w);
@@ -198,25 +247,25 @@ static void test_launch_stop_relaunch(void **state)
 	struct agent *a = *state;
 	json_t *body = launch_body("exec sleep 30", 2);
 
-	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_true(post_now(a, AGENT_EV_LAUNCH, body));
 	assert_int_equal(a->state, AGENT_RUNNING);
 	assert_int_equal(rank_alive_count(a), 2);
 	/* A second LAUNCH while ranks run: refused with an ERROR. */
-	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_true(post_now(a, AGENT_EV_LAUNCH, body));
 	assert_int_equal(a->state, AGENT_RUNNING);
-	assert_int_equal(sent_count(PROTO_ERROR), 1);
+	assert_int_equal(agent_stub_count(PROTO_ERROR), 1);
 
 	a->stop_signal = SIGTERM;
-	assert_true(agent_post(a, AGENT_EV_STOP, NULL));
+	assert_true(post_now(a, AGENT_EV_STOP, NULL));
 	assert_int_equal(a->state, AGENT_STOPPING);
-	assert_false(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_false(post_now(a, AGENT_EV_LAUNCH, body));
 	run_until(a, AGENT_IDLE, 2);
-	assert_int_equal(sent_count(PROTO_EXIT), 2);
-	assert_int_equal(sent_count(PROTO_STOPPED), 1);
+	assert_int_equal(agent_stub_count(PROTO_EXIT), 2);
+	assert_int_equal(agent_stub_count(PROTO_STOPPED), 1);
 	assert_int_equal(a->kill_timer, 0);
 
 	/* Welcome again after STOPPED. */
-	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_true(post_now(a, AGENT_EV_LAUNCH, body));
 	assert_int_equal(a->state, AGENT_RUNNING);
 	json_decref(body);
 }
@@ -226,10 +275,10 @@ static void test_ranks_end_by_themselves(void **state)
 	struct agent *a = *state;
 	json_t *body = launch_body("exit 3", 3);
 
-	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_true(post_now(a, AGENT_EV_LAUNCH, body));
 	run_until(a, AGENT_IDLE, 3);
 	/* No STOP was asked: no STOPPED. */
-	assert_int_equal(sent_count(PROTO_STOPPED), 0);
+	assert_int_equal(agent_stub_count(PROTO_STOPPED), 0);
 	json_decref(body);
 }
 
@@ -239,9 +288,9 @@ static void test_launch_nothing_started(void **state)
 	json_t *body = json_pack("{s:i, s:[]}", "attempt", 1, "ranks");
 
 	/* No command: an ERROR, and the agent stays IDLE. */
-	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_true(post_now(a, AGENT_EV_LAUNCH, body));
 	assert_int_equal(a->state, AGENT_IDLE);
-	assert_int_equal(sent_count(PROTO_ERROR), 1);
+	assert_int_equal(agent_stub_count(PROTO_ERROR), 1);
 	json_decref(body);
 }
 
@@ -250,8 +299,8 @@ static void test_herd_gone_exits_after_ranks(void **state)
 	struct agent *a = *state;
 	json_t *body = launch_body("exec sleep 30", 1);
 
-	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
-	assert_true(agent_post(a, AGENT_EV_HERD_GONE, NULL));
+	assert_true(post_now(a, AGENT_EV_LAUNCH, body));
+	assert_true(post_now(a, AGENT_EV_HERD_GONE, NULL));
 	assert_int_equal(a->state, AGENT_EXITING);
 	/* The loop stops by itself once the rank is gone. */
 	run_until(a, AGENT_EXITING, 1);
@@ -271,7 +320,7 @@ static void keeper_exe(struct agent *a, char *exe, size_t len)
 	FILE *f;
 
 	snprintf(a->self_path, sizeof(a->self_path), "test_agent");
-	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_true(post_now(a, AGENT_EV_LAUNCH, body));
 	assert_int_equal(rank_alive_count(a), 1);
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)a->ranks[0].pid);
 	/* Bounded: the exec follows the fork within milliseconds. */
@@ -330,10 +379,10 @@ static void test_dispatch_default_is_error(void **state)
 	struct proto_frame f = {.type = PROTO_HELLO, .body = json_object()};
 
 	agent_dispatch(a, &f);
-	assert_int_equal(sent_count(PROTO_ERROR), 1);
+	assert_int_equal(agent_stub_count(PROTO_ERROR), 1);
 	f.type = (enum proto_type)200;
 	agent_dispatch(a, &f);
-	assert_int_equal(sent_count(PROTO_ERROR), 2);
+	assert_int_equal(agent_stub_count(PROTO_ERROR), 2);
 	json_decref(f.body);
 }
 
@@ -356,12 +405,12 @@ static int heartbeats(int64_t *max_gap)
 	int n = 0;
 
 	*max_gap = 0;
-	for (int i = 0; i < n_sent; i++) {
-		if (sent[i] != PROTO_HEARTBEAT)
+	for (int i = 0; i < agent_stub.n; i++) {
+		if (agent_stub.type[i] != PROTO_HEARTBEAT)
 			continue;
-		if (last >= 0 && sent_ms[i] - last > *max_gap)
-			*max_gap = sent_ms[i] - last;
-		last = sent_ms[i];
+		if (last >= 0 && agent_stub.ms[i] - last > *max_gap)
+			*max_gap = agent_stub.ms[i] - last;
+		last = agent_stub.ms[i];
 		n++;
 	}
 	return n;
@@ -607,12 +656,12 @@ static void test_stacks_rows(void **state)
 
 		setup((void **)&a);
 		a->state = states[i];
-		assert_true(agent_post(a, AGENT_EV_STACKS, body));
+		assert_true(post_now(a, AGENT_EV_STACKS, body));
 		assert_int_equal(a->state, states[i]);
-		assert_int_equal(sent_count(PROTO_STACKS), 1);
-		assert_non_null(last_stacks);
+		assert_int_equal(agent_stub_count(PROTO_STACKS), 1);
+		assert_non_null(stacks_sent());
 		assert_int_equal(
-			json_array_size(json_object_get(last_stacks, "ranks")),
+			json_array_size(json_object_get(stacks_sent(), "ranks")),
 			0);
 		teardown((void **)&a);
 	}
@@ -623,7 +672,7 @@ static void on_sent_poll(struct loop *loop, void *arg)
 {
 	int *want = arg;
 
-	if (sent_count(want[0]) >= want[1])
+	if (agent_stub_count(want[0]) >= want[1])
 		loop_stop(loop);
 	else
 		loop_timer_add(loop, 10, on_sent_poll, want);
@@ -646,13 +695,12 @@ static json_t *stacks_of_rank0(void)
 {
 	json_t *r;
 
-	assert_non_null(last_stacks);
-	assert_int_equal(json_integer_value(json_object_get(last_stacks,
-							    "attempt")),
-			 1);
+	assert_non_null(stacks_sent());
 	assert_int_equal(
-		json_array_size(json_object_get(last_stacks, "ranks")), 1);
-	r = json_array_get(json_object_get(last_stacks, "ranks"), 0);
+	    json_integer_value(json_object_get(stacks_sent(), "attempt")), 1);
+	assert_int_equal(
+	    json_array_size(json_object_get(stacks_sent(), "ranks")), 1);
+	r = json_array_get(json_object_get(stacks_sent(), "ranks"), 0);
 	assert_int_equal(json_integer_value(json_object_get(r, "rank")), 0);
 	return r;
 }
@@ -661,7 +709,7 @@ static void ask_stacks(struct agent *a)
 {
 	json_t *ask = json_pack("{s:i}", "attempt", 1);
 
-	assert_true(agent_post(a, AGENT_EV_STACKS, ask));
+	assert_true(post_now(a, AGENT_EV_STACKS, ask));
 	json_decref(ask);
 	run_until_sent(a, PROTO_STACKS, 1);
 }
@@ -682,7 +730,7 @@ static void test_stacks_python(void **state)
 		1);
 	json_t *r;
 
-	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_true(post_now(a, AGENT_EV_LAUNCH, body));
 	run_until_sent(a, PROTO_OUTPUT, 1); /* "ready": Python runs */
 	ask_stacks(a);
 	r = stacks_of_rank0();
@@ -747,15 +795,15 @@ static void test_stacks_gdb(void **state)
 	char stat[512];
 	int outputs;
 
-	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_true(post_now(a, AGENT_EV_LAUNCH, body));
 	sleeping_rank(a->ranks[0].pid, stat, sizeof(stat));
-	outputs = sent_count(PROTO_OUTPUT);
+	outputs = agent_stub_count(PROTO_OUTPUT);
 	ask_stacks(a);
 	r = stacks_of_rank0();
 	assert_string_equal(json_string_value(json_object_get(r, "method")),
 			    "gdb");
 	assert_non_null(json_string_value(json_object_get(r, "frame")));
-	assert_true(sent_count(PROTO_OUTPUT) > outputs + 1);
+	assert_true(agent_stub_count(PROTO_OUTPUT) > outputs + 1);
 	json_decref(body);
 }
 
@@ -767,7 +815,7 @@ static void test_stacks_stopped(void **state)
 	char stat[512] = "";
 	pid_t pid;
 
-	assert_true(agent_post(a, AGENT_EV_LAUNCH, body));
+	assert_true(post_now(a, AGENT_EV_LAUNCH, body));
 	pid = sleeping_rank(a->ranks[0].pid, stat, sizeof(stat));
 	kill(pid, SIGSTOP);
 	/* Bounded: until it shows state T. */
@@ -798,6 +846,12 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rows),
+		cmocka_unit_test_setup_teardown(test_post_in_action_runs_after,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_post_drained_by_loop,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_close_in_frame_deferred,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_launch_stop_relaunch,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ranks_end_by_themselves,

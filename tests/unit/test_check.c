@@ -1,8 +1,8 @@
 /* test_check.c — the agent's checks of the health gate (agent/check.c,
- * gpu_check in agent/measure.c): directories and free space, the RDMA
- * ports of a fake sysfs tree, MASTER_ADDR's interface, the site script's
- * verdict and last line, the GPUs through the fake NVML.  Linked with the
- * agent's own objects but main.o (agent_send is a stub here). */
+ * gpu_check in agent/nvml.c): directories and free space, the RDMA ports
+ * of a fake sysfs tree, MASTER_ADDR's interface, the site script's verdict
+ * and last line, the GPUs through the fake NVML.  Linked with the agent's
+ * own objects but main.o (agent_send is tests/unit/agent_stub.c's). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,18 +18,9 @@
 #include "agent/agent.h"
 #include "agent/check.h"
 #include "agent/measure.h"
+#include "tests/unit/agent_stub.h"
 
 #define FAKE_NVML "build/tests/libnvidia-ml.so.1"
-
-void agent_send(struct agent *a, enum proto_type type, json_t *body,
-		const void *data, size_t len)
-{
-	(void)a;
-	(void)type;
-	(void)data;
-	(void)len;
-	json_decref(body);
-}
 
 static char dir[256];
 

@@ -1,9 +1,10 @@
-/* test_metrics.c — the agent's sampler (agent/measure.c), linked with
- * the agent's own objects but main.o (agent_send is recorded here): the
- * /proc/net/dev and RDMA sysfs readers on files of a temporary directory,
- * the $HERD_METRICS tail (partial, over-long and bad lines), the shipped
- * metrics.patterns (examples/spec/metrics-*.yaml) on real lines of the
- * programs they are for, NVML through the fake library the tests build
+/* test_metrics.c — the agent's sampler (agent/measure.c, agent/nvml.c),
+ * linked with the agent's own objects but main.o (agent_send is
+ * tests/unit/agent_stub.c's recorder): the /proc/net/dev and RDMA sysfs
+ * readers on files of a temporary directory, the $HERD_METRICS tail
+ * (partial, over-long and bad lines), the shipped metrics.patterns
+ * (examples/spec/metrics-*.yaml) on real lines of the programs they are
+ * for, NVML through the fake library the tests build
  * (build/tests/libnvidia-ml.so.1), and a whole METRICS body against the
  * wire contract (proto_frame_check). */
 #include <errno.h>
@@ -24,23 +25,9 @@
 #include "agent/agent.h"
 #include "agent/measure.h"
 #include "herd/spec.h"
+#include "tests/unit/agent_stub.h"
 
 #define FAKE_NVML "build/tests/libnvidia-ml.so.1"
-
-static json_t *last_metrics;
-
-void agent_send(struct agent *a, enum proto_type type, json_t *body,
-		const void *data, size_t len)
-{
-	(void)a;
-	(void)data;
-	(void)len;
-	if (type == PROTO_METRICS) {
-		json_decref(last_metrics);
-		last_metrics = json_incref(body);
-	}
-	json_decref(body);
-}
 
 static char tmpdir[256];
 
@@ -627,7 +614,7 @@ static void on_deadline(struct loop *loop, void *arg)
 /* Until the sampler sent a METRICS. */
 static void on_poll(struct loop *loop, void *arg)
 {
-	if (last_metrics)
+	if (agent_stub_last(PROTO_METRICS))
 		loop_stop(loop);
 	else
 		loop_timer_add(loop, 10, on_poll, arg);
@@ -682,8 +669,7 @@ static void test_body(void **state)
 	json_decref(body);
 
 	/* The timer sends it (agent_send is recorded). */
-	json_decref(last_metrics);
-	last_metrics = NULL;
+	agent_stub_reset();
 	{
 		json_t *fast = json_pack("{s:i}", "metrics_interval_ms", 100);
 
@@ -699,10 +685,9 @@ static void test_body(void **state)
 		loop_timer_del(a->loop, t);
 		assert_false(fired);
 	}
-	assert_non_null(last_metrics);
-	check_frame(last_metrics);
-	json_decref(last_metrics);
-	last_metrics = NULL;
+	assert_non_null(agent_stub_last(PROTO_METRICS));
+	check_frame(agent_stub_last(PROTO_METRICS));
+	agent_stub_reset();
 	json_decref(launch);
 	agent_free(a);
 }

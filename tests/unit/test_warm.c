@@ -1,7 +1,7 @@
 /* test_warm.c — which commands the warm path takes (agent/warm.c,
  * warm_command_parse): the words as sh reads them where that is plain,
  * and nothing else.  Links the agent's objects but main.o (agent_send is
- * a stub here). */
+ * tests/unit/agent_stub.c's). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,16 +10,7 @@
 #include <cmocka.h>
 
 #include "agent/agent.h"
-
-void agent_send(struct agent *a, enum proto_type type, json_t *body,
-		const void *data, size_t len)
-{
-	(void)a;
-	(void)type;
-	(void)data;
-	(void)len;
-	json_decref(body);
-}
+#include "tests/unit/agent_stub.h"
 
 static void takes(const char *cmd, const char *python, const char *flags,
 		  const char *script, size_t n_args)
