@@ -280,7 +280,7 @@ void ctl_check_send(struct ctl *c, struct node *n)
 	    c->loop, CHECK_SCRIPT_TIMEOUT_MS + CHECK_ANSWER_SLACK_MS,
 	    on_gate_timeout, c);
 	cn->sent_wall = json_integer_value(json_object_get(body, "t_ms"));
-	conn_send(n->conn, PROTO_CHECK, body, NULL, 0, NULL);
+	ctl_send(c, n, PROTO_CHECK, body, NULL, 0);
 	json_decref(body);
 }
 
@@ -515,7 +515,7 @@ static void probe_send(struct ctl *c, struct node *n, int round, const char *op,
 	if (peer)
 		json_object_set_new(b, "peer", json_string(peer));
 	if (n->conn)
-		conn_send(n->conn, PROTO_NETPROBE, b, NULL, 0, NULL);
+		ctl_send(c, n, PROTO_NETPROBE, b, NULL, 0);
 	json_decref(b);
 }
 

@@ -326,12 +326,45 @@ struct ctl {
 	void *trace_arg;
 };
 
-/* ctl/ctl.c */
-/* Queues event for the loop.  why (may be NULL) is copied.  Returns 0, or
- * -1 when out of memory (said on stderr: the job then cannot go on
- * correctly, and the user is told). */
+/* ctl/engine.c: the event queue. */
+/* Queues event for the loop.  why (may be NULL) is copied.  Returns 0;
+ * out of memory herd exits with a message (an event is never lost: the
+ * agents stop the ranks when herd's connection goes). */
 int ctl_post(struct ctl *c, enum ctl_event event, struct node *n, int status,
 	     const char *why);
+/* The same for a whole event (its body is referenced until handled). */
+int ctl_post_ev(struct ctl *c, const struct ctl_ev *ev);
+/* FINISH or INTERRUPT: every agent stops its ranks (sig, SIGKILL after
+ * grace_ms) and exits; why (may be NULL) is the reason. */
+int ctl_post_stop(struct ctl *c, enum ctl_event event, long grace_ms, int sig,
+		  const char *why);
+/* Drops every queued event (teardown). */
+void ctl_queue_clear(struct ctl *c);
+
+/* ctl/table.c: the row for (state, event), or NULL. */
+const struct ctl_row *ctl_row_find(enum ctl_state state, enum ctl_event event);
+/* Whether event e may report on a phase already over (then it is
+ * dropped without a word in a state that has no row for it). */
+bool ctl_event_late(enum ctl_event e);
+/* What a state lets the agents' frames do (ctl_states[] in ctl/table.c):
+ * CTL_SERVE_ATTEMPT: an attempt runs and is not failing: PMIx requests
+ * (fences, modex, spawn, signal) are served, checkpoints are persisted
+ * and restored, stragglers are judged; CTL_SERVE_RANKS: the
+ * attempt's ranks are alive (running, told of a failure, or being
+ * looked at for a hang): PMIx events and published data still flow
+ * between them; CTL_SERVE_ENDING: the job is ending: no readmission,
+ * no pause. */
+enum ctl_serve {
+	CTL_SERVE_ATTEMPT = 1 << 0,
+	CTL_SERVE_RANKS = 1 << 1,
+	CTL_SERVE_ENDING = 1 << 2,
+};
+/* Whether the job's current state has every flag of what. */
+bool ctl_serves(const struct ctl *c, unsigned what);
+/* The flags of state s. */
+unsigned ctl_state_serves(enum ctl_state s);
+
+/* ctl/ctl.c: setup, nodes, teardown. */
 /* The controller around a caller-owned loop: ctl_new(), ctl_start() with
  * the resolved nodes and a transport (NULL: the one the spec picks; the
  * controller owns it from then on), loop_run() until the job ends,
@@ -344,14 +377,146 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 	      struct transport *t);
 int ctl_end(struct ctl *c);
 void ctl_free(struct ctl *c);
-/* restart.backoff: how long after the failure at now_ms the next attempt
- * starts (ctl/ctl.c says the rule). */
-int64_t ctl_backoff_ms(const struct ctl *c, int64_t now_ms);
+/* Node n goes to state: the one place a node's state is written. */
+void ctl_node_set(struct ctl *c, struct node *n, enum node_state state);
+/* Nodes in state; member 1: members only, 0: non-members, -1: both. */
+int ctl_count_nodes(const struct ctl *c, enum node_state state, int member);
+/* "N/M nodes up" on a terminal; final ends the line. */
+void ctl_progress(struct ctl *c, bool final);
+/* Node n's connection is dropped (paused now, freed from the loop). */
+void ctl_drop_conn(struct ctl *c, struct node *n);
+/* Starts node n's agent; member: it joins the job, else a readmit probe
+ * or a hot spare.  The node is CONNECTING, or EVICTED when it could not
+ * be started. */
+void ctl_start_node(struct ctl *c, struct node *n, bool member);
+/* Sends a frame to node n.  Returns 0, or -1 when it could not be sent:
+ * the node is then lost (its connection was closed: the close handler
+ * fails it; or the frame could not be queued: it is failed now, with the
+ * reason), never silently.  n->conn must be set. */
+int ctl_send(struct ctl *c, struct node *n, enum proto_type type,
+	     const json_t *body, const void *data, size_t data_len);
+/* The same for a frame already encoded. */
+int ctl_send_encoded(struct ctl *c, struct node *n, const char *frame,
+		     size_t len);
 
+/* ctl/frames.c: the node's conn callbacks (its arg is the node). */
+void ctl_on_frame(struct conn *conn, struct proto_frame *f, void *arg);
+void ctl_on_close(struct conn *conn, const char *reason, int clean, void *arg);
+/* A frame says node n failed (why): nothing more is read from it; the
+ * failure is handled from the loop. */
+void ctl_frame_failed(struct ctl *c, struct node *n, const char *why);
+
+/* ctl/heartbeat.c */
+/* Ctrl-C, SIGTERM, SIGHUP and SIGTSTP on the loop.  Returns 0 or -1
+ * (errno set). */
+int ctl_signals_init(struct ctl *c);
+/* The first heartbeat tick. */
+void ctl_heartbeat_start(struct ctl *c);
 /* As Ctrl-C (sig SIGINT), SIGTERM or SIGHUP to herd, and herd stop
  * (SIGTERM): the ranks get sig, then SIGKILL after health.grace; a second
  * one kills at once. */
 void ctl_interrupt(struct ctl *c, int sig);
+
+/* ctl/stop.c: the end. */
+/* Every agent's connection closed: posts ALL_GONE. */
+void ctl_maybe_end(struct ctl *c);
+/* The stop timer's callback (arg: the ctl): posts STOP_TIMER. */
+void ctl_on_stop_timeout(struct loop *loop, void *arg);
+/* STOP to node n (nothing when its conn is gone): its ranks get sig,
+ * SIGKILL after grace_ms; exit_after: the agent exits then. */
+void ctl_send_stop(struct ctl *c, struct node *n, long grace_ms, int sig,
+		   bool exit_after);
+/* Every agent stops its ranks and exits; the stop timer runs. */
+void ctl_stop_all(struct ctl *c, long grace_ms, int sig);
+/* The attempts and evicted nodes on stderr (more than one attempt, or a
+ * node evicted). */
+void ctl_summary(struct ctl *c);
+/* What the logs lost, once at the end. */
+void ctl_report_lost(struct ctl *c);
+
+/* ctl/recover.c: failure and recovery. */
+/* Records the attempt's first failure: its status and why. */
+void ctl_record_failure(struct ctl *c, int status, const char *why);
+/* Takes node n out of the job for good (or until readmitted). */
+void ctl_evict(struct ctl *c, struct node *n, const char *reason);
+/* Every rank of the attempt has ended. */
+bool ctl_all_ranks_ended(const struct ctl *c);
+/* Every surviving member stops its ranks (stragglers marked go now). */
+void ctl_recover_stop(struct ctl *c);
+/* Node n failed: evicted.  Returns true when it was a member (said, an
+ * event); a probe or a warm spare goes quietly. */
+bool ctl_node_out(struct ctl *c, struct node *n, const char *reason,
+		  bool connecting);
+/* launch.mode pmix: node n's ranks told to the survivors as failed. */
+void ctl_notify_node_lost(struct ctl *c, struct node *n);
+/* The attempt failed: NOTIFY first with health.notify_grace in a PMIx
+ * job, else ATTEMPT_FAILED. */
+void ctl_fail_or_notify(struct ctl *c, int status, const char *why);
+/* Replaces evicted members with spares, warm ones first.  Returns how
+ * many members are still connecting. */
+int ctl_take_spares(struct ctl *c);
+/* RECOVER: every survivor stopped and every spare up: RECOVERED posted
+ * (or the end, under nodes.min). */
+void ctl_check_recovered(struct ctl *c);
+/* restart.backoff: how long after the failure at now_ms the next attempt
+ * starts (ctl/recover.c says the rule). */
+int64_t ctl_backoff_ms(const struct ctl *c, int64_t now_ms);
+
+/* ctl/attempt.c: CONNECT: every member up or failed: PREFLIGHT or
+ * LAUNCH posted, or the end. */
+void ctl_check_connected(struct ctl *c);
+/* ctl/notify.c: the NOTIFY timer, if any, is stopped. */
+void ctl_notify_stop(struct ctl *c);
+
+/* The actions of ctl_table[], by the file that holds them.  Each runs
+ * after the row's next state was entered. */
+/* ctl/attempt.c */
+void act_check_connected(struct ctl *c, struct ctl_ev *ev);
+void act_launch(struct ctl *c, struct ctl_ev *ev);
+/* ctl/preflight.c */
+void act_preflight(struct ctl *c, struct ctl_ev *ev);
+void act_preflight_step(struct ctl *c, struct ctl_ev *ev);
+void act_node_failed_preflight(struct ctl *c, struct ctl_ev *ev);
+/* ctl/run.c */
+void act_rank_failed(struct ctl *c, struct ctl_ev *ev);
+void act_rank_note(struct ctl *c, struct ctl_ev *ev);
+void act_rank_note_recover(struct ctl *c, struct ctl_ev *ev);
+void act_completed(struct ctl *c, struct ctl_ev *ev);
+void act_abort(struct ctl *c, struct ctl_ev *ev);
+void act_hung(struct ctl *c, struct ctl_ev *ev);
+void act_hung_more(struct ctl *c, struct ctl_ev *ev);
+void act_stacks(struct ctl *c, struct ctl_ev *ev);
+void act_stacks_done(struct ctl *c, struct ctl_ev *ev);
+void act_node_failed_stacks(struct ctl *c, struct ctl_ev *ev);
+void act_abort_stacks(struct ctl *c, struct ctl_ev *ev);
+void act_finish_stacks(struct ctl *c, struct ctl_ev *ev);
+void act_interrupt_stacks(struct ctl *c, struct ctl_ev *ev);
+/* ctl/notify.c */
+void act_notify(struct ctl *c, struct ctl_ev *ev);
+void act_notify_rank(struct ctl *c, struct ctl_ev *ev);
+void act_notify_node(struct ctl *c, struct ctl_ev *ev);
+void act_notify_check(struct ctl *c, struct ctl_ev *ev);
+void act_notify_over(struct ctl *c, struct ctl_ev *ev);
+void act_notify_finish(struct ctl *c, struct ctl_ev *ev);
+/* ctl/recover.c */
+void act_node_failed_connect(struct ctl *c, struct ctl_ev *ev);
+void act_node_failed_run(struct ctl *c, struct ctl_ev *ev);
+void act_node_failed_recover(struct ctl *c, struct ctl_ev *ev);
+void act_node_failed_backoff(struct ctl *c, struct ctl_ev *ev);
+void act_readmit(struct ctl *c, struct ctl_ev *ev);
+void act_straggler(struct ctl *c, struct ctl_ev *ev);
+void act_attempt_failed(struct ctl *c, struct ctl_ev *ev);
+void act_recover(struct ctl *c, struct ctl_ev *ev);
+void act_recover_timeout(struct ctl *c, struct ctl_ev *ev);
+void act_check_recovered(struct ctl *c, struct ctl_ev *ev);
+void act_backoff(struct ctl *c, struct ctl_ev *ev);
+void act_backoff_over(struct ctl *c, struct ctl_ev *ev);
+/* ctl/stop.c */
+void act_finish(struct ctl *c, struct ctl_ev *ev);
+void act_interrupt(struct ctl *c, struct ctl_ev *ev);
+void act_kill(struct ctl *c, struct ctl_ev *ev);
+void act_hang_up(struct ctl *c, struct ctl_ev *ev);
+void act_node_gone(struct ctl *c, struct ctl_ev *ev);
 
 /* ctl/rejoin.c (survivors keep training): generations, the ranks'
  * control channel (RANK_CTL), the rendezvous store herd hosts. */

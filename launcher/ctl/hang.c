@@ -147,7 +147,7 @@ void ctl_hang_begin(struct ctl *c, struct node *n, json_t *body)
 		if (!m->member || m->state != NODE_UP || m->n_ranks == 0 ||
 		    !m->conn || conn_is_dead(m->conn))
 			continue;
-		if (conn_send(m->conn, PROTO_STACKS, ask, NULL, 0, NULL) < 0)
+		if (ctl_send(c, m, PROTO_STACKS, ask, NULL, 0) < 0)
 			continue; /* its close handler fails it */
 		h->asked[i] = true;
 		h->pending++;

@@ -709,7 +709,7 @@ int ctl_dry_run(struct ctl *c, struct resolved *res)
 		c->nodes[i].slots = c->spec->nodes.slots > 0
 					? (int)c->spec->nodes.slots
 					: res->nodes->entries[i].slots;
-		c->nodes[i].state = NODE_UP;
+		ctl_node_set(c, &c->nodes[i], NODE_UP);
 		c->nodes[i].member = true;
 		c->nodes[i].ifname = c->local ? "lo" : "(decided at launch)";
 	}

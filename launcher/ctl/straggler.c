@@ -273,7 +273,7 @@ void ctl_straggler_frame(struct ctl *c, struct node *n, const json_t *body)
 	int k;
 
 	if (c->spec->health.straggler == SPEC_STRAGGLER_OFF ||
-	    c->state != CTL_RUN || c->attempt < 1 ||
+	    !ctl_serves(c, CTL_SERVE_ATTEMPT) || c->attempt < 1 ||
 	    json_integer_value(json_object_get(body, "attempt")) !=
 		c->attempt ||
 	    !(cs = cs_get(c)))
@@ -304,7 +304,7 @@ void ctl_straggler_tick(struct ctl *c)
 	bool pending = false;
 	char *now;
 
-	if (!cs || c->state != CTL_RUN || cs->ckpt_posted ||
+	if (!cs || !ctl_serves(c, CTL_SERVE_ATTEMPT) || cs->ckpt_posted ||
 	    !c->spec->checkpoint.dir)
 		return;
 	for (int i = 0; i < c->n_nodes; i++)

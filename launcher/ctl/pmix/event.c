@@ -33,9 +33,7 @@ void ctl_event_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 	bool *to = NULL;
 
 	if (json_integer_value(json_object_get(b, "attempt")) != c->attempt ||
-	    (c->state != CTL_RUN && c->state != CTL_NOTIFY &&
-	     c->state != CTL_STACKS) ||
-	    !n->member || !c->ranks)
+	    !ctl_serves(c, CTL_SERVE_RANKS) || !n->member || !c->ranks)
 		return;
 	if (json_array_size(procs) &&
 	    !(to = calloc((size_t)c->n_nodes, sizeof(*to))))
@@ -56,8 +54,7 @@ void ctl_event_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 
 		if (m == n || !live_member(m) || (to && !to[i]))
 			continue;
-		conn_send(m->conn, PROTO_EVENT, out, f->data, f->data_len,
-			  NULL);
+		ctl_send(c, m, PROTO_EVENT, out, f->data, f->data_len);
 	}
 	json_decref(out);
 	free(to);
@@ -82,8 +79,7 @@ void ctl_event_proc_failed(struct ctl *c, const char *kind, int status,
 	for (int i = 0; body && i < c->n_nodes; i++) {
 		if (!live_member(&c->nodes[i]))
 			continue;
-		conn_send(c->nodes[i].conn, PROTO_PROC_FAILED, body, NULL, 0,
-			  NULL);
+		ctl_send(c, &c->nodes[i], PROTO_PROC_FAILED, body, NULL, 0);
 		told++;
 	}
 	if (body)

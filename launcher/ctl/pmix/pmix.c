@@ -190,7 +190,7 @@ void ctl_pmix_fence(struct ctl *c, struct node *n, struct proto_frame *f)
 
 	if (!procs)
 		procs = "*";
-	if (c->state != CTL_RUN || !fence_member(n) ||
+	if (!ctl_serves(c, CTL_SERVE_ATTEMPT) || !fence_member(n) ||
 	    json_integer_value(att) != c->attempt)
 		return;
 	k = fence_find(c, procs, count);
@@ -250,8 +250,7 @@ void ctl_pmix_fence(struct ctl *c, struct node *n, struct proto_frame *f)
 			continue;
 		body = json_pack("{s:i, s:i, s:i}", "attempt", c->attempt,
 				 "seq", fe->ids[i], "status", 0);
-		conn_send(c->nodes[i].conn, PROTO_FENCE_DONE, body, all, total,
-			  NULL);
+		ctl_send(c, &c->nodes[i], PROTO_FENCE_DONE, body, all, total);
 		json_decref(body);
 	}
 	free(all);
@@ -270,7 +269,7 @@ static void dmodex_answer(struct ctl *c, struct node *to, int seq, int ns,
 
 	if (ns)	/* a spawned namespace's process (ctl/pmix/spawn.c) */
 		json_object_set_new(body, "ns", json_integer(ns));
-	conn_send(to->conn, PROTO_DMODEX_DATA, body, data, len, NULL);
+	ctl_send(c, to, PROTO_DMODEX_DATA, body, data, len);
 	json_decref(body);
 }
 
@@ -284,7 +283,8 @@ void ctl_pmix_dmodex(struct ctl *c, struct node *n, struct proto_frame *f)
 	struct node *t;
 	json_t *body;
 
-	if (c->state != CTL_RUN || !n->member || n->state != NODE_UP ||
+	if (!ctl_serves(c, CTL_SERVE_ATTEMPT) || !n->member ||
+	    n->state != NODE_UP ||
 	    json_integer_value(json_object_get(b, "attempt")) != c->attempt)
 		return;
 	if ((k = ctl_spawn_node_of(c, ns, rank)) < 0) {
@@ -302,7 +302,7 @@ void ctl_pmix_dmodex(struct ctl *c, struct node *n, struct proto_frame *f)
 			 seq, "rank", rank, "from", (int)(n - c->nodes));
 	if (ns)
 		json_object_set_new(body, "ns", json_integer(ns));
-	conn_send(t->conn, PROTO_DMODEX, body, NULL, 0, NULL);
+	ctl_send(c, t, PROTO_DMODEX, body, NULL, 0);
 	json_decref(body);
 }
 
@@ -319,7 +319,7 @@ void ctl_pmix_dmodex_data(struct ctl *c, struct node *n,
 
 	/* Only the node hosting the rank answers for it, only to a node of
 	 * the attempt. */
-	if (c->state != CTL_RUN ||
+	if (!ctl_serves(c, CTL_SERVE_ATTEMPT) ||
 	    json_integer_value(json_object_get(b, "attempt")) != c->attempt ||
 	    k < 0 || &c->nodes[k] != n || from >= c->n_nodes ||
 	    !c->nodes[from].member || c->nodes[from].state != NODE_UP)

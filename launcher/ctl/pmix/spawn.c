@@ -171,8 +171,7 @@ static void spawn_answer(struct ctl *c, int node, int seq, int status, int id,
 	if (error && *error)
 		json_object_set_new(body, "error", json_string(error));
 	if (c->nodes[node].conn)
-		conn_send(c->nodes[node].conn, PROTO_SPAWN_DONE, body, NULL, 0,
-			  NULL);
+		ctl_send(c, &c->nodes[node], PROTO_SPAWN_DONE, body, NULL, 0);
 	json_decref(body);
 }
 
@@ -361,7 +360,7 @@ void ctl_spawn_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 
 	if (json_integer_value(json_object_get(b, "attempt")) != c->attempt)
 		return;
-	if (c->state != CTL_RUN || !node_in(n)) {
+	if (!ctl_serves(c, CTL_SERVE_ATTEMPT) || !node_in(n)) {
 		spawn_answer(c, idx, seq, ST_ERROR, 0,
 			     "the attempt is not running");
 		return;
@@ -470,8 +469,7 @@ void ctl_spawn_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 		if (!node_in(&c->nodes[k]) || !c->nodes[k].conn)
 			continue;
 		body = launch_body(c, s, k, apps, node_of, app_of, ns, prank);
-		conn_send(c->nodes[k].conn, PROTO_SPAWN_LAUNCH, body, NULL, 0,
-			  NULL);
+		ctl_send(c, &c->nodes[k], PROTO_SPAWN_LAUNCH, body, NULL, 0);
 		json_decref(body);
 		s->want[k] = true;
 		s->n_want++;
@@ -632,8 +630,8 @@ static void connect_answer(struct ctl *c, int node, int seq, int status,
 				 "seq", seq, "status", status);
 
 	if (c->nodes[node].conn)
-		conn_send(c->nodes[node].conn, PROTO_CONNECT_DONE, body, data,
-			  len, NULL);
+		ctl_send(c, &c->nodes[node], PROTO_CONNECT_DONE, body, data,
+			 len);
 	json_decref(body);
 }
 
@@ -712,7 +710,8 @@ void ctl_connect_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 	if (json_integer_value(json_object_get(f->body, "attempt")) !=
 	    c->attempt)
 		return;
-	if (c->state != CTL_RUN || !node_in(n) || !(d = dyn_of(c))) {
+	if (!ctl_serves(c, CTL_SERVE_ATTEMPT) || !node_in(n) ||
+	    !(d = dyn_of(c))) {
 		connect_answer(c, idx, seq, ST_ERROR, NULL, 0);
 		return;
 	}
