@@ -315,6 +315,7 @@ struct ctl *ctl_new(struct spec *spec, const struct ctl_options *opt)
 	c->spec = spec;
 	c->opt = opt;
 	c->stacks_wait_ms = CTL_STACKS_WAIT_MS;
+	c->fence_data_max = CTL_FENCE_DATA_MAX;
 	return c;
 }
 

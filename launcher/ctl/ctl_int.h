@@ -208,6 +208,11 @@ struct attempt_note {
 	char why[256];
 };
 
+/* The most data a FENCE_DONE carries: the frame limit less its header and
+ * JSON body ({attempt, seq, status}: under 100 bytes; 4 KiB is room to
+ * spare).  A fence that gathers more fails on every node at once. */
+#define CTL_FENCE_DATA_MAX ((size_t)PROTO_FRAME_MAX - 4096)
+
 struct ctl {
 	struct spec *spec;
 	const struct ctl_options *opt;
@@ -239,6 +244,7 @@ struct ctl {
 
 	struct fence *fences;	/* pmix: fences in flight */
 	int n_fences;
+	size_t fence_data_max;	/* CTL_FENCE_DATA_MAX (tests lower it) */
 	struct ctl_dyn *dyn;	/* ctl/pmix/spawn.c: spawns, connects */
 	struct ctl_pubsub *pubsub;	/* ctl/pmix/pubsub.c: published data */
 	/* CTL_NOTIFY (issue 16): the failure that ends the attempt once

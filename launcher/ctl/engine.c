@@ -78,21 +78,25 @@ static void drain(struct loop *loop, void *arg)
 	}
 }
 
+/* A lost transition would leave the job in a state nobody can reason
+ * about: out of memory, herd dies (as xmalloc would), and the agents stop
+ * the ranks when herd's connection goes. */
+static _Noreturn void post_failed(const struct ctl_ev *ev, const char *what)
+{
+	fprintf(stderr,
+		"herd: out of memory %s event '%s'; the agents stop the ranks "
+		"as herd exits\n",
+		what, ctl_event_name(ev->type));
+	fflush(stderr);
+	_exit(1);
+}
+
 int ctl_post_ev(struct ctl *c, const struct ctl_ev *ev)
 {
 	struct ctl_qev *q = calloc(1, sizeof(*q));
 
-	if (!q) {
-		/* A lost transition would leave the job in a state nobody
-		 * can reason about: die, and the agents stop the ranks when
-		 * herd's connection goes. */
-		fprintf(stderr,
-			"herd: out of memory queueing event '%s'; "
-			"the agents stop the ranks as herd exits\n",
-			ctl_event_name(ev->type));
-		fflush(stderr);
-		_exit(1);
-	}
+	if (!q)
+		post_failed(ev, "queueing");
 	q->ev = *ev;
 	json_incref(q->ev.body);
 	if (c->in_action) {
@@ -109,11 +113,11 @@ int ctl_post_ev(struct ctl *c, const struct ctl_ev *ev)
 		c->queue = q;
 	c->queue_tail = q;
 	if (!c->drain_timer && c->loop) {
+		/* Without its timer the queue would wait for the next post:
+		 * as lost as an event never queued. */
 		c->drain_timer = loop_timer_add(c->loop, 0, drain, c);
-		if (c->drain_timer < 0) {
-			c->drain_timer = 0;
-			fprintf(stderr, "herd: out of memory: events wait\n");
-		}
+		if (c->drain_timer < 0)
+			post_failed(ev, "scheduling");
 	}
 	return 0;
 }

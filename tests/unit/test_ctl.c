@@ -9,8 +9,9 @@
  *
  * Agent logs: L = LAUNCH, s = STOP (recover: stop ranks, stay),
  * S = STOP (stop and exit), K = STOP with SIGKILL (and exit),
- * T = STACKS (the stacks of its ranks), F = PROC_FAILED (issue 16:
- * ranks failed, told to the survivors), e = EVENT.
+ * T = STACKS (the stacks of its ranks), F = PROC_FAILED (ranks failed,
+ * told to the survivors), e = EVENT, D = FENCE_DONE (done), X =
+ * FENCE_DONE (failed).
  * States: C connect, R run, H stacks (a hang), V recover, B backoff,
  * S stopping, E end, P preflight, N notify.
  */
@@ -82,6 +83,7 @@ struct hostcfg {
 	bool abort_on_notify;
 	bool close_on_notify;
 	bool fence;
+	size_t fence_data; /* its FENCE carries this many bytes */
 	/* What it received, over all its starts. */
 	char log[64];
 	int starts;
@@ -271,9 +273,17 @@ static void on_launch(struct agent *a, json_t *body)
 	} else if (a->attempt <= MAX_ATTEMPTS && !h->hold[a->attempt]) {
 		a->t_exit = loop_timer_add(a->w->loop, h->run_ms, agent_exit, a);
 	}
-	if (a->attempt == 1 && h->fence)
-		agent_send(a, PROTO_FENCE,
-			   json_pack("{s:i, s:i}", "attempt", 1, "seq", 1));
+	if (a->attempt == 1 && h->fence) {
+		json_t *b = json_pack("{s:i, s:i}", "attempt", 1, "seq", 1);
+		char *data = h->fence_data ? malloc(h->fence_data) : NULL;
+
+		if (data)
+			memset(data, 'f', h->fence_data);
+		conn_send(a->conn, PROTO_FENCE, b, data,
+			  data ? h->fence_data : 0, NULL);
+		free(data);
+		json_decref(b);
+	}
 }
 
 static void on_stop(struct agent *a, json_t *body)
@@ -422,6 +432,10 @@ static void agent_frame(struct conn *conn, struct proto_frame *f, void *arg)
 					     "hung"));
 		break;
 	case PROTO_FENCE_DONE:
+		log_frame(a,
+			  json_integer_value(json_object_get(f->body, "status"))
+			      ? 'X'
+			      : 'D');
 		break;
 	case PROTO_CKPT_CONF: /* the memory tier: a fake node has none */
 		break;
@@ -2122,6 +2136,171 @@ static void test_notify_no_grace(void **state)
 	assert_string_equal(host(w, "n2")->log, "LFS");
 }
 
+/* --- PMIx fences -------------------------------------------------------- */
+
+static void lower_fence_max(struct world *w)
+{
+	w->c->fence_data_max = 1000;
+}
+
+/* Both nodes contribute 400 bytes: 800 fit, both get FENCE_DONE. */
+static void test_fence_done(void **state)
+{
+	struct world *w = *state;
+
+	w->spec->launch.mode = SPEC_MODE_PMIX;
+	w->before_loop = lower_fence_max;
+	for (int i = 1; i <= 2; i++) {
+		struct hostcfg *h = host(w, i == 1 ? "n1" : "n2");
+
+		h->fence = true;
+		h->fence_data = 400;
+		h->run_ms = 200;
+	}
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRSE");
+	assert_string_equal(host(w, "n1")->log, "LDS");
+	assert_string_equal(host(w, "n2")->log, "LDS");
+}
+
+/* 2 x 600 bytes gathered, over what a FENCE_DONE may carry (lowered to
+ * 1000 bytes here; a frame's 64 MiB in a job): every node's fence fails
+ * at once, not after health.fence_timeout, and the attempt with it. */
+static void test_fence_too_big(void **state)
+{
+	struct world *w = *state;
+	int64_t t0 = loop_now_ms();
+
+	w->spec->launch.mode = SPEC_MODE_PMIX;
+	w->spec->health.fence_timeout_ms = 60000;
+	w->before_loop = lower_fence_max;
+	for (int i = 1; i <= 2; i++) {
+		struct hostcfg *h = host(w, i == 1 ? "n1" : "n2");
+
+		h->fence = true;
+		h->fence_data = 600;
+		h->hold[1] = true;
+	}
+	assert_int_equal(run(w), 1);
+	assert_string_equal(w->states, "CRSE");
+	assert_string_equal(host(w, "n1")->log, "LXS");
+	assert_string_equal(host(w, "n2")->log, "LXS");
+	assert_int_equal(count_ev(w, "attempt_end", "gathered 1200 bytes"), 1);
+	assert_true(loop_now_ms() - t0 < 10000);
+}
+
+/* --- the state diagram -------------------------------------------------- */
+
+#define STATES_DOT "doc/design/states.dot"
+
+/* The job's lifecycle drawn from ctl_table[]: one node per state (with
+ * what it serves), one edge per pair of different states, labelled with
+ * the events that take it, in table order.  Rows that stay in their
+ * state are the table's business, not the diagram's. */
+static void write_states_dot(FILE *out)
+{
+	static const struct {
+		unsigned flag;
+		const char *name;
+	} serves[] = {{CTL_SERVE_ATTEMPT, "attempt"},
+		      {CTL_SERVE_RANKS, "ranks"},
+		      {CTL_SERVE_ENDING, "ending"}};
+	bool drawn[CTL_STATE_COUNT_][CTL_STATE_COUNT_] = {{false}};
+	bool named[CTL_STATE_COUNT_] = {false};
+
+	fprintf(
+	    out,
+	    "// The job's lifecycle, generated from ctl_table[]\n"
+	    "// (launcher/ctl/table.c) by tests/unit/test_ctl.c, which fails\n"
+	    "// when this file and the table differ.  Regenerate with:\n"
+	    "//   HERD_WRITE_STATES_DOT=1 build/unit/test_ctl\n"
+	    "// Edges change state; rows that stay in a state are not drawn.\n"
+	    "digraph job {\n"
+	    "\tnode [shape=box, style=rounded];\n");
+	/* States in the table's order: the order a job goes through them. */
+	for (size_t i = 0; i < ctl_table_len; i++) {
+		enum ctl_state s = ctl_table[i].state;
+		unsigned f = ctl_state_serves(s);
+		const char *sep = "";
+
+		if (named[s])
+			continue;
+		named[s] = true;
+
+		fprintf(out, "\t%s", ctl_state_name(s));
+		if (f) {
+			fprintf(out,
+				" [label=\"%s\\nserves: ", ctl_state_name(s));
+			for (size_t k = 0;
+			     k < sizeof(serves) / sizeof(serves[0]); k++)
+				if (f & serves[k].flag) {
+					fprintf(out, "%s%s", sep,
+						serves[k].name);
+					sep = ", ";
+				}
+			fputs("\"]", out);
+		}
+		fputs(";\n", out);
+	}
+	for (size_t i = 0; i < ctl_table_len; i++) {
+		enum ctl_state from = ctl_table[i].state,
+			       to = ctl_table[i].next;
+		const char *sep = "";
+
+		if (from == to || drawn[from][to])
+			continue;
+		drawn[from][to] = true;
+		fprintf(out, "\t%s -> %s [label=\"", ctl_state_name(from),
+			ctl_state_name(to));
+		for (size_t j = i; j < ctl_table_len; j++) {
+			if (ctl_table[j].state != from ||
+			    ctl_table[j].next != to)
+				continue;
+			fprintf(out, "%s%s", sep,
+				ctl_table[j].event == CTL_EV_ANY_
+				    ? "any"
+				    : ctl_event_name(ctl_table[j].event));
+			sep = "\\n";
+		}
+		fputs("\"];\n", out);
+	}
+	fputs("}\n", out);
+}
+
+/* doc/design/states.dot is the table's picture: regenerated here and
+ * compared, so a row added without the diagram fails (run from the top
+ * of the tree, as make unit does). */
+static void test_states_dot(void **state)
+{
+	char *want = NULL, *have = NULL;
+	size_t want_len = 0, have_len = 0;
+	FILE *f;
+
+	(void)state;
+	f = open_memstream(&want, &want_len);
+	assert_non_null(f);
+	write_states_dot(f);
+	assert_int_equal(fclose(f), 0);
+	if (getenv("HERD_WRITE_STATES_DOT")) {
+		f = fopen(STATES_DOT, "w");
+		assert_non_null(f);
+		assert_int_equal(fwrite(want, 1, want_len, f), want_len);
+		assert_int_equal(fclose(f), 0);
+	}
+	f = fopen(STATES_DOT, "r");
+	if (!f)
+		fail_msg("%s: %s (run from the top of the tree)", STATES_DOT,
+			 strerror(errno));
+	assert_true(getdelim(&have, &have_len, '\0', f) >= 0);
+	fclose(f);
+	if (strcmp(want, have))
+		fail_msg("%s differs from ctl_table[]: regenerate it with "
+			 "HERD_WRITE_STATES_DOT=1 build/unit/test_ctl",
+			 STATES_DOT);
+	free(want);
+	free(have);
+}
+
 static void test_every_row(void **state)
 {
 	int missing = 0;
@@ -2158,7 +2337,12 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_notify_no_grace, setup,
 						teardown),
+		cmocka_unit_test(test_states_dot),
 		cmocka_unit_test_setup_teardown(test_complete, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fence_done, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_fence_too_big, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_no_node_starts, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_interrupt_before_loop,

@@ -126,6 +126,32 @@ static void on_fence_timeout(struct loop *loop, void *arg)
 	ctl_post(c, CTL_EV_ATTEMPT_FAILED, NULL, 1, why);
 }
 
+/* FENCE_DONE's status when herd fails the fence (the agents fail it for
+ * their ranks at once, whatever the value). */
+#define CTL_FENCE_FAILED 1
+
+/* Fence k cannot complete (why): every node that contributed gets a
+ * failed FENCE_DONE now, rather than each waiting out
+ * health.fence_timeout, and the attempt fails. */
+static void fence_fail(struct ctl *c, int k, const char *why)
+{
+	struct fence *fe = &c->fences[k];
+
+	fprintf(stderr, "herd: %s\n", why);
+	for (int i = 0; i < c->n_nodes; i++) {
+		json_t *body;
+
+		if (!fe->got[i] || !fence_member(&c->nodes[i]))
+			continue;
+		body = json_pack("{s:i, s:i, s:i}", "attempt", c->attempt,
+				 "seq", fe->ids[i], "status", CTL_FENCE_FAILED);
+		ctl_send(c, &c->nodes[i], PROTO_FENCE_DONE, body, NULL, 0);
+		json_decref(body);
+	}
+	fence_free(c, k);
+	ctl_post(c, CTL_EV_ATTEMPT_FAILED, NULL, 1, why);
+}
+
 /* A new fence named (procs, count): its node set, its buffers, its
  * timer.  Returns its index, or -1 (procs name a rank outside the
  * attempt, or out of memory). */
@@ -217,25 +243,42 @@ void ctl_pmix_fence(struct ctl *c, struct node *n, struct proto_frame *f)
 		return;
 	if (!fe->n_got)
 		fe->seq = seq;
+	/* A contribution counts once it is kept: one lost to memory would
+	 * complete the fence without it. */
 	fe->got[idx] = true;
 	fe->ids[idx] = seq;
-	fe->n_got++;
 	if (f->data_len) {
-		fe->parts[idx] = malloc(f->data_len);
-		if (!fe->parts[idx])
+		if (!(fe->parts[idx] = malloc(f->data_len))) {
+			fence_fail(c, k,
+				   "out of memory keeping a PMIx fence "
+				   "contribution");
 			return;
+		}
 		memcpy(fe->parts[idx], f->data, f->data_len);
 		fe->part_len[idx] = f->data_len;
 	}
+	fe->n_got++;
 	if (fe->n_got < fe->want)
 		return;
-	/* Everyone is in: the concatenation, in node order, to them. */
+	/* Everyone is in: the concatenation, in node order, to them, in one
+	 * frame each; more than a frame carries cannot be sent. */
 	for (int i = 0; i < c->n_nodes; i++)
 		total += fe->part_len[i];
+	if (total > c->fence_data_max) {
+		char why[512];
+
+		snprintf(why, sizeof(why),
+			 "PMIx fence %d over ranks %.64s%s gathered %zu bytes "
+			 "from %d nodes, more than the %zu a FENCE_DONE frame "
+			 "carries (the %u-byte frame limit); the fence fails "
+			 "on every node",
+			 count, procs, strlen(procs) > 64 ? "..." : "", total,
+			 fe->want, c->fence_data_max, PROTO_FRAME_MAX);
+		fence_fail(c, k, why);
+		return;
+	}
 	if (total && !(all = malloc(total))) {
-		fence_free(c, k);
-		ctl_post(c, CTL_EV_ATTEMPT_FAILED, NULL, 1,
-			 "out of memory gathering a PMIx fence");
+		fence_fail(c, k, "out of memory gathering a PMIx fence");
 		return;
 	}
 	for (int i = 0; i < c->n_nodes; i++) {
