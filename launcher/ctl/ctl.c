@@ -259,7 +259,7 @@ void ctl_free(struct ctl *c)
 	free(c);
 }
 
-/* The nodes, then the spares, less those quarantined (issue 14).
+/* The nodes, then the spares, less those the node record quarantines.
  * Returns how many members were left out, or -1 when out of memory. */
 static int add_nodes(struct ctl *c, struct resolved *res)
 {
@@ -352,7 +352,7 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 	if (c->lt)
 		fprintf(stderr, "herd: logs in %s\n", logtree_run_dir(c->lt));
 	/* The socket first: the entry records where it listens. */
-	if (ctl_sock_listen(c) < 0) /* issue 13: herd attach, herd stop */
+	if (ctl_sock_listen(c) < 0) /* herd attach, herd stop */
 		return 1;
 	if (c->lt && jobrun_register(c->lt, spec->name, c->opt, c->opt->detach,
 				     ctl_sock_path(c), &err) < 0) {

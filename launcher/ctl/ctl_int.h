@@ -1,6 +1,7 @@
-/* ctl/ctl_int.h — the controller's state, shared by ctl/ctl.c (lifecycle:
- * connect, run, recover, end) and ctl/launch.c (plan, environment, launch,
- * output).  Not a public header: only the launcher's ctl files include it.
+/* ctl/ctl_int.h — the controller's state and internals, shared by the
+ * files of launcher/ctl/ (the lifecycle: engine.c, table.c and the
+ * actions; launch.c: plan, environment, output; the frames' modules).
+ * Not a public header: only the launcher's ctl files include it.
  */
 #ifndef HERD_LAUNCHER_CTL_INT_H
 #define HERD_LAUNCHER_CTL_INT_H
@@ -19,8 +20,8 @@
 #include "launcher/hosts/resolve.h"
 #include "launcher/transport/transport.h"
 
-/* The job's lifecycle (STYLE.md rule 10): one (state, event) -> (next
- * state, action) table in ctl/ctl.c, ctl_table[]. */
+/* The job's lifecycle: one (state, event) -> (next
+ * state, action) table in ctl/table.c, ctl_table[]. */
 enum ctl_state {
 	CTL_CONNECT,	/* agents starting, HELLOs arriving */
 	CTL_RUN,	/* an attempt's ranks run */
@@ -31,9 +32,9 @@ enum ctl_state {
 	CTL_BACKOFF,	/* waiting restart.backoff before the next attempt */
 	CTL_STOPPING,	/* the end: ranks stopping, agents told to exit */
 	CTL_END,	/* every agent gone; exit status known */
-	CTL_PREFLIGHT,	/* the health gate (issue 14): members checked
+	CTL_PREFLIGHT,	/* the health gate: members checked
 			 * before an attempt (health.preflight, herd check) */
-	CTL_NOTIFY,	/* issue 16: ranks failed; the survivors were told
+	CTL_NOTIFY,	/* ranks failed; the survivors were told
 			 * (PMIx event) and have health.notify_grace before
 			 * the attempt is stopped */
 	CTL_STATE_COUNT_
@@ -247,7 +248,7 @@ struct ctl {
 	size_t fence_data_max;	/* CTL_FENCE_DATA_MAX (tests lower it) */
 	struct ctl_dyn *dyn;	/* ctl/pmix/spawn.c: spawns, connects */
 	struct ctl_pubsub *pubsub;	/* ctl/pmix/pubsub.c: published data */
-	/* CTL_NOTIFY (issue 16): the failure that ends the attempt once
+	/* CTL_NOTIFY: the failure that ends the attempt once
 	 * health.notify_grace is over. */
 	long notify_timer;
 	int notify_status;
@@ -286,7 +287,7 @@ struct ctl {
 	int interrupts;
 	long stop_timer, backoff_timer, hb_timer, graveyard_timer;
 	int64_t hb_sent_ms;	/* when herd last sent its heartbeats */
-	/* Stall detection (issue 11 item 2): when the heartbeat tick is
+	/* Stall detection: when the heartbeat tick is
 	 * due, and CLOCK_BOOTTIME - CLOCK_MONOTONIC at the last tick (it
 	 * grows while the machine is suspended). */
 	int64_t hb_due_ms;
@@ -545,7 +546,7 @@ void ctl_rejoin_attempt_over(struct ctl *c, const char *why);
 /* RANK_CTL from node n: hello, stepping, store requests. */
 void ctl_rejoin_frame(struct ctl *c, struct node *n, struct proto_frame *f);
 void ctl_rejoin_free(struct ctl *c);
-/* ctl/ctl.c: one spare into the job now (warm first, an idle one is
+/* ctl/recover.c: one spare into the job now (warm first, an idle one is
  * started), said and an event; NULL when none is left. */
 struct node *ctl_take_spare_now(struct ctl *c);
 /* ctl/launch.c: node n takes the n_ranks ranks from first_rank of a
@@ -555,7 +556,7 @@ struct node *ctl_take_spare_now(struct ctl *c);
 int ctl_plan_replacement(struct ctl *c, struct node *n, int first_rank,
 			 int n_ranks, struct herd_err *err);
 
-/* ctl/sock.c (issue 13): the job's control socket. */
+/* ctl/sock.c: the job's control socket. */
 /* Listens on SOCKDIR/RUN-ID.sock once the run dir exists.  A socket that
  * cannot be made is a warning (the job goes on), under --detach an
  * error.  Returns 0, or -1 said on stderr. */
@@ -583,7 +584,7 @@ int ctl_detach_log(struct ctl *c);
  * far, and closes the pipe.  Does nothing the second time. */
 void ctl_detach_ready(struct ctl *c);
 
-/* ctl/metrics.c (issue 12) */
+/* ctl/metrics.c: the metrics table, endpoint and status line. */
 /* Binds metrics.listen, first of all: an address that cannot be bound
  * refuses the job before it has a run directory.  Returns 0, or -1 said
  * on stderr. */
@@ -606,7 +607,7 @@ int ctl_status_text(struct ctl *c, char *buf, size_t size, int width);
 /* Before herd stops itself (paused) and after it is continued. */
 void ctl_status_pause(struct ctl *c, bool paused);
 
-/* ctl/straggler.c (issue 14): straggler detection. */
+/* ctl/straggler.c: straggler detection. */
 /* METRICS from node n (its body): feeds the detector; a verdict is an
  * event, a terminal line, a node note and, with health.straggler: evict,
  * the node marked for eviction (node.straggler_evict).  No lifecycle
@@ -623,7 +624,7 @@ bool ctl_straggler_can_evict(struct ctl *c, bool restarting, char *why,
 			     size_t size);
 void ctl_straggler_free(struct ctl *c);
 
-/* ctl/nodes.c (issue 14): what the job remembers of its nodes. */
+/* ctl/nodes.c: what the job remembers of its nodes. */
 /* Node n failed in a way that counts against it: kind is "failed"
  * (crash, partition, silent), "unhealthy" (the health gate) or
  * "straggler"; reason says why in words.  Recorded in the job's node
@@ -655,7 +656,8 @@ void ctl_pmix_signal(struct ctl *c, struct node *n, struct proto_frame *f);
 /* Drops every PMIx operation in flight (the attempt is over). */
 void ctl_pmix_clear(struct ctl *c);
 
-/* ctl/pmix/spawn.c (issue 16): PMIx_Spawn, PMIx_Connect/Disconnect. */
+/* ctl/pmix/spawn.c: PMIx_Spawn; ctl/pmix/connect.c:
+ * PMIx_Connect/Disconnect. */
 void ctl_spawn_frame(struct ctl *c, struct node *n, struct proto_frame *f);
 void ctl_spawn_up(struct ctl *c, struct node *n, struct proto_frame *f);
 void ctl_connect_frame(struct ctl *c, struct node *n, struct proto_frame *f);
@@ -669,7 +671,7 @@ void ctl_spawn_proc_gone(struct ctl *c, int slot);
 int ctl_spawn_node_of(struct ctl *c, int ns, int rank);
 /* "[s1:0] " for spawned process slot (a rank of spawn 1), into buf. */
 void ctl_spawn_tag(struct ctl *c, int slot, char *buf, size_t size);
-/* ctl/pmix/pubsub.c (issue 16): PMIx publish / lookup / unpublish, held for
+/* ctl/pmix/pubsub.c: PMIx publish / lookup / unpublish, held for
  * the job.  The frames answer with PUBSUB_DONE (now, or when a waited-for
  * key comes). */
 void ctl_pubsub_publish(struct ctl *c, struct node *n, struct proto_frame *f);
@@ -683,7 +685,7 @@ void ctl_pubsub_rank_gone(struct ctl *c, int rank);
 void ctl_pubsub_attempt_over(struct ctl *c);
 void ctl_pubsub_free(struct ctl *c);
 
-/* ctl/pmix/event.c (issue 16): PMIx events across nodes. */
+/* ctl/pmix/event.c: PMIx events across nodes. */
 /* EVENT from node n: forwarded to the other nodes in its range. */
 void ctl_event_frame(struct ctl *c, struct node *n, struct proto_frame *f);
 /* ctl/warm.c: STARTED (a rank started, warm or not): rank_start.
@@ -697,7 +699,7 @@ bool ctl_warm_spares(const struct ctl *c);
 void ctl_event_proc_failed(struct ctl *c, const char *kind, int status,
 			   const char *host, const int *ranks, int n_ranks);
 
-/* ctl/hang.c (issue 14): evidence of a hang. */
+/* ctl/hang.c: evidence of a hang. */
 /* 10 s: what herd waits for the agents' stacks; an agent answers within
  * its own 8 s (agent/stacks.c STACKS_AGENT_MS). */
 #define CTL_STACKS_WAIT_MS 10000
@@ -718,7 +720,7 @@ void ctl_hang_end(struct ctl *c, char *why, size_t why_size);
 /* Drops a collection (no events). */
 void ctl_hang_free(struct ctl *c);
 
-/* ctl/check.c (issue 14): the health gate. */
+/* ctl/check.c (ctl/netprobe.c): the health gate. */
 /* A new gate: every node's answer forgotten, the gate's timer started. */
 void ctl_check_begin(struct ctl *c);
 /* Sends node n its CHECK; has it been sent in this gate? */
@@ -790,7 +792,7 @@ long ctl_ckpt_fetch(struct ctl *c, int rank, long step, int from, bool peer,
 				 const char *path, int64_t ms),
 		    void *arg);
 
-/* ctl/ctl.c: sends LAUNCH to every member node (rank_start events). */
+/* ctl/attempt.c: sends LAUNCH to every member node (rank_start events). */
 void ctl_launch_send(struct ctl *c, const char *command);
 
 /* ctl/launch.c */

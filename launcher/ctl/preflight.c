@@ -8,8 +8,6 @@
 
 #include "launcher/ctl/ctl_int.h"
 
-/* --- the health gate (issue 14) ------------------------------------------ */
-
 /* Is a spare left to take a member's place? */
 static bool spare_left(const struct ctl *c)
 {

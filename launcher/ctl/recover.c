@@ -303,7 +303,7 @@ bool ctl_node_out(struct ctl *c, struct node *n, const char *reason,
 		snprintf(c->said_why, sizeof(c->said_why),
 			 "node %s failed: %.200s", n->host, reason);
 	}
-	if (!n->setup_error) /* issue 14: node record */
+	if (!n->setup_error) /* herd's setup is not the node's fault */
 		ctl_node_note(c, n, "failed", reason);
 	ctl_evict(c, n, reason);
 	return true;

@@ -1,4 +1,4 @@
-/* ctl/sock.c — the job's control socket (issue 13), on the controller's
+/* ctl/sock.c — the job's control socket, on the controller's
  * one loop.
  *
  * Every `herd run` listens on SOCKDIR/ID.sock (AF_UNIX stream, 0600 in a

@@ -1,5 +1,5 @@
-/* ctl/straggler.c — the controller's side of straggler detection (issue
- * 14): the agents' METRICS frames feed the detector (model/straggler_rule.c, which
+/* ctl/straggler.c — the controller's side of straggler detection: the
+ * agents' METRICS frames feed the detector (model/straggler_rule.c, which
  * says the rule), its verdicts become a `straggler` event, a terminal
  * line, a note against the node (ctl_node_note) and, with
  * health.straggler: evict, the node's eviction at the next checkpoint
@@ -7,9 +7,9 @@
  *
  * Nothing here changes the job's lifecycle directly: the eviction is a
  * CTL_EV_STRAGGLER posted when a new complete checkpoint appears (polled
- * on the metrics tick), handled by ctl/ctl.c's table (RUN: the node is
+ * on the metrics tick), handled by ctl/table.c's table (RUN: the node is
  * evicted with reason "straggler" and the attempt fails, so recovery
- * takes a spare), and ctl/ctl.c's recovery evicts a node still marked when
+ * takes a spare), and ctl/recover.c evicts a node still marked when
  * an attempt fails for another reason first.
  */
 #include <stdio.h>

@@ -62,7 +62,7 @@ struct hostcfg {
 	bool die_after_stopped;	/* hangs up 100 ms after confirming */
 	bool ignore_exit;	/* never exits when told */
 	bool answer_hb;		/* answers herd's HEARTBEAT at once */
-	/* STACKS (issue 14): answers with its ranks waiting in all_reduce,
+	/* STACKS: answers with its ranks waiting in all_reduce,
 	 * or, culprit, stuck in a function of its own; after stacks_ms;
 	 * never (no_stacks); hangs up (close_at_stacks); its ranks die of
 	 * the SIGABRT first (abort_at_stacks); MPI_Abort then
@@ -77,7 +77,7 @@ struct hostcfg {
 	bool close_at_check;	/* hangs up when CHECK comes */
 	long check_ms;		/* answers CHECK this late */
 	int slow_recv;		/* probe: its first N receptions are slow */
-	/* PROC_FAILED (issue 16): its ranks exit 0, it calls MPI_Abort, or
+	/* PROC_FAILED: its ranks exit 0, it calls MPI_Abort, or
 	 * it hangs up; fence: a FENCE at launch (attempt 1). */
 	bool exit_on_notify;
 	bool abort_on_notify;
@@ -585,7 +585,7 @@ static int setup(void **state)
 	snprintf(w->dir, sizeof(w->dir), "/tmp/herd-test-ctl-XXXXXX");
 	assert_non_null(mkdtemp(w->dir));
 	{
-		/* The node record (issue 14) of each test is its own. */
+		/* The node record of each test is its own. */
 		char st[sizeof(w->dir) + 8];
 
 		snprintf(st, sizeof(st), "%s/state", w->dir);
@@ -750,7 +750,7 @@ static void test_complete(void **state)
 	assert_int_equal(count_ev(w, "node_failed", NULL), 0);
 }
 
-/* Item 4: the job ends before the loop turns once: no agent starts.  The
+/* The job ends before the loop turns once: no agent starts.  The
  * controller still ends from the loop, with status 1. */
 static void test_no_node_starts(void **state)
 {
@@ -772,7 +772,7 @@ static void interrupt_now(struct world *w)
 	raise(SIGINT);
 }
 
-/* Item 4: Ctrl-C before the loop runs, an agent still connecting: it is
+/* Ctrl-C before the loop runs, an agent still connecting: it is
  * hung up on and the job ends with 128 + SIGINT. */
 static void test_interrupt_before_loop(void **state)
 {
@@ -801,7 +801,7 @@ static void test_connect_spare_taken(void **state)
 	assert_string_equal(host(w, "n2")->log, "");
 }
 
-/* Issue 14: a member that fails is remembered in the job's node record
+/* A member that fails is remembered in the job's node record
  * with its reason; a spare that stands in is not. */
 static void test_failure_recorded(void **state)
 {
@@ -992,7 +992,7 @@ static void close_n2_at_launch(struct world *w, enum ctl_state from,
 	}
 }
 
-/* Item 7: n2's agent is gone when LAUNCH is sent to it: the send fails,
+/* n2's agent is gone when LAUNCH is sent to it: the send fails,
  * the node fails once, from the loop, after every LAUNCH went out; n1
  * gets LAUNCH, then the recover STOP, then the next attempt's LAUNCH —
  * never a STOP before the LAUNCH of the same attempt. */
@@ -1081,9 +1081,9 @@ static void test_restart_exhausted(void **state)
 	assert_string_equal(host(w, "n1")->log, "LsLS");
 }
 
-/* Hung ranks fail the attempt, after every node gave its ranks' stacks
- * (issue 14): the culprit is the rank that does not wait in a
- * collective while the others do. */
+/* Hung ranks fail the attempt, after every node gave its ranks' stacks:
+ * the culprit is the rank that does not wait in a collective while the
+ * others do. */
 static void test_hung(void **state)
 {
 	struct world *w = *state;
@@ -1558,7 +1558,7 @@ static void test_finish_twice(void **state)
 	assert_int_equal(w->n_events[CTL_EV_NODE_FAILED], 2);
 }
 
-/* --- metrics (issue 12) ------------------------------------------------- */
+/* --- metrics ------------------------------------------------------------ */
 
 /* Each agent sends two METRICS at launch (n2's ranks step half as fast),
  * then its ranks exit after run_ms. */
@@ -1702,7 +1702,7 @@ static void test_heartbeat_cadence(void **state)
 	}
 }
 
-/* --- stragglers (issue 14) ----------------------------------------------- */
+/* --- stragglers --------------------------------------------------------- */
 
 static struct node *node_named(struct world *w, const char *name)
 {
@@ -1866,7 +1866,7 @@ static void test_straggler_warned(void **state)
 }
 
 /* Every row of the table was gone through by some test above. */
-/* --- the health gate (issue 14) ------------------------------------------ */
+/* --- the health gate ---------------------------------------------------- */
 
 /* health.preflight: n2 fails its check before attempt 1 and is evicted;
  * the spare is started, checked and joins; the job completes.  n2's
@@ -1987,7 +1987,7 @@ static void test_check_probe_slow(void **state)
 	assert_int_equal(host(w, "n3")->slow_recv, 100 - 4);
 }
 
-/* --- PMIx failure events (issue 16) ----------------------------------- */
+/* --- PMIx failure events ----------------------------------------------- */
 
 static void pmix_world(struct world *w, long grace_ms)
 {

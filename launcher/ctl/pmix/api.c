@@ -1,5 +1,5 @@
 /* ctl/pmix/api.c — the controller's side of the PMIx calls served in
- * agent/pmix/api.c (issue 16):
+ * agent/pmix/api.c:
  *   PMIX_LOG  a rank's PMIx_Log: one "pmix_log" event per entry
  *             {attempt, rank, host, key, message} in the run's event log.
  *             An entry for the stderr or stdout channel (PMIX_LOG_STDERR,

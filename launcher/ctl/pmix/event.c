@@ -1,4 +1,4 @@
-/* ctl/pmix/event.c — PMIx events across nodes (issue 16).
+/* ctl/pmix/event.c — PMIx events across nodes.
  *
  *   EVENT        a rank's PMIx_Notify_event for ranks on other nodes: the
  *                agent's library already told its own node; herd sends it
@@ -10,7 +10,7 @@
  *                surviving node is told before the attempt is stopped,
  *                and its agent notifies its ranks (PMIX_ERR_PROC_ABORTED
  *                or _BY_SIG with the affected processes).  How long they
- *                then have is health.notify_grace (ctl/ctl.c, CTL_NOTIFY).
+ *                then have is health.notify_grace (ctl/notify.c, CTL_NOTIFY).
  *
  * Nothing here changes the lifecycle: the table's actions call
  * ctl_event_proc_failed(); a frame handler only forwards.

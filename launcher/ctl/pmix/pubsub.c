@@ -1,4 +1,4 @@
-/* ctl/pmix/pubsub.c — the job's PMIx data server (issue 16): what ranks
+/* ctl/pmix/pubsub.c — the job's PMIx data server: what ranks
  * publish with PMIx_Publish (MPI_Publish_name), others find with
  * PMIx_Lookup (MPI_Lookup_name) and owners withdraw with PMIx_Unpublish.
  *
