@@ -125,8 +125,7 @@ void act_launch(struct ctl *c, struct ctl_ev *ev)
 	    !(command = ctl_render_command(c, &err))) {
 		fprintf(stderr, "herd: %s\n", err.text);
 		ctl_record_failure(c, 1, err.text);
-		c->final_failure = true;
-		ctl_post_stop(c, CTL_EV_FINISH, 0, SIGTERM, NULL);
+		ctl_give_up(c);
 		return;
 	}
 	if (c->opt->plan_only) {
@@ -190,12 +189,15 @@ void ctl_check_connected(struct ctl *c)
 					       : " (set nodes.min to start "
 						 "with fewer)");
 		c->status = 1;
-		c->final_failure = true;
-		ctl_post_stop(c, CTL_EV_FINISH, 0, SIGTERM, NULL);
+		ctl_give_up(c);
 		return;
 	}
-	ctl_post(c,
-		 c->spec->health.preflight ? CTL_EV_PREFLIGHT : CTL_EV_LAUNCH,
+	ctl_post_next_attempt(c);
+}
+
+void ctl_post_next_attempt(struct ctl *c)
+{
+	ctl_post(c, c->spec->health.preflight ? CTL_EV_PREFLIGHT : CTL_EV_LAUNCH,
 		 NULL, 0, NULL);
 }
 

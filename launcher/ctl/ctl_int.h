@@ -472,6 +472,12 @@ int64_t ctl_backoff_ms(const struct ctl *c, int64_t now_ms);
 /* ctl/attempt.c: CONNECT: every member up or failed: PREFLIGHT or
  * LAUNCH posted, or the end. */
 void ctl_check_connected(struct ctl *c);
+/* Enough nodes are up: the next attempt, through the health gate with
+ * health.preflight. */
+void ctl_post_next_attempt(struct ctl *c);
+/* The job ends in failure (said already): no restart; every agent stops
+ * its ranks and exits (ctl/stop.c). */
+void ctl_give_up(struct ctl *c);
 /* ctl/notify.c: the NOTIFY timer, if any, is stopped. */
 void ctl_notify_stop(struct ctl *c);
 

@@ -81,8 +81,7 @@ static void preflight_step(struct ctl *c)
 		    up, c->want_nodes, c->min_nodes,
 		    c->spec->nodes.min > 0 ? " (nodes.min)" : "");
 		c->status = 1;
-		c->final_failure = true;
-		ctl_post_stop(c, CTL_EV_FINISH, 0, SIGTERM, NULL);
+		ctl_give_up(c);
 		return;
 	}
 	if (up < c->want_nodes)

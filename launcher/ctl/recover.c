@@ -478,13 +478,10 @@ void act_backoff_over(struct ctl *c, struct ctl_ev *ev)
 		too_few_why(c, ctl_count_nodes(c, NODE_UP, 1), why,
 			    sizeof(why));
 		fprintf(stderr, "herd: %s\n", why);
-		c->final_failure = true;
-		ctl_post_stop(c, CTL_EV_FINISH, 0, SIGTERM, NULL);
+		ctl_give_up(c);
 		return;
 	}
-	ctl_post(c,
-		 c->spec->health.preflight ? CTL_EV_PREFLIGHT : CTL_EV_LAUNCH,
-		 NULL, 0, NULL);
+	ctl_post_next_attempt(c);
 }
 
 /* Recovery goes on until every surviving member confirmed its ranks
@@ -503,8 +500,7 @@ void ctl_check_recovered(struct ctl *c)
 		c->exec_suspect = false;
 		if (attempt_no_command(c)) {
 			c->no_restart = true;
-			c->final_failure = true;
-			ctl_post_stop(c, CTL_EV_FINISH, 0, SIGTERM, NULL);
+			ctl_give_up(c);
 			return;
 		}
 		say_recovering(c, c->notes[c->attempt - 1].why);
@@ -517,8 +513,7 @@ void ctl_check_recovered(struct ctl *c)
 
 		too_few_why(c, up, why, sizeof(why));
 		fprintf(stderr, "herd: %s\n", why);
-		c->final_failure = true;
-		ctl_post_stop(c, CTL_EV_FINISH, 0, SIGTERM, NULL);
+		ctl_give_up(c);
 		return;
 	}
 	if (up < c->want_nodes) {

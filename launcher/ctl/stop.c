@@ -97,6 +97,12 @@ void act_finish(struct ctl *c, struct ctl_ev *ev)
 	ctl_stop_all(c, ev->grace_ms, ev->status);
 }
 
+void ctl_give_up(struct ctl *c)
+{
+	c->final_failure = true;
+	ctl_post_stop(c, CTL_EV_FINISH, 0, SIGTERM, NULL);
+}
+
 /* RUN, INTERRUPT: the attempt ends (why, 128 + the signal), then the
  * job. */
 void act_interrupt(struct ctl *c, struct ctl_ev *ev)

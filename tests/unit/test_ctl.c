@@ -2143,20 +2143,23 @@ static void lower_fence_max(struct world *w)
 	w->c->fence_data_max = 1000;
 }
 
+/* A PMIx job whose two nodes each contribute bytes to a fence at launch;
+ * at most 1000 bytes fit in its FENCE_DONE. */
+static void fence_world(struct world *w, size_t bytes)
+{
+	w->spec->launch.mode = SPEC_MODE_PMIX;
+	w->before_loop = lower_fence_max;
+	host(w, "n1")->fence = host(w, "n2")->fence = true;
+	host(w, "n1")->fence_data = host(w, "n2")->fence_data = bytes;
+}
+
 /* Both nodes contribute 400 bytes: 800 fit, both get FENCE_DONE. */
 static void test_fence_done(void **state)
 {
 	struct world *w = *state;
 
-	w->spec->launch.mode = SPEC_MODE_PMIX;
-	w->before_loop = lower_fence_max;
-	for (int i = 1; i <= 2; i++) {
-		struct hostcfg *h = host(w, i == 1 ? "n1" : "n2");
-
-		h->fence = true;
-		h->fence_data = 400;
-		h->run_ms = 200;
-	}
+	fence_world(w, 400);
+	host(w, "n1")->run_ms = host(w, "n2")->run_ms = 200;
 	assert_int_equal(run(w), 0);
 	assert_string_equal(w->states, "CRSE");
 	assert_string_equal(host(w, "n1")->log, "LDS");
@@ -2171,16 +2174,9 @@ static void test_fence_too_big(void **state)
 	struct world *w = *state;
 	int64_t t0 = loop_now_ms();
 
-	w->spec->launch.mode = SPEC_MODE_PMIX;
+	fence_world(w, 600);
 	w->spec->health.fence_timeout_ms = 60000;
-	w->before_loop = lower_fence_max;
-	for (int i = 1; i <= 2; i++) {
-		struct hostcfg *h = host(w, i == 1 ? "n1" : "n2");
-
-		h->fence = true;
-		h->fence_data = 600;
-		h->hold[1] = true;
-	}
+	host(w, "n1")->hold[1] = host(w, "n2")->hold[1] = true;
 	assert_int_equal(run(w), 1);
 	assert_string_equal(w->states, "CRSE");
 	assert_string_equal(host(w, "n1")->log, "LXS");
