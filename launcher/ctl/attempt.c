@@ -197,7 +197,8 @@ void ctl_check_connected(struct ctl *c)
 
 void ctl_post_next_attempt(struct ctl *c)
 {
-	ctl_post(c, c->spec->health.preflight ? CTL_EV_PREFLIGHT : CTL_EV_LAUNCH,
+	ctl_post(c,
+		 c->spec->health.preflight ? CTL_EV_PREFLIGHT : CTL_EV_LAUNCH,
 		 NULL, 0, NULL);
 }
 
