@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "herd/checkpoint.h"
-#include "launcher/ctl/ctl_int.h"
+#include "launcher/ctl/actions.h"
 #include "launcher/model/plan.h"
 
 /* The newest complete checkpoint, with events for it and for every newer

@@ -87,8 +87,8 @@ int ctl_send(struct ctl *c, struct node *n, enum proto_type type,
 	return -1;
 }
 
-int ctl_send_encoded(struct ctl *c, struct node *n, const char *frame,
-		     size_t len)
+int ctl_send_encoded(struct ctl *c, struct node *n, enum proto_type type,
+		     const char *frame, size_t len)
 {
 	struct herd_err err;
 
@@ -97,8 +97,7 @@ int ctl_send_encoded(struct ctl *c, struct node *n, const char *frame,
 	herd_err_clear(&err);
 	if (conn_send_encoded(n->conn, frame, len, &err) == 0)
 		return 0;
-	/* The type is the frame's fifth byte (proto.h's header). */
-	send_failed(c, n, (enum proto_type)(unsigned char)frame[4], err.text);
+	send_failed(c, n, type, err.text);
 	return -1;
 }
 

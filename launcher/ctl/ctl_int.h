@@ -402,9 +402,9 @@ void ctl_start_node(struct ctl *c, struct node *n, bool member);
  * reason), never silently.  n->conn must be set. */
 int ctl_send(struct ctl *c, struct node *n, enum proto_type type,
 	     const json_t *body, const void *data, size_t data_len);
-/* The same for a frame already encoded. */
-int ctl_send_encoded(struct ctl *c, struct node *n, const char *frame,
-		     size_t len);
+/* The same for a frame of type already encoded (proto_encode). */
+int ctl_send_encoded(struct ctl *c, struct node *n, enum proto_type type,
+		     const char *frame, size_t len);
 
 /* ctl/frames.c: the node's conn callbacks (its arg is the node). */
 void ctl_on_frame(struct conn *conn, struct proto_frame *f, void *arg);
@@ -481,55 +481,6 @@ void ctl_give_up(struct ctl *c);
 /* ctl/notify.c: the NOTIFY timer, if any, is stopped. */
 void ctl_notify_stop(struct ctl *c);
 
-/* The actions of ctl_table[], by the file that holds them.  Each runs
- * after the row's next state was entered. */
-/* ctl/attempt.c */
-void act_check_connected(struct ctl *c, struct ctl_ev *ev);
-void act_launch(struct ctl *c, struct ctl_ev *ev);
-/* ctl/preflight.c */
-void act_preflight(struct ctl *c, struct ctl_ev *ev);
-void act_preflight_step(struct ctl *c, struct ctl_ev *ev);
-void act_node_failed_preflight(struct ctl *c, struct ctl_ev *ev);
-/* ctl/run.c */
-void act_rank_failed(struct ctl *c, struct ctl_ev *ev);
-void act_rank_note(struct ctl *c, struct ctl_ev *ev);
-void act_rank_note_recover(struct ctl *c, struct ctl_ev *ev);
-void act_completed(struct ctl *c, struct ctl_ev *ev);
-void act_abort(struct ctl *c, struct ctl_ev *ev);
-void act_hung(struct ctl *c, struct ctl_ev *ev);
-void act_hung_more(struct ctl *c, struct ctl_ev *ev);
-void act_stacks(struct ctl *c, struct ctl_ev *ev);
-void act_stacks_done(struct ctl *c, struct ctl_ev *ev);
-void act_node_failed_stacks(struct ctl *c, struct ctl_ev *ev);
-void act_abort_stacks(struct ctl *c, struct ctl_ev *ev);
-void act_finish_stacks(struct ctl *c, struct ctl_ev *ev);
-void act_interrupt_stacks(struct ctl *c, struct ctl_ev *ev);
-/* ctl/notify.c */
-void act_notify(struct ctl *c, struct ctl_ev *ev);
-void act_notify_rank(struct ctl *c, struct ctl_ev *ev);
-void act_notify_node(struct ctl *c, struct ctl_ev *ev);
-void act_notify_check(struct ctl *c, struct ctl_ev *ev);
-void act_notify_over(struct ctl *c, struct ctl_ev *ev);
-void act_notify_finish(struct ctl *c, struct ctl_ev *ev);
-/* ctl/recover.c */
-void act_node_failed_connect(struct ctl *c, struct ctl_ev *ev);
-void act_node_failed_run(struct ctl *c, struct ctl_ev *ev);
-void act_node_failed_recover(struct ctl *c, struct ctl_ev *ev);
-void act_node_failed_backoff(struct ctl *c, struct ctl_ev *ev);
-void act_readmit(struct ctl *c, struct ctl_ev *ev);
-void act_straggler(struct ctl *c, struct ctl_ev *ev);
-void act_attempt_failed(struct ctl *c, struct ctl_ev *ev);
-void act_recover(struct ctl *c, struct ctl_ev *ev);
-void act_recover_timeout(struct ctl *c, struct ctl_ev *ev);
-void act_check_recovered(struct ctl *c, struct ctl_ev *ev);
-void act_backoff(struct ctl *c, struct ctl_ev *ev);
-void act_backoff_over(struct ctl *c, struct ctl_ev *ev);
-/* ctl/stop.c */
-void act_finish(struct ctl *c, struct ctl_ev *ev);
-void act_interrupt(struct ctl *c, struct ctl_ev *ev);
-void act_kill(struct ctl *c, struct ctl_ev *ev);
-void act_hang_up(struct ctl *c, struct ctl_ev *ev);
-void act_node_gone(struct ctl *c, struct ctl_ev *ev);
 
 /* ctl/rejoin.c (survivors keep training): generations, the ranks'
  * control channel (RANK_CTL), the rendezvous store herd hosts. */

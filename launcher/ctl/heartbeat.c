@@ -1,6 +1,7 @@
 /* ctl/heartbeat.c — herd's heartbeats and silence detection, herd's own
  * stalls, and the signals herd takes (Ctrl-C, SIGTERM, SIGHUP, Ctrl-Z).
- * Signals only post or set a flag; the loop does the work.
+ * Signals reach herd as loop callbacks (loop_on_signal), never inside
+ * a handler: Ctrl-C and the like post INTERRUPT, Ctrl-Z starts the pause.
  */
 #include <errno.h>
 #include <signal.h>
@@ -169,7 +170,7 @@ static void on_heartbeat_tick(struct loop *loop, void *arg)
 			continue;
 		}
 		if (hb)
-			ctl_send_encoded(c, n, hb, hb_len);
+			ctl_send_encoded(c, n, PROTO_HEARTBEAT, hb, hb_len);
 	}
 	free(hb);
 	now = loop_now_ms();

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "launcher/ctl/ctl_int.h"
+#include "launcher/ctl/actions.h"
 
 /* CTL_NOTIFY's timer, if any, is over. */
 void ctl_notify_stop(struct ctl *c)

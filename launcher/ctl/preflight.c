@@ -6,7 +6,7 @@
 #include <signal.h>
 #include <stdio.h>
 
-#include "launcher/ctl/ctl_int.h"
+#include "launcher/ctl/actions.h"
 
 /* Is a spare left to take a member's place? */
 static bool spare_left(const struct ctl *c)

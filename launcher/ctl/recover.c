@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "launcher/ctl/ctl_int.h"
+#include "launcher/ctl/actions.h"
 
 /* After a rank exited 127 or 126, how long the other ranks of the
  * attempt have to end on their own before they are stopped: a shell that

@@ -5,7 +5,7 @@
 #include <signal.h>
 #include <stdio.h>
 
-#include "launcher/ctl/ctl_int.h"
+#include "launcher/ctl/actions.h"
 
 void act_abort(struct ctl *c, struct ctl_ev *ev)
 {

@@ -7,7 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 
-#include "launcher/ctl/ctl_int.h"
+#include "launcher/ctl/actions.h"
 
 /* --- the end ------------------------------------------------------------ */
 

@@ -9,7 +9,7 @@
  */
 #include <stddef.h>
 
-#include "launcher/ctl/ctl_int.h"
+#include "launcher/ctl/actions.h"
 
 /* Every transition of the job, grouped by state in the order a job goes
  * through them (flux-core broker/state_machine.c is the model).  Each
