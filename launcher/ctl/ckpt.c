@@ -159,8 +159,8 @@ struct xfer *ckpt_push(struct ctl *c, enum xfer_kind kind, int src,
 	b = json_pack("{s:I, s:i, s:I, s:b, s:i}", "id", (json_int_t)x->id,
 		      "rank", rank, "step", (json_int_t)step, "peer", peer,
 		      "node", dst);
-	if (!b || conn_send(c->nodes[src].conn, PROTO_CKPT_PUSH, b, NULL, 0,
-			    NULL) < 0) {
+	if (!b ||
+	    ctl_send(c, &c->nodes[src], PROTO_CKPT_PUSH, b, NULL, 0) < 0) {
 		json_decref(b);
 		ckpt_xfer_drop(c, x);
 		return NULL;
@@ -210,7 +210,7 @@ void ctl_ckpt_node_up(struct ctl *c, struct node *n)
 		      "job", job, "max", (json_int_t)s->checkpoint.memory_max,
 		      "keep", s->checkpoint.keep_memory);
 	if (b)
-		conn_send(n->conn, PROTO_CKPT_CONF, b, NULL, 0, NULL);
+		ctl_send(c, n, PROTO_CKPT_CONF, b, NULL, 0);
 	json_decref(b);
 }
 
@@ -299,8 +299,7 @@ static void on_data(struct ctl *c, struct node *n, struct proto_frame *f)
 		return;
 	json_object_del(out, "to");
 	json_object_set_new(out, "from", json_integer(x->src));
-	conn_send(c->nodes[dst].conn, PROTO_CKPT_DATA, out, f->data,
-		  f->data_len, NULL);
+	ctl_send(c, &c->nodes[dst], PROTO_CKPT_DATA, out, f->data, f->data_len);
 	json_decref(out);
 }
 

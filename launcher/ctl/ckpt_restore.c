@@ -139,7 +139,7 @@ static void on_launch_now(struct loop *loop, void *arg)
 	if (k->fetch_timer)
 		loop_timer_del(c->loop, k->fetch_timer);
 	k->fetch_timer = 0;
-	if (cmd && k->attempt == c->attempt && c->state == CTL_RUN)
+	if (cmd && k->attempt == c->attempt && ctl_serves(c, CTL_SERVE_ATTEMPT))
 		ctl_launch_send(c, cmd);
 	free(cmd);
 }
@@ -313,7 +313,7 @@ static void on_persist_tick(struct loop *loop, void *arg)
 	(void)loop;
 	k->persist_timer = loop_timer_add(
 	    c->loop, c->spec->checkpoint.persist_every_ms, on_persist_tick, c);
-	if (k->persisting || c->state != CTL_RUN)
+	if (k->persisting || !ctl_serves(c, CTL_SERVE_ATTEMPT))
 		return;
 	floor = k->persisted;
 	if (ckpt_disk_step(c->checkpoint) > floor)
@@ -325,8 +325,7 @@ static void on_persist_tick(struct loop *loop, void *arg)
 	b = json_pack("{s:I, s:i, s:I, s:b, s:s}", "id", (json_int_t)x->id,
 		      "rank", 0, "step", (json_int_t)step, "peer", p, "dir",
 		      c->spec->checkpoint.dir);
-	if (!b || conn_send(c->nodes[h].conn, PROTO_CKPT_PERSIST, b, NULL, 0,
-			    NULL) < 0)
+	if (!b || ctl_send(c, &c->nodes[h], PROTO_CKPT_PERSIST, b, NULL, 0) < 0)
 		ckpt_xfer_drop(c, x);
 	else
 		k->persisting = true;

@@ -1,6 +1,7 @@
-/* ctl/ctl_int.h — the controller's state, shared by ctl/ctl.c (lifecycle:
- * connect, run, recover, end) and ctl/launch.c (plan, environment, launch,
- * output).  Not a public header: only the launcher's ctl files include it.
+/* ctl/ctl_int.h — the controller's state and internals, shared by the
+ * files of launcher/ctl/ (the lifecycle: engine.c, table.c and the
+ * actions; launch.c: plan, environment, output; the frames' modules).
+ * Not a public header: only the launcher's ctl files include it.
  */
 #ifndef HERD_LAUNCHER_CTL_INT_H
 #define HERD_LAUNCHER_CTL_INT_H
@@ -19,8 +20,8 @@
 #include "launcher/hosts/resolve.h"
 #include "launcher/transport/transport.h"
 
-/* The job's lifecycle (STYLE.md rule 10): one (state, event) -> (next
- * state, action) table in ctl/ctl.c, ctl_table[]. */
+/* The job's lifecycle: one (state, event) -> (next
+ * state, action) table in ctl/table.c, ctl_table[]. */
 enum ctl_state {
 	CTL_CONNECT,	/* agents starting, HELLOs arriving */
 	CTL_RUN,	/* an attempt's ranks run */
@@ -31,9 +32,9 @@ enum ctl_state {
 	CTL_BACKOFF,	/* waiting restart.backoff before the next attempt */
 	CTL_STOPPING,	/* the end: ranks stopping, agents told to exit */
 	CTL_END,	/* every agent gone; exit status known */
-	CTL_PREFLIGHT,	/* the health gate (issue 14): members checked
+	CTL_PREFLIGHT,	/* the health gate: members checked
 			 * before an attempt (health.preflight, herd check) */
-	CTL_NOTIFY,	/* issue 16: ranks failed; the survivors were told
+	CTL_NOTIFY,	/* ranks failed; the survivors were told
 			 * (PMIx event) and have health.notify_grace before
 			 * the attempt is stopped */
 	CTL_STATE_COUNT_
@@ -208,6 +209,11 @@ struct attempt_note {
 	char why[256];
 };
 
+/* The most data a FENCE_DONE carries: the frame limit less its header and
+ * JSON body ({attempt, seq, status}: under 100 bytes; 4 KiB is room to
+ * spare).  A fence that gathers more fails on every node at once. */
+#define CTL_FENCE_DATA_MAX ((size_t)PROTO_FRAME_MAX - 4096)
+
 struct ctl {
 	struct spec *spec;
 	const struct ctl_options *opt;
@@ -239,9 +245,10 @@ struct ctl {
 
 	struct fence *fences;	/* pmix: fences in flight */
 	int n_fences;
+	size_t fence_data_max;	/* CTL_FENCE_DATA_MAX (tests lower it) */
 	struct ctl_dyn *dyn;	/* ctl/pmix/spawn.c: spawns, connects */
 	struct ctl_pubsub *pubsub;	/* ctl/pmix/pubsub.c: published data */
-	/* CTL_NOTIFY (issue 16): the failure that ends the attempt once
+	/* CTL_NOTIFY: the failure that ends the attempt once
 	 * health.notify_grace is over. */
 	long notify_timer;
 	int notify_status;
@@ -280,7 +287,7 @@ struct ctl {
 	int interrupts;
 	long stop_timer, backoff_timer, hb_timer, graveyard_timer;
 	int64_t hb_sent_ms;	/* when herd last sent its heartbeats */
-	/* Stall detection (issue 11 item 2): when the heartbeat tick is
+	/* Stall detection: when the heartbeat tick is
 	 * due, and CLOCK_BOOTTIME - CLOCK_MONOTONIC at the last tick (it
 	 * grows while the machine is suspended). */
 	int64_t hb_due_ms;
@@ -326,12 +333,45 @@ struct ctl {
 	void *trace_arg;
 };
 
-/* ctl/ctl.c */
-/* Queues event for the loop.  why (may be NULL) is copied.  Returns 0, or
- * -1 when out of memory (said on stderr: the job then cannot go on
- * correctly, and the user is told). */
+/* ctl/engine.c: the event queue. */
+/* Queues event for the loop.  why (may be NULL) is copied.  Returns 0;
+ * out of memory herd exits with a message (an event is never lost: the
+ * agents stop the ranks when herd's connection goes). */
 int ctl_post(struct ctl *c, enum ctl_event event, struct node *n, int status,
 	     const char *why);
+/* The same for a whole event (its body is referenced until handled). */
+int ctl_post_ev(struct ctl *c, const struct ctl_ev *ev);
+/* FINISH or INTERRUPT: every agent stops its ranks (sig, SIGKILL after
+ * grace_ms) and exits; why (may be NULL) is the reason. */
+int ctl_post_stop(struct ctl *c, enum ctl_event event, long grace_ms, int sig,
+		  const char *why);
+/* Drops every queued event (teardown). */
+void ctl_queue_clear(struct ctl *c);
+
+/* ctl/table.c: the row for (state, event), or NULL. */
+const struct ctl_row *ctl_row_find(enum ctl_state state, enum ctl_event event);
+/* Whether event e may report on a phase already over (then it is
+ * dropped without a word in a state that has no row for it). */
+bool ctl_event_late(enum ctl_event e);
+/* What a state lets the agents' frames do (ctl_states[] in ctl/table.c):
+ * CTL_SERVE_ATTEMPT: an attempt runs and is not failing: PMIx requests
+ * (fences, modex, spawn, signal) are served, checkpoints are persisted
+ * and restored, stragglers are judged; CTL_SERVE_RANKS: the
+ * attempt's ranks are alive (running, told of a failure, or being
+ * looked at for a hang): PMIx events and published data still flow
+ * between them; CTL_SERVE_ENDING: the job is ending: no readmission,
+ * no pause. */
+enum ctl_serve {
+	CTL_SERVE_ATTEMPT = 1 << 0,
+	CTL_SERVE_RANKS = 1 << 1,
+	CTL_SERVE_ENDING = 1 << 2,
+};
+/* Whether the job's current state has every flag of what. */
+bool ctl_serves(const struct ctl *c, unsigned what);
+/* The flags of state s. */
+unsigned ctl_state_serves(enum ctl_state s);
+
+/* ctl/ctl.c: setup, nodes, teardown. */
 /* The controller around a caller-owned loop: ctl_new(), ctl_start() with
  * the resolved nodes and a transport (NULL: the one the spec picks; the
  * controller owns it from then on), loop_run() until the job ends,
@@ -344,14 +384,103 @@ int ctl_start(struct ctl *c, struct loop *loop, struct resolved *res,
 	      struct transport *t);
 int ctl_end(struct ctl *c);
 void ctl_free(struct ctl *c);
-/* restart.backoff: how long after the failure at now_ms the next attempt
- * starts (ctl/ctl.c says the rule). */
-int64_t ctl_backoff_ms(const struct ctl *c, int64_t now_ms);
+/* Node n goes to state: the one place a node's state is written. */
+void ctl_node_set(struct ctl *c, struct node *n, enum node_state state);
+/* Nodes in state; member 1: members only, 0: non-members, -1: both. */
+int ctl_count_nodes(const struct ctl *c, enum node_state state, int member);
+/* "N/M nodes up" on a terminal; final ends the line. */
+void ctl_progress(struct ctl *c, bool final);
+/* Node n's connection is dropped (paused now, freed from the loop). */
+void ctl_drop_conn(struct ctl *c, struct node *n);
+/* Starts node n's agent; member: it joins the job, else a readmit probe
+ * or a hot spare.  The node is CONNECTING, or EVICTED when it could not
+ * be started. */
+void ctl_start_node(struct ctl *c, struct node *n, bool member);
+/* Sends a frame to node n.  Returns 0, or -1 when it could not be sent:
+ * the node is then lost (its connection was closed: the close handler
+ * fails it; or the frame could not be queued: it is failed now, with the
+ * reason), never silently.  n->conn must be set. */
+int ctl_send(struct ctl *c, struct node *n, enum proto_type type,
+	     const json_t *body, const void *data, size_t data_len);
+/* The same for a frame of type already encoded (proto_encode). */
+int ctl_send_encoded(struct ctl *c, struct node *n, enum proto_type type,
+		     const char *frame, size_t len);
 
+/* ctl/frames.c: the node's conn callbacks (its arg is the node). */
+void ctl_on_frame(struct conn *conn, struct proto_frame *f, void *arg);
+void ctl_on_close(struct conn *conn, const char *reason, int clean, void *arg);
+/* A frame says node n failed (why): nothing more is read from it; the
+ * failure is handled from the loop. */
+void ctl_frame_failed(struct ctl *c, struct node *n, const char *why);
+
+/* ctl/heartbeat.c */
+/* Ctrl-C, SIGTERM, SIGHUP and SIGTSTP on the loop.  Returns 0 or -1
+ * (errno set). */
+int ctl_signals_init(struct ctl *c);
+/* The first heartbeat tick. */
+void ctl_heartbeat_start(struct ctl *c);
 /* As Ctrl-C (sig SIGINT), SIGTERM or SIGHUP to herd, and herd stop
  * (SIGTERM): the ranks get sig, then SIGKILL after health.grace; a second
  * one kills at once. */
 void ctl_interrupt(struct ctl *c, int sig);
+
+/* ctl/stop.c: the end. */
+/* Every agent's connection closed: posts ALL_GONE. */
+void ctl_maybe_end(struct ctl *c);
+/* The stop timer's callback (arg: the ctl): posts STOP_TIMER. */
+void ctl_on_stop_timeout(struct loop *loop, void *arg);
+/* STOP to node n (nothing when its conn is gone): its ranks get sig,
+ * SIGKILL after grace_ms; exit_after: the agent exits then. */
+void ctl_send_stop(struct ctl *c, struct node *n, long grace_ms, int sig,
+		   bool exit_after);
+/* Every agent stops its ranks and exits; the stop timer runs. */
+void ctl_stop_all(struct ctl *c, long grace_ms, int sig);
+/* The attempts and evicted nodes on stderr (more than one attempt, or a
+ * node evicted). */
+void ctl_summary(struct ctl *c);
+/* What the logs lost, once at the end. */
+void ctl_report_lost(struct ctl *c);
+
+/* ctl/recover.c: failure and recovery. */
+/* Records the attempt's first failure: its status and why. */
+void ctl_record_failure(struct ctl *c, int status, const char *why);
+/* Takes node n out of the job for good (or until readmitted). */
+void ctl_evict(struct ctl *c, struct node *n, const char *reason);
+/* Every rank of the attempt has ended. */
+bool ctl_all_ranks_ended(const struct ctl *c);
+/* Every surviving member stops its ranks (stragglers marked go now). */
+void ctl_recover_stop(struct ctl *c);
+/* Node n failed: evicted.  Returns true when it was a member (said, an
+ * event); a probe or a warm spare goes quietly. */
+bool ctl_node_out(struct ctl *c, struct node *n, const char *reason,
+		  bool connecting);
+/* launch.mode pmix: node n's ranks told to the survivors as failed. */
+void ctl_notify_node_lost(struct ctl *c, struct node *n);
+/* The attempt failed: NOTIFY first with health.notify_grace in a PMIx
+ * job, else ATTEMPT_FAILED. */
+void ctl_fail_or_notify(struct ctl *c, int status, const char *why);
+/* Replaces evicted members with spares, warm ones first.  Returns how
+ * many members are still connecting. */
+int ctl_take_spares(struct ctl *c);
+/* RECOVER: every survivor stopped and every spare up: RECOVERED posted
+ * (or the end, under nodes.min). */
+void ctl_check_recovered(struct ctl *c);
+/* restart.backoff: how long after the failure at now_ms the next attempt
+ * starts (ctl/recover.c says the rule). */
+int64_t ctl_backoff_ms(const struct ctl *c, int64_t now_ms);
+
+/* ctl/attempt.c: CONNECT: every member up or failed: PREFLIGHT or
+ * LAUNCH posted, or the end. */
+void ctl_check_connected(struct ctl *c);
+/* Enough nodes are up: the next attempt, through the health gate with
+ * health.preflight. */
+void ctl_post_next_attempt(struct ctl *c);
+/* The job ends in failure (said already): no restart; every agent stops
+ * its ranks and exits (ctl/stop.c). */
+void ctl_give_up(struct ctl *c);
+/* ctl/notify.c: the NOTIFY timer, if any, is stopped. */
+void ctl_notify_stop(struct ctl *c);
+
 
 /* ctl/rejoin.c (survivors keep training): generations, the ranks'
  * control channel (RANK_CTL), the rendezvous store herd hosts. */
@@ -374,7 +503,7 @@ void ctl_rejoin_attempt_over(struct ctl *c, const char *why);
 /* RANK_CTL from node n: hello, stepping, store requests. */
 void ctl_rejoin_frame(struct ctl *c, struct node *n, struct proto_frame *f);
 void ctl_rejoin_free(struct ctl *c);
-/* ctl/ctl.c: one spare into the job now (warm first, an idle one is
+/* ctl/recover.c: one spare into the job now (warm first, an idle one is
  * started), said and an event; NULL when none is left. */
 struct node *ctl_take_spare_now(struct ctl *c);
 /* ctl/launch.c: node n takes the n_ranks ranks from first_rank of a
@@ -384,7 +513,7 @@ struct node *ctl_take_spare_now(struct ctl *c);
 int ctl_plan_replacement(struct ctl *c, struct node *n, int first_rank,
 			 int n_ranks, struct herd_err *err);
 
-/* ctl/sock.c (issue 13): the job's control socket. */
+/* ctl/sock.c: the job's control socket. */
 /* Listens on SOCKDIR/RUN-ID.sock once the run dir exists.  A socket that
  * cannot be made is a warning (the job goes on), under --detach an
  * error.  Returns 0, or -1 said on stderr. */
@@ -412,7 +541,7 @@ int ctl_detach_log(struct ctl *c);
  * far, and closes the pipe.  Does nothing the second time. */
 void ctl_detach_ready(struct ctl *c);
 
-/* ctl/metrics.c (issue 12) */
+/* ctl/metrics.c: the metrics table, endpoint and status line. */
 /* Binds metrics.listen, first of all: an address that cannot be bound
  * refuses the job before it has a run directory.  Returns 0, or -1 said
  * on stderr. */
@@ -435,7 +564,7 @@ int ctl_status_text(struct ctl *c, char *buf, size_t size, int width);
 /* Before herd stops itself (paused) and after it is continued. */
 void ctl_status_pause(struct ctl *c, bool paused);
 
-/* ctl/straggler.c (issue 14): straggler detection. */
+/* ctl/straggler.c: straggler detection. */
 /* METRICS from node n (its body): feeds the detector; a verdict is an
  * event, a terminal line, a node note and, with health.straggler: evict,
  * the node marked for eviction (node.straggler_evict).  No lifecycle
@@ -452,7 +581,7 @@ bool ctl_straggler_can_evict(struct ctl *c, bool restarting, char *why,
 			     size_t size);
 void ctl_straggler_free(struct ctl *c);
 
-/* ctl/nodes.c (issue 14): what the job remembers of its nodes. */
+/* ctl/nodes.c: what the job remembers of its nodes. */
 /* Node n failed in a way that counts against it: kind is "failed"
  * (crash, partition, silent), "unhealthy" (the health gate) or
  * "straggler"; reason says why in words.  Recorded in the job's node
@@ -484,7 +613,8 @@ void ctl_pmix_signal(struct ctl *c, struct node *n, struct proto_frame *f);
 /* Drops every PMIx operation in flight (the attempt is over). */
 void ctl_pmix_clear(struct ctl *c);
 
-/* ctl/pmix/spawn.c (issue 16): PMIx_Spawn, PMIx_Connect/Disconnect. */
+/* ctl/pmix/spawn.c: PMIx_Spawn; ctl/pmix/connect.c:
+ * PMIx_Connect/Disconnect. */
 void ctl_spawn_frame(struct ctl *c, struct node *n, struct proto_frame *f);
 void ctl_spawn_up(struct ctl *c, struct node *n, struct proto_frame *f);
 void ctl_connect_frame(struct ctl *c, struct node *n, struct proto_frame *f);
@@ -498,7 +628,7 @@ void ctl_spawn_proc_gone(struct ctl *c, int slot);
 int ctl_spawn_node_of(struct ctl *c, int ns, int rank);
 /* "[s1:0] " for spawned process slot (a rank of spawn 1), into buf. */
 void ctl_spawn_tag(struct ctl *c, int slot, char *buf, size_t size);
-/* ctl/pmix/pubsub.c (issue 16): PMIx publish / lookup / unpublish, held for
+/* ctl/pmix/pubsub.c: PMIx publish / lookup / unpublish, held for
  * the job.  The frames answer with PUBSUB_DONE (now, or when a waited-for
  * key comes). */
 void ctl_pubsub_publish(struct ctl *c, struct node *n, struct proto_frame *f);
@@ -512,7 +642,7 @@ void ctl_pubsub_rank_gone(struct ctl *c, int rank);
 void ctl_pubsub_attempt_over(struct ctl *c);
 void ctl_pubsub_free(struct ctl *c);
 
-/* ctl/pmix/event.c (issue 16): PMIx events across nodes. */
+/* ctl/pmix/event.c: PMIx events across nodes. */
 /* EVENT from node n: forwarded to the other nodes in its range. */
 void ctl_event_frame(struct ctl *c, struct node *n, struct proto_frame *f);
 /* ctl/warm.c: STARTED (a rank started, warm or not): rank_start.
@@ -526,7 +656,7 @@ bool ctl_warm_spares(const struct ctl *c);
 void ctl_event_proc_failed(struct ctl *c, const char *kind, int status,
 			   const char *host, const int *ranks, int n_ranks);
 
-/* ctl/hang.c (issue 14): evidence of a hang. */
+/* ctl/hang.c: evidence of a hang. */
 /* 10 s: what herd waits for the agents' stacks; an agent answers within
  * its own 8 s (agent/stacks.c STACKS_AGENT_MS). */
 #define CTL_STACKS_WAIT_MS 10000
@@ -547,7 +677,7 @@ void ctl_hang_end(struct ctl *c, char *why, size_t why_size);
 /* Drops a collection (no events). */
 void ctl_hang_free(struct ctl *c);
 
-/* ctl/check.c (issue 14): the health gate. */
+/* ctl/check.c (ctl/netprobe.c): the health gate. */
 /* A new gate: every node's answer forgotten, the gate's timer started. */
 void ctl_check_begin(struct ctl *c);
 /* Sends node n its CHECK; has it been sent in this gate? */
@@ -619,7 +749,7 @@ long ctl_ckpt_fetch(struct ctl *c, int rank, long step, int from, bool peer,
 				 const char *path, int64_t ms),
 		    void *arg);
 
-/* ctl/ctl.c: sends LAUNCH to every member node (rank_start events). */
+/* ctl/attempt.c: sends LAUNCH to every member node (rank_start events). */
 void ctl_launch_send(struct ctl *c, const char *command);
 
 /* ctl/launch.c */

@@ -1,8 +1,8 @@
-/* ctl/hang.c — evidence of a hang (issue 14): before an attempt with a
+/* ctl/hang.c — evidence of a hang: before an attempt with a
  * hung rank is failed, every member agent is asked for the stacks of its
  * running ranks (STACKS, agent/stacks.c), and the culprit is named.
  *
- * The lifecycle (ctl/ctl.c ctl_table[]): a HUNG in RUN moves the job to
+ * The lifecycle (ctl/table.c ctl_table[]): a HUNG in RUN moves the job to
  * STACKS and starts the collection here; further HUNG reports are merged;
  * each agent's answer is an event (CTL_EV_STACKS); when every asked node
  * answered or failed, or CTL_STACKS_WAIT_MS passed, STACKS_DONE takes the
@@ -147,7 +147,7 @@ void ctl_hang_begin(struct ctl *c, struct node *n, json_t *body)
 		if (!m->member || m->state != NODE_UP || m->n_ranks == 0 ||
 		    !m->conn || conn_is_dead(m->conn))
 			continue;
-		if (conn_send(m->conn, PROTO_STACKS, ask, NULL, 0, NULL) < 0)
+		if (ctl_send(c, m, PROTO_STACKS, ask, NULL, 0) < 0)
 			continue; /* its close handler fails it */
 		h->asked[i] = true;
 		h->pending++;

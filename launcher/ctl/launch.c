@@ -118,7 +118,7 @@ static void put_line(struct ctl *c, int fd, const char *prefix, const char *a,
 	iov[2].iov_len = blen;
 	iov[3].iov_base = (void *)(uintptr_t) "\n";
 	iov[3].iov_len = nl;
-	ctl_sock_output(c, fd, iov, 4); /* attached clients (issue 13) */
+	ctl_sock_output(c, fd, iov, 4); /* attached clients */
 	if (c->term[fd])
 		outbuf_put(c->term[fd], iov, 4);
 }
@@ -709,7 +709,7 @@ int ctl_dry_run(struct ctl *c, struct resolved *res)
 		c->nodes[i].slots = c->spec->nodes.slots > 0
 					? (int)c->spec->nodes.slots
 					: res->nodes->entries[i].slots;
-		c->nodes[i].state = NODE_UP;
+		ctl_node_set(c, &c->nodes[i], NODE_UP);
 		c->nodes[i].member = true;
 		c->nodes[i].ifname = c->local ? "lo" : "(decided at launch)";
 	}

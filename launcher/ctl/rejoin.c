@@ -163,7 +163,7 @@ static void send_msg(struct ctl *c, struct node *n, int rank, int to,
 	}
 	body = json_pack("{s:i, s:i, s:i, s:o}", "attempt", c->attempt, "rank",
 			 rank, "to", to, "msg", msg);
-	if (body && conn_send(n->conn, PROTO_RANK_CTL, body, NULL, 0, NULL) < 0)
+	if (body && ctl_send(c, n, PROTO_RANK_CTL, body, NULL, 0) < 0)
 		fprintf(stderr, "herd: %s: cannot send rank %d its control "
 				"message\n",
 			n->host, rank);
@@ -282,7 +282,7 @@ static void launch_replacement(struct loop *loop, void *arg)
 		return;
 	}
 	body = ctl_launch_body(c, n, command);
-	if (conn_send(n->conn, PROTO_LAUNCH, body, NULL, 0, NULL) < 0)
+	if (ctl_send(c, n, PROTO_LAUNCH, body, NULL, 0) < 0)
 		ctl_post(c, CTL_EV_NODE_FAILED, n, 0,
 			 "cannot send the replacement's LAUNCH");
 	json_decref(body);

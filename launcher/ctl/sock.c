@@ -1,4 +1,4 @@
-/* ctl/sock.c — the job's control socket (issue 13), on the controller's
+/* ctl/sock.c — the job's control socket, on the controller's
  * one loop.
  *
  * Every `herd run` listens on SOCKDIR/ID.sock (AF_UNIX stream, 0600 in a
@@ -132,7 +132,13 @@ static int client_put(struct sock_client *cl, const char *frame, size_t len)
 		return -1;
 	if (conn_pending(cl->conn) + len > CTL_SOCK_QUEUE_MAX)
 		return 1;
-	return conn_send_encoded(cl->conn, frame, len, NULL) < 0 ? -1 : 0;
+	/* A frame that cannot be queued (the peer gone, out of memory) ends
+	 * the client: it would miss what follows. */
+	if (conn_send_encoded(cl->conn, frame, len, NULL) < 0) {
+		client_drop(cl);
+		return -1;
+	}
+	return 0;
 }
 
 static int client_send(struct sock_client *cl, json_t *body, const void *data,
@@ -145,6 +151,8 @@ static int client_send(struct sock_client *cl, json_t *body, const void *data,
 	frame = proto_encode(PROTO_CTL_MSG, body, data, len, &flen, NULL);
 	if (frame)
 		rc = client_put(cl, frame, flen);
+	else
+		client_drop(cl); /* an answer it would wait for in vain */
 	free(frame);
 	json_decref(body);
 	return rc;
@@ -478,10 +486,22 @@ void ctl_sock_output(struct ctl *c, int fd, const struct iovec *iov, int iovcnt)
 		s->flush_timer = loop_timer_add(c->loop, 0, on_flush, s);
 }
 
+/* The job's end could not be sent to client cl: said on stderr, and the
+ * client is dropped (nothing more is flushed to it). */
+static void end_unsent(struct sock_client *cl, const struct herd_err *err)
+{
+	fprintf(stderr,
+		"herd: control socket: a client was not told the "
+		"job's end: %s\n",
+		err->text);
+	client_drop(cl);
+}
+
 void ctl_sock_end(struct ctl *c, int status)
 {
 	struct ctl_sock *s = c->sock;
 	json_t *end_body;
+	struct herd_err err;
 	int64_t end;
 
 	if (!s)
@@ -503,13 +523,16 @@ void ctl_sock_end(struct ctl *c, int status)
 			json_t *b = json_pack("{s:s, s:I}", "kind", "err",
 					      "missed", (json_int_t)cl->missed);
 
-			conn_send(cl->conn, PROTO_CTL_MSG, b, text, (size_t)n,
-				  NULL);
+			if (conn_send(cl->conn, PROTO_CTL_MSG, b, text,
+				      (size_t)n, &err) < 0)
+				end_unsent(cl, &err);
 			json_decref(b);
 		}
 		end_body = json_pack("{s:s, s:i}", "kind", "end", "status",
 				     status & 255);
-		conn_send(cl->conn, PROTO_CTL_MSG, end_body, NULL, 0, NULL);
+		if (!cl->dead && conn_send(cl->conn, PROTO_CTL_MSG, end_body,
+					   NULL, 0, &err) < 0)
+			end_unsent(cl, &err);
 		json_decref(end_body);
 	}
 	/* The loop has stopped: wait a little, with a bound, for clients

@@ -1,5 +1,5 @@
-/* ctl/straggler.c — the controller's side of straggler detection (issue
- * 14): the agents' METRICS frames feed the detector (model/straggler_rule.c, which
+/* ctl/straggler.c — the controller's side of straggler detection: the
+ * agents' METRICS frames feed the detector (model/straggler_rule.c, which
  * says the rule), its verdicts become a `straggler` event, a terminal
  * line, a note against the node (ctl_node_note) and, with
  * health.straggler: evict, the node's eviction at the next checkpoint
@@ -7,9 +7,9 @@
  *
  * Nothing here changes the job's lifecycle directly: the eviction is a
  * CTL_EV_STRAGGLER posted when a new complete checkpoint appears (polled
- * on the metrics tick), handled by ctl/ctl.c's table (RUN: the node is
+ * on the metrics tick), handled by ctl/table.c's table (RUN: the node is
  * evicted with reason "straggler" and the attempt fails, so recovery
- * takes a spare), and ctl/ctl.c's recovery evicts a node still marked when
+ * takes a spare), and ctl/recover.c evicts a node still marked when
  * an attempt fails for another reason first.
  */
 #include <stdio.h>
@@ -273,7 +273,7 @@ void ctl_straggler_frame(struct ctl *c, struct node *n, const json_t *body)
 	int k;
 
 	if (c->spec->health.straggler == SPEC_STRAGGLER_OFF ||
-	    c->state != CTL_RUN || c->attempt < 1 ||
+	    !ctl_serves(c, CTL_SERVE_ATTEMPT) || c->attempt < 1 ||
 	    json_integer_value(json_object_get(body, "attempt")) !=
 		c->attempt ||
 	    !(cs = cs_get(c)))
@@ -304,7 +304,7 @@ void ctl_straggler_tick(struct ctl *c)
 	bool pending = false;
 	char *now;
 
-	if (!cs || c->state != CTL_RUN || cs->ckpt_posted ||
+	if (!cs || !ctl_serves(c, CTL_SERVE_ATTEMPT) || cs->ckpt_posted ||
 	    !c->spec->checkpoint.dir)
 		return;
 	for (int i = 0; i < c->n_nodes; i++)

@@ -9,8 +9,9 @@
  *
  * Agent logs: L = LAUNCH, s = STOP (recover: stop ranks, stay),
  * S = STOP (stop and exit), K = STOP with SIGKILL (and exit),
- * T = STACKS (the stacks of its ranks), F = PROC_FAILED (issue 16:
- * ranks failed, told to the survivors), e = EVENT.
+ * T = STACKS (the stacks of its ranks), F = PROC_FAILED (ranks failed,
+ * told to the survivors), e = EVENT, D = FENCE_DONE (done), X =
+ * FENCE_DONE (failed).
  * States: C connect, R run, H stacks (a hang), V recover, B backoff,
  * S stopping, E end, P preflight, N notify.
  */
@@ -61,7 +62,7 @@ struct hostcfg {
 	bool die_after_stopped;	/* hangs up 100 ms after confirming */
 	bool ignore_exit;	/* never exits when told */
 	bool answer_hb;		/* answers herd's HEARTBEAT at once */
-	/* STACKS (issue 14): answers with its ranks waiting in all_reduce,
+	/* STACKS: answers with its ranks waiting in all_reduce,
 	 * or, culprit, stuck in a function of its own; after stacks_ms;
 	 * never (no_stacks); hangs up (close_at_stacks); its ranks die of
 	 * the SIGABRT first (abort_at_stacks); MPI_Abort then
@@ -76,12 +77,13 @@ struct hostcfg {
 	bool close_at_check;	/* hangs up when CHECK comes */
 	long check_ms;		/* answers CHECK this late */
 	int slow_recv;		/* probe: its first N receptions are slow */
-	/* PROC_FAILED (issue 16): its ranks exit 0, it calls MPI_Abort, or
+	/* PROC_FAILED: its ranks exit 0, it calls MPI_Abort, or
 	 * it hangs up; fence: a FENCE at launch (attempt 1). */
 	bool exit_on_notify;
 	bool abort_on_notify;
 	bool close_on_notify;
 	bool fence;
+	size_t fence_data; /* its FENCE carries this many bytes */
 	/* What it received, over all its starts. */
 	char log[64];
 	int starts;
@@ -271,9 +273,17 @@ static void on_launch(struct agent *a, json_t *body)
 	} else if (a->attempt <= MAX_ATTEMPTS && !h->hold[a->attempt]) {
 		a->t_exit = loop_timer_add(a->w->loop, h->run_ms, agent_exit, a);
 	}
-	if (a->attempt == 1 && h->fence)
-		agent_send(a, PROTO_FENCE,
-			   json_pack("{s:i, s:i}", "attempt", 1, "seq", 1));
+	if (a->attempt == 1 && h->fence) {
+		json_t *b = json_pack("{s:i, s:i}", "attempt", 1, "seq", 1);
+		char *data = h->fence_data ? malloc(h->fence_data) : NULL;
+
+		if (data)
+			memset(data, 'f', h->fence_data);
+		conn_send(a->conn, PROTO_FENCE, b, data,
+			  data ? h->fence_data : 0, NULL);
+		free(data);
+		json_decref(b);
+	}
 }
 
 static void on_stop(struct agent *a, json_t *body)
@@ -422,6 +432,10 @@ static void agent_frame(struct conn *conn, struct proto_frame *f, void *arg)
 					     "hung"));
 		break;
 	case PROTO_FENCE_DONE:
+		log_frame(a,
+			  json_integer_value(json_object_get(f->body, "status"))
+			      ? 'X'
+			      : 'D');
 		break;
 	case PROTO_CKPT_CONF: /* the memory tier: a fake node has none */
 		break;
@@ -571,7 +585,7 @@ static int setup(void **state)
 	snprintf(w->dir, sizeof(w->dir), "/tmp/herd-test-ctl-XXXXXX");
 	assert_non_null(mkdtemp(w->dir));
 	{
-		/* The node record (issue 14) of each test is its own. */
+		/* The node record of each test is its own. */
 		char st[sizeof(w->dir) + 8];
 
 		snprintf(st, sizeof(st), "%s/state", w->dir);
@@ -736,7 +750,7 @@ static void test_complete(void **state)
 	assert_int_equal(count_ev(w, "node_failed", NULL), 0);
 }
 
-/* Item 4: the job ends before the loop turns once: no agent starts.  The
+/* The job ends before the loop turns once: no agent starts.  The
  * controller still ends from the loop, with status 1. */
 static void test_no_node_starts(void **state)
 {
@@ -758,7 +772,7 @@ static void interrupt_now(struct world *w)
 	raise(SIGINT);
 }
 
-/* Item 4: Ctrl-C before the loop runs, an agent still connecting: it is
+/* Ctrl-C before the loop runs, an agent still connecting: it is
  * hung up on and the job ends with 128 + SIGINT. */
 static void test_interrupt_before_loop(void **state)
 {
@@ -787,7 +801,7 @@ static void test_connect_spare_taken(void **state)
 	assert_string_equal(host(w, "n2")->log, "");
 }
 
-/* Issue 14: a member that fails is remembered in the job's node record
+/* A member that fails is remembered in the job's node record
  * with its reason; a spare that stands in is not. */
 static void test_failure_recorded(void **state)
 {
@@ -978,7 +992,7 @@ static void close_n2_at_launch(struct world *w, enum ctl_state from,
 	}
 }
 
-/* Item 7: n2's agent is gone when LAUNCH is sent to it: the send fails,
+/* n2's agent is gone when LAUNCH is sent to it: the send fails,
  * the node fails once, from the loop, after every LAUNCH went out; n1
  * gets LAUNCH, then the recover STOP, then the next attempt's LAUNCH —
  * never a STOP before the LAUNCH of the same attempt. */
@@ -1067,9 +1081,9 @@ static void test_restart_exhausted(void **state)
 	assert_string_equal(host(w, "n1")->log, "LsLS");
 }
 
-/* Hung ranks fail the attempt, after every node gave its ranks' stacks
- * (issue 14): the culprit is the rank that does not wait in a
- * collective while the others do. */
+/* Hung ranks fail the attempt, after every node gave its ranks' stacks:
+ * the culprit is the rank that does not wait in a collective while the
+ * others do. */
 static void test_hung(void **state)
 {
 	struct world *w = *state;
@@ -1544,7 +1558,7 @@ static void test_finish_twice(void **state)
 	assert_int_equal(w->n_events[CTL_EV_NODE_FAILED], 2);
 }
 
-/* --- metrics (issue 12) ------------------------------------------------- */
+/* --- metrics ------------------------------------------------------------ */
 
 /* Each agent sends two METRICS at launch (n2's ranks step half as fast),
  * then its ranks exit after run_ms. */
@@ -1688,7 +1702,7 @@ static void test_heartbeat_cadence(void **state)
 	}
 }
 
-/* --- stragglers (issue 14) ----------------------------------------------- */
+/* --- stragglers --------------------------------------------------------- */
 
 static struct node *node_named(struct world *w, const char *name)
 {
@@ -1852,7 +1866,7 @@ static void test_straggler_warned(void **state)
 }
 
 /* Every row of the table was gone through by some test above. */
-/* --- the health gate (issue 14) ------------------------------------------ */
+/* --- the health gate ---------------------------------------------------- */
 
 /* health.preflight: n2 fails its check before attempt 1 and is evicted;
  * the spare is started, checked and joins; the job completes.  n2's
@@ -1973,7 +1987,7 @@ static void test_check_probe_slow(void **state)
 	assert_int_equal(host(w, "n3")->slow_recv, 100 - 4);
 }
 
-/* --- PMIx failure events (issue 16) ----------------------------------- */
+/* --- PMIx failure events ----------------------------------------------- */
 
 static void pmix_world(struct world *w, long grace_ms)
 {
@@ -2122,6 +2136,167 @@ static void test_notify_no_grace(void **state)
 	assert_string_equal(host(w, "n2")->log, "LFS");
 }
 
+/* --- PMIx fences -------------------------------------------------------- */
+
+static void lower_fence_max(struct world *w)
+{
+	w->c->fence_data_max = 1000;
+}
+
+/* A PMIx job whose two nodes each contribute bytes to a fence at launch;
+ * at most 1000 bytes fit in its FENCE_DONE. */
+static void fence_world(struct world *w, size_t bytes)
+{
+	w->spec->launch.mode = SPEC_MODE_PMIX;
+	w->before_loop = lower_fence_max;
+	host(w, "n1")->fence = host(w, "n2")->fence = true;
+	host(w, "n1")->fence_data = host(w, "n2")->fence_data = bytes;
+}
+
+/* Both nodes contribute 400 bytes: 800 fit, both get FENCE_DONE. */
+static void test_fence_done(void **state)
+{
+	struct world *w = *state;
+
+	fence_world(w, 400);
+	host(w, "n1")->run_ms = host(w, "n2")->run_ms = 200;
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRSE");
+	assert_string_equal(host(w, "n1")->log, "LDS");
+	assert_string_equal(host(w, "n2")->log, "LDS");
+}
+
+/* 2 x 600 bytes gathered, over what a FENCE_DONE may carry (lowered to
+ * 1000 bytes here; a frame's 64 MiB in a job): every node's fence fails
+ * at once, not after health.fence_timeout, and the attempt with it. */
+static void test_fence_too_big(void **state)
+{
+	struct world *w = *state;
+	int64_t t0 = loop_now_ms();
+
+	fence_world(w, 600);
+	w->spec->health.fence_timeout_ms = 60000;
+	host(w, "n1")->hold[1] = host(w, "n2")->hold[1] = true;
+	assert_int_equal(run(w), 1);
+	assert_string_equal(w->states, "CRSE");
+	assert_string_equal(host(w, "n1")->log, "LXS");
+	assert_string_equal(host(w, "n2")->log, "LXS");
+	assert_int_equal(count_ev(w, "attempt_end", "gathered 1200 bytes"), 1);
+	assert_true(loop_now_ms() - t0 < 10000);
+}
+
+/* --- the state diagram -------------------------------------------------- */
+
+#define STATES_DOT "doc/design/states.dot"
+
+/* The job's lifecycle drawn from ctl_table[]: one node per state (with
+ * what it serves), one edge per pair of different states, labelled with
+ * the events that take it, in table order.  Rows that stay in their
+ * state are the table's business, not the diagram's. */
+static void write_states_dot(FILE *out)
+{
+	static const struct {
+		unsigned flag;
+		const char *name;
+	} serves[] = {{CTL_SERVE_ATTEMPT, "attempt"},
+		      {CTL_SERVE_RANKS, "ranks"},
+		      {CTL_SERVE_ENDING, "ending"}};
+	bool drawn[CTL_STATE_COUNT_][CTL_STATE_COUNT_] = {{false}};
+	bool named[CTL_STATE_COUNT_] = {false};
+
+	fprintf(
+	    out,
+	    "// The job's lifecycle, generated from ctl_table[]\n"
+	    "// (launcher/ctl/table.c) by tests/unit/test_ctl.c, which fails\n"
+	    "// when this file and the table differ.  Regenerate with:\n"
+	    "//   HERD_WRITE_STATES_DOT=1 build/unit/test_ctl\n"
+	    "// Edges change state; rows that stay in a state are not drawn.\n"
+	    "digraph job {\n"
+	    "\tnode [shape=box, style=rounded];\n");
+	/* States in the table's order: the order a job goes through them. */
+	for (size_t i = 0; i < ctl_table_len; i++) {
+		enum ctl_state s = ctl_table[i].state;
+		unsigned f = ctl_state_serves(s);
+		const char *sep = "";
+
+		if (named[s])
+			continue;
+		named[s] = true;
+
+		fprintf(out, "\t%s", ctl_state_name(s));
+		if (f) {
+			fprintf(out,
+				" [label=\"%s\\nserves: ", ctl_state_name(s));
+			for (size_t k = 0;
+			     k < sizeof(serves) / sizeof(serves[0]); k++)
+				if (f & serves[k].flag) {
+					fprintf(out, "%s%s", sep,
+						serves[k].name);
+					sep = ", ";
+				}
+			fputs("\"]", out);
+		}
+		fputs(";\n", out);
+	}
+	for (size_t i = 0; i < ctl_table_len; i++) {
+		enum ctl_state from = ctl_table[i].state,
+			       to = ctl_table[i].next;
+		const char *sep = "";
+
+		if (from == to || drawn[from][to])
+			continue;
+		drawn[from][to] = true;
+		fprintf(out, "\t%s -> %s [label=\"", ctl_state_name(from),
+			ctl_state_name(to));
+		for (size_t j = i; j < ctl_table_len; j++) {
+			if (ctl_table[j].state != from ||
+			    ctl_table[j].next != to)
+				continue;
+			fprintf(out, "%s%s", sep,
+				ctl_table[j].event == CTL_EV_ANY_
+				    ? "any"
+				    : ctl_event_name(ctl_table[j].event));
+			sep = "\\n";
+		}
+		fputs("\"];\n", out);
+	}
+	fputs("}\n", out);
+}
+
+/* doc/design/states.dot is the table's picture: regenerated here and
+ * compared, so a row added without the diagram fails (run from the top
+ * of the tree, as make unit does). */
+static void test_states_dot(void **state)
+{
+	char *want = NULL, *have = NULL;
+	size_t want_len = 0, have_len = 0;
+	FILE *f;
+
+	(void)state;
+	f = open_memstream(&want, &want_len);
+	assert_non_null(f);
+	write_states_dot(f);
+	assert_int_equal(fclose(f), 0);
+	if (getenv("HERD_WRITE_STATES_DOT")) {
+		f = fopen(STATES_DOT, "w");
+		assert_non_null(f);
+		assert_int_equal(fwrite(want, 1, want_len, f), want_len);
+		assert_int_equal(fclose(f), 0);
+	}
+	f = fopen(STATES_DOT, "r");
+	if (!f)
+		fail_msg("%s: %s (run from the top of the tree)", STATES_DOT,
+			 strerror(errno));
+	assert_true(getdelim(&have, &have_len, '\0', f) >= 0);
+	fclose(f);
+	if (strcmp(want, have))
+		fail_msg("%s differs from ctl_table[]: regenerate it with "
+			 "HERD_WRITE_STATES_DOT=1 build/unit/test_ctl",
+			 STATES_DOT);
+	free(want);
+	free(have);
+}
+
 static void test_every_row(void **state)
 {
 	int missing = 0;
@@ -2158,7 +2333,12 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_notify_no_grace, setup,
 						teardown),
+		cmocka_unit_test(test_states_dot),
 		cmocka_unit_test_setup_teardown(test_complete, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fence_done, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_fence_too_big, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_no_node_starts, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_interrupt_before_loop,

@@ -1,5 +1,5 @@
 /* ctl/pmix/api.c — the controller's side of the PMIx calls served in
- * agent/pmix/api.c (issue 16):
+ * agent/pmix/api.c:
  *   PMIX_LOG  a rank's PMIx_Log: one "pmix_log" event per entry
  *             {attempt, rank, host, key, message} in the run's event log.
  *             An entry for the stderr or stdout channel (PMIX_LOG_STDERR,
@@ -78,8 +78,9 @@ void ctl_pmix_signal(struct ctl *c, struct node *n, struct proto_frame *f)
 	json_t *v;
 
 	(void)n;
-	if (json_integer_value(json_object_get(body, "attempt")) != c->attempt ||
-	    !c->ranks || c->state != CTL_RUN)
+	if (json_integer_value(json_object_get(body, "attempt")) !=
+		c->attempt ||
+	    !c->ranks || !ctl_serves(c, CTL_SERVE_ATTEMPT))
 		return;
 	if (!(per_node = calloc((size_t)c->n_nodes, sizeof(*per_node))))
 		return;
@@ -105,8 +106,7 @@ void ctl_pmix_signal(struct ctl *c, struct node *n, struct proto_frame *f)
 		out = json_pack("{s:i, s:o}", "signal", sig, "ranks",
 				per_node[k]);
 		if (out && c->nodes[k].conn)
-			conn_send(c->nodes[k].conn, PROTO_SIGNAL, out, NULL, 0,
-				  NULL);
+			ctl_send(c, &c->nodes[k], PROTO_SIGNAL, out, NULL, 0);
 		json_decref(out);
 	}
 	free(per_node);

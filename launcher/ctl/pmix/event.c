@@ -1,4 +1,4 @@
-/* ctl/pmix/event.c — PMIx events across nodes (issue 16).
+/* ctl/pmix/event.c — PMIx events across nodes.
  *
  *   EVENT        a rank's PMIx_Notify_event for ranks on other nodes: the
  *                agent's library already told its own node; herd sends it
@@ -10,7 +10,7 @@
  *                surviving node is told before the attempt is stopped,
  *                and its agent notifies its ranks (PMIX_ERR_PROC_ABORTED
  *                or _BY_SIG with the affected processes).  How long they
- *                then have is health.notify_grace (ctl/ctl.c, CTL_NOTIFY).
+ *                then have is health.notify_grace (ctl/notify.c, CTL_NOTIFY).
  *
  * Nothing here changes the lifecycle: the table's actions call
  * ctl_event_proc_failed(); a frame handler only forwards.
@@ -33,9 +33,7 @@ void ctl_event_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 	bool *to = NULL;
 
 	if (json_integer_value(json_object_get(b, "attempt")) != c->attempt ||
-	    (c->state != CTL_RUN && c->state != CTL_NOTIFY &&
-	     c->state != CTL_STACKS) ||
-	    !n->member || !c->ranks)
+	    !ctl_serves(c, CTL_SERVE_RANKS) || !n->member || !c->ranks)
 		return;
 	if (json_array_size(procs) &&
 	    !(to = calloc((size_t)c->n_nodes, sizeof(*to))))
@@ -56,8 +54,7 @@ void ctl_event_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 
 		if (m == n || !live_member(m) || (to && !to[i]))
 			continue;
-		conn_send(m->conn, PROTO_EVENT, out, f->data, f->data_len,
-			  NULL);
+		ctl_send(c, m, PROTO_EVENT, out, f->data, f->data_len);
 	}
 	json_decref(out);
 	free(to);
@@ -82,8 +79,7 @@ void ctl_event_proc_failed(struct ctl *c, const char *kind, int status,
 	for (int i = 0; body && i < c->n_nodes; i++) {
 		if (!live_member(&c->nodes[i]))
 			continue;
-		conn_send(c->nodes[i].conn, PROTO_PROC_FAILED, body, NULL, 0,
-			  NULL);
+		ctl_send(c, &c->nodes[i], PROTO_PROC_FAILED, body, NULL, 0);
 		told++;
 	}
 	if (body)

@@ -126,6 +126,32 @@ static void on_fence_timeout(struct loop *loop, void *arg)
 	ctl_post(c, CTL_EV_ATTEMPT_FAILED, NULL, 1, why);
 }
 
+/* FENCE_DONE's status when herd fails the fence (the agents fail it for
+ * their ranks at once, whatever the value). */
+#define CTL_FENCE_FAILED 1
+
+/* Fence k cannot complete (why): every node that contributed gets a
+ * failed FENCE_DONE now, rather than each waiting out
+ * health.fence_timeout, and the attempt fails. */
+static void fence_fail(struct ctl *c, int k, const char *why)
+{
+	struct fence *fe = &c->fences[k];
+
+	fprintf(stderr, "herd: %s\n", why);
+	for (int i = 0; i < c->n_nodes; i++) {
+		json_t *body;
+
+		if (!fe->got[i] || !fence_member(&c->nodes[i]))
+			continue;
+		body = json_pack("{s:i, s:i, s:i}", "attempt", c->attempt,
+				 "seq", fe->ids[i], "status", CTL_FENCE_FAILED);
+		ctl_send(c, &c->nodes[i], PROTO_FENCE_DONE, body, NULL, 0);
+		json_decref(body);
+	}
+	fence_free(c, k);
+	ctl_post(c, CTL_EV_ATTEMPT_FAILED, NULL, 1, why);
+}
+
 /* A new fence named (procs, count): its node set, its buffers, its
  * timer.  Returns its index, or -1 (procs name a rank outside the
  * attempt, or out of memory). */
@@ -190,7 +216,7 @@ void ctl_pmix_fence(struct ctl *c, struct node *n, struct proto_frame *f)
 
 	if (!procs)
 		procs = "*";
-	if (c->state != CTL_RUN || !fence_member(n) ||
+	if (!ctl_serves(c, CTL_SERVE_ATTEMPT) || !fence_member(n) ||
 	    json_integer_value(att) != c->attempt)
 		return;
 	k = fence_find(c, procs, count);
@@ -217,25 +243,42 @@ void ctl_pmix_fence(struct ctl *c, struct node *n, struct proto_frame *f)
 		return;
 	if (!fe->n_got)
 		fe->seq = seq;
+	/* A contribution counts once it is kept: one lost to memory would
+	 * complete the fence without it. */
 	fe->got[idx] = true;
 	fe->ids[idx] = seq;
-	fe->n_got++;
 	if (f->data_len) {
-		fe->parts[idx] = malloc(f->data_len);
-		if (!fe->parts[idx])
+		if (!(fe->parts[idx] = malloc(f->data_len))) {
+			fence_fail(c, k,
+				   "out of memory keeping a PMIx fence "
+				   "contribution");
 			return;
+		}
 		memcpy(fe->parts[idx], f->data, f->data_len);
 		fe->part_len[idx] = f->data_len;
 	}
+	fe->n_got++;
 	if (fe->n_got < fe->want)
 		return;
-	/* Everyone is in: the concatenation, in node order, to them. */
+	/* Everyone is in: the concatenation, in node order, to them, in one
+	 * frame each; more than a frame carries cannot be sent. */
 	for (int i = 0; i < c->n_nodes; i++)
 		total += fe->part_len[i];
+	if (total > c->fence_data_max) {
+		char why[512];
+
+		snprintf(why, sizeof(why),
+			 "PMIx fence %d over ranks %.64s%s gathered %zu bytes "
+			 "from %d nodes, more than the %zu a FENCE_DONE frame "
+			 "carries (the %u-byte frame limit); the fence fails "
+			 "on every node",
+			 count, procs, strlen(procs) > 64 ? "..." : "", total,
+			 fe->want, c->fence_data_max, PROTO_FRAME_MAX);
+		fence_fail(c, k, why);
+		return;
+	}
 	if (total && !(all = malloc(total))) {
-		fence_free(c, k);
-		ctl_post(c, CTL_EV_ATTEMPT_FAILED, NULL, 1,
-			 "out of memory gathering a PMIx fence");
+		fence_fail(c, k, "out of memory gathering a PMIx fence");
 		return;
 	}
 	for (int i = 0; i < c->n_nodes; i++) {
@@ -250,8 +293,7 @@ void ctl_pmix_fence(struct ctl *c, struct node *n, struct proto_frame *f)
 			continue;
 		body = json_pack("{s:i, s:i, s:i}", "attempt", c->attempt,
 				 "seq", fe->ids[i], "status", 0);
-		conn_send(c->nodes[i].conn, PROTO_FENCE_DONE, body, all, total,
-			  NULL);
+		ctl_send(c, &c->nodes[i], PROTO_FENCE_DONE, body, all, total);
 		json_decref(body);
 	}
 	free(all);
@@ -270,7 +312,7 @@ static void dmodex_answer(struct ctl *c, struct node *to, int seq, int ns,
 
 	if (ns)	/* a spawned namespace's process (ctl/pmix/spawn.c) */
 		json_object_set_new(body, "ns", json_integer(ns));
-	conn_send(to->conn, PROTO_DMODEX_DATA, body, data, len, NULL);
+	ctl_send(c, to, PROTO_DMODEX_DATA, body, data, len);
 	json_decref(body);
 }
 
@@ -284,7 +326,8 @@ void ctl_pmix_dmodex(struct ctl *c, struct node *n, struct proto_frame *f)
 	struct node *t;
 	json_t *body;
 
-	if (c->state != CTL_RUN || !n->member || n->state != NODE_UP ||
+	if (!ctl_serves(c, CTL_SERVE_ATTEMPT) || !n->member ||
+	    n->state != NODE_UP ||
 	    json_integer_value(json_object_get(b, "attempt")) != c->attempt)
 		return;
 	if ((k = ctl_spawn_node_of(c, ns, rank)) < 0) {
@@ -302,7 +345,7 @@ void ctl_pmix_dmodex(struct ctl *c, struct node *n, struct proto_frame *f)
 			 seq, "rank", rank, "from", (int)(n - c->nodes));
 	if (ns)
 		json_object_set_new(body, "ns", json_integer(ns));
-	conn_send(t->conn, PROTO_DMODEX, body, NULL, 0, NULL);
+	ctl_send(c, t, PROTO_DMODEX, body, NULL, 0);
 	json_decref(body);
 }
 
@@ -319,7 +362,7 @@ void ctl_pmix_dmodex_data(struct ctl *c, struct node *n,
 
 	/* Only the node hosting the rank answers for it, only to a node of
 	 * the attempt. */
-	if (c->state != CTL_RUN ||
+	if (!ctl_serves(c, CTL_SERVE_ATTEMPT) ||
 	    json_integer_value(json_object_get(b, "attempt")) != c->attempt ||
 	    k < 0 || &c->nodes[k] != n || from >= c->n_nodes ||
 	    !c->nodes[from].member || c->nodes[from].state != NODE_UP)

@@ -1,4 +1,4 @@
-/* ctl/pmix/pubsub.c — the job's PMIx data server (issue 16): what ranks
+/* ctl/pmix/pubsub.c — the job's PMIx data server: what ranks
  * publish with PMIx_Publish (MPI_Publish_name), others find with
  * PMIx_Lookup (MPI_Lookup_name) and owners withdraw with PMIx_Unpublish.
  *
@@ -250,7 +250,7 @@ static void answer(struct ctl *c, int node, int id, const char *status,
 		json_object_set(body, "found", found);
 	json_decref(found);
 	if (body)
-		conn_send(n->conn, PROTO_PUBSUB_DONE, body, data, len, NULL);
+		ctl_send(c, n, PROTO_PUBSUB_DONE, body, data, len);
 	json_decref(body);
 }
 
@@ -381,8 +381,7 @@ static bool who_of(struct ctl *c, struct node *n, struct proto_frame *f,
 	w->node = (int)(n - c->nodes);
 	w->range = range_of(json_string_value(json_object_get(b, "range")));
 	return w->attempt == c->attempt && n->member &&
-	       (c->state == CTL_RUN || c->state == CTL_NOTIFY ||
-		c->state == CTL_STACKS);
+	       ctl_serves(c, CTL_SERVE_RANKS);
 }
 
 void ctl_pubsub_publish(struct ctl *c, struct node *n, struct proto_frame *f)

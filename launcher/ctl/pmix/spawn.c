@@ -1,6 +1,7 @@
-/* ctl/pmix/spawn.c — herd's side of PMIx_Spawn and PMIx_Connect/Disconnect
- * (issue 16): what MPI_Comm_spawn, spawn_multiple, MPI_Comm_connect/
- * accept and MPI_Intercomm_create need from the runtime.
+/* ctl/pmix/spawn.c — herd's side of PMIx_Spawn: what MPI_Comm_spawn and
+ * spawn_multiple need from the runtime (PMIx_Connect and Disconnect, for
+ * MPI_Comm_connect/accept and MPI_Intercomm_create, are in
+ * ctl/pmix/connect.c).
  *
  *   SPAWN        a process asked for new processes: herd places them on
  *                the job's member nodes (those PMIX_HOST / PMIX_ADD_HOST
@@ -15,27 +16,20 @@
  *                c->ranks past the job's ranks: their output is tagged
  *                "[sS:R]", their exit counts as a rank's (a failure fails
  *                the attempt), and they stop with the attempt.
- *   CONNECT      a collective over processes of any namespaces: done when
- *                every node hosting them sent the same list (and op);
- *                CONNECT_DONE to each, or a timeout status after
- *                health.fence_timeout.  A fence over processes of a
- *                spawned namespace (op "fence") is the same with data:
- *                the contributions, concatenated in node order, go back
- *                to each.
  *
  * Limits (said to the asker as a PMIx status, and in one line on herd's
  * stderr): PROTO_SPAWN_PROCS_MAX (256) processes per spawn and alive at
  * once in the attempt, CTL_SPAWN_LOCAL_MAX (64) alive at once per node
  * (the room an agent keeps), CTL_SPAWN_TOTAL_MAX processes spawned in
  * all per attempt, PROTO_SPAWN_APPS_MAX (16) apps.  A process that
- * exited frees its room (loops that spawn and reap children go on).  Everything is per attempt: ctl_spawn_clear()
- * drops it.
+ * exited frees its room (loops that spawn and reap children go on).
+ * Everything is per attempt: ctl_spawn_clear() drops it.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "launcher/ctl/ctl_int.h"
+#include "launcher/ctl/pmix/dyn_int.h"
 
 /* The agent's AGENT_SPAWN_LOCAL_MAX. */
 #define CTL_SPAWN_LOCAL_MAX 64
@@ -43,55 +37,12 @@
  * name) until the attempt ends. */
 #define CTL_SPAWN_TOTAL_MAX 16384
 
-/* PMIx status values (the standard's numbers) herd answers with. */
-#define ST_ERROR		(-1)
-#define ST_TIMEOUT		(-24)
-#define ST_BAD_PARAM		(-27)
-#define ST_OUT_OF_RESOURCE	(-29)
-#define ST_NOT_FOUND		(-46)
-#define ST_JOB_FAILED_TO_LAUNCH (-181)
-
-struct dyn_spawn {
-	int id;
-	int asker; /* node index */
-	int seq;
-	int size;
-	int first_slot;
-	bool *want, *got; /* [node index] */
-	int n_want, n_got;
-	bool answered;
-	char error[256];
-	int64_t t0_ms, due_ms;
-	long timer;
-};
-
-struct dyn_connect {
-	char *key;    /* op and the sorted process list */
-	bool *want;   /* [node index] */
-	int *seq;     /* [node index]: its CONNECT's, 0: not yet */
-	char **parts; /* [node index]: a fence's contribution */
-	size_t *part_len;
-	int n_want, n_got;
-	int64_t due_ms;
-	long timer;
-};
-
-struct ctl_dyn {
-	struct dyn_spawn *spawns;
-	int n_spawns;
-	int n_procs;   /* spawned and alive in this attempt */
-	int n_total;   /* spawned in this attempt, in all */
-	int *per_node; /* spawned and alive per node index */
-	struct dyn_connect *conns;
-	int n_conns;
-};
-
-static bool node_in(const struct node *n)
+bool dyn_node_in(const struct node *n)
 {
 	return n->member && n->state == NODE_UP;
 }
 
-static struct ctl_dyn *dyn_of(struct ctl *c)
+struct ctl_dyn *dyn_of(struct ctl *c)
 {
 	if (!c->dyn) {
 		c->dyn = calloc(1, sizeof(*c->dyn));
@@ -102,22 +53,6 @@ static struct ctl_dyn *dyn_of(struct ctl *c)
 		}
 	}
 	return c->dyn;
-}
-
-static void dconn_free(struct ctl *c, int k)
-{
-	struct dyn_connect *x = &c->dyn->conns[k];
-
-	if (x->timer)
-		loop_timer_del(c->loop, x->timer);
-	for (int i = 0; x->parts && i < c->n_nodes; i++)
-		free(x->parts[i]);
-	free(x->parts);
-	free(x->part_len);
-	free(x->key);
-	free(x->want);
-	free(x->seq);
-	c->dyn->conns[k] = c->dyn->conns[--c->dyn->n_conns];
 }
 
 void ctl_spawn_clear(struct ctl *c)
@@ -133,7 +68,7 @@ void ctl_spawn_clear(struct ctl *c)
 		free(d->spawns[i].got);
 	}
 	while (d->n_conns > 0)
-		dconn_free(c, 0);
+		dyn_connect_free(c, 0);
 	free(d->conns);
 	free(d->spawns);
 	free(d->per_node);
@@ -152,7 +87,7 @@ void ctl_spawn_tag(struct ctl *c, int slot, char *buf, size_t size)
 		snprintf(buf, size, "[s%d:%d] ", r->spawn, r->srank);
 }
 
-static struct dyn_spawn *spawn_by_id(struct ctl *c, int id)
+struct dyn_spawn *dyn_spawn_by_id(struct ctl *c, int id)
 {
 	for (int i = 0; c->dyn && i < c->dyn->n_spawns; i++)
 		if (c->dyn->spawns[i].id == id)
@@ -171,8 +106,7 @@ static void spawn_answer(struct ctl *c, int node, int seq, int status, int id,
 	if (error && *error)
 		json_object_set_new(body, "error", json_string(error));
 	if (c->nodes[node].conn)
-		conn_send(c->nodes[node].conn, PROTO_SPAWN_DONE, body, NULL, 0,
-			  NULL);
+		ctl_send(c, &c->nodes[node], PROTO_SPAWN_DONE, body, NULL, 0);
 	json_decref(body);
 }
 
@@ -183,8 +117,9 @@ static int host_node(struct ctl *c, const char *host)
 	for (int i = 0; i < c->n_nodes; i++) {
 		struct node *n = &c->nodes[i];
 
-		if (node_in(n) && (!strcmp(n->host, host) ||
-				   (n->hostname && !strcmp(n->hostname, host))))
+		if (dyn_node_in(n) &&
+		    (!strcmp(n->host, host) ||
+		     (n->hostname && !strcmp(n->hostname, host))))
 			return i;
 	}
 	return -1;
@@ -219,7 +154,8 @@ static int place_app(struct ctl *c, json_t *app, int np, int *node_of,
 	}
 	if (!n_cand)
 		for (int k = 0; k < c->n_nodes; k++)
-			if (node_in(&c->nodes[k]) && c->nodes[k].n_ranks > 0) {
+			if (dyn_node_in(&c->nodes[k]) &&
+			    c->nodes[k].n_ranks > 0) {
 				cand[k] = true;
 				n_cand++;
 			}
@@ -361,7 +297,7 @@ void ctl_spawn_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 
 	if (json_integer_value(json_object_get(b, "attempt")) != c->attempt)
 		return;
-	if (c->state != CTL_RUN || !node_in(n)) {
+	if (!ctl_serves(c, CTL_SERVE_ATTEMPT) || !dyn_node_in(n)) {
 		spawn_answer(c, idx, seq, ST_ERROR, 0,
 			     "the attempt is not running");
 		return;
@@ -370,7 +306,7 @@ void ctl_spawn_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 		spawn_answer(c, idx, seq, ST_ERROR, 0, "out of memory");
 		return;
 	}
-	if (ns != 0 && !spawn_by_id(c, ns)) {
+	if (ns != 0 && !dyn_spawn_by_id(c, ns)) {
 		spawn_answer(c, idx, seq, ST_NOT_FOUND, 0,
 			     "the asker's namespace is not known");
 		return;
@@ -467,11 +403,10 @@ void ctl_spawn_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 	for (int k = 0; k < c->n_nodes; k++) {
 		json_t *body;
 
-		if (!node_in(&c->nodes[k]) || !c->nodes[k].conn)
+		if (!dyn_node_in(&c->nodes[k]) || !c->nodes[k].conn)
 			continue;
 		body = launch_body(c, s, k, apps, node_of, app_of, ns, prank);
-		conn_send(c->nodes[k].conn, PROTO_SPAWN_LAUNCH, body, NULL, 0,
-			  NULL);
+		ctl_send(c, &c->nodes[k], PROTO_SPAWN_LAUNCH, body, NULL, 0);
 		json_decref(body);
 		s->want[k] = true;
 		s->n_want++;
@@ -572,7 +507,7 @@ void ctl_spawn_up(struct ctl *c, struct node *n, struct proto_frame *f)
 
 	if (json_integer_value(json_object_get(f->body, "attempt")) !=
 		c->attempt ||
-	    !(s = spawn_by_id(c, id)) || s->answered || !s->want[idx] ||
+	    !(s = dyn_spawn_by_id(c, id)) || s->answered || !s->want[idx] ||
 	    s->got[idx])
 		return;
 	s->got[idx] = true;
@@ -583,13 +518,6 @@ void ctl_spawn_up(struct ctl *c, struct node *n, struct proto_frame *f)
 		spawn_finish(c, s, s->error[0] ? s->error : NULL);
 }
 
-/* --- connect, disconnect -------------------------------------------------- */
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 int ctl_spawn_node_of(struct ctl *c, int ns, int rank)
 {
 	struct dyn_spawn *s;
@@ -598,217 +526,7 @@ int ctl_spawn_node_of(struct ctl *c, int ns, int rank)
 		return rank >= 0 && rank < c->world_size && c->ranks
 			   ? c->ranks[rank].node
 			   : -1;
-	if (!(s = spawn_by_id(c, ns)) || rank < 0 || rank >= s->size)
+	if (!(s = dyn_spawn_by_id(c, ns)) || rank < 0 || rank >= s->size)
 		return -1;
 	return c->ranks[s->first_slot + rank].node;
-}
-
-/* Marks the nodes hosting (ns, rank) in want.  Returns 0, or -1 when
- * there is no such process. */
-static int mark_proc(struct ctl *c, int ns, json_int_t rank, bool *want)
-{
-	int first = 0, size = c->world_size;
-
-	if (ns != 0) {
-		struct dyn_spawn *s = spawn_by_id(c, ns);
-
-		if (!s)
-			return -1;
-		first = s->first_slot;
-		size = s->size;
-	}
-	if (rank >= size)
-		return -1;
-	for (int r = rank < 0 ? 0 : (int)rank;
-	     r < (rank < 0 ? size : (int)rank + 1); r++)
-		want[c->ranks[first + r].node] = true;
-	return 0;
-}
-
-static void connect_answer(struct ctl *c, int node, int seq, int status,
-			   const char *data, size_t len)
-{
-	json_t *body = json_pack("{s:i, s:i, s:i}", "attempt", c->attempt,
-				 "seq", seq, "status", status);
-
-	if (c->nodes[node].conn)
-		conn_send(c->nodes[node].conn, PROTO_CONNECT_DONE, body, data,
-			  len, NULL);
-	json_decref(body);
-}
-
-/* Everyone is in: a fence's contributions, concatenated in node order,
- * or none, to each. */
-static void connect_complete(struct ctl *c, int k)
-{
-	struct dyn_connect *x = &c->dyn->conns[k];
-	size_t total = 0, off = 0;
-	char *all = NULL;
-	int st = 0;
-
-	for (int m = 0; m < c->n_nodes; m++)
-		total += x->part_len[m];
-	if (total && !(all = malloc(total)))
-		st = ST_ERROR;
-	for (int m = 0; all && m < c->n_nodes; m++) {
-		if (x->part_len[m])
-			memcpy(all + off, x->parts[m], x->part_len[m]);
-		off += x->part_len[m];
-	}
-	for (int m = 0; m < c->n_nodes; m++)
-		if (x->seq[m])
-			connect_answer(c, m, x->seq[m], st, all,
-				       all ? total : 0);
-	free(all);
-	dconn_free(c, k);
-}
-
-static void on_connect_timeout(struct loop *loop, void *arg)
-{
-	struct ctl *c = arg;
-	int64_t now = loop_now_ms();
-	char took[SPEC_DURATION_TEXT];
-	int k = -1;
-
-	(void)loop;
-	for (int i = 0; c->dyn && i < c->dyn->n_conns; i++)
-		if (c->dyn->conns[i].due_ms <= now &&
-		    (k < 0 ||
-		     c->dyn->conns[i].due_ms < c->dyn->conns[k].due_ms))
-			k = i;
-	if (k < 0)
-		return;
-	c->dyn->conns[k].timer = 0;
-	fprintf(stderr,
-		"herd: PMIx %.40s timed out after %s; nodes "
-		"that never joined:",
-		c->dyn->conns[k].key,
-		spec_duration_text(c->spec->health.fence_timeout_ms, took,
-				   sizeof(took)));
-	for (int i = 0; i < c->n_nodes; i++) {
-		if (c->dyn->conns[k].seq[i])
-			connect_answer(c, i, c->dyn->conns[k].seq[i],
-				       ST_TIMEOUT, NULL, 0);
-		else if (c->dyn->conns[k].want[i])
-			fprintf(stderr, " %s", c->nodes[i].host);
-	}
-	fputc('\n', stderr);
-	dconn_free(c, k);
-}
-
-void ctl_connect_frame(struct ctl *c, struct node *n, struct proto_frame *f)
-{
-	json_t *procs = json_object_get(f->body, "procs"), *p;
-	const char *op = json_string_value(json_object_get(f->body, "op"));
-	int seq = (int)json_integer_value(json_object_get(f->body, "seq"));
-	int idx = (int)(n - c->nodes), k = -1, st = 0;
-	size_t np = json_array_size(procs), i, len;
-	struct ctl_dyn *d;
-	struct dyn_connect *x;
-	bool *want = NULL;
-	char **names = NULL, *key = NULL;
-	FILE *fk;
-
-	if (json_integer_value(json_object_get(f->body, "attempt")) !=
-	    c->attempt)
-		return;
-	if (c->state != CTL_RUN || !node_in(n) || !(d = dyn_of(c))) {
-		connect_answer(c, idx, seq, ST_ERROR, NULL, 0);
-		return;
-	}
-	want = calloc((size_t)c->n_nodes, sizeof(bool));
-	names = calloc(np, sizeof(*names));
-	if (!want || !names) {
-		st = ST_ERROR;
-		goto out;
-	}
-	json_array_foreach(procs, i, p)
-	{
-		int ns = (int)json_integer_value(json_object_get(p, "ns"));
-		json_int_t rank =
-		    json_integer_value(json_object_get(p, "rank"));
-
-		if (mark_proc(c, ns, rank, want) < 0) {
-			st = ST_NOT_FOUND;
-			goto out;
-		}
-		if (asprintf(&names[i], "%d:%lld", ns, (long long)rank) < 0) {
-			names[i] = NULL;
-			st = ST_ERROR;
-			goto out;
-		}
-	}
-	if (!want[idx]) {
-		st = ST_BAD_PARAM; /* none of them is on this node */
-		goto out;
-	}
-	qsort(names, np, sizeof(*names), cmp_str);
-	len = 0;
-	if (!(fk = open_memstream(&key, &len))) {
-		st = ST_ERROR;
-		goto out;
-	}
-	fputs(op, fk);
-	for (i = 0; i < np; i++)
-		fprintf(fk, " %s", names[i]);
-	fclose(fk);
-	for (int j = 0; j < d->n_conns && k < 0; j++)
-		if (!strcmp(d->conns[j].key, key))
-			k = j;
-	if (k < 0) {
-		x = realloc(d->conns, (size_t)(d->n_conns + 1) * sizeof(*x));
-		if (!x) {
-			st = ST_ERROR;
-			goto out;
-		}
-		d->conns = x;
-		x = &d->conns[d->n_conns];
-		memset(x, 0, sizeof(*x));
-		x->seq = calloc((size_t)c->n_nodes, sizeof(int));
-		x->parts = calloc((size_t)c->n_nodes, sizeof(*x->parts));
-		x->part_len = calloc((size_t)c->n_nodes, sizeof(size_t));
-		if (!x->seq || !x->parts || !x->part_len) {
-			free(x->seq);
-			free(x->parts);
-			free(x->part_len);
-			st = ST_ERROR;
-			goto out;
-		}
-		x->key = key;
-		x->want = want;
-		key = NULL;
-		want = NULL;
-		for (int m = 0; m < c->n_nodes; m++)
-			x->n_want += x->want[m];
-		x->due_ms = loop_now_ms() + c->spec->health.fence_timeout_ms;
-		x->timer =
-		    loop_timer_add(c->loop, c->spec->health.fence_timeout_ms,
-				   on_connect_timeout, c);
-		k = d->n_conns++;
-	}
-	x = &d->conns[k];
-	if (x->seq[idx]) {
-		st = ST_BAD_PARAM; /* the same again before it is done */
-		goto out;
-	}
-	if (f->data_len) {
-		if (!(x->parts[idx] = malloc(f->data_len))) {
-			st = ST_ERROR;
-			goto out;
-		}
-		memcpy(x->parts[idx], f->data, f->data_len);
-		x->part_len[idx] = f->data_len;
-	}
-	x->seq[idx] = seq;
-	x->n_got++;
-	if (x->n_got == x->n_want)
-		connect_complete(c, k);
-out:
-	if (st)
-		connect_answer(c, idx, seq, st, NULL, 0);
-	for (i = 0; names && i < np; i++)
-		free(names[i]);
-	free(names);
-	free(want);
-	free(key);
 }
