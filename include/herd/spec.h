@@ -200,8 +200,8 @@ struct spec {
 		char *pattern;		/* NULL: none */
 		char *complete_marker;	/* NULL: any match counts */
 		char *resume_args;	/* NULL: empty */
-		enum spec_memory memory;	/* the memory tier: auto
-						 * (default) or off */
+		enum spec_memory memory; /* the memory tier: auto
+					  * (default) or off */
 		char *memory_dir;	/* the memory tier (default /dev/shm) */
 		int replicas;		/* peer copies (default 1; 0: none) */
 		long long memory_max;	/* bytes per node; 0: auto (half

@@ -541,8 +541,8 @@ static void agent_close(struct conn *conn, const char *reason, int clean,
 
 static void agent_free(struct agent *a)
 {
-	long *timers[] = {&a->t_hello, &a->t_exit,   &a->t_stopped,
-			  &a->t_close, &a->t_late,   &a->t_stacks,
+	long *timers[] = {&a->t_hello, &a->t_exit,  &a->t_stopped,
+			  &a->t_close, &a->t_late,  &a->t_stacks,
 			  &a->t_check, &a->t_vanish};
 
 	for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++)
@@ -1350,7 +1350,7 @@ static void test_two_ranks_fail(void **state)
 	assert_int_equal(count_ev(w, "attempt_end", NULL), 2);
 }
 
-/* --- survivors kept (ctl/rejoin.c) ------------------------------------------ */
+/* --- survivors kept (ctl/rejoin.c) --------------------------------------- */
 
 /* n1 and n2 speak herd.elastic; n2 is lost mid-run: n1 is told the new
  * membership and keeps its rank, n2's rank starts on the spare s1 in
@@ -1406,9 +1406,10 @@ static void test_rejoin_timeout(void **state)
 	assert_string_equal(host(w, "s1")->log, "LsLS");
 	assert_int_equal(count_ev(w, "attempt_start", NULL), 2);
 	assert_int_equal(count_ev(w, "rejoin", "\"fell_back\":true"), 1);
-	assert_int_equal(count_ev(w, "rejoin",
-				  "did not rejoin within health.rejoin_timeout"),
-			 1);
+	assert_int_equal(
+	    count_ev(w, "rejoin",
+		     "did not rejoin within health.rejoin_timeout"),
+	    1);
 	assert_int_equal(count_ev(w, "attempt_end", "\"completed\""), 1);
 }
 
