@@ -346,12 +346,15 @@ class Membership:
             if msg.get("op") != "membership" or \
                     int(msg.get("generation", -1)) <= self.generation:
                 continue
+            # The group the rank is in now, taken before the rank can
+            # wake and form the next one.
+            socks = self._group_socks
             with self._cv:
                 self._pending = msg
                 self._cv.notify_all()
             self._t("membership of generation %s came" %
                     msg.get("generation"))
-            _hang_up(self._group_socks)
+            _hang_up(socks)
 
     def changed(self):
         """True when herd announced a new generation (never blocks)."""

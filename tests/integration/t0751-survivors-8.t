@@ -9,12 +9,9 @@ test_description='survivors keep training at 8 ranks (4 nodes x 2 slots, one spa
 
 fo_require
 
-test_expect_success 'cluster of 5 nodes' '
+test_expect_success 'on 5 nodes, node 3 of 4 (ranks 4 and 5) killed mid-step: ranks 4-5 rejoin on node 5, 6 survivors keep their pids, 8 equal checksums' '
 	own_binaries &&
-	cluster_up 5
-'
-
-test_expect_success 'node 3 of 4 (ranks 4 and 5) killed mid-step: ranks 4-5 rejoin on node 5, 6 survivors keep their pids, 8 equal checksums' '
+	cluster_up 5 &&
 	mkdir -p ckpt8 &&
 	cat >wide.yaml <<-EOF &&
 	name: wide

@@ -1352,6 +1352,26 @@ static void test_two_ranks_fail(void **state)
 
 /* --- survivors kept (ctl/rejoin.c) --------------------------------------- */
 
+/* n1, n2 and the spare s1 speak herd.elastic, their ranks run until
+ * told; n2 hangs up 50 ms after LAUNCH; "stepping" names the hosts whose
+ * ranks step in a new generation. */
+static void rejoin_world(struct world *w, long timeout_ms, const char *stepping)
+{
+	static const char *const names[] = {"n1", "n2", "s1"};
+
+	set_hosts(w, "n[1-2]", "s1");
+	w->spec->restart.max = 1;
+	w->spec->health.rejoin_timeout_ms = timeout_ms;
+	for (int i = 0; i < 3; i++) {
+		struct hostcfg *h = host(w, names[i]);
+
+		h->elastic = true;
+		h->stepping = strstr(stepping, names[i]) != NULL;
+		h->hold[1] = true;
+	}
+	host(w, "n2")->vanish_ms = 50;
+}
+
 /* n1 and n2 speak herd.elastic; n2 is lost mid-run: n1 is told the new
  * membership and keeps its rank, n2's rank starts on the spare s1 in
  * generation 1, and when both step in it the rejoin is over: one
@@ -1360,16 +1380,7 @@ static void test_rejoin_spare(void **state)
 {
 	struct world *w = *state;
 
-	set_hosts(w, "n[1-2]", "s1");
-	w->spec->restart.max = 1;
-	w->spec->health.rejoin_timeout_ms = 5000;
-	for (int i = 0; i < 3; i++) {
-		struct hostcfg *h = host(w, i == 2 ? "s1" : i ? "n2" : "n1");
-
-		h->elastic = h->stepping = true;
-		h->hold[1] = true;
-	}
-	host(w, "n2")->vanish_ms = 50;
+	rejoin_world(w, 5000, "n1 n2 s1");
 	assert_int_equal(run(w), 0);
 	assert_string_equal(w->states, "CRSE");
 	assert_string_equal(host(w, "n1")->log, "LMS");
@@ -1389,17 +1400,7 @@ static void test_rejoin_timeout(void **state)
 {
 	struct world *w = *state;
 
-	set_hosts(w, "n[1-2]", "s1");
-	w->spec->restart.max = 1;
-	w->spec->health.rejoin_timeout_ms = 300;
-	for (int i = 0; i < 3; i++) {
-		struct hostcfg *h = host(w, i == 2 ? "s1" : i ? "n2" : "n1");
-
-		h->elastic = true;
-		h->hold[1] = true;
-	}
-	host(w, "n1")->stepping = true;
-	host(w, "n2")->vanish_ms = 50;
+	rejoin_world(w, 300, "n1");
 	assert_int_equal(run(w), 0);
 	assert_string_equal(w->states, "CRVBRSE");
 	assert_string_equal(host(w, "n1")->log, "LMsLS");
