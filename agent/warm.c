@@ -473,6 +473,12 @@ int warm_command_parse(const char *command, struct warm_cmd *c)
 		}
 		*o++ = '\0';
 	}
+	/* "exec python3 ...": the warm rank is the interpreter itself, as
+	 * exec makes it (no shell between herd's signals and the script). */
+	if (n > 0 && !strcmp(c->words[0], "exec")) {
+		memmove(c->words, c->words + 1, n * sizeof(*c->words));
+		n--;
+	}
 	if (n < 2 || !python_name(c->words[0]))
 		goto fail;
 	c->python = c->words[0];

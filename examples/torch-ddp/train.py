@@ -4,11 +4,18 @@
 Reads the torchrun-style variables herd sets (RANK, WORLD_SIZE, LOCAL_RANK,
 MASTER_ADDR, MASTER_PORT), trains a tiny regression model for --steps
 steps, checks every step that all ranks hold identical parameters (the
-proof that gradients were all-reduced across nodes), writes a checkpoint
-every --ckpt-every steps as DIR/step_N/ (written under a temporary name,
-COMPLETE marker inside, then renamed into place, so a checkpoint is either
-whole or absent), and resumes from --resume PATH, else from
-$HERD_RESUME_FROM when herd sets it.  Rank 0 prints loss and steps/s
+proof that gradients were all-reduced across nodes), checkpoints every
+--ckpt-every steps and resumes from --resume PATH, else from
+$HERD_RESUME_FROM when herd sets it.  Under herd every rank saves each
+checkpoint in its node's memory tier (herd.ckpt: herd copies it to
+another node and persists it to checkpoint.dir every
+checkpoint.persist_every); rank 0 also writes DIR/step_N/ on disk every
+--disk-every steps (default: every checkpoint), and every checkpoint
+that found no memory tier (run without herd, or the tier full).  A disk
+checkpoint is written under a temporary name, COMPLETE marker inside,
+then renamed into place, so it is either whole or absent; rank 0 writes
+it before its memory copy, so a step in every rank's memory is on disk
+too when it is due there.  Rank 0 prints loss and steps/s
 ("step N/M loss X R steps/s", which examples/spec/metrics-torch-ddp.yaml
 matches); every rank reports step, loss, samples and tokens (a sample's 16
 inputs stand in for a sequence's tokens) to herd through herd.metrics
@@ -39,8 +46,9 @@ except ImportError:
 
 try:  # herd's package (on PYTHONPATH under herd); a plain script without
     from herd import elastic  # noqa: E402
+    from herd import ckpt as herd_ckpt  # noqa: E402
 except ImportError:
-    elastic = None
+    elastic = herd_ckpt = None
 
 
 class _Plain:
@@ -66,6 +74,9 @@ def parse():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--ckpt", default="")
     p.add_argument("--ckpt-every", type=int, default=5)
+    p.add_argument("--disk-every", type=int, default=0,
+                   help="rank 0's disk checkpoints, in steps (0: every "
+                   "--ckpt-every)")
     p.add_argument("--resume", default="")
     p.add_argument("--step-sleep", type=float, default=0.0)
     return p.parse_args()
@@ -87,6 +98,21 @@ def save(root, step, model, opt):
     if os.path.exists(final):
         return
     os.rename(tmp, final)
+
+
+def checkpoint(args, rank, step, model, opt):
+    """Rank 0 on disk when due (or with no memory tier), then every rank
+    into its memory tier (herd.ckpt)."""
+    disk_every = args.disk_every or args.ckpt_every
+    tier = herd_ckpt is not None and herd_ckpt.memory_dir() is not None
+    if rank == 0 and (step % disk_every == 0 or not tier):
+        save(args.ckpt, step, model, opt)
+    if tier and herd_ckpt.save(step, {"model": model.state_dict(),
+                                      "opt": opt.state_dict(),
+                                      "step": step},
+                               name="model.pt") is None and rank == 0 \
+            and step % disk_every:
+        save(args.ckpt, step, model, opt)  # no room in memory: disk
 
 
 def main():
@@ -139,9 +165,10 @@ def main():
             ref = flat.clone()
             dist.broadcast(ref, src=0)
             dist.barrier()
-        except RuntimeError:
+        except RuntimeError as e:
             if not m.enabled:
                 raise
+            elastic.trace(f"step failed: {str(e)[:160]}")
             # A peer died mid-collective: herd tells the new membership.
             step = m.rejoin(model, opt, step)
             rank, world = dist.get_rank(), dist.get_world_size()
@@ -161,8 +188,8 @@ def main():
             t_last = now
             print(f"step {step}/{args.steps} loss {loss.item():.4f} "
                   f"{rate:.1f} steps/s", flush=True)
-        if args.ckpt and rank == 0 and step % args.ckpt_every == 0:
-            save(args.ckpt, step, model, opt)
+        if args.ckpt and step % args.ckpt_every == 0:
+            checkpoint(args, rank, step, model, opt)
         if args.step_sleep:
             time.sleep(args.step_sleep)
     # Every rank ends on the same parameters: their checksum, compared

@@ -52,6 +52,7 @@ enum spec_straggler {
 };
 enum spec_warm { SPEC_WARM_AUTO = 0, SPEC_WARM_OFF };
 enum spec_survivors { SPEC_SURVIVORS_KEEP = 0, SPEC_SURVIVORS_RESTART };
+enum spec_memory { SPEC_MEMORY_AUTO = 0, SPEC_MEMORY_OFF };
 enum spec_bind_nic {
 	SPEC_BIND_NIC_AUTO = 0,
 	SPEC_BIND_NIC_NONE,
@@ -199,6 +200,8 @@ struct spec {
 		char *pattern;		/* NULL: none */
 		char *complete_marker;	/* NULL: any match counts */
 		char *resume_args;	/* NULL: empty */
+		enum spec_memory memory; /* the memory tier: auto
+					  * (default) or off */
 		char *memory_dir;	/* the memory tier (default /dev/shm) */
 		int replicas;		/* peer copies (default 1; 0: none) */
 		long long memory_max;	/* bytes per node; 0: auto (half
@@ -339,6 +342,7 @@ const char *spec_bind_cpu_name(enum spec_bind_cpu cpu);
 const char *spec_straggler_name(enum spec_straggler straggler);
 const char *spec_warm_name(enum spec_warm warm);
 const char *spec_survivors_name(enum spec_survivors survivors);
+const char *spec_memory_name(enum spec_memory memory);
 
 /* Lists (env, env_pass, bind.nic, slurm.extra) hold at most this many
  * entries: far beyond any real job, and it bounds the duplicate check. */

@@ -202,7 +202,9 @@ void ctl_ckpt_node_up(struct ctl *c, struct node *n)
 		      (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' ||
 		      (*p == '.' && p != job)))
 			*p = '_';
-	if (!ckpt_get(c))
+	/* checkpoint.memory: off: the agent has no tier, its ranks no
+	 * HERD_CKPT_MEM (herd.ckpt saves nothing; scripts keep to disk). */
+	if (s->checkpoint.memory == SPEC_MEMORY_OFF || !ckpt_get(c))
 		return;
 	b = json_pack("{s:s, s:s, s:I, s:b}", "dir",
 		      s->checkpoint.memory_dir ? s->checkpoint.memory_dir

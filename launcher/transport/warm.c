@@ -29,6 +29,17 @@ static bool module_name(const char *m)
 	return !start;
 }
 
+/* The command past blanks and a leading "exec" (the agent's parse takes
+ * "exec python3 SCRIPT" as "python3 SCRIPT": a warm rank is the
+ * interpreter itself). */
+static const char *past_exec(const char *cmd)
+{
+	cmd += strspn(cmd, " \t");
+	if (!strncmp(cmd, "exec", 4) && (cmd[4] == ' ' || cmd[4] == '\t'))
+		cmd += 4 + strspn(cmd + 4, " \t");
+	return cmd;
+}
+
 /* The command's interpreter when its first word is an absolute path
  * named python, python3 or python3.N; "" otherwise (the agent's
  * /usr/bin/python3, matched against the command on the node). */
@@ -40,7 +51,7 @@ static void command_python(const char *cmd, char *out, size_t len)
 	out[0] = '\0';
 	if (!cmd)
 		return;
-	cmd += strspn(cmd, " \t");
+	cmd = past_exec(cmd);
 	n = strcspn(cmd, " \t");
 	if (cmd[0] != '/' || n >= len)
 		return;
@@ -65,7 +76,7 @@ static bool python_command(const char *cmd)
 
 	if (!cmd)
 		return false;
-	cmd += strspn(cmd, " \t");
+	cmd = past_exec(cmd);
 	for (; *cmd && *cmd != ' ' && *cmd != '\t' && n + 1 < sizeof(word);
 	     cmd++)
 		if (*cmd != '"' && *cmd != '\'')

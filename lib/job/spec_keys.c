@@ -230,6 +230,7 @@ static const char *const gpu_names[] = {"auto", "none", NULL};
 static const char *const straggler_names[] = {"warn", "off", "evict", NULL};
 static const char *const warm_names[] = {"auto", "off", NULL};
 static const char *const survivors_names[] = {"keep", "restart", NULL};
+static const char *const memory_names[] = {"auto", "off", NULL};
 static const char *const cpu_names[] = {"numa", "cores", "none", NULL};
 static const char *const transport_names[] = {"auto", "local", NULL};
 static const char *const source_names[] = {
@@ -483,6 +484,10 @@ static const struct field checkpoint_keys[] = {
      .set = spec_set_str,
      .off = OFF(checkpoint.resume_args),
      .track = TR_RESUME},
+    {.name = "checkpoint.memory",
+     .set = set_enum,
+     .off = OFF(checkpoint.memory),
+     .names = memory_names},
     {.name = "checkpoint.memory_dir",
      .set = spec_set_str,
      .off = OFF(checkpoint.memory_dir)},
@@ -763,4 +768,9 @@ const char *spec_warm_name(enum spec_warm warm)
 const char *spec_survivors_name(enum spec_survivors survivors)
 {
 	return name_at(survivors_names, NAMES(survivors_names), (int)survivors);
+}
+
+const char *spec_memory_name(enum spec_memory memory)
+{
+	return name_at(memory_names, NAMES(memory_names), (int)memory);
 }

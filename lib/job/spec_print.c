@@ -260,6 +260,7 @@ static void body(struct out *o, const struct spec *s)
 	str(o, "pattern", s->checkpoint.pattern);
 	str(o, "complete_marker", s->checkpoint.complete_marker);
 	str(o, "resume_args", s->checkpoint.resume_args);
+	word(o, "memory", spec_memory_name(s->checkpoint.memory));
 	str(o, "memory_dir", s->checkpoint.memory_dir ? s->checkpoint.memory_dir
 						       : "/dev/shm");
 	num(o, "replicas", s->checkpoint.replicas, NULL);

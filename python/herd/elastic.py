@@ -44,6 +44,31 @@ PROTOCOL = 1
 WAIT_S = float(os.environ.get("HERD_REJOIN_WAIT", "120"))
 # One line of the channel is at most this (agent/control.c).
 LINE_MAX = 512 * 1024
+# HERD_ELASTIC_TRACE=1: every stage of a join or a rejoin, with the wall
+# clock, one line on stderr (the rank's log): where a failure's time goes.
+TRACE = os.environ.get("HERD_ELASTIC_TRACE", "") not in ("", "0")
+
+
+def _proc_start():
+    """The wall clock of this process's start (its fork), or None."""
+    try:
+        with open("/proc/self/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/stat") as f:
+            btime = next(int(line.split()[1]) for line in f
+                         if line.startswith("btime "))
+        return btime + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+def trace(what, rank=None, generation=None):
+    """One line of HERD_ELASTIC_TRACE (nothing when it is not set)."""
+    if TRACE:
+        os.write(2, ("herd.elastic %.3f rank %s gen %s: %s\n" % (
+            time.time(), os.environ.get("RANK", "?") if rank is None
+            else rank, os.environ.get("HERD_GENERATION", "?")
+            if generation is None else generation, what)).encode())
 
 
 class _Channel:
@@ -60,11 +85,13 @@ class _Channel:
 
     def recv(self, timeout):
         """The next message, or None when none came within timeout
-        seconds (0: only what is already there).  EOF raises."""
-        deadline = time.monotonic() + (timeout or 0)
+        seconds (0: only what is already there; None: no bound).  EOF
+        raises."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         while b"\n" not in self.buf:
-            left = deadline - time.monotonic()
-            r, _, _ = select.select([self.sock], [], [], max(left, 0))
+            left = None if deadline is None else \
+                max(deadline - time.monotonic(), 0)
+            r, _, _ = select.select([self.sock], [], [], left)
             if not r:
                 return None
             chunk = self.sock.recv(65536)
@@ -171,6 +198,61 @@ def store(path, generation):
     return _store_class(path, generation)
 
 
+def _sockets():
+    """{fd: "socket:[inode]"} of this process's open sockets."""
+    out = {}
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return out
+    for name in names:
+        try:
+            link = os.readlink("/proc/self/fd/" + name)
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            out[int(name)] = link
+    return out
+
+
+def _connected_tcp(fd):
+    """Whether fd is a connected TCP socket (a gloo pair, not its
+    listener, not a Unix socket)."""
+    try:
+        s = socket.socket(fileno=os.dup(fd))
+    except OSError:
+        return False
+    try:
+        if s.family not in (socket.AF_INET, socket.AF_INET6) or \
+                s.type != socket.SOCK_STREAM:
+            return False
+        s.getpeername()
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def _hang_up(socks):
+    """Shuts down each socket of socks ({fd: inode}) still open as that
+    socket: every collective on them, ours and the peers', fails at once
+    instead of waiting for gloo's timeout.  The fds stay gloo's."""
+    for fd, link in socks.items():
+        try:
+            if os.readlink("/proc/self/fd/%d" % fd) != link:
+                continue  # closed, and the number taken again
+            s = socket.socket(fileno=os.dup(fd))
+        except OSError:
+            continue
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        finally:
+            s.close()
+
+
 class Membership:
     """The rank's membership loop.  enabled is False without herd: then
     init_process_group is torch's env:// and the rest does nothing."""
@@ -191,6 +273,12 @@ class Membership:
         self._pending = None
         self._stepped_gen = None
         self._graveyard = []   # old groups: never destroyed mid-collective
+        # The group's TCP connections ({fd: inode}): hung up on when the
+        # rank leaves the group, so that a peer blocked on this rank in a
+        # collective fails at once.
+        self._group_socks = {}
+        self._cv = threading.Condition()
+        self._closed = False
         self.speaking = bool(speak)
         if self.path:
             try:
@@ -202,6 +290,20 @@ class Membership:
                 self._ch = None
         if not self.speaking:
             self.joining = False
+        if self.enabled:
+            # herd's messages are read as they come, not between steps: a
+            # new membership hangs up on the group at once, so that a
+            # rank blocked in a collective on a silent peer (a node that
+            # lost power sends no reset) leaves it without a timeout.
+            threading.Thread(target=self._listen, name="herd.elastic",
+                             daemon=True).start()
+        if TRACE:
+            t = _proc_start()
+            self._t("process started %s, membership up" %
+                    ("%.3f" % t if t else "?"))
+
+    def _t(self, what):
+        trace(what, self.rank, self.generation)
 
     @property
     def enabled(self):
@@ -216,25 +318,48 @@ class Membership:
             dist.init_process_group(backend, rank=self.rank,
                                     world_size=self.world_size, **kw)
             return
+        self._t("init_process_group")
+        before = _sockets()
         dist.init_process_group(backend, store=store(self.path,
                                                      self.generation),
                                 rank=self.rank, world_size=self.world_size,
                                 **kw)
+        # gloo connects every pair in its constructor: the group's
+        # connections are the TCP sockets that came with it.
+        self._group_socks = {fd: link for fd, link in _sockets().items()
+                             if before.get(fd) != link and
+                             _connected_tcp(fd)}
+        self._t("process group formed")
 
-    def _take(self, msg):
-        if msg and msg.get("op") == "membership" and \
-                int(msg.get("generation", -1)) > self.generation:
-            self._pending = msg
+    def _listen(self):
+        """The channel's reader (a thread): memberships wake the rank."""
+        while True:
+            try:
+                msg = self._ch.recv(None)
+            except (OSError, ValueError):
+                msg = None
+            if msg is None:
+                with self._cv:
+                    self._closed = True
+                    self._cv.notify_all()
+                return
+            if msg.get("op") != "membership" or \
+                    int(msg.get("generation", -1)) <= self.generation:
+                continue
+            # The group the rank is in now, taken before the rank can
+            # wake and form the next one.
+            socks = self._group_socks
+            with self._cv:
+                self._pending = msg
+                self._cv.notify_all()
+            self._t("membership of generation %s came" %
+                    msg.get("generation"))
+            _hang_up(socks)
 
     def changed(self):
         """True when herd announced a new generation (never blocks)."""
         if not self.enabled:
             return False
-        while self._pending is None:
-            msg = self._ch.recv(0)
-            if msg is None:
-                break
-            self._take(msg)
         return self._pending is not None
 
     def wait(self, timeout=WAIT_S):
@@ -243,12 +368,13 @@ class Membership:
         if not self.enabled:
             return False
         deadline = time.monotonic() + timeout
-        while self._pending is None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            self._take(self._ch.recv(left))
-        return True
+        with self._cv:
+            while self._pending is None and not self._closed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cv.wait(left)
+            return self._pending is not None
 
     def _sync(self, model, optimizer, step, have_state):
         """Every rank takes the state of the lowest rank that has one."""
@@ -264,11 +390,13 @@ class Membership:
             obj = [{"model": model.state_dict(),
                     "opt": optimizer.state_dict() if optimizer else None,
                     "step": step}]
+        self._t("state source: rank %d" % src)
         dist.broadcast_object_list(obj, src=src)
         if self.rank != src:
             model.load_state_dict(obj[0]["model"])
             if optimizer is not None and obj[0]["opt"] is not None:
                 optimizer.load_state_dict(obj[0]["opt"])
+        self._t("state synced at step %d" % int(obj[0]["step"]))
         return int(obj[0]["step"])
 
     def join(self, model, optimizer, step):
@@ -293,20 +421,28 @@ class Membership:
         import torch.distributed as dist
         if not self.enabled:
             raise RuntimeError("herd.elastic: no herd to rejoin")
+        self._t("rejoin: step %d abandoned, %s" % (
+            step, "membership here" if self._pending else "waiting for it"))
+        # Peers blocked on this rank in the abandoned step fail now.
+        _hang_up(self._group_socks)
         if not self.wait():
             raise RuntimeError("herd.elastic: no new membership from herd")
-        msg, self._pending = self._pending, None
+        with self._cv:
+            msg, self._pending = self._pending, None
+        self._t("membership of generation %s" % msg.get("generation"))
         try:
             self._graveyard.append(dist.distributed_c10d._get_default_group())
             dist.destroy_process_group()
         except Exception:
             pass
+        self._t("old group left")
         self.generation = int(msg["generation"])
         self.rank = int(msg["rank"])
         self.world_size = int(msg["world_size"])
         self.init_process_group(self.backend)
         if wrap is not None:
             wrap()
+            self._t("wrapped")
         return self._sync(model, optimizer, step, True)
 
     def stepped(self, step):
@@ -315,6 +451,7 @@ class Membership:
         if not self.enabled or self._stepped_gen == self.generation:
             return
         self._stepped_gen = self.generation
+        self._t("stepping at step %d" % int(step))
         try:
             self._ch.send({"op": "stepping", "generation": self.generation,
                            "step": int(step)})

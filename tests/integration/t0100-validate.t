@@ -102,6 +102,22 @@ test_expect_success 'unknown enum value lists the allowed ones' '
 		"3:9: unknown value '"'"'mpirun'"'"' for launch.mode (expected one of: torch, pmix, plain)"
 '
 
+test_expect_success 'checkpoint.memory: auto (the default, printed) or off; any other word lists both' '
+	herd validate --print good-minimal.yaml >printed.yaml &&
+	grep -x "  memory: auto" printed.yaml &&
+	for v in auto off; do
+		sed "/^launch:/i checkpoint: {memory: $v}" good-minimal.yaml >mem-$v.yaml &&
+		herd validate mem-$v.yaml >out &&
+		echo "mem-$v.yaml: ok" >expect &&
+		test_cmp expect out || return 1
+	done &&
+	herd validate --print mem-off.yaml | grep -x "  memory: off" &&
+	sed "/^launch:/i checkpoint: {memory: never}" good-minimal.yaml >bad-memory.yaml &&
+	line=$(grep -n "^checkpoint:" bad-memory.yaml | cut -d: -f1) &&
+	expect_error bad-memory.yaml \
+		"$line:22: unknown value '"'"'never'"'"' for checkpoint.memory (expected one of: auto, off)"
+'
+
 test_expect_success 'negative count, port out of range, wrong type' '
 	expect_error bad-count.yaml \
 		"4:10: expected a positive integer or '"'"'all'"'"' for nodes.count, got -2 (negative)" &&

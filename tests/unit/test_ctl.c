@@ -11,7 +11,8 @@
  * S = STOP (stop and exit), K = STOP with SIGKILL (and exit),
  * T = STACKS (the stacks of its ranks), F = PROC_FAILED (ranks failed,
  * told to the survivors), e = EVENT, D = FENCE_DONE (done), X =
- * FENCE_DONE (failed).
+ * FENCE_DONE (failed), M = RANK_CTL with a new membership (survivors
+ * kept, ctl/rejoin.c).
  * States: C connect, R run, H stacks (a hang), V recover, B backoff,
  * S stopping, E end, P preflight, N notify.
  */
@@ -84,6 +85,14 @@ struct hostcfg {
 	bool close_on_notify;
 	bool fence;
 	size_t fence_data; /* its FENCE carries this many bytes */
+	/* herd.elastic (ctl/rejoin.c): its ranks say hello on their control
+	 * channel at every LAUNCH; stepping: they report stepping in each new
+	 * generation (a membership for survivors, a LAUNCH for a
+	 * replacement), then exit 0 after 50 ms; vanish_ms: the agent hangs
+	 * up this long after LAUNCH (attempt 1), its ranks with it. */
+	bool elastic;
+	bool stepping;
+	long vanish_ms;
 	/* What it received, over all its starts. */
 	char log[64];
 	int starts;
@@ -103,6 +112,7 @@ struct agent {
 	long t_hello, t_exit, t_stopped, t_close, t_late, t_stacks, t_check;
 	int64_t hb_ms[64];	/* when herd's HEARTBEATs came */
 	int n_hb, hb_seq;
+	long t_vanish;
 };
 
 struct world {
@@ -242,6 +252,65 @@ static void agent_late_exit(struct loop *loop, void *arg)
 	send_exits(a, 1, 0, "late");
 }
 
+/* One message of rank's control channel to herd (RANK_CTL). */
+static void rank_ctl(struct agent *a, int rank, json_t *msg)
+{
+	agent_send(a, PROTO_RANK_CTL,
+		   json_pack("{s:i, s:i, s:i, s:o}", "attempt", a->attempt,
+			     "rank", rank, "conn", 1, "msg", msg));
+}
+
+/* Its ranks step in generation gen, and end 50 ms later. */
+static void rank_stepping(struct agent *a, int rank, int gen)
+{
+	rank_ctl(a, rank,
+		 json_pack("{s:s, s:i, s:i}", "op", "stepping", "generation",
+			   gen, "step", 1));
+	if (!a->t_exit)
+		a->t_exit = loop_timer_add(a->w->loop, 50, agent_exit, a);
+}
+
+static void agent_vanish(struct loop *loop, void *arg)
+{
+	struct agent *a = arg;
+
+	(void)loop;
+	a->t_vanish = 0;
+	conn_free(a->conn);
+	a->conn = NULL;
+}
+
+static void elastic_at_launch(struct agent *a)
+{
+	int gen = ctl_rejoin_generation(a->w->c);
+
+	for (int i = 0; i < a->n_ranks; i++) {
+		rank_ctl(a, a->ranks[i],
+			 json_pack("{s:s, s:i, s:i}", "op", "hello", "protocol",
+				   1, "generation", gen));
+		if (gen > 0 && a->cfg->stepping)
+			rank_stepping(a, a->ranks[i], gen);
+	}
+	if (a->attempt == 1 && a->cfg->vanish_ms)
+		a->t_vanish = loop_timer_add(a->w->loop, a->cfg->vanish_ms,
+					     agent_vanish, a);
+}
+
+static void on_rank_ctl(struct agent *a, json_t *body)
+{
+	json_t *msg = json_object_get(body, "msg");
+	const char *op = json_string_value(json_object_get(msg, "op"));
+
+	if (!op || strcmp(op, "membership"))
+		return;
+	log_frame(a, 'M');
+	if (a->cfg->stepping)
+		rank_stepping(
+		    a, (int)json_integer_value(json_object_get(body, "rank")),
+		    (int)json_integer_value(
+			json_object_get(msg, "generation")));
+}
+
 static void on_launch(struct agent *a, json_t *body)
 {
 	struct hostcfg *h = a->cfg;
@@ -258,6 +327,8 @@ static void on_launch(struct agent *a, json_t *body)
 	a->w->launches++;
 	if (a->w->on_launch)
 		a->w->on_launch(a->w, a);
+	if (h->elastic)
+		elastic_at_launch(a);
 	if (a->attempt == 1 && h->close_at_launch) {
 		hang_up_soon(a, 0);
 	} else if (a->attempt == 1 && h->hung) {
@@ -461,6 +532,9 @@ static void agent_frame(struct conn *conn, struct proto_frame *f, void *arg)
 	case PROTO_NETPROBE:
 		on_netprobe(a, f->body);
 		break;
+	case PROTO_RANK_CTL:
+		on_rank_ctl(a, f->body);
+		break;
 	default:
 		log_frame(a, '?');
 		break;
@@ -481,8 +555,9 @@ static void agent_close(struct conn *conn, const char *reason, int clean,
 
 static void agent_free(struct agent *a)
 {
-	long *timers[] = {&a->t_hello, &a->t_exit, &a->t_stopped, &a->t_close,
-			  &a->t_late, &a->t_stacks, &a->t_check};
+	long *timers[] = {&a->t_hello, &a->t_exit,  &a->t_stopped,
+			  &a->t_close, &a->t_late,  &a->t_stacks,
+			  &a->t_check, &a->t_vanish};
 
 	for (size_t i = 0; i < sizeof(timers) / sizeof(timers[0]); i++)
 		if (*timers[i])
@@ -1287,6 +1362,70 @@ static void test_two_ranks_fail(void **state)
 	assert_int_equal(run(w), 0);
 	assert_string_equal(w->states, "CRVBRSE");
 	assert_int_equal(count_ev(w, "attempt_end", NULL), 2);
+}
+
+/* --- survivors kept (ctl/rejoin.c) --------------------------------------- */
+
+/* n1, n2 and the spare s1 speak herd.elastic, their ranks run until
+ * told; n2 hangs up 50 ms after LAUNCH; "stepping" names the hosts whose
+ * ranks step in a new generation. */
+static void rejoin_world(struct world *w, long timeout_ms, const char *stepping)
+{
+	static const char *const names[] = {"n1", "n2", "s1"};
+
+	set_hosts(w, "n[1-2]", "s1");
+	w->spec->restart.max = 1;
+	w->spec->health.rejoin_timeout_ms = timeout_ms;
+	for (int i = 0; i < 3; i++) {
+		struct hostcfg *h = host(w, names[i]);
+
+		h->elastic = true;
+		h->stepping = strstr(stepping, names[i]) != NULL;
+		h->hold[1] = true;
+	}
+	host(w, "n2")->vanish_ms = 50;
+}
+
+/* n1 and n2 speak herd.elastic; n2 is lost mid-run: n1 is told the new
+ * membership and keeps its rank, n2's rank starts on the spare s1 in
+ * generation 1, and when both step in it the rejoin is over: one
+ * attempt, no recovery. */
+static void test_rejoin_spare(void **state)
+{
+	struct world *w = *state;
+
+	rejoin_world(w, 5000, "n1 n2 s1");
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRSE");
+	assert_string_equal(host(w, "n1")->log, "LMS");
+	assert_string_equal(host(w, "n2")->log, "L");
+	assert_string_equal(host(w, "s1")->log, "LS");
+	assert_int_equal(count_ev(w, "attempt_start", NULL), 1);
+	assert_int_equal(count_ev(w, "node_failed", "\"host\":\"n2\""), 1);
+	assert_int_equal(count_ev(w, "spare_used", "\"host\":\"s1\""), 1);
+	assert_int_equal(count_ev(w, "rejoin", "\"fell_back\":false"), 1);
+	assert_int_equal(count_ev(w, "rejoin", "\"replacement\":[\"s1\"]"), 1);
+	assert_int_equal(count_ev(w, "attempt_end", "\"completed\""), 1);
+}
+
+/* The replacement never steps: at health.rejoin_timeout the job falls
+ * back to the restart of every rank (attempt 2, on n1 and s1). */
+static void test_rejoin_timeout(void **state)
+{
+	struct world *w = *state;
+
+	rejoin_world(w, 300, "n1");
+	assert_int_equal(run(w), 0);
+	assert_string_equal(w->states, "CRVBRSE");
+	assert_string_equal(host(w, "n1")->log, "LMsLS");
+	assert_string_equal(host(w, "s1")->log, "LsLS");
+	assert_int_equal(count_ev(w, "attempt_start", NULL), 2);
+	assert_int_equal(count_ev(w, "rejoin", "\"fell_back\":true"), 1);
+	assert_int_equal(
+	    count_ev(w, "rejoin",
+		     "did not rejoin within health.rejoin_timeout"),
+	    1);
+	assert_int_equal(count_ev(w, "attempt_end", "\"completed\""), 1);
 }
 
 /* --- timers: stop, readmit, backoff ----------------------------------------- */
@@ -2396,6 +2535,10 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_abort, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_ranks_fail, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_rejoin_spare, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_rejoin_timeout, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_recover_stop_timeout,
 						setup, teardown),

@@ -44,6 +44,8 @@ static void test_takes(void **state)
 	takes("\"/usr/bin/python3\" \"/a b/train.py\" 'x y' z\"w\"",
 	      "/usr/bin/python3", "", "/a b/train.py", 2);
 	takes("  python3 train.py  ", "python3", "", "train.py", 0);
+	takes("exec '/usr/bin/python3' train.py --steps 5", "/usr/bin/python3",
+	      "", "train.py", 2);
 }
 
 static void test_refuses(void **state)
@@ -68,7 +70,8 @@ static void test_refuses(void **state)
 	refuses("python3 ~/train.py");
 	refuses("python3 *.py");
 	refuses("X=1 python3 train.py");
-	refuses("exec python3 train.py");
+	refuses("exec exec python3 train.py");
+	refuses("exec");
 	refuses("python2 train.py");
 	refuses("python3x train.py");
 	refuses("python3. train.py");

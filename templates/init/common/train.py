@@ -20,7 +20,14 @@ last; the directory is written under a temporary name and renamed into
 place, so a step_* directory either is whole or does not exist.  With
 FSDP the full (unsharded) state is gathered on rank 0, which writes it:
 the model's weights load into any world size and into DDP or FSDP alike
-(the optimizer's state when resumed with the same --parallel).
+(the optimizer's state when resumed with the same --parallel).  Under
+herd, with plain DDP, every rank also keeps each checkpoint in its
+node's memory tier (herd.ckpt: a memory copy, copied by herd to another
+node and persisted to checkpoint.dir every checkpoint.persist_every);
+--disk-every N then writes CKPT_DIR only every N steps, at the end and
+on SIGTERM (default: every checkpoint), and herd resumes from memory
+when memory holds a newer step than CKPT_DIR.  A step that not every
+rank could keep in memory goes to CKPT_DIR.
 
 Resume: from $HERD_RESUME_FROM when set and non-empty (herd sets it to
 the newest complete checkpoint), else from --resume.  --init-from PATH
@@ -79,10 +86,12 @@ import torch.distributed as dist  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-try:  # herd's package, on PYTHONPATH under herd: survivors keep training
+try:  # herd's package, on PYTHONPATH under herd: survivors keep training,
+    # checkpoints in memory
     from herd import elastic  # noqa: E402
+    from herd import ckpt as herd_ckpt  # noqa: E402
 except ImportError:
-    elastic = None
+    elastic = herd_ckpt = None
 
 SIZES = {
     # name: (layers, heads, embedding width)
@@ -105,6 +114,10 @@ def parse(argv=None):
                    help="write checkpoints here (default: none)")
     p.add_argument("--ckpt-every", type=int, default=100,
                    help="checkpoint every N steps and at the end")
+    p.add_argument("--disk-every", type=int, default=0,
+                   help="with herd's memory tier, write to --ckpt-dir only "
+                   "every N steps (and at the end; default: every "
+                   "checkpoint)")
     p.add_argument("--keep", type=int, default=3,
                    help="complete checkpoints to keep (0: all)")
     p.add_argument("--parallel", choices=("ddp", "fsdp"), default="ddp",
@@ -752,11 +765,13 @@ def main(argv=None):
             due = args.ckpt_dir and ((step + 1) % args.ckpt_every == 0
                                      or step + 1 == args.steps)
             if due:
-                checkpoint(args, config, step + 1, rank, world, par, ds)
+                checkpoint(args, config, step + 1, rank, world, par, ds,
+                           disk=step + 1 == args.steps)
             sig = stop.agreed(world, device)
             if sig:
                 if args.ckpt_dir and not due:
-                    checkpoint(args, config, step + 1, rank, world, par, ds)
+                    checkpoint(args, config, step + 1, rank, world, par, ds,
+                               disk=True)
                 if rank == 0:
                     print(f"rank 0: {signal.Signals(sig).name} at step "
                           f"{step + 1}: "
@@ -788,9 +803,38 @@ def main(argv=None):
     return 0
 
 
-def checkpoint(args, config, step, rank, world, par, ds):
+def in_memory(args, config, step, world, par):
+    """Plain DDP under herd: every rank holds the whole state and saves it
+    in its node's memory tier (herd.ckpt, $HERD_CKPT_MEM: herd copies it
+    to another node, persists it to checkpoint.dir every
+    checkpoint.persist_every and resumes from it).  True when every rank
+    did (a collective: every rank calls it)."""
+    ok = herd_ckpt is not None and herd_ckpt.memory_dir() is not None \
+        and par.kind == "ddp" and par.zero is None
+    if ok:
+        state = {"model": {k: v.detach().cpu()
+                           for k, v in par.model.state_dict().items()},
+                 "optimizer": par.opt.state_dict(), "step": step,
+                 "config": config, "args": vars(args),
+                 "rng": {"cpu": torch.get_rng_state()}}
+        ok = herd_ckpt.save(step, state) is not None
+    if world > 1:
+        flag = torch.tensor([1 if ok else 0], device=par.device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+        ok = bool(flag.item())
+    return ok
+
+
+def checkpoint(args, config, step, rank, world, par, ds, disk=False):
+    """The step's checkpoint: on disk (rank 0 writes the whole state to
+    --ckpt-dir) when disk is asked (the last step, a SIGTERM: the memory
+    tier goes with the job), every --disk-every steps, or when not every
+    rank could keep it in memory; in memory besides (in_memory).  Rank 0
+    writes its disk copy first: a step in every rank's memory is on disk
+    too when it was due there."""
     meta = {"model": config, "step": step, "args": vars(args),
             "world_size": world}
+    disk = disk or step % (args.disk_every or args.ckpt_every) == 0
     if ds is not None:
         # Every rank writes its DeepSpeed shards into one temporary
         # directory (shared file system); rank 0 completes and renames it.
@@ -802,16 +846,25 @@ def checkpoint(args, config, step, rank, world, par, ds):
             write_checkpoint(args.ckpt_dir, step, None, meta, args.keep,
                              extra=tmp)
     else:
-        model, opt = par.state(rank)
-        if rank == 0:
-            state = {"model": model, "optimizer": opt, "step": step,
-                     "config": config, "args": vars(args),
-                     "rng": {"cpu": torch.get_rng_state()}}
-            path = write_checkpoint(args.ckpt_dir, step, state, meta,
-                                    args.keep)
-            print(f"rank 0: checkpoint {path}", flush=True)
+        if disk:
+            to_disk(args, config, step, rank, par, meta)
+        if not in_memory(args, config, step, world, par):
+            if not disk:
+                to_disk(args, config, step, rank, par, meta)
+        elif rank == 0 and not disk:
+            print(f"rank 0: checkpoint step {step} in memory", flush=True)
     if world > 1:
         dist.barrier()
+
+
+def to_disk(args, config, step, rank, par, meta):
+    model, opt = par.state(rank)
+    if rank == 0:
+        state = {"model": model, "optimizer": opt, "step": step,
+                 "config": config, "args": vars(args),
+                 "rng": {"cpu": torch.get_rng_state()}}
+        path = write_checkpoint(args.ckpt_dir, step, state, meta, args.keep)
+        print(f"rank 0: checkpoint {path}", flush=True)
 
 
 if __name__ == "__main__":

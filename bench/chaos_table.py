@@ -1,0 +1,139 @@
+#!/usr/bin/python3
+"""bench/chaos_table.py WORK ROWS SECONDS EVERY: bench/chaos's table from
+the work directory of a run (BENCH_CHAOS_KEEP=1 keeps it), so that a kept
+run can be tabled again.
+
+Goodput = the fault-free wall time for the steps a row reached ÷ the
+row's wall time (job_start to the end, its own start-up included).  The
+time lost per failure leaves out the row's start-up (job_start to its
+first step) beyond the baseline's: a one-time cost, not a failure's; the
+"first step" column says what it was.
+"""
+import glob, json, os, re, sys
+work, rows, total, every = sys.argv[1], sys.argv[2].split(), int(sys.argv[3]), int(sys.argv[4])
+
+def events(row):
+    return [json.loads(l) for l in open(os.path.join(work, row, "log/latest/events.jsonl"))]
+
+def herd_steps(row):
+    """(ms since job_start, job step) from metrics.jsonl, and job_start t."""
+    ev = events(row)
+    t0 = next(e["t"] for e in ev if e["event"] == "job_start")
+    pts = []
+    for l in open(os.path.join(work, row, "log/latest/metrics.jsonl")):
+        try:
+            m = json.loads(l)
+        except ValueError:
+            continue
+        s = (m.get("job") or {}).get("step")
+        if isinstance(s, (int, float)):
+            pts.append((m["t"] - t0, s))
+    return t0, pts
+
+# The fault-free curve: the time to reach each step, then the steady rate.
+t0, base = herd_steps("baseline")
+best, curve = -1, []
+for t, s in base:
+    if s > best:
+        best = s
+        curve.append((t, s))
+half = [p for p in curve if p[0] >= curve[-1][0] / 2] if curve else []
+rate = ((half[-1][1] - half[0][1]) / ((half[-1][0] - half[0][0]) / 1000.0)
+        if len(half) > 1 and half[-1][0] > half[0][0] else 0.0)
+
+def fault_free_s(n):
+    for t, s in curve:
+        if s >= n:
+            return t / 1000.0
+    if not curve or rate <= 0:
+        return float("nan")
+    return curve[-1][0] / 1000.0 + (n - curve[-1][1]) / rate
+
+def first_step_s(pts):
+    """Seconds from the start to a row's first step: the first sample
+    that saw one, less the steps it saw past the first at the
+    fault-free rate (metrics come once a second)."""
+    for t, s in pts:
+        if s >= 1:
+            return t / 1000.0 - ((s - 1) / rate if rate > 0 else 0.0)
+    return float("nan")
+
+
+base_first = first_step_s(base)
+
+
+def ms(v):
+    return "-" if v is None else "%.2f s" % (v / 1000.0)
+
+out = []
+for row in rows:
+    d = os.path.join(work, row)
+    kills = int(open(os.path.join(d, "kills")).read())
+    stop = int(open(os.path.join(d, "stop_ms")).read())
+    parts = {}
+    if row == "torchrun":
+        start = int(open(os.path.join(d, "start_ms")).read())
+        pts = []
+        resumes = []
+        for f in glob.glob(os.path.join(d, "*.log")):
+            for line in open(f, errors="replace"):
+                m = re.match(r"(\d+\.\d+) .*?\bstep (\d+)/\d+ loss", line)
+                if m:
+                    pts.append((float(m.group(1)) * 1000 - start, int(m.group(2))))
+                m = re.match(r"(\d+\.\d+) .*rank 0: resumed from .* at step (\d+)", line)
+                if m:
+                    resumes.append((float(m.group(1)) * 1000 - start, int(m.group(2))))
+        pts.sort()
+        reached = max([s for t, s in pts if t <= stop - start] or [0])
+        wall = (stop - start) / 1000.0
+        redone = 0
+        for t, s in sorted(set(resumes)):
+            before = max([x for tt, x in pts if tt < t] or [s])
+            redone += max(0, before - s)
+        parts["redone_steps"] = redone / kills if kills else 0
+    else:
+        ev = events(row)
+        tj = next(e["t"] for e in ev if e["event"] == "job_start")
+        _, pts = herd_steps(row)
+        reached = max([s for t, s in pts if t <= stop - tj] or [0])
+        wall = (stop - tj) / 1000.0
+        try:
+            st = json.load(open(os.path.join(d, "status.json")))
+        except (OSError, ValueError):
+            st = {}
+        fl = [f for f in st.get("failures", []) if f.get("how") in ("restart", "rejoin")]
+        def mean(k):
+            v = [f[k] for f in fl if k in f]
+            return sum(v) / len(v) if v else None
+        parts = {"detect": mean("detect_ms"), "recover": mean("recover_ms"),
+                 "restore": mean("restore_ms"), "redone_steps": mean("steps_redone"),
+                 "how": "/".join(sorted({f["how"] for f in fl})) or "-"}
+    ff = fault_free_s(reached)
+    first = first_step_s(pts)
+    # A later first step than the baseline's is the row's start-up (for
+    # warm rows: every node's interpreter importing torch at once, on the
+    # few cores of this one machine), paid once, not per failure.
+    late = max(0.0, first - base_first) if first == first else 0.0
+    lost = (wall - ff - late) / kills if kills else 0.0
+    out.append((row, kills, reached, wall, ff, lost, parts, first))
+
+print()
+print(f"fault-free (herd cold, no faults): {rate:.2f} steps/s steady, first step "
+      f"{base_first:.1f} s after job_start")
+print()
+print("| row | failures | steps | wall | fault-free | goodput | first step | lost / failure | "
+      "detect | rejoin or restart | restore | redone | start-up and the rest |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+for row, kills, reached, wall, ff, lost, p, first in out:
+    redone_s = (p["redone_steps"] / rate if rate and p.get("redone_steps") is not None else None)
+    known = sum(x for x in (p.get("detect"), p.get("recover"), p.get("restore")) if x) / 1000.0
+    rest = lost - known - (redone_s or 0)
+    if row == "torchrun":
+        cells = ["-", "-", "-"]
+    else:
+        cells = [ms(p.get("detect")), ms(p.get("recover")) + f" ({p['how']})", ms(p.get("restore"))]
+    redone = ("-" if p.get("redone_steps") is None else
+              "%.0f steps (%.1f s)" % (p["redone_steps"], redone_s or 0))
+    print(f"| {row} | {kills} | {reached} | {wall:.1f} s | {ff:.1f} s | "
+          f"{100 * ff / wall:.1f} % | {first:.1f} s | {lost:.1f} s | {cells[0]} | {cells[1]} | {cells[2]} | "
+          f"{redone} | {rest:.1f} s |")
