@@ -317,7 +317,7 @@ static void give_up_on_herd(struct agent *a, int64_t silent, const char *why)
 	agent_post(a, AGENT_EV_HERD_SILENT, NULL);
 }
 
-/* The same floor as herd's (launcher/ctl/ctl.c CTL_STALL_MIN_MS): a tick
+/* The same floor as herd's (launcher/ctl/heartbeat.c CTL_STALL_MIN_MS): a tick
  * this late means the agent itself did not run (a paused node). */
 #define HEALTH_STALL_MIN_MS 500
 

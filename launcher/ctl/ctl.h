@@ -1,5 +1,6 @@
-/* ctl/ctl.h — the job controller: connect, launch, run, end (DESIGN.md data
- * flow steps 3-8).  Its states and transitions are one table in ctl/ctl.c.
+/* ctl/ctl.h — the job controller: connect, launch, run, end (the
+ * resolved nodes to the job's end).  Its states and transitions are one
+ * table, ctl_table[] in ctl/table.c.
  */
 #ifndef HERD_LAUNCHER_CTL_H
 #define HERD_LAUNCHER_CTL_H
@@ -16,7 +17,7 @@ struct ctl_options {
 	const char *agent_path;	/* herd-agent next to bin/herd */
 	bool plan_only;		/* herd plan: connect, plan, print, stop */
 	bool plan_json;		/* herd plan --json */
-	/* herd check (issue 14): connect every node and spare, run the
+	/* herd check: connect every node and spare, run the
 	 * health gate and the network probe, print, stop. */
 	bool check_only;
 	bool check_json;	/* herd check --json */
@@ -42,7 +43,7 @@ struct ctl_options {
 	const char *resumed_from; /* --resume: the old run's id */
 };
 
-/* Runs the job to its end.  Returns the exit status DESIGN.md defines:
+/* Runs the job to its end.  Returns herd run's exit status:
  * 0 when every rank of the last attempt exited 0, else the first failing
  * rank's status (128+signal), 1 for failures outside ranks, 2 for input
  * errors.  Prints progress and errors to stderr, rank output to

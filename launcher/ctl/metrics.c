@@ -1,5 +1,5 @@
 /* ctl/metrics.c — what the controller does with the agents' METRICS
- * frames (issue 12): the table (metrics.h) fed from the frames,
+ * frames: the table (metrics.h) fed from the frames,
  * metrics.jsonl written every metrics.interval, the status area of
  * `herd run` on a terminal, and the Prometheus endpoint (metrics.listen).
  *
@@ -7,8 +7,8 @@
  * lifecycle: the METRICS handler only feeds the table, the timers only
  * read it and the controller's node table.
  *
- * The endpoint is libmicrohttpd driven from the loop (STYLE.md rule 6: no
- * thread of its own): MHD_USE_EPOLL without an internal thread gives one
+ * The endpoint is libmicrohttpd driven from the loop (no thread of its
+ * own: one loop per process): MHD_USE_EPOLL without an internal thread gives one
  * epoll fd that is readable whenever MHD has work; the loop watches it and
  * calls MHD_run(), and a timer from MHD_get_timeout() covers MHD's own
  * timeouts.  A scrape computes the text from the table at that moment.

@@ -1,11 +1,11 @@
-/* ctl/nodes.c — what a job remembers of its nodes between runs (issue 14):
+/* ctl/nodes.c — what a job remembers of its nodes between runs:
  * failures with reason and time in the job's node record (herd/noderec.h,
  * one file per job name), and the quarantine that follows
  * health.quarantine_after of them within health.quarantine_for.
  *
  * What counts against a node: a member that fails while the job runs or
- * connects (crash, partition, heartbeats silent, agent error: node_out in
- * ctl/ctl.c), and what other parts note (the health gate: "unhealthy";
+ * connects (crash, partition, heartbeats silent, agent error:
+ * ctl_node_out in ctl/recover.c), and what other parts note (the health gate: "unhealthy";
  * straggler eviction: "straggler").  What does not: a node herd itself
  * stops at the end, a readmit probe or a warm spare that fails while not
  * a member (nothing ran there), a rank that exits non-zero (the program's
