@@ -1088,6 +1088,29 @@ static void test_launch_send_fails(void **state)
 	assert_int_equal(count_ev(w, "attempt_start", "\"nodes\":1"), 1);
 }
 
+/* A LAUNCH that cannot be encoded (a command past the 1 MiB JSON limit)
+ * is never dropped in silence: the node fails with the reason, and the
+ * attempt with it. */
+static void test_launch_too_big(void **state)
+{
+	struct world *w = *state;
+	size_t len = 2u * 1024 * 1024;
+	char *cmd = malloc(len + 1);
+
+	assert_non_null(cmd);
+	memset(cmd, 'x', len);
+	cmd[len] = '\0';
+	free(w->spec->launch.command);
+	w->spec->launch.command = cmd;
+	assert_int_equal(run(w), 1);
+	assert_string_equal(w->states, "CRSE");
+	/* n1's failure ends the attempt; n2's comes while stopping. */
+	assert_int_equal(
+	    count_ev(w, "node_failed", "herd could not send it LAUNCH"), 1);
+	assert_int_equal(count_ev(w, "attempt_end", "could not send it"), 1);
+	assert_string_equal(host(w, "n1")->log, "");
+}
+
 /* A node lost during the attempt: the spare is started, joins, and the
  * next attempt runs on it. */
 static void test_spare_taken(void **state)
@@ -2503,6 +2526,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_connect_readmit, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_launch_send_fails, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_launch_too_big, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_straggler_evicted, setup,
 						teardown),
