@@ -16,6 +16,7 @@ void agent_send(struct agent *a, enum proto_type type, json_t *body,
 	if ((unsigned)type <= PROTO_TYPE_MAX_) {
 		json_decref(agent_stub.last[type]);
 		agent_stub.last[type] = json_incref(body);
+		agent_stub.count[type]++;
 	}
 	json_decref(body);
 }
@@ -25,18 +26,14 @@ void agent_stub_reset(void)
 	for (int i = 0; i <= PROTO_TYPE_MAX_; i++) {
 		json_decref(agent_stub.last[i]);
 		agent_stub.last[i] = NULL;
+		agent_stub.count[i] = 0;
 	}
 	agent_stub.n = 0;
 }
 
 int agent_stub_count(int type)
 {
-	int n = 0;
-
-	for (int i = 0; i < agent_stub.n; i++)
-		if (agent_stub.type[i] == type)
-			n++;
-	return n;
+	return (unsigned)type <= PROTO_TYPE_MAX_ ? agent_stub.count[type] : 0;
 }
 
 json_t *agent_stub_last(int type)

@@ -16,13 +16,16 @@ struct agent_stub {
 	int type[AGENT_STUB_SENT_MAX];
 	int64_t ms[AGENT_STUB_SENT_MAX];   /* loop_now_ms() at the send */
 	json_t *last[PROTO_TYPE_MAX_ + 1]; /* a reference, or NULL */
+	int count[PROTO_TYPE_MAX_ + 1];    /* every frame, past the cap too */
 };
 
 extern struct agent_stub agent_stub;
 
 /* Forgets everything recorded (drops the bodies). */
 void agent_stub_reset(void);
-/* How many frames of type were sent (of the first AGENT_STUB_SENT_MAX). */
+/* How many frames of type were sent (all of them, not only the first
+ * AGENT_STUB_SENT_MAX: a test that counts frames across a slow gdb must
+ * not stop counting when heartbeats fill the record). */
 int agent_stub_count(int type);
 /* The last body of type sent (borrowed: valid until the next send of
  * that type or reset), or NULL. */
