@@ -223,11 +223,14 @@ test_expect_success 'no peer copy written past the limit, nothing left in the ti
 
 test_expect_success 'a 16 MB step: copied to the next node in 4 MiB chunks through herd, fetched to the spare after a crash' '
 	mem_job big "${HERD_CLUSTER_PREFIX}[1-2]" "$(cluster_node 3)" "" \
-		--steps 30 --every 10 --sleep 1 --pad 16000000 &&
+		--steps 30 --every 10 --sleep 1 --pad 16000000 \
+		--wait-step 15 --wait-file "$PWD/go.big" &&
+	rm -f go.big &&
 	run_bg big.yaml out.big err.big &&
 	fo_wait_event big checkpoint_replicated ".rank == 1 and .step >= 10 and .bytes > 16000000" 90 &&
 	jq -c -n "inputs | select(.event == \"checkpoint_replicated\")" "$(ev big)" | head -n 4 &&
 	cluster_kill_node 2 &&
+	touch go.big &&
 	wait_exit $HERD_PID 180 &&
 	cat err.big &&
 	test "$WAIT_RC" = 0 &&

@@ -31,6 +31,9 @@ p.add_argument("--sleep", type=float, default=0.1)
 p.add_argument("--torn", type=int, default=-1)
 p.add_argument("--pad", type=int, default=0,
                help="bytes of padding in each checkpoint")
+p.add_argument("--wait-file", default="",
+               help="before step --wait-step, wait until this file exists")
+p.add_argument("--wait-step", type=int, default=0)
 a = p.parse_args()
 
 dist.init_process_group("gloo")
@@ -68,6 +71,9 @@ def save_disk(s, obj):
 
 w_true = torch.arange(8, dtype=torch.float32)
 for s in range(start + 1, a.steps + 1):
+    if s == a.wait_step and a.wait_file:
+        while not os.path.exists(a.wait_file):
+            time.sleep(0.05)
     g = torch.Generator().manual_seed(1000 * s + rank)
     x = torch.randn(16, 8, generator=g)
     y = x @ w_true
