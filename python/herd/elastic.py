@@ -385,6 +385,11 @@ class Membership:
             self._t("membership of generation %s came" %
                     msg.get("generation"))
             _hang_up(socks)
+            if TRACE:
+                # Where the rank is, should it not leave its step within
+                # 5 s (faulthandler's own thread: no GIL needed).
+                import faulthandler
+                faulthandler.dump_traceback_later(5, exit=False)
 
     def changed(self):
         """True when herd announced a new generation (never blocks)."""
@@ -453,6 +458,9 @@ class Membership:
             raise RuntimeError("herd.elastic: no herd to rejoin")
         self._t("rejoin: step %d abandoned, %s" % (
             step, "membership here" if self._pending else "waiting for it"))
+        if TRACE:
+            import faulthandler
+            faulthandler.cancel_dump_traceback_later()
         # Peers blocked on this rank in the abandoned step fail now.
         _hang_up(self._group_socks)
         if not self.wait():
