@@ -38,6 +38,11 @@ import threading
 import time
 
 PROTOCOL = 1
+# The key of torch.distributed's store-based barrier (distributed_c10d:
+# STORE_BASED_BARRIER_PREFIX), and the key set beside it when every rank
+# has arrived.
+BARRIER_KEY = "store_based_barrier_key"
+BARRIER_DONE = "herd-all-arrived"
 # How long a rank waits for herd's membership after a collective failed;
 # herd's own bound is health.rejoin_timeout, after which it restarts
 # every rank anyway.
@@ -124,10 +129,12 @@ def _make_store_class():
         generation, reached only over HERD_CONTROL."""
 
         def __init__(self, path, generation,
-                     timeout=datetime.timedelta(seconds=300)):
+                     timeout=datetime.timedelta(seconds=300),
+                     world_size=0):
             super().__init__()
             self._ch = _Channel(path)
             self._gen = generation
+            self._world = world_size
             self._id = 0
             self._lock = threading.Lock()
             self._timeout = timeout.total_seconds()
@@ -153,15 +160,36 @@ def _make_store_class():
                 raise RuntimeError(f"herd store: {cmd}: {msg['error']}")
             return msg
 
+        def _traced(self, cmd, **kw):
+            if not TRACE:
+                return self._call(cmd, **kw)
+            trace("store %s %s" % (cmd, kw.get("key", kw.get("keys", ""))),
+                  generation=self._gen)
+            msg = self._call(cmd, **kw)
+            trace("store %s answered" % cmd, generation=self._gen)
+            return msg
+
         def set(self, key, value):
-            self._call("set", key=key, value=_b64(value))
+            self._traced("set", key=key, value=_b64(value))
 
         def get(self, key):
-            return base64.b64decode(self._call("get", key=key)["value"])
+            return base64.b64decode(self._traced("get", key=key)["value"])
 
         def add(self, key, amount):
-            return int(self._call("add", key=key, amount=int(amount))
-                       ["value"])
+            v = int(self._traced("add", key=key, amount=int(amount))
+                    ["value"])
+            if self._world and BARRIER_KEY in key:
+                # torch's store-based barrier at the end of
+                # init_process_group polls add(key, 0) every 10 ms until
+                # every rank added 1: here the last rank to arrive says
+                # so, and the others wait for that in herd (no polling).
+                done = key + "/" + BARRIER_DONE
+                if amount and v == self._world:
+                    self.set(done, b"1")
+                elif not amount and v < self._world:
+                    self.wait([done])
+                    v = self._world
+            return v
 
         def compare_set(self, key, expected, desired):
             return base64.b64decode(self._call(
@@ -169,17 +197,17 @@ def _make_store_class():
                 value=_b64(desired))["value"])
 
         def delete_key(self, key):
-            return bool(self._call("delete", key=key)["ok"])
+            return bool(self._traced("delete", key=key)["ok"])
 
         def num_keys(self):
-            return int(self._call("num_keys")["value"])
+            return int(self._traced("num_keys")["value"])
 
         def check(self, keys):
-            return bool(self._call("check", keys=list(keys))["ok"])
+            return bool(self._traced("check", keys=list(keys))["ok"])
 
         def wait(self, keys, timeout=None):
             t = timeout.total_seconds() if timeout is not None else None
-            self._call("wait", keys=list(keys), timeout=t)
+            self._traced("wait", keys=list(keys), timeout=t)
 
         def set_timeout(self, timeout):
             self._timeout = timeout.total_seconds()
@@ -190,12 +218,13 @@ def _make_store_class():
 _store_class = None
 
 
-def store(path, generation):
-    """A HerdStore for generation (torch.distributed imported here)."""
+def store(path, generation, world_size=0):
+    """A HerdStore for generation (torch.distributed imported here);
+    world_size: the barrier of init_process_group waits without polling."""
     global _store_class
     if _store_class is None:
         _store_class = _make_store_class()
-    return _store_class(path, generation)
+    return _store_class(path, generation, world_size=world_size)
 
 
 def _sockets():
@@ -321,7 +350,8 @@ class Membership:
         self._t("init_process_group")
         before = _sockets()
         dist.init_process_group(backend, store=store(self.path,
-                                                     self.generation),
+                                                     self.generation,
+                                                     self.world_size),
                                 rank=self.rank, world_size=self.world_size,
                                 **kw)
         # gloo connects every pair in its constructor: the group's
@@ -355,6 +385,11 @@ class Membership:
             self._t("membership of generation %s came" %
                     msg.get("generation"))
             _hang_up(socks)
+            if TRACE:
+                # Where the rank is, should it not leave its step within
+                # 5 s (faulthandler's own thread: no GIL needed).
+                import faulthandler
+                faulthandler.dump_traceback_later(5, exit=False)
 
     def changed(self):
         """True when herd announced a new generation (never blocks)."""
@@ -423,6 +458,9 @@ class Membership:
             raise RuntimeError("herd.elastic: no herd to rejoin")
         self._t("rejoin: step %d abandoned, %s" % (
             step, "membership here" if self._pending else "waiting for it"))
+        if TRACE:
+            import faulthandler
+            faulthandler.cancel_dump_traceback_later()
         # Peers blocked on this rank in the abandoned step fail now.
         _hang_up(self._group_socks)
         if not self.wait():
