@@ -268,38 +268,49 @@ static void keyhash_update(struct keyhash *k, const void *data, size_t len)
 /* The names in path; with devices_only (/sys/class/net), only those that
  * are hardware, not in /sys/devices/virtual/net (those have no "device"
  * link: veths and bridges, which come and go with containers and which
- * hwloc does not see).  Two directory reads, not a look-up per interface
- * (a test cluster's nodes see the host's sysfs: hundreds of them). */
+ * hwloc does not see).  Directory reads, not a look-up per interface (a
+ * test cluster's nodes see the host's sysfs: hundreds of them).  The
+ * virtual ones are read before and after path, and a name in either
+ * list is left out: a veth made or removed while path is read (another
+ * cluster coming up) must not change the key. */
+static bool virtual_name(char **v, int n, const char *name)
+{
+	return n > 0 && bsearch(&name, v, (size_t)n, sizeof(*v), names_cmp);
+}
+
 static void digest_dir(struct keyhash *md, const char *path, bool devices_only)
 {
-	DIR *d;
-	struct dirent *e;
-	char **virt = NULL;
-	int n_virt = 0;
+	char **before = NULL, **after = NULL, **names = NULL;
+	int n_before = 0, n_after = 0, n;
 
 	keyhash_update(md, path, strlen(path) + 1);
 	if (devices_only &&
-	    (n_virt = names_of("/sys/devices/virtual/net", &virt)) < 0)
-		n_virt = 0;
-	if (!(d = opendir(path)))
-		goto out;
-	/* readdir's order is the directory's, stable while it is
-	 * unchanged; a change of order only costs one discovery. */
-	while ((e = readdir(d))) {
-		const char *name = e->d_name;
+	    (n_before = names_of("/sys/devices/virtual/net", &before)) < 0)
+		n_before = 0;
+	n = names_of(path, &names);
+	if (devices_only &&
+	    (n_after = names_of("/sys/devices/virtual/net", &after)) < 0)
+		n_after = 0;
+	/* In name order: the same set hashes the same, whatever the
+	 * directory's order. */
+	for (int i = 0; i < n; i++) {
+		const char *name = names[i];
 
 		if (devices_only &&
-		    (name[0] == '.' ||
-		     bsearch(&name, virt, (size_t)n_virt, sizeof(*virt),
-			     names_cmp)))
+		    (name[0] == '.' || virtual_name(before, n_before, name) ||
+		     virtual_name(after, n_after, name)))
 			continue;
 		keyhash_update(md, name, strlen(name) + 1);
 	}
-	closedir(d);
-out:
-	for (int i = 0; i < n_virt; i++)
-		free(virt[i]);
-	free(virt);
+	for (int i = 0; i < n_before; i++)
+		free(before[i]);
+	for (int i = 0; i < n_after; i++)
+		free(after[i]);
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(before);
+	free(after);
+	free(names);
 }
 
 static void digest_file(struct keyhash *md, const char *path)
