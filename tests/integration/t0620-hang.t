@@ -65,7 +65,10 @@ test_expect_success 'rank 2 stuck in stuck_in_data_loader at step 5, ranks 0, 1,
 	grep "^herd: stacks of rank 2 (pid [0-9]*, python): SIGABRT" $log2 &&
 	grep "^Fatal Python error: Aborted" $log2 &&
 	grep -E "^  File \".*/hang-train.py\", line [0-9]+ in stuck_in_data_loader\$" $log2 &&
-	grep -E "^herd: rank 2 on $(cluster_node 3) hung in stuck_in_data_loader \(hang-train.py:[0-9]+\); ranks 0,1,3 wait in all_reduce\$" err &&
+	# The others wait in all_reduce; with both cores busy one may be
+	# caught by the SIGABRT in Python'"'"'s garbage collector instead
+	# (no frame to name), so at least one of them is named there.
+	grep -E "^herd: rank 2 on $(cluster_node 3) hung in stuck_in_data_loader \(hang-train.py:[0-9]+\); (ranks [013](,[013])+ wait|rank [013] waits) in all_reduce\$" err &&
 	fo_no_train_left
 '
 
