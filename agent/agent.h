@@ -450,6 +450,12 @@ struct stack_parse {
 	bool have_fallback;
 	bool found;		/* frame holds the answer */
 	bool done;		/* nothing more to read */
+	/* python: herd's warm bootstrap (warm.c), or NULL; a main thread
+	 * whose innermost frame is there is outside the rank's script (it
+	 * had raised or returned): frame stays empty, outside_line says
+	 * where. */
+	const char *boot;
+	int outside_line;	/* > 0: outside the script */
 	char frame[400];	/* "FUNC (file:line)" */
 	bool in_collective;
 	char line[1024];	/* a line being assembled */

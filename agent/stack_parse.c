@@ -130,11 +130,18 @@ static void py_block_end(struct stack_parse *p)
 		return;
 	if (!strcmp(p->outer.func, "<module>")) {
 		/* The main thread: its block ends in the script's body. */
+		p->found = true;
+		p->done = true;
+		if (p->boot && !strcmp(p->inner.file, p->boot)) {
+			/* In herd's bootstrap: the script is not running (it
+			 * raised, as a rank whose peer died first does, or
+			 * returned).  No frame to blame. */
+			p->outside_line = p->inner.line > 0 ? p->inner.line : 1;
+			return;
+		}
 		take_frame(p, &p->inner);
 		p->in_collective =
 		    stacks_in_collective(p->inner.func, p->inner.file);
-		p->found = true;
-		p->done = true;
 	} else if (!p->have_fallback) {
 		/* No main thread seen (yet): the first block will do. */
 		p->fallback = p->inner;

@@ -84,6 +84,7 @@ struct rank_stacks {
 	int64_t last_sign_ms;
 	const char *method; /* "python", "gdb", "none" */
 	char error[160];
+	char boot[300]; /* the parser's boot: warm.c's bootstrap */
 	struct stack_parse parse;
 	/* gdb */
 	pid_t gdb;
@@ -452,6 +453,11 @@ static void start_rank(struct agent *a, struct rank *r, struct rank_stacks *rs)
 			       faulthandler_on(rs->pid))) {
 		rs->method = "python";
 		stack_parse_init(&rs->parse, STACK_PYTHON);
+		if (r->warm && a->run_dir[0]) {
+			snprintf(rs->boot, sizeof(rs->boot), "%s/warm_boot.py",
+				 a->run_dir);
+			rs->parse.boot = rs->boot;
+		}
 		snprintf(head, sizeof(head),
 			 "herd: stacks of rank %d (pid %d, python): SIGABRT, "
 			 "faulthandler's traceback follows\n",
@@ -538,6 +544,11 @@ static void send_answer(struct agent *a)
 		if (rs->parse.found && rs->parse.frame[0])
 			json_object_set_new(one, "frame",
 					    json_string(rs->parse.frame));
+		else if (rs->parse.outside_line > 0)
+			snprintf(rs->error, sizeof(rs->error),
+				 "not in its script: in herd's warm_boot.py:%d "
+				 "(the script had raised or returned)",
+				 rs->parse.outside_line);
 		else if (!rs->error[0])
 			snprintf(rs->error, sizeof(rs->error),
 				 "no frame in %s's output",

@@ -12,9 +12,9 @@
  * for it.
  *
  * The culprit: among the ranks whose stack is not in a collective while
- * others are (agent/stacks.c has the table of collectives), else among
- * all, the one whose progress stopped first (oldest last sign of life);
- * the lowest rank on a tie.
+ * others are (agent/stacks.c has the table of collectives), those seen
+ * in their own code first, else among all, the one whose progress
+ * stopped first (oldest last sign of life); the lowest rank on a tie.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -236,27 +236,46 @@ static int64_t last_sign(const struct ctl_hang *h, int r)
 	return INT64_MAX;
 }
 
+/* What a rank's answer says of it, for the choice of a culprit. */
+enum hang_seen {
+	SEEN_NONE, /* no answer */
+	SEEN_COLL, /* waiting in a collective */
+	SEEN_OWN,  /* in its own code, outside any collective */
+	SEEN_BLANK /* answered without a frame: caught in Python's garbage
+		    * collector, or back in herd's bootstrap after its
+		    * script raised (a peer had died of its SIGABRT first) */
+};
+
+static enum hang_seen seen_of(const struct hang_rank *x)
+{
+	if (!x->answered)
+		return SEEN_NONE;
+	if (x->in_collective)
+		return SEEN_COLL;
+	return x->frame ? SEEN_OWN : SEEN_BLANK;
+}
+
 static int culprit_of(const struct ctl_hang *h)
 {
-	bool any_coll = false, any_free = false;
+	int count[SEEN_BLANK + 1] = {0};
+	enum hang_seen want = SEEN_NONE;
 	int best = -1;
 
-	for (int r = 0; r < h->n; r++) {
-		if (!h->r[r].answered)
-			continue;
-		if (h->r[r].in_collective)
-			any_coll = true;
-		else
-			any_free = true;
-	}
+	for (int r = 0; r < h->n; r++)
+		count[seen_of(&h->r[r])]++;
+	/* Some wait in a collective: one of those that do not holds the
+	 * others up, one seen in its own code rather than one without a
+	 * frame. */
+	if (count[SEEN_COLL] && count[SEEN_OWN])
+		want = SEEN_OWN;
+	else if (count[SEEN_COLL] && count[SEEN_BLANK])
+		want = SEEN_BLANK;
 	for (int r = 0; r < h->n; r++) {
 		const struct hang_rank *x = &h->r[r];
 
 		if (!x->answered && !x->hung)
 			continue;
-		/* Some wait in a collective, some do not: one of those that
-		 * do not holds the others up. */
-		if (any_coll && any_free && (!x->answered || x->in_collective))
+		if (want != SEEN_NONE && seen_of(x) != want)
 			continue;
 		if (best < 0 || last_sign(h, r) < last_sign(h, best))
 			best = r;

@@ -566,6 +566,45 @@ static void test_parse_python(void **state)
 	assert_false(p.found);
 }
 
+/* A warm rank whose script raised (its peer died of its own SIGABRT a
+ * moment earlier) is back in herd's bootstrap, printing the traceback:
+ * outside its script, no frame to blame, not "in run (warm_boot.py)".
+ * The same file name elsewhere is the user's own. */
+static void test_parse_python_warm_boot(void **state)
+{
+	static const char *const raised[] = {
+	    "Fatal Python error: Aborted",
+	    "",
+	    "Current thread 0x00007f2e61514040 (most recent call first):",
+	    "  File \"/run/herd/a1/warm_boot.py\", line 319 in run",
+	    "  File \"/run/herd/a1/warm_boot.py\", line 340 in main",
+	    "  File \"/run/herd/a1/warm_boot.py\", line 352 in <module>",
+	    NULL};
+	static const char *const users[] = {
+	    "Fatal Python error: Aborted",
+	    "",
+	    "Current thread 0x00007f2e61514040 (most recent call first):",
+	    "  File \"/job/warm_boot.py\", line 7 in spin",
+	    "  File \"/run/herd/a1/warm_boot.py\", line 311 in run",
+	    "  File \"/run/herd/a1/warm_boot.py\", line 352 in <module>",
+	    NULL};
+	struct stack_parse p;
+
+	(void)state;
+	stack_parse_init(&p, STACK_PYTHON);
+	p.boot = "/run/herd/a1/warm_boot.py";
+	parse_lines(&p, raised);
+	assert_true(p.found);
+	assert_string_equal(p.frame, "");
+	assert_int_equal(p.outside_line, 319);
+	assert_false(p.in_collective);
+	stack_parse_init(&p, STACK_PYTHON);
+	p.boot = "/run/herd/a1/warm_boot.py";
+	parse_lines(&p, users);
+	assert_string_equal(p.frame, "spin (warm_boot.py:7)");
+	assert_int_equal(p.outside_line, 0);
+}
+
 /* gdb's `thread apply all bt`: thread 1's innermost frame of the program
  * itself (not libc's, even with its debug information), collectives
  * anywhere in thread 1. */
@@ -871,6 +910,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_heartbeat_herd_silent,
 						setup, teardown),
 		cmocka_unit_test(test_parse_python),
+		cmocka_unit_test(test_parse_python_warm_boot),
 		cmocka_unit_test(test_parse_gdb),
 		cmocka_unit_test(test_in_collective),
 		cmocka_unit_test(test_stacks_rows),

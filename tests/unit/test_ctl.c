@@ -69,6 +69,7 @@ struct hostcfg {
 	 * the SIGABRT first (abort_at_stacks); MPI_Abort then
 	 * (mpi_abort_at_stacks). */
 	bool culprit;
+	bool blank_stack; /* answers without a frame, its progress oldest */
 	long stacks_ms;
 	bool no_stacks;
 	bool close_at_stacks;
@@ -388,7 +389,20 @@ static void agent_stacks(struct loop *loop, void *arg)
 
 	(void)loop;
 	a->t_stacks = 0;
-	for (int i = 0; i < a->n_ranks; i++)
+	for (int i = 0; i < a->n_ranks; i++) {
+		if (a->cfg->blank_stack) {
+			json_array_append_new(
+				ranks,
+				json_pack("{s:i, s:s, s:b, s:I, s:s}", "rank",
+					  a->ranks[i], "method", "python",
+					  "in_collective", false,
+					  "last_sign_ms", (json_int_t)500,
+					  "error",
+					  "not in its script: in herd's "
+					  "warm_boot.py:319 (the script had "
+					  "raised or returned)"));
+			continue;
+		}
 		json_array_append_new(
 			ranks,
 			json_pack("{s:i, s:s, s:s, s:b, s:I}", "rank",
@@ -399,6 +413,7 @@ static void agent_stacks(struct loop *loop, void *arg)
 				  "in_collective", !a->cfg->culprit,
 				  "last_sign_ms",
 				  (json_int_t)(a->cfg->culprit ? 2000 : 1000)));
+	}
 	agent_send(a, PROTO_STACKS,
 		   json_pack("{s:i, s:o}", "attempt", a->attempt, "ranks",
 			     ranks));
@@ -1228,6 +1243,50 @@ static void test_hung_culprit_elsewhere(void **state)
 	assert_int_equal(count_ev(w, "rank_hung", "\"culprit\":true,\"frame"
 						  "\":\"stuck_in_data_loader"),
 			 1);
+}
+
+/* Stacks are taken one node after another: a rank whose peer died of
+ * its SIGABRT first may have raised out of its script (no frame, and its
+ * progress the oldest).  The culprit is the rank seen in its own code,
+ * not that one (t0620 test 2 named rank 3 "in run (warm_boot.py:319)"
+ * under load). */
+static void test_hung_blank_not_culprit(void **state)
+{
+	struct world *w = *state;
+
+	set_hosts(w, "n[1-3]", NULL);
+	host(w, "n1")->hung = true;
+	host(w, "n2")->hold[1] = true;
+	host(w, "n2")->culprit = true;
+	host(w, "n3")->hold[1] = true;
+	host(w, "n3")->blank_stack = true;
+	assert_int_equal(run(w), 1);
+	assert_int_equal(count_ev(w, "rank_hung", "\"culprit\":true"), 1);
+	assert_int_equal(count_ev(w, "rank_hung",
+				  "\"rank\":1,\"host\":\"n2\""),
+			 1);
+	assert_int_equal(count_ev(w, "rank_hung", "\"culprit\":true,\"frame"
+						  "\":\"stuck_in_data_loader"),
+			 1);
+	assert_int_equal(count_ev(w, "attempt_end",
+				  "rank 1 on n2 hung in stuck_in_data_loader"),
+			 1);
+}
+
+/* Only ranks without a frame beside those in a collective: one of them
+ * is named. */
+static void test_hung_blank_only(void **state)
+{
+	struct world *w = *state;
+
+	host(w, "n1")->hung = true;
+	host(w, "n2")->hold[1] = true;
+	host(w, "n2")->blank_stack = true;
+	assert_int_equal(run(w), 1);
+	assert_int_equal(count_ev(w, "rank_hung",
+				  "\"rank\":1,\"host\":\"n2\""),
+			 1);
+	assert_int_equal(count_ev(w, "attempt_end", "rank 1 on n2 hung"), 1);
 }
 
 /* Both nodes report hung ranks: the second report is merged into the
@@ -2544,6 +2603,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_restart_exhausted, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_hung, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hung_blank_not_culprit,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hung_blank_only, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_hung_culprit_elsewhere,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hung_two_nodes, setup,
