@@ -102,21 +102,6 @@ start_python(pid_t agent, const char *python, const char *boot,
 		if (keep)
 			envp[k++] = environ[i];
 	}
-	/* The import runs in SCHED_IDLE: a pool refilled while ranks start
-	 * takes only the cpu time they leave.  Only where the rank can go
-	 * back to the keeper's policy (warm_boot.py does at LAUNCH): root,
-	 * or RLIMIT_NICE allowing nice 0. */
-	{
-		struct rlimit rl;
-
-		if (geteuid() == 0 ||
-		    (getrlimit(RLIMIT_NICE, &rl) == 0 &&
-		     (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= 20))) {
-			struct sched_param sp = {0};
-
-			sched_setscheduler(0, SCHED_IDLE, &sp);
-		}
-	}
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	execve(python, argv, envp);
@@ -216,6 +201,26 @@ static int hand_over(int chan, const struct keeper_spec *k, const char *w,
 	return shutdown(chan, SHUT_WR);
 }
 
+/* The import runs in SCHED_IDLE: a pool refilled while ranks start
+ * takes only the cpu time they leave.  Only where the rank can go back
+ * to the keeper's policy (unidle, and warm_boot.py at LAUNCH): root, or
+ * RLIMIT_NICE allowing nice 0.  Set here, in the keeper, right after
+ * the fork, not by the child itself: a LAUNCH that came before the
+ * child got so far (a loaded node, the first attempt right after the
+ * agent started) would have been unidled first and idled after, and
+ * the rank would have waited for a free cpu that a busy node never
+ * has (t0736 test 13). */
+static void idle(pid_t pid)
+{
+	struct rlimit rl;
+	struct sched_param sp = {0};
+
+	if (geteuid() == 0 ||
+	    (getrlimit(RLIMIT_NICE, &rl) == 0 &&
+	     (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= 20)))
+		sched_setscheduler(pid, SCHED_IDLE, &sp);
+}
+
 /* Every thread of pid back to our own scheduling policy: a rank that
  * comes while its interpreter still imports (SCHED_IDLE) waits no
  * longer than a cold one. */
@@ -274,6 +279,7 @@ int keeper_warm_main(int argc, char **argv)
 		keeper_fail(PROC_STEP_SETUP, errno);
 	if (pid == 0)
 		start_python(agent, argv[4], argv[5], argv[6], chan[1]);
+	idle(pid);
 	close(chan[1]);
 
 	/* Before LAUNCH: relay what the interpreter says; the agent's EOF

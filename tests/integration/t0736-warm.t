@@ -333,4 +333,35 @@ test_expect_success 'the agent killed (kill -9): no warm interpreter and no rank
 	wait_exit $HERD_PID 60
 '
 
+# Both cores busy (two loops of our own, ended by pid): a rank that comes
+# while its warm interpreter is still starting (the first LAUNCH, right
+# after the agent started) runs at the keeper's priority.  The keeper
+# used to let the interpreter put itself into SCHED_IDLE, which it could
+# do after the LAUNCH had already taken it out: the rank then waited for
+# a free cpu, here until the loops ended (CI: t0620 test 4, 74 s).
+test_expect_success 'both cores busy: a rank that comes while its warm interpreter starts is not left at idle priority' '
+	cat >hi.py <<-\EOF &&
+	print("hi from", __file__)
+	EOF
+	cat >busy.yaml <<-EOF &&
+	name: busy
+	nodes: {hosts: localhost, slots: 1}
+	log: {dir: "$PWD/runs/{{name}}"}
+	restart: {max: 0}
+	launch:
+	  command: $(yaml_cmd /usr/bin/python3 "$PWD/hi.py")
+	EOF
+	hogs= &&
+	for i in 1 2; do
+		{ while :; do :; done & } &&
+		hogs="$hogs $!" || return 1
+	done &&
+	test_when_finished "kill $hogs" &&
+	run_bg busy.yaml out.busy err.busy &&
+	wait_exit $HERD_PID 120 &&
+	test "$WAIT_RC" = 0 &&
+	grep -q "^\[0\] hi from" out.busy &&
+	jq -e -n "[inputs | select(.event == \"rank_start\" and .warm)] | length == 1" runs/busy/latest/events.jsonl
+'
+
 test_done
