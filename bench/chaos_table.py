@@ -71,7 +71,7 @@ for row in rows:
     kills = int(open(os.path.join(d, "kills")).read())
     stop = int(open(os.path.join(d, "stop_ms")).read())
     parts = {}
-    if row == "torchrun":
+    if row.split("@")[0] == "torchrun":
         start = int(open(os.path.join(d, "start_ms")).read())
         pts = []
         resumes = []
@@ -128,7 +128,7 @@ for row, kills, reached, wall, ff, lost, p, first in out:
     redone_s = (p["redone_steps"] / rate if rate and p.get("redone_steps") is not None else None)
     known = sum(x for x in (p.get("detect"), p.get("recover"), p.get("restore")) if x) / 1000.0
     rest = lost - known - (redone_s or 0)
-    if row == "torchrun":
+    if row.split("@")[0] == "torchrun":
         cells = ["-", "-", "-"]
     else:
         cells = [ms(p.get("detect")), ms(p.get("recover")) + f" ({p['how']})", ms(p.get("restore"))]
