@@ -1,6 +1,6 @@
 #!/bin/sh
 
-test_description='projects made by herd init run as made, on 3 nodes of the test cluster (real PyTorch, gloo on CPU): herd init pretrain, its tokenize.yaml and job.yaml; herd init finetune from the newest pretraining checkpoint on other text starts clearly below a from-scratch project (herd init pretrain with the same tokenizer) on the same text; a project that loses a node goes on with the 2 left (nodes.min 1 by default), train.py saying the global batch once; herd stop mid-training leaves a checkpoint at the step reached (train.py checkpoints on SIGTERM)'
+test_description='projects made by herd init run as made, on 3 nodes of the test cluster (real PyTorch, gloo on CPU): herd init pretrain, its tokenize.yaml and job.yaml; herd init finetune from the newest pretraining checkpoint on other text starts clearly below a from-scratch project (herd init pretrain with the same tokenizer) on the same text; a project that loses a node goes on with the 2 left (nodes.min 1 by default), train.py saying the global batch once; a project with a spare keeps its survivor training while the lost rank starts on the spare; herd stop mid-training leaves a checkpoint at the step reached (train.py checkpoints on SIGTERM)'
 
 . "$(dirname "$0")/test-lib.sh"
 . "$HERD_ROOT/tests/cluster/lib.sh"
@@ -103,6 +103,36 @@ test_expect_success 'a project as made loses node 3 at step 20: it goes on with 
 	grep "^step 60/60 loss" $log2 &&
 	cluster_start_node 3 &&
 	cluster_wait_ssh 3 60
+'
+
+# The project passes --deepspeed ds_zero3.json always; without deepspeed
+# (Debian has none) train.py runs plain DDP and must speak herd.elastic:
+# it did not (it counted the flag, not the module), and every lost node
+# restarted every rank from disk.
+test_expect_success 'a project as made with a spare loses node 2 at step 20: its rank starts on the spare, the survivor keeps its process and trains on, one attempt' '
+	herd init pretrain keep --set "corpus=/usr/lib/python3.11/[a-c]*.py" \
+		--set "tokenizer=$PWD/pre/data/tokenizer.model" --set steps=60 \
+		--set ckpt_every=10 --set batch=4 \
+		--set "hosts=$HERD_CLUSTER_PREFIX[1-2]" --set "spares=$(cluster_node 3)" $KEYS \
+		--set name=keep \
+		--set "extra_args=--seq-len 64 --log-every 5 --step-sleep 0.1" >out &&
+	cp -r pre/data keep/data &&
+	run_bg keep/job.yaml out.kp err.kp &&
+	log0=keep/runs/keep/latest/attempt-1/rank-0.log &&
+	wait_log $log0 "^step 20/60 " &&
+	ev=keep/runs/keep/latest/events.jsonl &&
+	cluster_kill_node 2 &&
+	wait_exit $HERD_PID 300 &&
+	cat err.kp &&
+	test "$WAIT_RC" = 0 &&
+	jq -e -s "any(.[]; .event == \"rejoin\" and .fell_back == false and .replacement == [\"$(cluster_node 3)\"])" $ev &&
+	test $(jq -c "select(.event == \"attempt_start\")" $ev | wc -l) = 1 &&
+	test $(jq -c "select(.event == \"rank_start\" and .rank == 0)" $ev | wc -l) = 1 &&
+	grep -q "rank 0: rejoined at step" $log0 &&
+	grep -q "rank 1: joined at step" keep/runs/keep/latest/attempt-1/rank-1.log &&
+	grep "^step 60/60 loss" $log0 &&
+	cluster_start_node 2 &&
+	cluster_wait_ssh 2 60
 '
 
 test_expect_success 'herd stop at step 15 of a project checkpointing every 1000 steps: train.py checkpoints the step it reached on SIGTERM and stops; herd run resumes from it' '

@@ -73,6 +73,7 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
+import importlib.util  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import shutil  # noqa: E402
@@ -583,8 +584,12 @@ def main(argv=None):
         backend = "gloo"
     # Survivors keep training when a node is lost (herd.elastic): plain
     # DDP only; FSDP, ZeRO and DeepSpeed shard their state and take the
-    # classic restart from a checkpoint.
-    m = elastic.Membership(speak=world > 1 and not args.deepspeed and
+    # classic restart from a checkpoint.  --deepspeed counts only where
+    # deepspeed is importable: the project passes it always, and without
+    # deepspeed train.py runs plain DDP.
+    ds_on = bool(args.deepspeed) and \
+        importlib.util.find_spec("deepspeed") is not None
+    m = elastic.Membership(speak=world > 1 and not ds_on and
                            args.parallel == "ddp") if elastic else None
     if world > 1:
         if m is not None:
