@@ -43,6 +43,15 @@
 
 #include "launcher/ctl/ctl_int.h"
 
+/* "rank 3" or "ranks 4-5", into buf. */
+static void ranks_said(char *buf, size_t size, int first, int count)
+{
+	if (count == 1)
+		snprintf(buf, size, "rank %d", first);
+	else
+		snprintf(buf, size, "ranks %d-%d", first, first + count - 1);
+}
+
 /* Keys of one generation's table: a process group's rendezvous sets a
  * handful per rank. */
 #define REJOIN_STORE_KEYS_MAX 65536
@@ -236,11 +245,15 @@ static void rejoined(struct ctl *c, struct ctl_rejoin *rj)
 			      c->world_size - rj->n_ranks, "replacement",
 			      rj->spare->host, "ms", (json_int_t)ms,
 			      "fell_back", 0));
-	fprintf(stderr,
-		"herd: ranks %d-%d rejoined on %s: generation %d, every rank "
-		"training again %" PRId64 " ms after the failure\n",
-		rj->first_rank, rj->first_rank + rj->n_ranks - 1,
-		rj->spare->host, rj->gen, ms);
+	{
+		char who[48];
+
+		ranks_said(who, sizeof(who), rj->first_rank, rj->n_ranks);
+		fprintf(stderr,
+			"herd: %s rejoined on %s: generation %d, every rank "
+			"training again %" PRId64 " ms after the failure\n",
+			who, rj->spare->host, rj->gen, ms);
+	}
 	/* Tables of older generations are of no use to anyone now. */
 	snprintf(key, sizeof(key), "%d", rj->gen);
 	json_object_foreach_safe(rj->tables, tmp, k, v)
@@ -342,10 +355,16 @@ bool ctl_rejoin_start(struct ctl *c, struct node *failed)
 	memset(rj->stepping, 0, (size_t)c->world_size * sizeof(bool));
 	for (int r = first; r < first + count; r++)
 		c->ranks[r].node = (int)(spare - c->nodes);
-	fprintf(stderr,
-		"herd: ranks %d-%d move to %s; the other ranks keep training "
-		"(generation %d)\n",
-		first, first + count - 1, spare->host, rj->gen);
+	{
+		char who[48];
+
+		ranks_said(who, sizeof(who), first, count);
+		fprintf(stderr,
+			"herd: %s %s to %s; the other ranks keep training "
+			"(generation %d)\n",
+			who, count == 1 ? "moves" : "move", spare->host,
+			rj->gen);
+	}
 	replaced = json_array();
 	for (int r = first; r < first + count; r++)
 		json_array_append_new(replaced, json_integer(r));
