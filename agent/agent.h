@@ -278,6 +278,9 @@ pid_t warm_launch(struct agent *a, const struct keeper_rank *k,
 		  const char *command, int attempt, int out[2]);
 void warm_after_launch(struct agent *a, int n_ranks);
 bool warm_enabled(const struct agent *a);
+/* The bootstrap warm interpreters run (its path as their tracebacks
+ * name it), or NULL when there is none. */
+const char *warm_boot_path(const struct agent *a);
 void warm_fini(struct agent *a);
 /* A command the warm path takes: PYTHON [-u] [-B] SCRIPT ARGS..., plain
  * words only (letters, digits and _./,:=+@%- between blanks: nothing a

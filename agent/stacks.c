@@ -84,7 +84,6 @@ struct rank_stacks {
 	int64_t last_sign_ms;
 	const char *method; /* "python", "gdb", "none" */
 	char error[160];
-	char boot[300]; /* the parser's boot: warm.c's bootstrap */
 	struct stack_parse parse;
 	/* gdb */
 	pid_t gdb;
@@ -453,11 +452,8 @@ static void start_rank(struct agent *a, struct rank *r, struct rank_stacks *rs)
 			       faulthandler_on(rs->pid))) {
 		rs->method = "python";
 		stack_parse_init(&rs->parse, STACK_PYTHON);
-		if (r->warm && a->run_dir[0]) {
-			snprintf(rs->boot, sizeof(rs->boot), "%s/warm_boot.py",
-				 a->run_dir);
-			rs->parse.boot = rs->boot;
-		}
+		if (r->warm)
+			rs->parse.boot = warm_boot_path(a);
 		snprintf(head, sizeof(head),
 			 "herd: stacks of rank %d (pid %d, python): SIGABRT, "
 			 "faulthandler's traceback follows\n",

@@ -657,6 +657,11 @@ out:
 	return pid;
 }
 
+const char *warm_boot_path(const struct agent *a)
+{
+	return a->warm && a->warm->boot[0] ? a->warm->boot : NULL;
+}
+
 bool warm_enabled(const struct agent *a)
 {
 	return a->warm && !a->warm->off;

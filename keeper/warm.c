@@ -209,7 +209,7 @@ static int hand_over(int chan, const struct keeper_spec *k, const char *w,
  * child got so far (a loaded node, the first attempt right after the
  * agent started) would have been unidled first and idled after, and
  * the rank would have waited for a free cpu that a busy node never
- * has (t0736 test 13). */
+ * has. */
 static void idle(pid_t pid)
 {
 	struct rlimit rl;

@@ -1248,8 +1248,7 @@ static void test_hung_culprit_elsewhere(void **state)
 /* Stacks are taken one node after another: a rank whose peer died of
  * its SIGABRT first may have raised out of its script (no frame, and its
  * progress the oldest).  The culprit is the rank seen in its own code,
- * not that one (t0620 test 2 named rank 3 "in run (warm_boot.py:319)"
- * under load). */
+ * not that one. */
 static void test_hung_blank_not_culprit(void **state)
 {
 	struct world *w = *state;
