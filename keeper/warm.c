@@ -355,6 +355,11 @@ int keeper_warm_main(int argc, char **argv)
 			if (got > 0)
 				break;
 		}
+		/* The interpreter could not preload (it was handed the
+		 * rank while still importing): the agent says so as it
+		 * would have before LAUNCH, and the rank runs cold. */
+		if (got > 0 && rec[0] == 'F')
+			send_rec(ctl, rec, strcspn(rec, "\n"));
 		if (got > 0 && rec[0] == 'K') {
 			send_rec(ctl, "K", 1);
 			close(ctl);

@@ -220,6 +220,18 @@ test_expect_success 'a preload module that cannot be imported: one line per node
 	ev_all "$(ev nomod)" rank_start ".warm == false" &&
 	grep "^\[0\] plain\$" out &&
 	test "$(grep -c "warm interpreters are off on this node: cannot import no_such_module_t0736" err)" -le 3 &&
+	grep -q "warm interpreters are off on this node: cannot import no_such_module_t0736" err &&
+	# After torch (seconds to import), the module that fails: the rank
+	# comes while the interpreter still imports, and the line is said
+	# all the same.
+	job nomod2 "$(yaml_cmd /usr/bin/python3 plain.py)" <<-EOF &&
+	preload: [torch, no_such_module_t0736]
+	EOF
+	herd run nomod2.yaml >out 2>err &&
+	cat err &&
+	ev_all "$(ev nomod2)" rank_start ".warm == false" &&
+	grep "^\[0\] plain\$" out &&
+	test "$(grep -c "warm interpreters are off on this node: cannot import no_such_module_t0736" err)" -le 3 &&
 	grep -q "warm interpreters are off on this node: cannot import no_such_module_t0736" err
 '
 
