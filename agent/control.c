@@ -13,7 +13,9 @@
  *                  rendezvous store: herd hosts its table)
  *   agent -> rank  {"op":"membership",...} to every connection of the rank
  *                  that said hello; {"op":"store_reply","id":N,...} to the
- *                  connection that asked.
+ *                  connection that asked; {"op":"leave","attempt":A} to
+ *                  every connection that said hello when herd stops the
+ *                  ranks for a restart (control_leave).
  *
  * The agent only checks and forwards: every message from a rank goes to
  * herd as RANK_CTL (with the rank and the connection's id), and herd's
@@ -326,6 +328,23 @@ void control_on_frame(struct agent *a, struct proto_frame *f)
 		if (to ? cc->id == to : cc->hello)
 			cc_put(cc, msg);
 	}
+}
+
+void control_leave(struct agent *a)
+{
+	struct control_state *cs = a->control;
+	struct control_conn *cc, *next;
+	json_t *msg;
+
+	if (!cs || !(msg = json_pack("{s:s, s:i}", "op", "leave", "attempt",
+				     a->attempt)))
+		return;
+	for (cc = cs->conns; cc; cc = next) {
+		next = cc->next; /* cc_put may close cc */
+		if (cc->hello)
+			cc_put(cc, msg);
+	}
+	json_decref(msg);
 }
 
 void control_fini(struct agent *a)

@@ -384,6 +384,10 @@ static void on_stop(struct agent *a, struct proto_frame *f)
 	if (json_is_integer(sg) && json_integer_value(sg) > 0 &&
 	    json_integer_value(sg) < NSIG)
 		a->stop_signal = (int)json_integer_value(sg);
+	/* A restart: the ranks' group is over; those that speak
+	 * herd.elastic hear it before the signal. */
+	if (json_is_true(json_object_get(f->body, "leave")))
+		control_leave(a);
 	agent_post(a,
 		   json_is_true(json_object_get(f->body, "exit"))
 			   ? AGENT_EV_STOP_EXIT

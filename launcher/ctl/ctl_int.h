@@ -430,9 +430,11 @@ void ctl_maybe_end(struct ctl *c);
 /* The stop timer's callback (arg: the ctl): posts STOP_TIMER. */
 void ctl_on_stop_timeout(struct loop *loop, void *arg);
 /* STOP to node n (nothing when its conn is gone): its ranks get sig,
- * SIGKILL after grace_ms; exit_after: the agent exits then. */
+ * SIGKILL after grace_ms; exit_after: the agent exits then; leave: the
+ * attempt's process group is over (a restart), and ranks that speak
+ * herd.elastic are told to leave it before the signal. */
 void ctl_send_stop(struct ctl *c, struct node *n, long grace_ms, int sig,
-		   bool exit_after);
+		   bool exit_after, bool leave);
 /* Every agent stops its ranks and exits; the stop timer runs. */
 void ctl_stop_all(struct ctl *c, long grace_ms, int sig);
 /* The attempts and evicted nodes on stderr (more than one attempt, or a

@@ -260,9 +260,13 @@ void ctl_recover_stop(struct ctl *c)
 		}
 		n->straggler_evict = false;
 		if (n->member && n->state == NODE_UP) {
+			/* The attempt's group is over: ranks that speak
+			 * herd.elastic leave it at once (leave), so that
+			 * one blocked in a collective with the failed node
+			 * can act on the SIGTERM. */
 			n->stopped = false;
 			ctl_send_stop(c, n, c->spec->health.grace_ms, SIGTERM,
-				      false);
+				      false, true);
 		}
 	}
 	if (c->stop_timer)

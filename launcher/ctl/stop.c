@@ -48,14 +48,15 @@ void act_hang_up(struct ctl *c, struct ctl_ev *ev)
 }
 
 void ctl_send_stop(struct ctl *c, struct node *n, long grace_ms, int sig,
-		   bool exit_after)
+		   bool exit_after, bool leave)
 {
 	json_t *body;
 
 	if (!n->conn || conn_is_dead(n->conn))
 		return;
-	body = json_pack("{s:I, s:b, s:i}", "grace_ms", (json_int_t)grace_ms,
-			 "exit", exit_after, "signal", sig);
+	body = json_pack("{s:I, s:b, s:i, s:b}", "grace_ms",
+			 (json_int_t)grace_ms, "exit", exit_after, "signal", sig,
+			 "leave", leave);
 	ctl_send(c, n, PROTO_STOP, body, NULL, 0);
 	json_decref(body);
 }
@@ -82,7 +83,7 @@ void ctl_stop_all(struct ctl *c, long grace_ms, int sig)
 			ctl_node_set(c, n, NODE_GONE);
 			continue;
 		}
-		ctl_send_stop(c, n, grace_ms, sig, true);
+		ctl_send_stop(c, n, grace_ms, sig, true, false);
 	}
 	if (c->stop_timer)
 		loop_timer_del(c->loop, c->stop_timer);
@@ -118,7 +119,8 @@ void act_interrupt(struct ctl *c, struct ctl_ev *ev)
 void act_kill(struct ctl *c, struct ctl_ev *ev)
 {
 	for (int i = 0; i < c->n_nodes; i++)
-		ctl_send_stop(c, &c->nodes[i], ev->grace_ms, SIGKILL, true);
+		ctl_send_stop(c, &c->nodes[i], ev->grace_ms, SIGKILL, true,
+			      false);
 }
 
 void ctl_summary(struct ctl *c)

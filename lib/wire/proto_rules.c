@@ -95,8 +95,8 @@ const struct proto_rule proto_rules[PROTO_TYPE_MAX_ + 1] = {
 	    .name = "STOP",
 	    .to_agent =
 		{
-		    .format = "{s:I, s:b, s:I}",
-		    .keys = {"grace_ms", "exit", "signal"},
+		    .format = "{s:I, s:b, s:I, s?b}",
+		    .keys = {"grace_ms", "exit", "signal", "leave"},
 		    .ranges = {{"grace_ms", 0, PROTO_INT_ANY},
 			       {"signal", 1, NSIG - 1}},
 		},

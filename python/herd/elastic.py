@@ -373,6 +373,13 @@ class Membership:
                     self._closed = True
                     self._cv.notify_all()
                 return
+            if msg.get("op") == "leave":
+                # herd restarts every rank (its SIGTERM follows): the
+                # group is over, and a rank blocked in a collective with
+                # a dead peer must leave it to act on the signal.
+                self._t("herd restarts the job: leaving the group")
+                _hang_up(self._group_socks)
+                continue
             if msg.get("op") != "membership" or \
                     int(msg.get("generation", -1)) <= self.generation:
                 continue

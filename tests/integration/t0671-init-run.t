@@ -96,6 +96,10 @@ test_expect_success 'a project as made loses node 3 at step 20: it goes on with 
 	test "$WAIT_RC" = 0 &&
 	! grep "giving up" err.sh &&
 	grep "continuing with 2 of 3 nodes (nodes.min 1)" err.sh &&
+	# The survivors, left in a failed group, end on the SIGTERM of herd at
+	# once (signal 15), not at health.grace by SIGKILL (signal 9).
+	jq -c "select(.event == \"rank_exit\" and .attempt == 1)" shrink/runs/shrink/latest/events.jsonl &&
+	test "$(jq -n "[inputs | select(.event == \"rank_exit\" and .attempt == 1 and .signal == 15)] | length" shrink/runs/shrink/latest/events.jsonl)" = 2 &&
 	ev_all shrink/runs/shrink/latest/events.jsonl attempt_start ".attempt != 2 or .world_size == 2" &&
 	log2=shrink/runs/shrink/latest/attempt-2/rank-0.log &&
 	grep "^train.py: 3 ranks wrote step_000000[0-9]0, 2 resume it: the global batch goes from 12 to 8 sequences per step (--batch 4 per rank)$" $log2 &&

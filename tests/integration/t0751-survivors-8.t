@@ -9,16 +9,14 @@ test_description='survivors keep training at 8 ranks (4 nodes x 2 slots, one spa
 
 fo_require
 
-# Known intermittent breakage (2 runs of 7 on a loaded 2-core machine,
-# before the keeper set a warm interpreter's SCHED_IDLE itself; 4 of 4
-# passed beside two cpu hogs since, not enough to call it gone): one
-# survivor never leaves its step of generation 0 (no "step failed", no
-# "rejoin" in its trace after the membership came) although its group's
-# connections are shut down, so the other 7 wait for it in the store of
-# generation 1 and herd falls back to the restart at
-# health.rejoin_timeout.  Root cause not proven: the test stays strict
-# and says so while it passes (sharness: "known breakage vanished").
-test_expect_failure 'on 5 nodes, node 3 of 4 (ranks 4 and 5) killed mid-step: ranks 4-5 rejoin on node 5, 6 survivors keep their pids, 8 equal checksums' '
+# This was an intermittent breakage (2 runs of 7 on a loaded 2-core
+# machine): one survivor never left its step of generation 0, and herd
+# fell back to the restart at health.rejoin_timeout.  A survivor forked
+# from a warm interpreter could be left at SCHED_IDLE (the interpreter
+# idled itself after the keeper had unidled it for LAUNCH) and get no
+# cpu beside 7 busy ranks; the keeper now idles the interpreter before
+# it runs, and every run since, beside two cpu hogs too, has passed.
+test_expect_success 'on 5 nodes, node 3 of 4 (ranks 4 and 5) killed mid-step: ranks 4-5 rejoin on node 5, 6 survivors keep their pids, 8 equal checksums' '
 	own_binaries &&
 	cluster_up 5 &&
 	mkdir -p ckpt8 &&

@@ -42,7 +42,10 @@ the step under way is finished and checkpointed, then the process ends
 as SIGTERM would have ended it; the ranks agree on the step (a flag
 all-reduced after every step), so all of them save the same one.  herd
 waits health.grace (10 s by default) before SIGKILL: a step and a
-checkpoint must fit in it.
+checkpoint must fit in it.  A SIGTERM that finds the rank leaving a
+failed group (a peer died mid-collective, herd.elastic's rejoin) ends it
+at once: its group is gone, there is no step to agree on, and its newest
+checkpoint is already in memory or on disk.
 
 Shrinking: resumed on another number of ranks than the checkpoint's
 (herd goes on with fewer nodes after losing some, nodes.min), rank 0
@@ -396,6 +399,10 @@ class Stop:
         self.signum = 0
         self.flag = None
         self.old_flags = []
+        # In a rejoin (leaving a failed group, waiting for herd's new
+        # membership): a SIGTERM is herd restarting every rank instead,
+        # and nothing can be agreed on or saved with a broken group.
+        self.leaving = False
         signal.signal(signal.SIGTERM, self._on)
 
     def new_group(self):
@@ -408,6 +415,8 @@ class Stop:
 
     def _on(self, signum, frame):
         self.signum = signum
+        if self.leaving:
+            Stop.exit(signum)
 
     def agreed(self, world, device):
         """The signal any rank got (0: none); every rank must call it."""
@@ -711,7 +720,13 @@ def main(argv=None):
     def rejoin(at):
         nonlocal net
         stop.new_group()
-        at = m.rejoin(model, opt, at, wrap=par.rewrap)
+        if stop.signum:
+            Stop.exit(stop.signum)
+        stop.leaving = True
+        try:
+            at = m.rejoin(model, opt, at, wrap=par.rewrap)
+        finally:
+            stop.leaving = False
         net = par.wrapped
         if rank == 0:
             print(f"rank 0: rejoined at step {at} (generation "
