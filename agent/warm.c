@@ -78,6 +78,7 @@ struct warm_state {
 	int n_pending;
 	bool refill_due;
 	bool off;   /* said, and no more slots */
+	bool said_cold; /* a rank's reason to start cold, said once */
 	long timer; /* refill */
 	struct warm_slot *idle;
 };
@@ -210,6 +211,16 @@ static void on_ctl(struct loop *loop, int fd, short revents, void *arg)
 	} else if (rec[0] == 'D' && !s->assigned) {
 		slot_close(s); /* its keeper ends; its exit says the rest */
 	} else if (s->assigned && (rec[0] == 'K' || rec[0] == 'C')) {
+		/* Why the interpreter would not be the rank: said once a
+		 * node, since every rank of the job has the same reason. */
+		if (rec[0] == 'C' && rec[1] == ' ' && rec[2] &&
+		    !a->warm->said_cold) {
+			a->warm->said_cold = true;
+			fprintf(stderr,
+				"herd-agent: rank %d starts cold, not from its "
+				"warm interpreter: %s\n",
+				s->rank, rec + 2);
+		}
 		rank_started(a, s->rank, s->attempt, rec[0] == 'K');
 		slot_close(s);
 		slot_settled(s);

@@ -257,7 +257,7 @@ int keeper_warm_main(int argc, char **argv)
 	size_t wlen = 0;
 	bool dead = false;	/* the interpreter ended before LAUNCH */
 	pid_t agent, pid;
-	char rec[512];
+	char rec[512], cold[512];
 
 	memset(&k, 0, sizeof(k));
 	if (argc != 7)
@@ -333,6 +333,7 @@ int keeper_warm_main(int argc, char **argv)
 		keeper_fail(PROC_STEP_SETUP, errno);
 	close(spec);
 	warg = dead ? NULL : read_memfd(wfd, WARM_ARGV_MAX, &wlen);
+	snprintf(cold, sizeof(cold), "C");
 	close(wfd);
 	if (warg && hand_over(chan[0], &k, warg, wlen) == 0) {
 		size_t got = 0;
@@ -360,6 +361,12 @@ int keeper_warm_main(int argc, char **argv)
 		 * would have before LAUNCH, and the rank runs cold. */
 		if (got > 0 && rec[0] == 'F')
 			send_rec(ctl, rec, strcspn(rec, "\n"));
+		/* "C why": the interpreter will not be this rank (a module
+		 * of the script's directory would shadow a preloaded one...):
+		 * the agent says why. */
+		if (got > 0 && rec[0] == 'C')
+			snprintf(cold, sizeof(cold), "%.*s",
+				 (int)strcspn(rec, "\n"), rec);
 		if (got > 0 && rec[0] == 'K') {
 			send_rec(ctl, "K", 1);
 			close(ctl);
@@ -372,7 +379,7 @@ int keeper_warm_main(int argc, char **argv)
 	/* Cold, from the same spec. */
 	if (!dead)
 		end_python(pid);
-	send_rec(ctl, "C", 1);
+	send_rec(ctl, cold, strlen(cold));
 	close(ctl);
 	close(chan[0]);
 	free(warg);

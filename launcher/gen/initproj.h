@@ -35,7 +35,7 @@
  *   file       empty, or a path made absolute ("~/" kept: herd expands
  *              it); NAME.yaml as for hostlist
  *   tokenizer  a vocabulary size (digits) or a path; NAME.args is
- *              tokenize.py's argument for it (--vocab-size N or
+ *              tokenize_corpus.py's argument for it (--vocab-size N or
  *              --tokenizer 'PATH')
  *
  * For the value of kind hosts, herd adds NAME.run (herd sbatch --wait

@@ -17,7 +17,7 @@ done
 	error "prerequisite: /usr/bin/python3 cannot import torch.distributed"
 
 DATA=$HERD_TEST_DIR/data/init
-FILES="job.yaml train.py tokenize.py tokenize.yaml ds_zero3.json batch.sbatch srun-pmix.sbatch README.md"
+FILES="job.yaml train.py tokenize_corpus.py tokenize.yaml ds_zero3.json batch.sbatch srun-pmix.sbatch README.md"
 
 # mode FILE: its permission bits, octal.
 mode() {
@@ -78,7 +78,7 @@ test_expect_success 'pretrain: every file, its mode, absolute paths, a valid job
 	done &&
 	grep "^next steps:" out &&
 	grep -x "  cd '\''$PWD/proj'\''" out &&
-	grep -x "  /usr/bin/python3 tokenize.py --corpus '\''$PWD/texts'\'' --out data --vocab-size 8000" out &&
+	grep -x "  /usr/bin/python3 tokenize_corpus.py --corpus '\''$PWD/texts'\'' --out data --vocab-size 8000" out &&
 	grep -x "  # ssh (job.yaml.s ssh:): key none given (--set identity=): ~/.ssh/config.s, else ~/.ssh/herd_ed25519 (herd keys job.yaml makes it) or the ssh agent.s; host keys checked in ~/.ssh/known_hosts" out &&
 	grep -x "  herd run job.yaml" out &&
 	! grep "herd sbatch" out &&
@@ -86,14 +86,14 @@ test_expect_success 'pretrain: every file, its mode, absolute paths, a valid job
 	for f in job.yaml tokenize.yaml ds_zero3.json README.md; do
 		test $(mode proj/$f) = 644 || return 1
 	done &&
-	for f in train.py tokenize.py batch.sbatch srun-pmix.sbatch; do
+	for f in train.py tokenize_corpus.py batch.sbatch srun-pmix.sbatch; do
 		test $(mode proj/$f) = 755 || return 1
 	done &&
 	test_cmp "$HERD_ROOT/templates/init/common/train.py" proj/train.py &&
-	test_cmp "$HERD_ROOT/templates/init/common/tokenize.py" proj/tokenize.py &&
+	test_cmp "$HERD_ROOT/templates/init/common/tokenize_corpus.py" proj/tokenize_corpus.py &&
 	herd validate proj/job.yaml &&
 	herd validate proj/tokenize.yaml &&
-	grep "^    .*tokenize.py --corpus '\''$PWD/texts'\'' --out data --vocab-size 8000\$" proj/tokenize.yaml &&
+	grep "^    .*tokenize_corpus.py --corpus '\''$PWD/texts'\'' --out data --vocab-size 8000\$" proj/tokenize.yaml &&
 	herd validate --print proj/job.yaml >spec &&
 	grep "mode: torch" spec &&
 	grep "^  min: 1$" spec &&
@@ -126,7 +126,7 @@ test_expect_success 'finetune: --init-from the base, the tokenizer model, slurm 
 	grep "^  slurm: true$" ft/job.yaml &&
 	grep -x "#SBATCH --nodes=3" ft/batch.sbatch &&
 	grep -- "--tokenizer '\''$PWD/tok.model'\''" out &&
-	sed -n "/^next steps:/,\$p" out | grep -v "^  cd \|tokenize.py\|herd validate\|^next steps:\|^  #" | head -1 >first &&
+	sed -n "/^next steps:/,\$p" out | grep -v "^  cd \|tokenize_corpus.py\|herd validate\|^next steps:\|^  #" | head -1 >first &&
 	echo "  herd sbatch --wait job.yaml  # inside an allocation already: herd run job.yaml" >expect &&
 	test_cmp expect first &&
 	grep -x "  # ssh: not used: in the allocation herd starts its agents with srun" out &&
@@ -183,7 +183,7 @@ b" 2>err &&
 test_expect_success 'existing files: refused without --force (all named, nothing written); --force replaces those herd init wrote, refuses hand edits (nothing written); --force twice keeps them as FILE.orig' '
 	cp proj/job.yaml job.before &&
 	test_expect_code 2 herd init pretrain proj --set corpus=texts --set steps=7 2>err &&
-	grep "^herd: init: proj holds job.yaml, train.py, tokenize.py, tokenize.yaml, ds_zero3.json, batch.sbatch, srun-pmix.sbatch, README.md already: nothing written; give --force to replace them" err &&
+	grep "^herd: init: proj holds job.yaml, train.py, tokenize_corpus.py, tokenize.yaml, ds_zero3.json, batch.sbatch, srun-pmix.sbatch, README.md already: nothing written; give --force to replace them" err &&
 	test_cmp job.before proj/job.yaml &&
 	herd init pretrain proj --set corpus=texts --set steps=7 --force >out &&
 	grep -x "replaced $PWD/proj/README.md" out &&

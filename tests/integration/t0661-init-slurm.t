@@ -1,5 +1,5 @@
 #!/bin/sh
-test_description='a herd init pretrain project with the real train.py and tokenize.py under Slurm: tokenize.yaml and job.yaml through herd sbatch --wait, then srun-pmix.sbatch (no herd) resumes from the newest checkpoint'
+test_description='a herd init pretrain project with the real train.py and tokenize_corpus.py under Slurm: tokenize.yaml and job.yaml through herd sbatch --wait, then srun-pmix.sbatch (no herd) resumes from the newest checkpoint'
 . "$(dirname "$0")/test-lib.sh"
 . "$HERD_ROOT/tests/cluster/lib.sh"
 . "$HERD_TEST_DIR/data/run/lib.sh"

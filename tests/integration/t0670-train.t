@@ -1,6 +1,6 @@
 #!/bin/sh
 
-test_description='the project'"'"'s Python end to end on 3 nodes of the test cluster (real PyTorch, gloo on CPU): tokenize.py trains a SentencePiece model on the Python standard library'"'"'s sources and writes token shards in parallel over the ranks (idempotent: a second run skips); train.py pretrains a tiny GPT, a node is killed in the middle and the job resumes from the newest complete checkpoint on the 2 left; fine-tuning with --init-from on the licenses starts clearly below a from-scratch run (--parallel fsdp: on CPU the sharded-optimizer fallback)'
+test_description='the project'"'"'s Python end to end on 3 nodes of the test cluster (real PyTorch, gloo on CPU): tokenize_corpus.py trains a SentencePiece model on the Python standard library'"'"'s sources and writes token shards in parallel over the ranks (idempotent: a second run skips); train.py pretrains a tiny GPT, a node is killed in the middle and the job resumes from the newest complete checkpoint on the 2 left; fine-tuning with --init-from on the licenses starts clearly below a from-scratch run (--parallel fsdp: on CPU the sharded-optimizer fallback)'
 
 . "$(dirname "$0")/test-lib.sh"
 . "$HERD_ROOT/tests/cluster/lib.sh"
@@ -49,15 +49,15 @@ job() {
 # state sharded on CPU).
 make_project() {
 	mkdir -p "$1" &&
-	cp "$COMMON/train.py" "$COMMON/tokenize.py" "$1/" &&
+	cp "$COMMON/train.py" "$COMMON/tokenize_corpus.py" "$1/" &&
 	mkdir -p "$1/ckpt-pre" "$1/ckpt-ft" &&
-	job "$1" tokenize 3 "" -- $PY tokenize.py --corpus "$PRE_CORPUS/*.py" \
+	job "$1" tokenize 3 "" -- $PY tokenize_corpus.py --corpus "$PRE_CORPUS/*.py" \
 		--out "$1/data-pre" --vocab-size 512 --max-sentences 30000 &&
 	job "$1" pretrain 2 "$1/ckpt-pre" -- $PY train.py \
 		--data "$1/data-pre" --steps $STEPS --ckpt-dir "$1/ckpt-pre" \
 		--ckpt-every 25 --model-size tiny --batch 4 --seq-len 64 \
 		--lr 3e-3 --seed 1 --log-every 10 --parallel ddp &&
-	job "$1" tokenize-ft 3 "" -- $PY tokenize.py --corpus $FT_CORPUS \
+	job "$1" tokenize-ft 3 "" -- $PY tokenize_corpus.py --corpus $FT_CORPUS \
 		--out "$1/data-ft" --tokenizer "$1/data-pre/tokenizer.model" &&
 	job "$1" finetune 3 "$1/ckpt-ft" -- $PY train.py --data "$1/data-ft" \
 		--init-from "$1/ckpt-pre" --steps 20 --ckpt-dir "$1/ckpt-ft" \
@@ -85,13 +85,13 @@ test_expect_success 'cluster of 3 nodes, the project' '
 	t_start=$(date +%s)
 '
 
-test_expect_success 'tokenize.py under herd on 3 nodes: rank 0 trains the tokenizer, every rank encodes its third of the files, index.json lists them all (uint16)' '
+test_expect_success 'tokenize_corpus.py under herd on 3 nodes: rank 0 trains the tokenizer, every rank encodes its third of the files, index.json lists them all (uint16)' '
 	herd run "$P/tokenize.yaml" >out.tok 2>err.tok &&
 	n=$(ls $PRE_CORPUS/*.py | wc -l) &&
-	grep "tokenize.py: trained $P/data-pre/tokenizer.model (512 pieces)" $(rank0 tokenize 1) &&
+	grep "tokenize_corpus.py: trained $P/data-pre/tokenizer.model (512 pieces)" $(rank0 tokenize 1) &&
 	for r in 0 1 2; do
 		c=$(( (n - r + 2) / 3 )) &&
-		grep "^tokenize.py: rank $r/3: $c shards, $c written, 0 complete already" \
+		grep "^tokenize_corpus.py: rank $r/3: $c shards, $c written, 0 complete already" \
 			runs/tokenize/latest/attempt-1/rank-$r.log || return 1
 	done &&
 	jq -e --argjson n $n ".shards | length == \$n" "$P/data-pre/index.json" &&
@@ -104,22 +104,22 @@ test_expect_success 'tokenize.py under herd on 3 nodes: rank 0 trains the tokeni
 	! ls "$P"/data-pre/*.tmp-* "$P"/data-pre/.tokenizer-* 2>/dev/null
 '
 
-test_expect_success 'tokenize.py again (by hand, 2 processes): the tokenizer is not trained again and every shard is skipped; a shard without its marker is made again' '
+test_expect_success 'tokenize_corpus.py again (by hand, 2 processes): the tokenizer is not trained again and every shard is skipped; a shard without its marker is made again' '
 	touch -d "2000-01-01" "$P/data-pre/shard_00007.bin" &&
-	(cd "$P" && $PY tokenize.py --corpus $PRE_CORPUS/*.py --out "$P/data-pre" \
+	(cd "$P" && $PY tokenize_corpus.py --corpus $PRE_CORPUS/*.py --out "$P/data-pre" \
 		--vocab-size 512 --workers 2) >again &&
 	grep "tokenizer.model exists: not trained again" again &&
-	grep "^tokenize.py: rank 0/1: $n shards, 0 written, $n complete already" again &&
+	grep "^tokenize_corpus.py: rank 0/1: $n shards, 0 written, $n complete already" again &&
 	test "$(stat -c %Y "$P/data-pre/shard_00007.bin")" = "$(date -d 2000-01-01 +%s)" &&
 	rm "$P/data-pre/shard_00007.json" &&
-	(cd "$P" && $PY tokenize.py --corpus $PRE_CORPUS/*.py --out "$P/data-pre" \
+	(cd "$P" && $PY tokenize_corpus.py --corpus $PRE_CORPUS/*.py --out "$P/data-pre" \
 		--vocab-size 512 --workers 2) >again2 &&
-	grep "^tokenize.py: rank 0/1: $n shards, 1 written, $((n - 1)) complete already" again2 &&
+	grep "^tokenize_corpus.py: rank 0/1: $n shards, 1 written, $((n - 1)) complete already" again2 &&
 	test -e "$P/data-pre/shard_00007.json"
 '
 
-test_expect_success 'python checks: the dtype follows the vocabulary; the tokenize.py of a project does not shadow the standard library'"'"'s tokenize' '
-	$PY - "$COMMON/tokenize.py" <<-\EOF &&
+test_expect_success 'python checks: the dtype follows the vocabulary; the tokenize_corpus.py of a project does not shadow the standard library'"'"'s tokenize' '
+	$PY - "$COMMON/tokenize_corpus.py" <<-\EOF &&
 	import importlib.util, sys
 	spec = importlib.util.spec_from_file_location("herd_tokenize", sys.argv[1])
 	m = importlib.util.module_from_spec(spec)

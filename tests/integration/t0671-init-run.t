@@ -58,7 +58,11 @@ test_expect_success 'herd init pretrain; tokenize.yaml and job.yaml run on the 3
 	jq -e ".dtype == \"uint16\" and .vocab_size == 512" pre/data/index.json &&
 	herd run pre/job.yaml >out.pre 2>err.pre &&
 	test -e pre/ckpt/step_00000060/COMPLETE &&
-	grep "^step 60/60 loss " pre/runs/pretrain/latest/attempt-1/rank-0.log
+	grep "^step 60/60 loss " pre/runs/pretrain/latest/attempt-1/rank-0.log &&
+	# Every rank from a warm interpreter: nothing of the project
+	# (tokenize_corpus.py, train.py) shadows a module torch imported.
+	ev_all pre/runs/pretrain/latest/events.jsonl rank_start ".warm == true" &&
+	! grep "starts cold" err.pre
 '
 
 test_expect_success 'herd init finetune from step 60 on the licenses; herd init pretrain on the same text from scratch: fine-tuning starts clearly lower' '
@@ -134,6 +138,8 @@ test_expect_success 'a project as made with a spare loses node 2 at step 20: its
 	test $(jq -c "select(.event == \"rank_start\" and .rank == 0)" $ev | wc -l) = 1 &&
 	grep -q "rank 0: rejoined at step" $log0 &&
 	grep -q "rank 1: joined at step" keep/runs/keep/latest/attempt-1/rank-1.log &&
+	# The replacement on the spare, from its warm interpreter.
+	jq -e -s "any(.[]; .event == \"rank_start\" and .rank == 1 and .generation == 1 and .warm == true)" $ev &&
 	grep "^step 60/60 loss" $log0 &&
 	cluster_start_node 2 &&
 	cluster_wait_ssh 2 60

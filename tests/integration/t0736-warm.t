@@ -247,6 +247,8 @@ test_expect_success 'nothing of the job is imported before LAUNCH: a torch.py be
 	job shadow "$(yaml_cmd /usr/bin/python3 "$PWD/shadow/uses.py")" &&
 	herd run shadow.yaml >out.shadow 2>err.shadow &&
 	ev_all "$(ev shadow)" rank_start ".warm == false" &&
+	grep "herd-agent: rank [01] starts cold, not from its warm interpreter: $PWD/shadow/torch.py would be imported instead of a preloaded module\$" err.shadow &&
+	test "$(grep -c "starts cold" err.shadow)" = 2 &&
 	grep "^\[0\] torch from $PWD/shadow/torch.py\$" out.shadow &&
 	ls planted.* >planted &&
 	test "$(wc -l <planted)" = 2 &&

@@ -109,8 +109,8 @@ test_expect_success 'another user cannot connect to a rank'"'"'s HERD_CONTROL (n
 
 test_expect_success 'the herd init project'"'"'s train.py (plain DDP): node 2 killed mid-step, the survivors keep training, one attempt' '
 	mkdir -p proj/ckpt &&
-	cp "$HERD_ROOT/templates/init/common/train.py" "$HERD_ROOT/templates/init/common/tokenize.py" proj/ &&
-	(cd proj && RANK=0 WORLD_SIZE=1 /usr/bin/python3 tokenize.py \
+	cp "$HERD_ROOT/templates/init/common/train.py" "$HERD_ROOT/templates/init/common/tokenize_corpus.py" proj/ &&
+	(cd proj && RANK=0 WORLD_SIZE=1 /usr/bin/python3 tokenize_corpus.py \
 		--corpus "/usr/lib/python3.11/[a-c]*.py" --out "$PWD/data" \
 		--vocab-size 512 --max-sentences 20000 >tok.out 2>&1) &&
 	{

@@ -8,7 +8,7 @@ torchrun-style variables herd sets (RANK, WORLD_SIZE, LOCAL_RANK,
 MASTER_ADDR, MASTER_PORT); without them it trains alone (one process).
 gloo on CPU, NCCL on GPUs (the GPU is LOCAL_RANK among the visible ones).
 
-Data: the directory tokenize.py wrote (index.json and shard_NNNNN.bin);
+Data: the directory tokenize_corpus.py wrote (index.json and shard_NNNNN.bin);
 each step every rank reads --batch random windows of --seq-len + 1
 tokens, drawn from a generator seeded by (seed, step, rank): a resumed
 run sees the batches it would have seen, and no two ranks share one.
@@ -65,35 +65,28 @@ step_NNNNNNNN/ + COMPLETE layout.  DeepSpeed is not packaged in Debian:
 that path is not tested by herd's test suite.  Without the module, the
 config is ignored with a note and --parallel is used.
 """
+import argparse
+import contextlib
+import importlib.util
+import json
+import math
 import os
+import shutil
+import signal
+import socket
 import sys
+import time
 
-# tokenize.py beside this file bears the standard library's tokenize
-# module's name (linecache imports it, torch's import uses linecache):
-# this directory must not come first on the path.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
-
-import argparse  # noqa: E402
-import contextlib  # noqa: E402
-import importlib.util  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import shutil  # noqa: E402
-import signal  # noqa: E402
-import socket  # noqa: E402
-import time  # noqa: E402
-
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-import torch.nn as nn  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
 
 try:  # herd's package, on PYTHONPATH under herd: survivors keep training,
     # checkpoints in memory
-    from herd import elastic  # noqa: E402
-    from herd import ckpt as herd_ckpt  # noqa: E402
+    from herd import elastic
+    from herd import ckpt as herd_ckpt
 except ImportError:
     elastic = herd_ckpt = None
 
@@ -111,7 +104,7 @@ def parse(argv=None):
         "checkpoints CKPT_DIR/step_NNNNNNNN with COMPLETE; resumes from "
         "$HERD_RESUME_FROM).")
     p.add_argument("--data", required=True,
-                   help="directory of token shards (tokenize.py --out)")
+                   help="directory of token shards (tokenize_corpus.py --out)")
     p.add_argument("--steps", type=int, default=1000,
                    help="train until this step (default 1000)")
     p.add_argument("--ckpt-dir", default="",
@@ -230,7 +223,7 @@ class GPT(nn.Module):
 # ---- data -------------------------------------------------------------------
 
 class Shards:
-    """The token shards of a tokenize.py directory, memory-mapped."""
+    """The token shards of a tokenize_corpus.py directory, memory-mapped."""
 
     def __init__(self, root, need):
         path = os.path.join(root, "index.json")
@@ -238,7 +231,7 @@ class Shards:
             with open(path) as f:
                 index = json.load(f)
         except (OSError, ValueError) as e:
-            raise SystemExit(f"train.py: {path}: {e} (run tokenize.py "
+            raise SystemExit(f"train.py: {path}: {e} (run tokenize_corpus.py "
                              f"--out {root} first)")
         self.vocab = int(index["vocab_size"])
         dtype = np.dtype(index["dtype"])

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""tokenize.py: text files -> token shards for train.py (SentencePiece,
+"""tokenize_corpus.py: text files -> token shards for train.py (SentencePiece,
 Debian's python3-sentencepiece).
 
-    tokenize.py --corpus PATH... --out DIR (--vocab-size N | --tokenizer M)
+    tokenize_corpus.py --corpus PATH... --out DIR (--vocab-size N | --tokenizer M)
 
 --corpus takes files, directories (searched recursively) and glob
 patterns ('/usr/lib/python3.11/*.py', quoted: expanded here, on the
@@ -101,10 +101,10 @@ def corpus_files(paths):
         elif glob.has_magic(p) and glob.glob(p):
             files += [f for f in glob.glob(p) if os.path.isfile(f)]
         else:
-            raise SystemExit(f"tokenize.py: {p}: no such file or directory")
+            raise SystemExit(f"tokenize_corpus.py: {p}: no such file or directory")
     files = sorted(set(os.path.abspath(f) for f in files))
     if not files:
-        raise SystemExit("tokenize.py: the corpus holds no files")
+        raise SystemExit("tokenize_corpus.py: the corpus holds no files")
     return files
 
 
@@ -209,7 +209,7 @@ def wait_for(what, ok, seconds):
     end = time.monotonic() + seconds
     while not ok():
         if time.monotonic() > end:
-            raise SystemExit(f"tokenize.py: gave up waiting {seconds:.0f} s"
+            raise SystemExit(f"tokenize_corpus.py: gave up waiting {seconds:.0f} s"
                              f" for {what}")
         time.sleep(0.2)
 
@@ -220,7 +220,7 @@ def main(argv=None):
     rank = int(os.environ.get("RANK", "0"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if not 0 <= rank < world:
-        raise SystemExit(f"tokenize.py: RANK {rank} is not below "
+        raise SystemExit(f"tokenize_corpus.py: RANK {rank} is not below "
                          f"WORLD_SIZE {world}")
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
@@ -229,7 +229,7 @@ def main(argv=None):
     t0 = time.monotonic()
     if rank == 0:
         if os.path.exists(model):
-            print(f"tokenize.py: {model} exists: not trained again",
+            print(f"tokenize_corpus.py: {model} exists: not trained again",
                   flush=True)
         elif args.tokenizer:
             tmp = f"{model}.tmp-{os.getpid()}"
@@ -237,14 +237,14 @@ def main(argv=None):
             os.rename(tmp, model)
         else:
             train_tokenizer(files, out, args.vocab_size, args.max_sentences)
-            print(f"tokenize.py: trained {model} ({args.vocab_size} pieces)"
+            print(f"tokenize_corpus.py: trained {model} ({args.vocab_size} pieces)"
                   f" in {time.monotonic() - t0:.1f} s", flush=True)
     else:
         wait_for(model, lambda: os.path.exists(model), args.wait)
     sp = spm.SentencePieceProcessor(model_file=model)
     vocab = sp.get_piece_size()
     if args.vocab_size and vocab != args.vocab_size and rank == 0:
-        print(f"tokenize.py: {model} has {vocab} pieces (asked "
+        print(f"tokenize_corpus.py: {model} has {vocab} pieces (asked "
               f"{args.vocab_size})", flush=True)
     jobs = [(out, i, f) for i, f in enumerate(files) if i % world == rank]
     if world > 1 or args.workers == 1:
@@ -254,7 +254,7 @@ def main(argv=None):
         with multiprocessing.Pool(min(n, max(1, len(jobs)))) as pool:
             results = pool.map(encode, jobs, chunksize=1)
     wrote = sum(1 for _, w in results if w)
-    print(f"tokenize.py: rank {rank}/{world}: {len(jobs)} shards, {wrote} "
+    print(f"tokenize_corpus.py: rank {rank}/{world}: {len(jobs)} shards, {wrote} "
           f"written, {len(jobs) - wrote} complete already "
           f"({sum(m['tokens'] for m, _ in results)} tokens)", flush=True)
     if rank != 0:
@@ -280,7 +280,7 @@ def main(argv=None):
                         for i in range(len(files))]}
     atomic_write(os.path.join(out, "index.json"),
                  json.dumps(index, indent=1) + "\n")
-    print(f"tokenize.py: {out}/index.json: {len(files)} shards, "
+    print(f"tokenize_corpus.py: {out}/index.json: {len(files)} shards, "
           f"{index['tokens']} tokens, {index['dtype']}, vocabulary {vocab},"
           f" {time.monotonic() - t0:.1f} s", flush=True)
     return 0
