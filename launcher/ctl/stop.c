@@ -174,9 +174,24 @@ void act_node_gone(struct ctl *c, struct ctl_ev *ev)
 {
 	struct node *n = ev->node;
 
+	int running = 0;
+
 	if (!n || n->state == NODE_EVICTED || n->state == NODE_GONE ||
 	    n->state == NODE_SPARE)
 		return;
+	for (int i = 0; i < c->n_slots; i++)
+		if (c->ranks[i].node == (int)(n - c->nodes) &&
+		    !c->ranks[i].done)
+			running++;
+	/* Its ranks' ends (and their last output) will not come: said,
+	 * not left for the reader to guess from a log that stops. */
+	if (running)
+		fprintf(stderr,
+			"herd: %s: agent gone while stopping, %d rank%s still "
+			"running there (%s): their exit and last output are "
+			"lost\n",
+			n->host, running, running == 1 ? "" : "s",
+			ev->why[0] ? ev->why : "no reason given");
 	ctl_drop_conn(c, n);
 	ctl_node_set(c, n, NODE_GONE);
 	ctl_maybe_end(c);
