@@ -211,28 +211,27 @@ test_expect_success 'plain mode: warm only with launch.preload; a bad module nam
 	grep "^badpre.yaml:[0-9]*:[0-9]*: launch.preload: .os; rm -rf x. is not a Python module name" err
 '
 
-test_expect_success 'a preload module that cannot be imported: one line per node, the ranks run cold' '
-	job nomod "$(yaml_cmd /usr/bin/python3 plain.py)" <<-EOF &&
-	preload: [no_such_module_t0736]
+# nomod NAME PRELOAD: NAME runs plain.py with launch.preload PRELOAD
+# (whose last module cannot be imported): its ranks run cold, and each
+# node that got that far says so once.
+nomod() {
+	job "$1" "$(yaml_cmd /usr/bin/python3 plain.py)" <<-EOF &&
+	preload: [$2]
 	EOF
-	herd run nomod.yaml >out 2>err &&
+	herd run "$1.yaml" >out 2>err &&
 	cat err &&
-	ev_all "$(ev nomod)" rank_start ".warm == false" &&
-	grep "^\[0\] plain\$" out &&
-	test "$(grep -c "warm interpreters are off on this node: cannot import no_such_module_t0736" err)" -le 3 &&
-	grep -q "warm interpreters are off on this node: cannot import no_such_module_t0736" err &&
-	# After torch (seconds to import), the module that fails: the rank
-	# comes while the interpreter still imports, and the line is said
-	# all the same.
-	job nomod2 "$(yaml_cmd /usr/bin/python3 plain.py)" <<-EOF &&
-	preload: [torch, no_such_module_t0736]
-	EOF
-	herd run nomod2.yaml >out 2>err &&
-	cat err &&
-	ev_all "$(ev nomod2)" rank_start ".warm == false" &&
+	ev_all "$(ev "$1")" rank_start ".warm == false" &&
 	grep "^\[0\] plain\$" out &&
 	test "$(grep -c "warm interpreters are off on this node: cannot import no_such_module_t0736" err)" -le 3 &&
 	grep -q "warm interpreters are off on this node: cannot import no_such_module_t0736" err
+}
+
+test_expect_success 'a preload module that cannot be imported: one line per node, the ranks run cold' '
+	nomod nomod no_such_module_t0736 &&
+	# After torch (seconds to import), the module that fails: the rank
+	# comes while the interpreter still imports, and the line is said
+	# all the same.
+	nomod nomod2 "torch, no_such_module_t0736"
 '
 
 test_expect_success 'nothing of the job is imported before LAUNCH: a torch.py beside the script and a sitecustomize.py on PYTHONPATH are never read by a warm interpreter; such a rank runs cold and imports them, as python3 would' '
