@@ -181,8 +181,8 @@ void act_node_gone(struct ctl *c, struct ctl_ev *ev)
 		return;
 	for (int i = 0; i < c->n_slots; i++)
 		if (c->ranks[i].node == (int)(n - c->nodes) &&
-		    !c->ranks[i].done)
-			running++;
+		    !c->ranks[i].done && c->ranks[i].log)
+			running++; /* launched (its log is open), not ended */
 	/* Its ranks' ends (and their last output) will not come: said,
 	 * not left for the reader to guess from a log that stops. */
 	if (running)
