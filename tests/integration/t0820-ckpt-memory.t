@@ -137,7 +137,9 @@ test_expect_success 'nodes 2 and 3 (rank 1 and its replica) lost together: every
 	PS=$(jq -n "[inputs | select(.event == \"checkpoint_persisted\") | .step] | max" "$(ev both)") &&
 	test -e "ckpt-both/$(printf step_%08d "$PS")/COMPLETE" &&
 	test -e "ckpt-both/$(printf step_%08d "$PS")/state.pt" &&
-	! ls -a ckpt-both | grep -q "^\.tmp" &&
+	# Whole or not at all: the persisted step has no half-written twin
+	# (a later persist may be under way as a .tmp directory meanwhile).
+	! ls -a ckpt-both | grep "^\.tmp-herd-$(printf step_%08d "$PS")-" &&
 	# Both cut off first, then killed: killed one after the other,
 	# node 3 could die after the next attempt started on a hot spare
 	# (no backoff when a spare is ready) and made new copies.
