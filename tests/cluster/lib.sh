@@ -22,6 +22,12 @@ _herd_cluster_dirs=
 # Tear down every cluster this script brought up; keeps the exit status.
 _herd_cluster_exit() {
 	_herd_cluster_rc=$?
+	# Slurm first (its daemons run in the nodes' namespaces), also when
+	# the script failed or was signalled before its own slurm_down.
+	for _herd_cluster_d in $_herd_slurm_dirs; do
+		"$HERD_CLUSTER_TOOLS/slurm" down "$_herd_cluster_d" >/dev/null 2>&1
+	done
+	_herd_slurm_dirs=
 	for _herd_cluster_d in $_herd_cluster_dirs; do
 		HC_QUIET=1 "$HERD_CLUSTER_TOOLS/down" "$_herd_cluster_d" >&2
 	done
