@@ -508,10 +508,10 @@ void agent_send(struct agent *a, enum proto_type type, json_t *body,
 int control_rank_env(struct agent *a, int rank, struct envv *env);
 /* herd's RANK_CTL: its msg to the connection(s) it names. */
 void control_on_frame(struct agent *a, struct proto_frame *f);
-/* Closes every socket and connection (the attempt's ranks are over). */
 /* STOP for a restart: every rank that said hello is told
  * {"op":"leave"} (its process group is over) before its signal. */
 void control_leave(struct agent *a);
+/* Closes every socket and connection (the attempt's ranks are over). */
 void control_fini(struct agent *a);
 
 /* lifecycle.c */

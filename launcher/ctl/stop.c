@@ -173,7 +173,6 @@ void ctl_report_lost(struct ctl *c)
 void act_node_gone(struct ctl *c, struct ctl_ev *ev)
 {
 	struct node *n = ev->node;
-
 	int running = 0;
 
 	if (!n || n->state == NODE_EVICTED || n->state == NODE_GONE ||
