@@ -1,6 +1,6 @@
 #!/bin/sh
 
-test_description='checkpoints in memory with a copy on another node: a DDP job saves through herd.ckpt into the memory tier of its node (HERD_CKPT_MEM, 0700, unreadable by another user); each step is copied to the next node; a node killed mid-run (its /dev/shm gone with it) resumes from memory on the survivors and from the peer copy on the spare; a node lost with its replica peer resumes from the copy persisted to disk; torn steps are never offered; a squatted or symlinked tier, a full tier and a peer copy over memory_max fall back to disk in one line; the tier goes at job end unless keep_memory'
+test_description='checkpoints in memory with a copy on another node: a DDP job saves through herd.ckpt into the memory tier of its node (HERD_CKPT_MEM, 0700, unreadable by another user); each step is copied to the next node; a node killed mid-run (its /dev/shm gone with it) resumes from memory on the survivors and from the peer copy on the spare; a node lost with its replica peer resumes from the copy persisted to disk; a step on disk and in memory is read from memory where the node holds it; torn steps are never offered; a squatted or symlinked tier, a full tier and a peer copy over memory_max fall back to disk in one line; the tier goes at job end unless keep_memory'
 
 . "$(dirname "$0")/test-lib.sh"
 . "$HERD_ROOT/tests/cluster/lib.sh"
@@ -84,7 +84,8 @@ test_expect_success 'node 2 killed once step 10 is copied: survivors resume from
 	test "$(on 1 stat -c "%a" "$TIER/$K1/rank-0")" = 700 &&
 	on 1 sh -c "ls -d \"$TIER/$K1\"/rank-0/step_*/COMPLETE" &&
 	on 1 sh -c "ls -d \"$TIER/$K1\"/peer/rank-2/step_*/COMPLETE" &&
-	ST=$(on 1 sh -c "ls -d \"$TIER/$K1\"/rank-0/step_*/COMPLETE" | head -n 1) &&
+	# The newest step: the rank goes on saving, and drops its oldest.
+	ST=$(on 1 sh -c "ls -d \"$TIER/$K1\"/rank-0/step_*/COMPLETE" | tail -n 1) &&
 	on 1 cat "${ST%/COMPLETE}/state.pt" >/dev/null &&
 	! on 1 runuser -u "$OTHER" -- ls "$TIER/$K1" 2>/dev/null &&
 	! on 1 runuser -u "$OTHER" -- cat "${ST%/COMPLETE}/state.pt" >/dev/null 2>&1 &&
@@ -160,6 +161,33 @@ test_expect_success 'nodes 2 and 3 (rank 1 and its replica) lost together: every
 	mem_left &&
 	cluster_heal 2 && cluster_heal 3 &&
 	cluster_start_node 2 && cluster_start_node 3
+'
+
+test_expect_success 'memory and disk hold the same step: the ranks whose node holds it resume from there, the spare from disk with no fetch' '
+	rm -f go.same &&
+	mem_job same "${HERD_CLUSTER_PREFIX}[1-3]" "$(cluster_node 4)" \
+		", persist_every: 500ms" --steps 20 --every 5 --sleep 0.1 \
+		--wait-file "$PWD/go.same" --wait-step 12 &&
+	run_bg same.yaml out.same err.same &&
+	fo_wait_event same checkpoint_persisted ".step == 10" 60 &&
+	fo_wait_event same checkpoint_replicated ".rank == 1 and .step == 10 and .why == \"replica\"" 60 &&
+	cluster_kill_node 2 &&
+	fo_wait_event same attempt_start ".attempt == 2" 60 &&
+	touch go.same &&
+	wait_exit $HERD_PID 180 &&
+	cat err.same &&
+	test "$WAIT_RC" = 0 &&
+	jq -c -n "inputs | select(.event == \"checkpoint_restored\")" "$(ev same)" &&
+	ev_all "$(ev same)" checkpoint_restored ".attempt != 2 or .step == 10" &&
+	R4=$(jq -n "[inputs | select(.event == \"rank_start\" and .attempt == 2 and .host == \"$(cluster_node 4)\") | .rank][0]" "$(ev same)") &&
+	fo_has same checkpoint_restored ".attempt == 2 and .rank == $R4 and .tier == \"disk\"" &&
+	# The other two read their own node: its memory tier, or the copy
+	# it holds for a rank that moved there.
+	test "$(jq -n "[inputs | select(.event == \"checkpoint_restored\" and .attempt == 2 and .tier != \"disk\")] | length" "$(ev same)")" = 2 &&
+	! fo_has same checkpoint_replicated ".why == \"restore\"" &&
+	grep -q "^step 20/20 " "$(rlog same 2 0)" &&
+	mem_left &&
+	cluster_start_node 2
 '
 
 test_expect_success 'keep_memory: the tier stays after the job; what a killed agent left is removed by the next one' '
