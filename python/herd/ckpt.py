@@ -113,8 +113,20 @@ def save(step, obj, name="state.pt"):
         if not os.path.isfile(os.path.join(final, "COMPLETE")):
             return None
     for _s, n in _complete_steps(d)[:-KEEP]:
-        shutil.rmtree(os.path.join(d, n), ignore_errors=True)
+        _remove_step(d, n)
     return final
+
+
+def _remove_step(d, n):
+    """Out of sight first, then gone: under a .tmp- name a step is never
+    offered, so no reader (the agent's copies, a resume) sees its
+    COMPLETE while its files are going."""
+    gone = os.path.join(d, ".tmp-gone-%s-%d" % (n, os.getpid()))
+    try:
+        os.rename(os.path.join(d, n), gone)
+    except OSError:
+        return
+    shutil.rmtree(gone, ignore_errors=True)
 
 
 def load(map_location="cpu", name="state.pt"):
