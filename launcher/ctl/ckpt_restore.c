@@ -190,7 +190,7 @@ static void on_fetch_timeout(struct loop *loop, void *arg)
 int ctl_ckpt_plan(struct ctl *c, const char *command)
 {
 	struct ctl_ckpt *k = ckpt_get(c);
-	long floor = ckpt_disk_step(c->checkpoint), step;
+	long disk = ckpt_disk_step(c->checkpoint), step;
 
 	if (!k)
 		return 0;
@@ -205,7 +205,9 @@ int ctl_ckpt_plan(struct ctl *c, const char *command)
 		return 0;
 	k->n_res = c->world_size;
 	to_disk(c);
-	step = ckpt_newest_whole(c, floor);
+	/* A step in memory as new as the disk's counts too: local memory
+	 * comes before disk for it. */
+	step = ckpt_newest_whole(c, disk >= 0 ? disk - 1 : disk);
 	if (step < 0)
 		return 0;
 	for (int r = 0; r < c->world_size; r++) {
@@ -220,6 +222,8 @@ int ctl_ckpt_plan(struct ctl *c, const char *command)
 			re->path = step_path(c, dst, r, step, p);
 			continue;
 		}
+		if (step == disk)
+			continue; /* disk has it: no fetch to wait for */
 		re->holder = ckpt_holder_of(c, r, step, dst, &p);
 		re->tier = TIER_PEER;
 		re->waiting = true;

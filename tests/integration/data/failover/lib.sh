@@ -177,7 +177,10 @@ fo_resumed_well() {
 	test -e "$_fr_ck/COMPLETE" &&
 	_fr_at=$(( $(basename "$_fr_ck" | sed 's/^step_0*//') )) &&
 	test "$_fr_at" -gt 0 && test "$_fr_at" -ge $((_fr_last - 5)) &&
-	grep -q "^rank 0: resumed from $_fr_ck at step $_fr_at\$" "$(fo_log "$1" 2)" &&
+	# The same step, from disk or from the memory tier of rank 0's node
+	# (memory comes first for a step both hold).
+	grep -q "^rank 0: resumed from \\($_fr_ck\\|.*/step_0*$_fr_at\\) at step $_fr_at\$" \
+		"$(fo_log "$1" 2)" &&
 	_fr_first=$(grep "^step [0-9]*/" "$(fo_log "$1" 2)" | head -n 1) &&
 	case $_fr_first in "step $((_fr_at + 1))/"*) ;; *) return 1 ;; esac &&
 	_fr_l1=$(fo_loss "$1" 1 last) && _fr_l2=$(fo_loss "$1" 2 first) &&
