@@ -331,6 +331,16 @@ static void beat(struct agent *a, int64_t now)
 	metrics_beat(a, now);
 }
 
+/* When herd was last heard from: its last whole frame, or bytes of one
+ * still coming in (a relayed checkpoint chunk on a slow link holds the
+ * heartbeat behind it). */
+static int64_t heard_ms(const struct agent *a)
+{
+	int64_t rx = conn_rx_ms(a->conn);
+
+	return rx > a->last_rx_ms ? rx : a->last_rx_ms;
+}
+
 /* The tick's next turn: our next heartbeat, or the moment herd's silence
  * reaches the limit (so a cut-off herd is noticed then, not a tick
  * later), whichever comes first. */
@@ -342,9 +352,9 @@ static void arm_tick(struct agent *a, int64_t now)
 
 	if (a->hb_timer)
 		loop_timer_del(a->loop, a->hb_timer);
-	if (a->hb_timeout_ms > 0 && a->last_rx_ms + limit > now &&
-	    a->last_rx_ms + limit - now < wait)
-		wait = a->last_rx_ms + limit - now;
+	if (a->hb_timeout_ms > 0 && heard_ms(a) + limit > now &&
+	    heard_ms(a) + limit - now < wait)
+		wait = heard_ms(a) + limit - now;
 	if (wait < 1)
 		wait = 1;
 	a->hb_due_ms = now + wait;
@@ -367,7 +377,7 @@ static void on_tick(struct loop *loop, void *arg)
 	 * that time wait unread; herd gets a fresh chance. */
 	if (late >= HEALTH_STALL_MIN_MS && late >= 2 * a->hb_interval_ms)
 		a->last_rx_ms = now;
-	silent = now - a->last_rx_ms;
+	silent = now - heard_ms(a);
 	if (a->hb_timeout_ms > 0 && silent >= limit && a->state != AGENT_EXITING) {
 		enum herd_link l = herd_link(a);
 

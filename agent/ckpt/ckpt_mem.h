@@ -18,8 +18,14 @@
 #define CKPT_XFER_IDLE_MS 30000
 /* Copies arriving at once; sends are one at a time, in order. */
 #define CKPT_XFERS_MAX 64
-/* What may wait in herd's connection before the next chunk is read. */
-#define CKPT_SEND_WINDOW (4 * PROTO_CKPT_CHUNK)
+/* The chunks a copy is sent in, and what may wait in herd's connection
+ * before the next chunk is read: the agent's other frames (heartbeats,
+ * a rank's start, output) queue behind at most that much.  1 MiB, under
+ * PROTO_CKPT_CHUNK (what a receiver takes); with 4 MiB chunks and 16 MiB
+ * waiting, a slow link (3.5 MB/s, ASan and a loaded machine) held the
+ * heartbeats for seconds. */
+#define CKPT_SEND_CHUNK  (1024u * 1024)
+#define CKPT_SEND_WINDOW (2 * CKPT_SEND_CHUNK)
 /* Files of one step directory, and nesting when removing one. */
 #define CKPT_FILES_MAX 4096
 /* Files of a step a copy holds open (opened when the copy is asked for;

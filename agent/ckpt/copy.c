@@ -172,7 +172,7 @@ static void on_pump(struct loop *loop, void *arg)
 static void pump(struct agent *a)
 {
 	struct ckpt_mem *m = a->ckpt;
-	static char buf[PROTO_CKPT_CHUNK];
+	static char buf[CKPT_SEND_CHUNK];
 
 	while (m->out && a->conn && !conn_is_dead(a->conn)) {
 		struct ckpt_out *o = m->out;

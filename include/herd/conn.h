@@ -18,6 +18,7 @@
 #define HERD_CONN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "herd/loop.h"
 #include "herd/proto.h"
@@ -53,6 +54,11 @@ int conn_send(struct conn *c, enum proto_type type, const json_t *body,
  * it): one frame sent to many peers is encoded once. */
 int conn_send_encoded(struct conn *c, const char *frame, size_t len,
 		      struct herd_err *err);
+
+/* loop_now_ms() when the last bytes came in, whole frame or not (0: none
+ * yet, or c NULL).  A peer in the middle of a large frame is alive: its
+ * frames that follow (heartbeats) wait behind that one. */
+int64_t conn_rx_ms(const struct conn *c);
 
 /* Bytes queued but not yet written (for flushing before exit). */
 size_t conn_pending(const struct conn *c);

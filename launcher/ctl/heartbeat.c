@@ -34,6 +34,16 @@ static int64_t silence_limit(const struct ctl *c)
 				     c->spec->health.heartbeat_ms);
 }
 
+/* When n was last heard from: its last whole frame, or bytes of one still
+ * coming in (a large frame, a checkpoint's chunk on a slow link, holds
+ * the heartbeats that follow it, and the node is alive all the same). */
+static int64_t heard_ms(const struct node *n)
+{
+	int64_t rx = conn_rx_ms(n->conn);
+
+	return rx > n->last_rx_ms ? rx : n->last_rx_ms;
+}
+
 /* Milliseconds until the next tick: the interval, or less when herd's
  * next heartbeat is due sooner (sent on time: the silence limit counts
  * one heartbeat interval, not a tick more) or a node's silence reaches
@@ -53,7 +63,7 @@ static int64_t silence_wait(const struct ctl *c, int64_t now)
 
 		if (n->state != NODE_UP || !n->conn)
 			continue;
-		left = n->last_rx_ms + silence_limit(c) - now;
+		left = heard_ms(n) + silence_limit(c) - now;
 		if (left < wait)
 			wait = left;
 	}
@@ -150,7 +160,7 @@ static void on_heartbeat_tick(struct loop *loop, void *arg)
 
 		if (n->state != NODE_UP || !n->conn)
 			continue;
-		if (now - n->last_rx_ms >= silence_limit(c)) {
+		if (now - heard_ms(n) >= silence_limit(c)) {
 			char why[256], to[SPEC_DURATION_TEXT],
 			    beat[SPEC_DURATION_TEXT], rto[SPEC_DURATION_TEXT];
 
@@ -159,7 +169,7 @@ static void on_heartbeat_tick(struct loop *loop, void *arg)
 			    "no heartbeat for %.1f s (health.timeout "
 			    "%s + heartbeat %s + %s for TCP's "
 			    "retransmission)",
-			    (double)(now - n->last_rx_ms) / 1000.0,
+			    (double)(now - heard_ms(n)) / 1000.0,
 			    spec_duration_text(c->spec->health.timeout_ms, to,
 					       sizeof(to)),
 			    spec_duration_text(c->spec->health.heartbeat_ms,

@@ -23,6 +23,8 @@ struct conn {
 	char *out;	/* queued bytes: out[out_off..out_len) */
 	size_t out_len, out_off, out_cap;
 	bool dead, reading;
+	/* loop_now_ms() of the last read that brought bytes (0: none yet). */
+	int64_t rx_ms;
 	/* A failure found inside conn_send() is told to the owner from the
 	 * loop (a zero-delay timer), never inside the send: the owner's
 	 * close handler may change the very state the sender is walking
@@ -146,6 +148,7 @@ static void do_read(struct conn *c)
 		conn_die(c, "end of stream", 1);
 		return;
 	}
+	c->rx_ms = loop_now_ms();
 	if (proto_reader_feed(c->reader, buf, (size_t)n, &err) < 0) {
 		conn_die(c, err.text, 0);
 		return;
@@ -281,6 +284,11 @@ int conn_send_encoded(struct conn *c, const char *frame, size_t len,
 	if (do_write(c, true) < 0)
 		return herd_errprintf(err, "%s", c->close_reason);
 	return 0;
+}
+
+int64_t conn_rx_ms(const struct conn *c)
+{
+	return c ? c->rx_ms : 0;
 }
 
 size_t conn_pending(const struct conn *c)

@@ -255,7 +255,7 @@ test_expect_success 'no peer copy written past the limit, nothing left in the ti
 	done
 '
 
-test_expect_success 'a 16 MB step: copied to the next node in 4 MiB chunks through herd, fetched to the spare after a crash' '
+test_expect_success 'a 16 MB step: copied to the next node in 1 MiB chunks through herd, fetched to the spare after a crash' '
 	mem_job big "${HERD_CLUSTER_PREFIX}[1-2]" "$(cluster_node 3)" "" \
 		--steps 30 --every 10 --sleep 1 --pad 16000000 \
 		--wait-step 15 --wait-file "$PWD/go.big" &&

@@ -105,6 +105,7 @@ struct agent {
 	struct world *w;
 	struct hostcfg *cfg;
 	struct conn *conn;
+	int fd;			/* conn's socket: raw bytes (trickle) */
 	int attempt;
 	int ranks[8];
 	int n_ranks;
@@ -612,6 +613,7 @@ static int fake_start(struct transport *t, const char *name,
 	memset(a, 0, sizeof(*a));
 	a->w = w;
 	a->cfg = h;
+	a->fd = sv[1];
 	a->conn = conn_new(w->loop, sv[1], sv[1], PROTO_FRAME_MAX, agent_frame,
 			   agent_close, a);
 	assert_non_null(a->conn);
@@ -1922,6 +1924,77 @@ static void test_heartbeat_cadence(void **state)
 	}
 }
 
+/* A node in the middle of a large frame (a checkpoint's chunk on a slow
+ * link) sends no heartbeat until that frame is through: the bytes that
+ * come are its sign of life.  n1's agent, at LAUNCH, trickles one frame
+ * over 2 s, 100 ms a piece, with the silence limit at 800 ms; herd
+ * failed the node ("no heartbeat") before it counted bytes as well as
+ * whole frames. */
+static struct {
+	char *frame;
+	size_t len, off;
+	struct agent *a;
+	long timer;
+} trickle;
+
+static void trickle_piece(struct loop *loop, void *arg)
+{
+	struct agent *a = arg;
+	size_t piece = trickle.len / 20 + 1;
+
+	trickle.timer = 0;
+	if (!a->conn)
+		return;
+	if (piece > trickle.len - trickle.off)
+		piece = trickle.len - trickle.off;
+	assert_int_equal(write(a->fd, trickle.frame + trickle.off, piece),
+			 (ssize_t)piece);
+	trickle.off += piece;
+	if (trickle.off < trickle.len)
+		trickle.timer = loop_timer_add(loop, 100, trickle_piece, a);
+	else
+		a->t_exit = loop_timer_add(loop, 50, agent_exit, a);
+}
+
+static void trickle_at_launch(struct world *w, struct agent *a)
+{
+	char data[800];
+	json_t *b;
+
+	if (a->attempt != 1 || strcmp(a->cfg->host, "n1"))
+		return;
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = i % 80 == 79 ? '\n' : 'x';
+	b = json_pack("{s:i, s:i, s:i}", "rank", a->ranks[0], "fd", 1,
+		      "attempt", 1);
+	trickle.frame = proto_encode(PROTO_OUTPUT, b, data, sizeof(data),
+				     &trickle.len, NULL);
+	json_decref(b);
+	assert_non_null(trickle.frame);
+	trickle.off = 0;
+	trickle.a = a;
+	trickle.timer = loop_timer_add(w->loop, 100, trickle_piece, a);
+}
+
+static void test_heartbeat_large_frame_alive(void **state)
+{
+	struct world *w = *state;
+
+	w->spec->health.heartbeat_ms = 100;
+	w->spec->health.timeout_ms = 300;
+	host(w, "n1")->hold[1] = true;
+	host(w, "n2")->answer_hb = true;
+	host(w, "n2")->run_ms = 2500;
+	w->on_launch = trickle_at_launch;
+	assert_int_equal(run(w), 0);
+	if (trickle.timer)
+		loop_timer_del(w->loop, trickle.timer);
+	free(trickle.frame);
+	memset(&trickle, 0, sizeof(trickle));
+	assert_int_equal(count_ev(w, "node_failed", NULL), 0);
+	assert_string_equal(w->states, "CRSE");
+}
+
 /* --- stragglers --------------------------------------------------------- */
 
 static struct node *node_named(struct world *w, const char *name)
@@ -2648,6 +2721,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_metrics_frames, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_heartbeat_large_frame_alive,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_heartbeat_cadence, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_preflight_spare, setup,
