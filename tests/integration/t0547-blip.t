@@ -89,7 +89,10 @@ test_expect_success 'a partition of node 2 held 6 s: node 2 is named and failed 
 	ev_all "$(ev part)" node_failed ".host == \"$N2\" and (.reason | test(\"no heartbeat\"))" &&
 	t=$(jq -n "[inputs | select(.event == \"node_failed\")][0].t" "$(ev part)") &&
 	echo "node 2 failed $((t - t0)) ms after the cut" &&
-	test $((t - t0)) -le 4000 &&
+	# health.timeout + 1 s, and 250 ms for this shell: t0 is taken
+	# before the partition command, and on a busy machine the command
+	# and herd'"'"'s tick each run late (4024 ms seen under make check).
+	test $((t - t0)) -le 4250 &&
 	grep "herd: node $N2 failed: no heartbeat for" err.part
 '
 

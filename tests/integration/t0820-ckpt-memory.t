@@ -71,8 +71,12 @@ test_expect_success 'cluster of 5 nodes, each with its own /dev/shm; a second lo
 '
 
 test_expect_success 'node 2 killed once step 10 is copied: survivors resume from memory, the spare from the peer copy; a torn step is never offered; the tier is 0700 and unreadable by another user; it is gone at job end' '
+	# The ranks wait at step 25 until node 2 is killed: on a busy
+	# machine the checks below outlasted the whole job.
+	rm -f go.mem &&
 	mem_job mem "${HERD_CLUSTER_PREFIX}[1-3]" "$(cluster_node 4)" "" \
-		--steps 60 --every 5 --sleep 0.2 --torn 7 &&
+		--steps 60 --every 5 --sleep 0.2 --torn 7 \
+		--wait-step 25 --wait-file "$PWD/go.mem" &&
 	run_bg mem.yaml out.mem err.mem &&
 	fo_wait_event mem checkpoint_replicated ".rank == 1 and .step >= 10 and .why == \"replica\"" 60 &&
 	fo_wait_event mem checkpoint_replicated ".rank == 2 and .step >= 10" 30 &&
@@ -91,6 +95,7 @@ test_expect_success 'node 2 killed once step 10 is copied: survivors resume from
 	! on 1 runuser -u "$OTHER" -- cat "${ST%/COMPLETE}/state.pt" >/dev/null 2>&1 &&
 	fo_has mem checkpoint_saved ".rank == 0 and .tier == \"memory\" and .step == 10 and .bytes > 0" &&
 	cluster_kill_node 2 &&
+	touch go.mem &&
 	wait_exit $HERD_PID 180 &&
 	cat err.mem &&
 	test "$WAIT_RC" = 0 &&

@@ -437,12 +437,15 @@ class Stop:
         signal.pause()
 
 
-def said_world(resume, world, batch):
+def said_world(resume, world, batch, was=None):
     """Rank 0, on resume: the global batch changes when the checkpoint was
-    written by another number of ranks (config.json's world_size)."""
+    written by another number of ranks (was: the state's world_size, as
+    herd's memory tier holds it; else config.json's)."""
     try:
-        with open(os.path.join(resume, "config.json")) as f:
-            was = int(json.load(f).get("world_size", world))
+        if was is None:
+            with open(os.path.join(resume, "config.json")) as f:
+                was = json.load(f).get("world_size", world)
+        was = int(was)
     except (OSError, ValueError, TypeError, AttributeError):
         return
     if was != world:
@@ -681,11 +684,12 @@ def main(argv=None):
     else:
         opt = ds.optimizer
     if resume:
+        was = state.get("world_size") if isinstance(state, dict) else None
         del state
         if rank == 0:
             print(f"rank 0: resumed from {resume} at step {start}",
                   flush=True)
-            said_world(resume, world, args.batch)
+            said_world(resume, world, args.batch, was)
     elif args.init_from and rank == 0:
         print(f"rank 0: fine-tuning from {args.init_from} "
               f"({config['layers']} layers, width {config['width']})",
@@ -829,6 +833,7 @@ def in_memory(args, config, step, world, par):
                            for k, v in par.model.state_dict().items()},
                  "optimizer": par.opt.state_dict(), "step": step,
                  "config": config, "args": vars(args),
+                 "world_size": world,
                  "rng": {"cpu": torch.get_rng_state()}}
         ok = herd_ckpt.save(step, state) is not None
     if world > 1:
