@@ -44,11 +44,22 @@ static void on_sigstop(struct loop *loop, int sig, void *arg)
 {
 	struct agent *a = arg;
 
-	if (a->state != AGENT_EXITING)
+	if (a->state != AGENT_EXITING) {
+		char why[128];
+
 		fprintf(stderr,
 			"herd-agent: %s (signal %d): stopping the ranks "
 			"and exiting\n",
 			strsignal(sig), sig);
+		/* herd hears it first, so that the node's loss is not
+		 * taken for a crash (ERROR, stage "signal"). */
+		snprintf(why, sizeof(why), "herd-agent: %s (signal %d)",
+			 strsignal(sig), sig);
+		agent_send(a, PROTO_ERROR,
+			   json_pack("{s:s, s:s}", "message", why, "stage",
+				     "signal"),
+			   NULL, 0);
+	}
 	agent_post(a, AGENT_EV_HERD_GONE, NULL);
 	proc_reap(loop);	/* ranks already gone are reaped now */
 }

@@ -82,7 +82,10 @@
  *  ERROR       agent -> herd, no data: {message: string, stage?: string}
  *              before the stream closes.  A transport that fails for a
  *              node writes one in the agent's place, with the stage
- *              ("connect", "auth", "host key", "agent", "srun").
+ *              ("connect", "auth", "host key", "agent", "srun").  An
+ *              agent sent SIGTERM, SIGINT or SIGHUP by someone else
+ *              sends one with stage "signal" as it stops its ranks: herd
+ *              takes the node out without holding it against the node.
  *  STOPPED     agent -> herd, no data: {attempt: I 0..}: every rank is gone
  *  FENCE       agent -> herd, data: the node's PMIx fence contribution
  *              (0..PROTO_FRAME_MAX bytes).  {attempt: I 0.., seq: I 1..

@@ -134,6 +134,9 @@ struct node {
 	bool stopped;		/* confirmed its ranks gone (recover) */
 	bool setup_error;	/* failed on ssh auth or host key: herd's
 				 * setup, not counted against the node */
+	bool stopped_outside;	/* its agent was sent SIGTERM, SIGINT or
+				 * SIGHUP by someone else (scancel, a
+				 * person): not counted against the node */
 	struct conn *conn;
 	int64_t last_rx_ms;	/* monotonic time of its last frame */
 	long readmit_timer;

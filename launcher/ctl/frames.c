@@ -313,6 +313,20 @@ static void on_error(struct ctl *c, struct node *n, struct proto_frame *f)
 	if (stage && (!strcmp(stage, "auth") || !strcmp(stage, "host key") ||
 		      !strcmp(stage, "setup")))
 		n->setup_error = true;
+	/* Its agent was told to stop by someone other than herd: scancel
+	 * or the end of a Slurm allocation (slurmstepd's SIGTERM), a
+	 * person, the node's shutdown.  The node leaves the attempt at
+	 * once, said so, and is not recorded as failed: it was stopped,
+	 * it did not break (a connection lost a moment later was). */
+	if (stage && !strcmp(stage, "signal")) {
+		char why[256];
+
+		n->stopped_outside = true;
+		snprintf(why, sizeof(why), "%s: %s, sent from outside herd",
+			 n->host, msg ? msg : "herd-agent: stopped");
+		ctl_frame_failed(c, n, why);
+		return;
+	}
 	ctl_frame_failed(c, n, msg ? msg : "agent reported an error");
 }
 

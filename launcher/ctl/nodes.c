@@ -16,9 +16,13 @@
  * Nor what is herd's set-up rather than the node's health: a refused connection (a wrong ssh.port), a name that does not
  * resolve, a failed authentication or a host key not pinned (the
  * transport's "setup", "auth" and "host key" stages: node->setup_error),
+ * a node whose agent was sent SIGTERM, SIGINT or SIGHUP by someone else
+ * (scancel or the end of the allocation, a person: the agent's ERROR of
+ * stage "signal", node->stopped_outside),
  * and the same failure on every node at once (a batch of at least two
  * notes, as many as the job's nodes, of kind "failed" with one reason
- * once each host's name is taken out of it).  Notes are held for
+ * once each host's name and a detail in parentheses at its end are taken
+ * out of it).  Notes are held for
  * max(1 s, health.heartbeat) from the first of a batch so that nodes
  * failing together are judged together.  A stop (herd stop, Ctrl-C,
  * SIGTERM as scancel sends it to herd and its agents at once) drops the
@@ -93,6 +97,15 @@ static void reason_less_host(const char *reason, const char *host, char *buf,
 		}
 	}
 	buf[o] = '\0';
+	/* "connection to the agent lost (end of stream)" and "(write:
+	 * Broken pipe)" are one failure seen at two moments: the detail in
+	 * parentheses at the end is left out. */
+	if (o && buf[o - 1] == ')') {
+		char *paren = strrchr(buf, '(');
+
+		if (paren && paren > buf && paren[-1] == ' ')
+			paren[-1] = '\0';
+	}
 }
 
 /* Whether the notes held are the same failure on every node at once

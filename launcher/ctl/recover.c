@@ -307,7 +307,9 @@ bool ctl_node_out(struct ctl *c, struct node *n, const char *reason,
 		snprintf(c->said_why, sizeof(c->said_why),
 			 "node %s failed: %.200s", n->host, reason);
 	}
-	if (!n->setup_error) /* herd's setup is not the node's fault */
+	/* Neither herd's set-up nor a stop from outside is the node's
+	 * fault. */
+	if (!n->setup_error && !n->stopped_outside)
 		ctl_node_note(c, n, "failed", reason);
 	ctl_evict(c, n, reason);
 	return true;

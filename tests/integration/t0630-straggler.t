@@ -144,7 +144,7 @@ test_expect_success 'evict with a spare: node 3 is replaced by node 4 at the nex
 	job ev full "${HERD_CLUSTER_PREFIX}[1-3]" "$(cluster_node 4)" ", straggler: evict" 10 ckpt &&
 	herd run ev.yaml >out.ev 2>err.ev &&
 	cat err.ev &&
-	check_named ev step_time evict err.ev &&
+	check_node3 ev step_time evict err.ev &&
 	grep "is a straggler: .*; it will be replaced at the next checkpoint$" err.ev &&
 	grep "evicting straggler node $N3" err.ev &&
 	has ev node_evicted ".host == \"$N3\" and .reason == \"straggler\" and .attempt == 1" &&

@@ -233,7 +233,13 @@ test_expect_success 'a wrong ssh.port three times: no node recorded; with the ri
 	herd nodes port | grep "no failed nodes recorded"
 '
 
+# node_back N: node N up, whatever a failed test left.
+node_back() { cluster_kill_node "$1" && cluster_start_node "$1"; }
+
+# The two nodes killed at once are seen going as "end of stream" on one and
+# "write: Broken pipe" on the other: one failure, judged as one.
 test_expect_success 'every node killed at once: the same failure everywhere is not held against the nodes' '
+	test_when_finished "wait_exit \$HERD_PID 60; node_back 1; node_back 2" &&
 	job every 1h 100 &&
 	run_bg every.yaml out.e err.e &&
 	wait_file runs/every/latest/attempt-1/rank-1.log &&
@@ -253,8 +259,7 @@ test_expect_success 'every node killed at once: the same failure everywhere is n
 	grep "every node failed the same way" err.e &&
 	herd nodes every >e.nodes &&
 	cat e.nodes &&
-	! grep "$N1" e.nodes && ! grep "$N2" e.nodes &&
-	cluster_start_node 1 && cluster_start_node 2
+	! grep "$N1" e.nodes && ! grep "$N2" e.nodes
 '
 
 test_expect_success 'a stop (SIGTERM as scancel sends, herd stop) right after a node went: not held against it' '
@@ -287,6 +292,41 @@ test_expect_success 'a stop (SIGTERM as scancel sends, herd stop) right after a 
 	cat err.s2 &&
 	grep "herd stop from the control socket" err.s2 &&
 	herd nodes stopped | grep "no failed nodes recorded"
+'
+
+# agent_of N: the pid of this test's agent on node N (not a rank's keeper,
+# which runs the same image with --keeper).
+agent_of() {
+	for _ao_p in $(ip netns pids "herd-$HERD_CLUSTER_ID-n$1"); do
+		tr "\0" " " <"/proc/$_ao_p/cmdline" 2>/dev/null |
+			grep "/\.cache/herd/agent-" | grep -qv -- " --keeper" &&
+			echo "$_ao_p"
+	done
+	return 0
+}
+
+test_expect_success 'an agent sent SIGTERM from outside herd (scancel, a person): its node leaves the attempt, said so, and is not recorded; the spare finishes' '
+	job term 1h 12 &&
+	run_bg term.yaml out.t err.t &&
+	wait_file runs/term/latest/attempt-1/rank-1.log &&
+	_i=0 &&
+	while ! grep -q "^tick 2$" runs/term/latest/attempt-1/rank-1.log; do
+		_i=$((_i + 1)) && test $_i -lt 200 || return 1
+		sleep 0.05   # poll interval of a bounded wait
+	done &&
+	A=$(agent_of 2) &&
+	echo "agent on node 2: $A" &&
+	test $(echo $A | wc -w) = 1 &&
+	kill -TERM $A &&
+	wait_exit $HERD_PID 60 &&
+	cat err.t &&
+	test $WAIT_RC = 0 &&
+	grep "^herd: node $N2 failed: $N2: herd-agent: Terminated (signal 15), sent from outside herd$" err.t &&
+	has term node_failed ".host == \"$N2\" and (.reason | test(\"sent from outside herd\"))" &&
+	has term spare_used ".host == \"$N3\"" &&
+	herd nodes term >t.nodes &&
+	cat t.nodes &&
+	grep "no failed nodes recorded" t.nodes
 '
 
 test_expect_success 'two projects, one job name: each keeps its own record (keyed by the job file)' '

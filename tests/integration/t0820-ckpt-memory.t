@@ -42,6 +42,11 @@ ev() { echo "runs/$1/latest/events.jsonl"; }
 rlog() { echo "runs/$1/latest/attempt-$2/rank-$3.log"; }
 jobkey() { echo "$1-$(basename "$(readlink -f "runs/$1/latest")")-n$2"; }
 on() { _on_n=$1; shift; cluster_exec "$_on_n" "$@"; }
+# node_back N: node N up and reachable, whatever a failed test left
+# (partitioned, killed, or already back).
+node_back() {
+	cluster_heal "$1" && cluster_kill_node "$1" && cluster_start_node "$1"
+}
 
 # No ddp-mem.py left in any node (bounded).
 mem_left() {
@@ -134,8 +139,13 @@ test_expect_success 'node 2 comes back' '
 '
 
 test_expect_success 'nodes 2 and 3 (rank 1 and its replica) lost together: every rank resumes from the step persisted to disk' '
+	test_when_finished "touch go.both; wait_exit \$HERD_PID 180; node_back 2; node_back 3" &&
+	# The ranks wait at step 25 until both nodes are gone: on a busy
+	# machine the job could end before the kill.
+	rm -f go.both &&
 	mem_job both "${HERD_CLUSTER_PREFIX}[1-3]" "${HERD_CLUSTER_PREFIX}[4-5]" \
-		", persist_every: 1s" --steps 40 --every 5 --sleep 0.15 &&
+		", persist_every: 1s" --steps 40 --every 5 --sleep 0.15 \
+		--wait-step 25 --wait-file "$PWD/go.both" &&
 	run_bg both.yaml out.both err.both &&
 	fo_wait_event both checkpoint_persisted ".step >= 10" 60 &&
 	fo_has both checkpoint_persisted ".path | test(\"ckpt-both/step_[0-9]{8}$\")" &&
@@ -151,6 +161,7 @@ test_expect_success 'nodes 2 and 3 (rank 1 and its replica) lost together: every
 	# (no backoff when a spare is ready) and made new copies.
 	cluster_partition 2 && cluster_partition 3 &&
 	cluster_kill_node 2 && cluster_kill_node 3 &&
+	touch go.both &&
 	wait_exit $HERD_PID 180 &&
 	cat err.both &&
 	test "$WAIT_RC" = 0 &&
@@ -163,9 +174,7 @@ test_expect_success 'nodes 2 and 3 (rank 1 and its replica) lost together: every
 		grep "^rank $r: resumed from $PWD/ckpt-both/step_[0-9]* at step $DS\$" "$(rlog both 2 $r)" || return 1
 	done &&
 	grep -q "^step 40/40 " "$(rlog both 2 0)" &&
-	mem_left &&
-	cluster_heal 2 && cluster_heal 3 &&
-	cluster_start_node 2 && cluster_start_node 3
+	mem_left
 '
 
 test_expect_success 'memory and disk hold the same step: the ranks whose node holds it resume from there, the spare from disk with no fetch' '
@@ -196,7 +205,7 @@ test_expect_success 'memory and disk hold the same step: the ranks whose node ho
 
 test_expect_success 'node 2 comes back (also when the test above failed before its end)' '
 	wait_exit $HERD_PID 180;
-	cluster_start_node 2
+	node_back 2
 '
 
 test_expect_success 'keep_memory: the tier stays after the job; what a killed agent left is removed by the next one' '

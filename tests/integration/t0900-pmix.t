@@ -67,7 +67,10 @@ test_expect_success 'uneven 1+3 ranks from a DeepSpeed hostfile' '
 	test_cmp expect got
 '
 
-test_expect_success 'MPI_Abort(42) on rank 5: herd exits 42 and no rank is left on any node within 2 s' '
+# The ranks would sleep 60 s: gone within 8 s is the abort carried to every
+# node, with room for a loaded machine (CI: 2 shared cores under ASan took
+# more than 2 s).  The time is printed.
+test_expect_success 'MPI_Abort(42) on rank 5: herd exits 42 and no rank is left on any node within 8 s' '
 	pmix_job abort --abort 5 --sleep 60 <<-EOF &&
 	nodes: {hosts: "$HERD_CLUSTER_HOSTLIST", slots: 2}
 	health: {grace: 2s}
@@ -87,8 +90,8 @@ test_expect_success 'MPI_Abort(42) on rank 5: herd exits 42 and no rank is left 
 	t_gone=$(now_ms) &&
 	echo "MPI_Abort: herd exited $((t_exit - t0)) ms, every rank gone $((t_gone - t0)) ms after the abort message" &&
 	test $WAIT_RC = 42 &&
-	test $((t_exit - t0)) -le 2000 &&
-	test $((t_gone - t0)) -le 2000 &&
+	test $((t_exit - t0)) -le 8000 &&
+	test $((t_gone - t0)) -le 8000 &&
 	grep "herd: rank 5 on $N3 called MPI_Abort (status 42)" err &&
 	ev_all runs/abort/latest/events.jsonl attempt_start ".attempt == 1" &&
 	test -z "$(ls runs/abort/latest/ | grep attempt-2)"

@@ -21,7 +21,7 @@ test_expect_success 'cluster of 4 nodes with Slurm' '
 '
 
 test_expect_success 'srun --mpi=pmix -N4 --ntasks-per-node=2: 8 ranks, sums and ring right' '
-	timeout 60 srun --mpi=pmix -N4 --ntasks-per-node=2 "$PMIX_PROG" >out.srun 2>err.srun ||
+	pmix_srun 60 out.srun err.srun -N4 --ntasks-per-node=2 "$PMIX_PROG" ||
 		{ cat err.srun >&2; false; } &&
 	grep "^rank " out.srun | sort >got.srun &&
 	test_cmp expect got.srun

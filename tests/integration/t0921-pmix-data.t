@@ -50,7 +50,7 @@ test_expect_success 'herd: every rank reads every rank'"'"'s data, as herd place
 '
 
 test_expect_success 'srun --mpi=pmix on the same nodes: herd gives every value srun gives, the same' '
-	timeout 120 srun --mpi=pmix -N4 --ntasks-per-node=2 ./pdata >out.srun 2>err.srun ||
+	pmix_srun 120 out.srun err.srun -N4 --ntasks-per-node=2 ./pdata ||
 		{ cat err.srun >&2; false; } &&
 	sort out.srun >got.srun &&
 	test $(wc -l <got.srun) = $(wc -l <got.herd) &&

@@ -23,17 +23,8 @@ test_expect_success 'cluster of 4 nodes with Slurm' '
 '
 
 test_expect_success 'srun --mpi=pmix with the modex skipped: 8 ranks, sums and ring right' '
-	# The reference is Open MPI and Slurm alone: on a loaded machine
-	# their direct modex sometimes fails in MPI_Init ("PML add procs
-	# failed"), before herd has a part in it.  A second try, said.
-	{
-		env $ASYNC timeout 120 srun --mpi=pmix -N4 --ntasks-per-node=2 "$PMIX_PROG" >out.srun 2>err.srun ||
-		{
-			echo "the srun reference failed once; again:" >&2 &&
-			cat err.srun >&2 &&
-			env $ASYNC timeout 120 srun --mpi=pmix -N4 --ntasks-per-node=2 "$PMIX_PROG" >out.srun 2>err.srun
-		}
-	} ||
+	# pmix_srun: a second try, said, when Open MPI and Slurm alone fail.
+	( export $ASYNC && pmix_srun 120 out.srun err.srun -N4 --ntasks-per-node=2 "$PMIX_PROG" ) ||
 		{ cat err.srun >&2; false; } &&
 	grep "^rank " out.srun | sort >got.srun &&
 	test_cmp expect got.srun

@@ -24,6 +24,9 @@
 #   pmix_gone S NAME...         poll until pmix_procs NAME... is empty (at
 #                               most S s; else lists them and fails)
 #   now_ms                      wall clock, ms
+#   pmix_srun S OUT ERR ARGS... the reference: timeout S srun --mpi=pmix
+#                               ARGS >OUT 2>ERR, tried a second time (and
+#                               said so) when Open MPI and Slurm alone fail
 #   pmix_agent_comm             the agent's comm on the nodes (its name in
 #                               ~/.cache/herd, cut to 15 characters)
 
@@ -129,6 +132,20 @@ pmix_gone() {
 }
 
 now_ms() { date +%s%3N; }
+
+# pmix_srun: the srun reference is Open MPI and Slurm alone, before herd
+# has a part in it.  On a loaded machine their start sometimes fails
+# ("PML add procs failed" in the direct modex; "connect() ... failed:
+# Operation now in progress" in the TCP BTL), so a failed run gets one
+# more try, and the first failure is printed.
+pmix_srun() {
+	_ps_s=$1 _ps_out=$2 _ps_err=$3
+	shift 3
+	timeout "$_ps_s" srun --mpi=pmix "$@" >"$_ps_out" 2>"$_ps_err" && return 0
+	echo "the srun reference failed once; again:" >&2
+	cat "$_ps_err" >&2
+	timeout "$_ps_s" srun --mpi=pmix "$@" >"$_ps_out" 2>"$_ps_err"
+}
 
 # pmix_agent_comm: the comm of this test's agent as it runs on a node,
 # where herd runs it by its name in the node's agent cache (~/.cache/herd:
