@@ -40,6 +40,17 @@ ev() { echo "runs/$1/latest/events.jsonl"; }
 has() { jq -e -n --arg e "$2" "[inputs | select(.event == \$e and ($3))] | length > 0" "$(ev $1)" >/dev/null; }
 REC=$HOME/.local/state/herd/nodes
 
+# wait_tick2 NAME: rank 1 of NAME's first attempt has ticked twice
+# (bounded: 10 s for its log, 10 s more for the ticks).
+wait_tick2() {
+	wait_file "runs/$1/latest/attempt-1/rank-1.log" &&
+	_wt_i=0 &&
+	while ! grep -q "^tick 2$" "runs/$1/latest/attempt-1/rank-1.log"; do
+		_wt_i=$((_wt_i + 1)) && test $_wt_i -lt 200 || return 1
+		sleep 0.05   # poll interval of a bounded wait
+	done
+}
+
 test_expect_success 'cluster of 3 nodes' '
 	own_binaries &&
 	cluster_up 3 &&
@@ -58,12 +69,7 @@ test_expect_success 'herd nodes --help; nothing recorded yet' '
 test_expect_success 'node 2 killed mid-run: recorded with its reason (0700 dir, 0600 file); the spare finishes the job' '
 	job q 1h &&
 	run_bg q.yaml out.1 err.1 &&
-	wait_file runs/q/latest/attempt-1/rank-1.log &&
-	_i=0 &&
-	while ! grep -q "^tick 2$" runs/q/latest/attempt-1/rank-1.log; do
-		_i=$((_i + 1)) && test $_i -lt 200 || return 1
-		sleep 0.05   # poll interval of a bounded wait
-	done &&
+	wait_tick2 q &&
 	cluster_kill_node 2 &&
 	wait_exit $HERD_PID 60 &&
 	cat err.1 &&
@@ -242,12 +248,7 @@ test_expect_success 'every node killed at once: the same failure everywhere is n
 	test_when_finished "wait_exit \$HERD_PID 60; node_back 1; node_back 2" &&
 	job every 1h 100 &&
 	run_bg every.yaml out.e err.e &&
-	wait_file runs/every/latest/attempt-1/rank-1.log &&
-	_i=0 &&
-	while ! grep -q "^tick 2$" runs/every/latest/attempt-1/rank-1.log; do
-		_i=$((_i + 1)) && test $_i -lt 200 || return 1
-		sleep 0.05   # poll interval of a bounded wait
-	done &&
+	wait_tick2 every &&
 	# Both at once (herd judges failures within 1 s together): one
 	# after the other, a busy machine took more than that.
 	{ cluster_kill_node 1 & } && _k1=$! &&
@@ -265,12 +266,7 @@ test_expect_success 'every node killed at once: the same failure everywhere is n
 test_expect_success 'a stop (SIGTERM as scancel sends, herd stop) right after a node went: not held against it' '
 	job stopped 1h 100 &&
 	run_bg stopped.yaml out.s err.s &&
-	wait_file runs/stopped/latest/attempt-1/rank-1.log &&
-	_i=0 &&
-	while ! grep -q "^tick 2$" runs/stopped/latest/attempt-1/rank-1.log; do
-		_i=$((_i + 1)) && test $_i -lt 200 || return 1
-		sleep 0.05   # poll interval of a bounded wait
-	done &&
+	wait_tick2 stopped &&
 	cluster_kill_node 2 &&
 	kill -TERM $HERD_PID &&
 	wait_exit $HERD_PID 60 &&
@@ -308,12 +304,7 @@ agent_of() {
 test_expect_success 'an agent sent SIGTERM from outside herd (scancel, a person): its node leaves the attempt, said so, and is not recorded; the spare finishes' '
 	job term 1h 12 &&
 	run_bg term.yaml out.t err.t &&
-	wait_file runs/term/latest/attempt-1/rank-1.log &&
-	_i=0 &&
-	while ! grep -q "^tick 2$" runs/term/latest/attempt-1/rank-1.log; do
-		_i=$((_i + 1)) && test $_i -lt 200 || return 1
-		sleep 0.05   # poll interval of a bounded wait
-	done &&
+	wait_tick2 term &&
 	A=$(agent_of 2) &&
 	echo "agent on node 2: $A" &&
 	test $(echo $A | wc -w) = 1 &&
@@ -336,12 +327,7 @@ test_expect_success 'two projects, one job name: each keeps its own record (keye
 	cp proj-a/same.yaml proj-b/same.yaml &&
 	herd run proj-a/same.yaml >out.sa 2>err.sa &
 	HERD_PID=$! &&
-	wait_file runs/same/latest/attempt-1/rank-1.log &&
-	_i=0 &&
-	while ! grep -q "^tick 2$" runs/same/latest/attempt-1/rank-1.log; do
-		_i=$((_i + 1)) && test $_i -lt 200 || return 1
-		sleep 0.05   # poll interval of a bounded wait
-	done &&
+	wait_tick2 same &&
 	cluster_kill_node 2 &&
 	wait_exit $HERD_PID 90 &&
 	cat err.sa &&

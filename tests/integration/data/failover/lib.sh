@@ -14,6 +14,9 @@
 #   fo_step_line ATTEMPT N       the "step N/" line of rank 0 in that attempt
 #   fo_wait_step NAME ATTEMPT N [S]
 #                                poll rank 0's log until it printed step N
+#   fo_wait_steps NAME ATTEMPT K [S]
+#                                poll rank 0's log until it printed K steps
+#                                in that attempt, whatever step it resumed at
 #   fo_wait_event NAME EVENT [JQ] [S]
 #                                poll events.jsonl for EVENT (JQ must hold)
 #   fo_has NAME EVENT [JQ]       the same, without waiting
@@ -82,6 +85,23 @@ fo_wait_step() {
 		}
 		kill -0 "$HERD_PID" 2>/dev/null || {
 			echo "$1: herd exited before step $3 of attempt $2" >&2
+			return 1
+		}
+		sleep 0.05   # poll interval of a bounded wait
+	done
+}
+
+fo_wait_steps() {
+	_fs_i=0
+	while [ "$(cat "$(fo_log "$1" "$2")" 2>/dev/null |
+		grep -c "^step [0-9]*/")" -lt "$3" ]; do
+		_fs_i=$((_fs_i + 1))
+		[ $_fs_i -lt $((${4:-60} * 20)) ] || {
+			echo "$1 attempt $2: not $3 steps after ${4:-60} s" >&2
+			return 1
+		}
+		kill -0 "$HERD_PID" 2>/dev/null || {
+			echo "$1: herd exited before $3 steps of attempt $2" >&2
 			return 1
 		}
 		sleep 0.05   # poll interval of a bounded wait
