@@ -12,6 +12,8 @@
 #   cluster_kill_node NODE    SIGKILL every process in the node's namespace
 #   cluster_start_node NODE   start its sshd again and wait until it answers
 #   cluster_partition NODE    take its link down;  cluster_heal NODE: up again
+#   cluster_node_back NODE    up and answering, whatever a failed test left
+#                             (partitioned, killed, or up already)
 #   cluster_wait_ssh NODE [S] poll until ssh to NODE works (at most S s, 10)
 #
 # All of them return non-zero on failure and never exit the caller.
@@ -97,6 +99,9 @@ cluster_kill_node() { "$HERD_CLUSTER_TOOLS/node" kill "$1"; }
 cluster_start_node() { "$HERD_CLUSTER_TOOLS/node" start "$1"; }
 cluster_partition() { "$HERD_CLUSTER_TOOLS/node" partition "$1"; }
 cluster_heal() { "$HERD_CLUSTER_TOOLS/node" heal "$1"; }
+cluster_node_back() {
+	cluster_heal "$1" && cluster_kill_node "$1" && cluster_start_node "$1"
+}
 
 cluster_wait_ssh() {
 	_herd_cluster_end=$(($(date +%s) + ${2:-10}))

@@ -239,13 +239,10 @@ test_expect_success 'a wrong ssh.port three times: no node recorded; with the ri
 	herd nodes port | grep "no failed nodes recorded"
 '
 
-# node_back N: node N up, whatever a failed test left.
-node_back() { cluster_kill_node "$1" && cluster_start_node "$1"; }
-
 # The two nodes killed at once are seen going as "end of stream" on one and
 # "write: Broken pipe" on the other: one failure, judged as one.
 test_expect_success 'every node killed at once: the same failure everywhere is not held against the nodes' '
-	test_when_finished "wait_exit \$HERD_PID 60; node_back 1; node_back 2" &&
+	test_when_finished "wait_exit \$HERD_PID 60; cluster_node_back 1; cluster_node_back 2" &&
 	job every 1h 100 &&
 	run_bg every.yaml out.e err.e &&
 	wait_tick2 every &&

@@ -42,11 +42,6 @@ ev() { echo "runs/$1/latest/events.jsonl"; }
 rlog() { echo "runs/$1/latest/attempt-$2/rank-$3.log"; }
 jobkey() { echo "$1-$(basename "$(readlink -f "runs/$1/latest")")-n$2"; }
 on() { _on_n=$1; shift; cluster_exec "$_on_n" "$@"; }
-# node_back N: node N up and reachable, whatever a failed test left
-# (partitioned, killed, or already back).
-node_back() {
-	cluster_heal "$1" && cluster_kill_node "$1" && cluster_start_node "$1"
-}
 
 # No ddp-mem.py left in any node (bounded).
 mem_left() {
@@ -139,7 +134,7 @@ test_expect_success 'node 2 comes back' '
 '
 
 test_expect_success 'nodes 2 and 3 (rank 1 and its replica) lost together: every rank resumes from the step persisted to disk' '
-	test_when_finished "touch go.both; wait_exit \$HERD_PID 180; node_back 2; node_back 3" &&
+	test_when_finished "touch go.both; wait_exit \$HERD_PID 180; cluster_node_back 2; cluster_node_back 3" &&
 	# The ranks wait at step 25 until both nodes are gone: on a busy
 	# machine the job could end before the kill.
 	rm -f go.both &&
@@ -205,7 +200,7 @@ test_expect_success 'memory and disk hold the same step: the ranks whose node ho
 
 test_expect_success 'node 2 comes back (also when the test above failed before its end)' '
 	wait_exit $HERD_PID 180;
-	node_back 2
+	cluster_node_back 2
 '
 
 test_expect_success 'keep_memory: the tier stays after the job; what a killed agent left is removed by the next one' '

@@ -75,37 +75,34 @@ fo_job() {
 
 fo_log() { echo "runs/$1/latest/attempt-$2/rank-0.log"; }
 
-fo_wait_step() {
-	_fw_i=0
-	while ! grep -q "^step $3/" "$(fo_log "$1" "$2")" 2>/dev/null; do
-		_fw_i=$((_fw_i + 1))
-		[ $_fw_i -lt $((${4:-60} * 20)) ] || {
-			echo "$1 attempt $2: no step $3 after ${4:-60} s" >&2
+# _fo_poll NAME ATTEMPT S WHAT CMD...: poll until CMD succeeds (at most S
+# s, while herd runs); WHAT says what was waited for when it did not.
+_fo_poll() {
+	_fpl_name=$1 _fpl_att=$2 _fpl_s=$3 _fpl_what=$4 _fpl_i=0
+	shift 4
+	until "$@"; do
+		_fpl_i=$((_fpl_i + 1))
+		[ $_fpl_i -lt $((_fpl_s * 20)) ] || {
+			echo "$_fpl_name attempt $_fpl_att: no $_fpl_what after $_fpl_s s" >&2
 			return 1
 		}
 		kill -0 "$HERD_PID" 2>/dev/null || {
-			echo "$1: herd exited before step $3 of attempt $2" >&2
+			echo "$_fpl_name: herd exited before $_fpl_what of attempt $_fpl_att" >&2
 			return 1
 		}
 		sleep 0.05   # poll interval of a bounded wait
 	done
 }
 
+_fo_has_step() { grep -q "^step $2/" "$1" 2>/dev/null; }
+_fo_has_steps() { [ "$(cat "$1" 2>/dev/null | grep -c "^step [0-9]*/")" -ge "$2" ]; }
+
+fo_wait_step() {
+	_fo_poll "$1" "$2" "${4:-60}" "step $3" _fo_has_step "$(fo_log "$1" "$2")" "$3"
+}
+
 fo_wait_steps() {
-	_fs_i=0
-	while [ "$(cat "$(fo_log "$1" "$2")" 2>/dev/null |
-		grep -c "^step [0-9]*/")" -lt "$3" ]; do
-		_fs_i=$((_fs_i + 1))
-		[ $_fs_i -lt $((${4:-60} * 20)) ] || {
-			echo "$1 attempt $2: not $3 steps after ${4:-60} s" >&2
-			return 1
-		}
-		kill -0 "$HERD_PID" 2>/dev/null || {
-			echo "$1: herd exited before $3 steps of attempt $2" >&2
-			return 1
-		}
-		sleep 0.05   # poll interval of a bounded wait
-	done
+	_fo_poll "$1" "$2" "${4:-60}" "$3 steps" _fo_has_steps "$(fo_log "$1" "$2")" "$3"
 }
 
 fo_wait_event() {
