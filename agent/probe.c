@@ -389,6 +389,22 @@ static int rendezvous(int rank, int n, const char *master, uint16_t mport,
 	return 0;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median of N round times (sorts them in place); the mean of the
+ * middle two when N is even. */
+static double median_us(int64_t *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_i64);
+	return n % 2 ? (double)v[n / 2]
+		     : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2;
+}
+
 static int env_int(const char *name, int lo, int hi, int *out)
 {
 	const char *v = getenv(name);
@@ -471,7 +487,7 @@ int probe_main(int argc, char **argv)
 	}
 	if (rank == 0) {
 		printf("ring all-reduce over %d node%s (TCP, float32 sums, "
-		       "%d timed rounds after 1 warm-up):\n",
+		       "median of %d timed rounds after 1 warm-up):\n",
 		       n, n == 1 ? "" : "s", iters);
 		printf("  %-5s %-24s %s\n", "rank", "host", "address");
 		for (int r = 0; r < n; r++)
@@ -495,13 +511,15 @@ int probe_main(int argc, char **argv)
 		size_t chunk = (count + (size_t)n - 1) / (size_t)n;
 		const float want = (float)n * (float)(n + 1) / 2;
 		bool ok = true;
-		int64_t spent = 0;
+		int64_t *round_us = NULL;
 
 		free(buf);
 		free(tmp);
 		buf = malloc(count * sizeof(float));
 		tmp = malloc(chunk * sizeof(float));
-		if (!buf || !tmp) {
+		round_us = calloc((size_t)iters, sizeof(*round_us));
+		if (!buf || !tmp || !round_us) {
+			free(round_us);
 			fprintf(stderr, "herd-agent probe: out of memory\n");
 			status = 3;
 			break;
@@ -521,17 +539,21 @@ int probe_main(int argc, char **argv)
 				break;
 			}
 			if (it >= 0)
-				spent += now_us() - t0;
+				round_us[it] = now_us() - t0;
 			for (size_t i = 0; i < count && ok; i++)
 				ok = buf[i] == want;
 		}
-		if (status == 3)
+		if (status == 3) {
+			free(round_us);
 			break;
+		}
 		if (!ok)
 			status = 1;
 		if (rank == 0) {
-			/* Rank 0's time per round, the fill not counted. */
-			double t = (double)spent / iters;
+			/* Rank 0's median round, the fill not counted: one
+			 * round stalled by another program on a busy node
+			 * does not move it, where it would move the mean. */
+			double t = median_us(round_us, iters);
 			double alg = (double)sizes[s] / (t > 0 ? t : 1) / 1e3;
 
 			printf("  %12zu %12.1f %12.3f %12.3f  %s\n", sizes[s],
@@ -539,6 +561,7 @@ int probe_main(int argc, char **argv)
 			       ok ? "ok" : "FAILED");
 			fflush(stdout);
 		}
+		free(round_us);
 	}
 out:
 	if (next >= 0)

@@ -33,7 +33,7 @@
 
 /* The sizes and rounds of the bench run. */
 #define TUNE_BENCH_SIZES "8,4M"
-#define TUNE_BENCH_ITERS "3"
+#define TUNE_BENCH_ITERS "5"
 
 struct tune_result {
 	char source[512]; /* "platform file PATH" or "herd bench" */

@@ -44,11 +44,29 @@ test_expect_success 'cluster of 2 nodes' '
 	TWO="${HERD_CLUSTER_PREFIX}[1-2]"
 '
 
-test_expect_success 'a reader that sleeps 5 s: the job goes on, no node is evicted, the logs are complete, stderr says what the terminal missed' '
+# logs_full: both rank logs of the job slow hold all 5 MB.
+logs_full() {
+	for r in 0 1; do
+		test "$(wc -c <logs/slow/latest/attempt-1/rank-$r.log)" = 5000000 ||
+		return 1
+	done 2>/dev/null
+}
+
+test_expect_success 'a reader that reads nothing until the ranks are done: the job goes on, no node is evicted, the logs are complete, stderr says what the terminal missed' '
 	job slow "$TWO" <<-EOF &&
 	command: $(yaml_cmd sh "$PWD/burst.sh")
 	EOF
-	{ herd run slow.yaml 2>err; echo $? >rc; } | { sleep 5; cat >/dev/null; } &&
+	# The reader starts only once every byte is in the rank logs (at
+	# most 120 s): the ranks wrote 10 MB while nobody read, more than
+	# herd holds for the terminal, however slowly this machine ran them.
+	{ herd run slow.yaml 2>err; echo $? >rc; } |
+	{
+		i=0 &&
+		until logs_full || test $i -ge 1200; do
+			sleep 0.1; i=$((i + 1))
+		done &&
+		cat >/dev/null
+	} &&
 	cat err &&
 	test "$(cat rc)" = 0 &&
 	ev=logs/slow/latest/events.jsonl &&

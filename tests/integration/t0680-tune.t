@@ -69,6 +69,7 @@ test_expect_success 'every node limited to 50 Mbit/s with tbf: smaller buckets, 
 	done &&
 	test_when_finished "for i in 1 2 3; do cluster_exec \$i tc qdisc del dev eth0 root; done" &&
 	herd render ds_zero3 --tune three.yaml >slow.json 2>slow.err &&
+	grep "^herd: tune: measured" fast.err &&
 	cat slow.err &&
 	jq -e . slow.json >/dev/null &&
 	rule_ok slow.err slow.json >slow.bucket &&
