@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "herd/proc.h"
+#include "herd/text.h"
 #include "herd/version.h"
 #include "launcher/ctl/ctl_int.h"
 
@@ -300,10 +301,18 @@ static void on_stopped(struct ctl *c, struct node *n, struct proto_frame *f)
 
 static void on_error(struct ctl *c, struct node *n, struct proto_frame *f)
 {
-	const char *msg =
+	const char *said =
 	    json_string_value(json_object_get(f->body, "message"));
 	const char *stage =
 	    json_string_value(json_object_get(f->body, "stage"));
+	char text[HERD_ERR_MAX], *msg = NULL;
+
+	/* The agent's words reach herd's terminal, its events and the node
+	 * record: no escape sequence of a node's may rewrite the terminal. */
+	if (said) {
+		snprintf(text, sizeof(text), "%s", said);
+		msg = herd_text_clean(text);
+	}
 
 	/* A key herd could not use, a host key that does not match, a
 	 * refused connection or a name that does not resolve ("setup") is

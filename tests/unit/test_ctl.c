@@ -47,6 +47,7 @@ struct hostcfg {
 	int fail_starts;	/* the first N start()s fail */
 	int error_starts;	/* the first N agents send ERROR, no HELLO */
 	const char *error_stage;	/* ERROR's stage (default "agent") */
+	const char *error_message;	/* ERROR's message (a default) */
 	int gone_starts;	/* the first N agents are gone before HELLO */
 	long hello_ms;		/* HELLO this late */
 	bool no_hello;		/* never says HELLO */
@@ -624,7 +625,9 @@ static int fake_start(struct transport *t, const char *name,
 		agent_send(a, PROTO_ERROR,
 			   json_pack("{s:s, s:s}", "stage",
 				     h->error_stage ? h->error_stage : "agent",
-				     "message", "agent failed (test)"));
+				     "message",
+				     h->error_message ? h->error_message
+						      : "agent failed (test)"));
 		hang_up_soon(a, 0);
 	} else if (h->hello_ms) {
 		a->t_hello = loop_timer_add(w->loop, h->hello_ms, agent_hello,
@@ -934,6 +937,21 @@ static void test_setup_error_not_recorded(void **state)
 		assert_null(noderec_find(r, "n2"));
 		noderec_free(r);
 	}
+}
+
+/* An agent's ERROR text is shown with its controls made '?': a node
+ * cannot send escape sequences to herd's terminal (or its events). */
+static void test_error_text_cleaned(void **state)
+{
+	struct world *w = *state;
+
+	set_hosts(w, "n[1-2]", "s1");
+	host(w, "n2")->error_starts = 1;
+	host(w, "n2")->error_message = "bad\x1b]0;owned\x07\x1b[2J end";
+	assert_int_equal(run(w), 0);
+	assert_int_equal(
+	    count_ev(w, "node_failed", "bad?]0;owned??[2J end"), 1);
+	assert_int_equal(count_ev(w, "node_failed", "\\u001b"), 0);
 }
 
 static void quarantine(const char *hostname, int times)
@@ -2642,6 +2660,8 @@ int main(void)
 						teardown),
 	    cmocka_unit_test_setup_teardown(test_setup_error_not_recorded,
 					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_error_text_cleaned, setup,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_failure_recorded, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_quarantined_member, setup,
