@@ -429,6 +429,7 @@ int probe_main(int argc, char **argv)
 	const char *size_arg = "8,64K,1M,16M";
 	struct peer *peers = NULL;
 	float *buf = NULL, *tmp = NULL;
+	int64_t *round_us = NULL;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--sizes") && i + 1 < argc)
@@ -505,21 +506,24 @@ int probe_main(int argc, char **argv)
 		status = 0;
 		goto out;
 	}
+	/* Each size's timed rounds, for their median. */
+	if (!(round_us = calloc((size_t)iters, sizeof(*round_us)))) {
+		fprintf(stderr, "herd-agent probe: out of memory\n");
+		status = 3;
+		goto out;
+	}
 	status = 0;
 	for (int s = 0; s < n_sizes && status != 3; s++) {
 		size_t count = sizes[s] / sizeof(float);
 		size_t chunk = (count + (size_t)n - 1) / (size_t)n;
 		const float want = (float)n * (float)(n + 1) / 2;
 		bool ok = true;
-		int64_t *round_us = NULL;
 
 		free(buf);
 		free(tmp);
 		buf = malloc(count * sizeof(float));
 		tmp = malloc(chunk * sizeof(float));
-		round_us = calloc((size_t)iters, sizeof(*round_us));
-		if (!buf || !tmp || !round_us) {
-			free(round_us);
+		if (!buf || !tmp) {
 			fprintf(stderr, "herd-agent probe: out of memory\n");
 			status = 3;
 			break;
@@ -543,10 +547,8 @@ int probe_main(int argc, char **argv)
 			for (size_t i = 0; i < count && ok; i++)
 				ok = buf[i] == want;
 		}
-		if (status == 3) {
-			free(round_us);
+		if (status == 3)
 			break;
-		}
 		if (!ok)
 			status = 1;
 		if (rank == 0) {
@@ -561,7 +563,6 @@ int probe_main(int argc, char **argv)
 			       ok ? "ok" : "FAILED");
 			fflush(stdout);
 		}
-		free(round_us);
 	}
 out:
 	if (next >= 0)
@@ -573,5 +574,6 @@ out:
 	free(peers);
 	free(buf);
 	free(tmp);
+	free(round_us);
 	return status;
 }
