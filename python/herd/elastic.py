@@ -282,6 +282,87 @@ def _hang_up(socks):
             s.close()
 
 
+def _fingerprint(model):
+    """Two sums over a model's state (float64): equal on ranks holding
+    the same model, different for a replacement's fresh one."""
+    import torch
+    a = b = 0.0
+    with torch.no_grad():
+        for t in model.state_dict().values():
+            if t.is_floating_point():
+                t = t.detach().double()
+                a += float(t.sum())
+                b += float((t * t).sum())
+    return a, b
+
+
+# Every tensor of a packed state starts at a multiple of this.
+_ALIGN = 8
+
+
+def _pack(state):
+    """state (nested dicts, lists and tensors) as (head, body): body is
+    every tensor's bytes, aligned, after the pickled skeleton that names
+    them; head is [skeleton bytes, body bytes]."""
+    import pickle
+    import torch
+    parts, off = [], 0
+
+    def walk(v):
+        nonlocal off
+        if isinstance(v, torch.Tensor):
+            t = v.detach().cpu().contiguous().reshape(-1)
+            raw = t.view(torch.uint8) if t.numel() else \
+                torch.empty(0, dtype=torch.uint8)
+            at = off
+            pad = -raw.numel() % _ALIGN
+            parts.append(raw)
+            if pad:
+                parts.append(torch.zeros(pad, dtype=torch.uint8))
+            off += raw.numel() + pad
+            return ("__herd_tensor__", at, str(v.dtype).split(".")[-1],
+                    tuple(v.shape))
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return type(v)(walk(x) for x in v)
+        return v
+
+    skel = pickle.dumps(walk(state), protocol=pickle.HIGHEST_PROTOCOL)
+    skel += bytes(-len(skel) % _ALIGN)
+    sk = torch.frombuffer(bytearray(skel), dtype=torch.uint8)
+    body = torch.cat([sk] + parts) if parts else sk
+    return torch.tensor([len(skel), body.numel()], dtype=torch.int64), body
+
+
+def _unpack(head, body):
+    """_pack's state back from (head, body)."""
+    import pickle
+    import torch
+    n = int(head[0])
+    base = n
+
+    def walk(v):
+        if isinstance(v, tuple) and len(v) == 4 and \
+                v[0] == "__herd_tensor__":
+            _, at, dtype, shape = v
+            dt = getattr(torch, dtype)
+            count = 1
+            for d in shape:
+                count *= d
+            size = count * torch.empty(0, dtype=dt).element_size()
+            raw = body[base + at:base + at + size]
+            return raw.view(dt).reshape(shape).clone() if count else \
+                torch.empty(shape, dtype=dt)
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return type(v)(walk(x) for x in v)
+        return v
+
+    return walk(pickle.loads(bytes(body[:n].numpy())))
+
+
 class Membership:
     """The rank's membership loop.  enabled is False without herd: then
     init_process_group is torch's env:// and the rest does nothing."""
@@ -419,27 +500,72 @@ class Membership:
             return self._pending is not None
 
     def _sync(self, model, optimizer, step, have_state):
-        """Every rank takes the state of the lowest rank that has one."""
+        """Every rank ends with the state of the lowest rank that has one
+        (the source), sent only where it is missing: each rank says
+        whether it has a state, its step and a fingerprint of its model;
+        the source sends, rank to rank, the model to each rank whose
+        fingerprint differs (a replacement; everyone when DDP's rebuild
+        broadcast a replacement's model from rank 0) and the optimizer
+        to each rank without a state or at another step.  The state goes
+        as tensors, one buffer per receiver, not pickled."""
         import torch
         import torch.distributed as dist
-        t = torch.tensor([self.rank if have_state else self.world_size])
-        dist.all_reduce(t, op=dist.ReduceOp.MIN)
-        src = int(t.item())
-        if src >= self.world_size:
+        # NCCL carries only the GPU's tensors.
+        dev = torch.device("cuda", torch.cuda.current_device()) \
+            if self.backend == "nccl" else torch.device("cpu")
+        fp = _fingerprint(model)
+        mine = torch.tensor([1.0 if have_state else 0.0, float(step),
+                             fp[0], fp[1]], dtype=torch.float64, device=dev)
+        table = [torch.zeros(4, dtype=torch.float64, device=dev)
+                 for _ in range(self.world_size)]
+        dist.all_gather(table, mine)
+        table = [t.cpu() for t in table]
+        src = next((r for r in range(self.world_size) if table[r][0] > 0),
+                   None)
+        if src is None:
             raise RuntimeError("herd.elastic: no rank holds the state")
-        obj = [None]
+        src_step = int(table[src][1])
+        need = {}
+        for r in range(self.world_size):
+            if r == src:
+                continue
+            m = not torch.equal(table[r][2:], table[src][2:])
+            o = optimizer is not None and \
+                (table[r][0] == 0 or int(table[r][1]) != src_step)
+            if m or o:
+                need[r] = (m, o)
+        self._t("state source: rank %d (step %d); to %s" % (
+            src, src_step, ", ".join(
+                "%d:%s" % (r, "+".join(w for w, on in zip(
+                    ("model", "optimizer"), need[r]) if on))
+                for r in sorted(need)) or "none"))
         if self.rank == src:
-            obj = [{"model": model.state_dict(),
-                    "opt": optimizer.state_dict() if optimizer else None,
-                    "step": step}]
-        self._t("state source: rank %d" % src)
-        dist.broadcast_object_list(obj, src=src)
-        if self.rank != src:
-            model.load_state_dict(obj[0]["model"])
-            if optimizer is not None and obj[0]["opt"] is not None:
-                optimizer.load_state_dict(obj[0]["opt"])
-        self._t("state synced at step %d" % int(obj[0]["step"]))
-        return int(obj[0]["step"])
+            packed = {}
+            works = []
+            for r in sorted(need):
+                if need[r] not in packed:
+                    m, o = need[r]
+                    head, body = _pack({
+                        "model": model.state_dict() if m else None,
+                        "opt": optimizer.state_dict() if o else None})
+                    packed[need[r]] = (head.to(dev), body.to(dev))
+                head, body = packed[need[r]]
+                works.append(dist.isend(head, r))
+                works.append(dist.isend(body, r))
+            for w in works:
+                w.wait()
+        elif self.rank in need:
+            head = torch.zeros(2, dtype=torch.int64, device=dev)
+            dist.recv(head, src)
+            body = torch.empty(int(head[1]), dtype=torch.uint8, device=dev)
+            dist.recv(body, src)
+            got = _unpack(head.cpu(), body.cpu())
+            if got["model"] is not None:
+                model.load_state_dict(got["model"])
+            if got["opt"] is not None:
+                optimizer.load_state_dict(got["opt"])
+        self._t("state synced at step %d" % src_step)
+        return src_step
 
     def join(self, model, optimizer, step):
         """After init_process_group: a replacement receives model,
@@ -457,7 +583,9 @@ class Membership:
         rank goes on from; the caller rebuilds DDP on the new group: after
         rejoin, or, when the replacements build DDP before join, in wrap()
         (called on the new group before the state is sent: the ranks'
-        collectives must come in the same order).
+        collectives must come in the same order; the model DDP's
+        constructor broadcasts from rank 0, perhaps a replacement, is
+        undone on the survivors).
         Raises when herd announces nothing (herd then restarts every
         rank) or without herd."""
         import torch.distributed as dist
@@ -486,7 +614,14 @@ class Membership:
         self.world_size = int(msg["world_size"])
         self.init_process_group(self.backend)
         if wrap is not None:
+            # DDP's constructor broadcasts rank 0's model to every rank:
+            # a replacement's when rank 0's node was the one lost.  The
+            # survivor keeps its own (the state _sync compares and sends).
+            kept = {k: v.detach().clone()
+                    for k, v in model.state_dict().items()}
             wrap()
+            model.load_state_dict(kept)
+            del kept
             self._t("wrapped")
         return self._sync(model, optimizer, step, True)
 

@@ -128,10 +128,12 @@ test_expect_success 'progress-file touches only (nothing in HERD_METRICS): node 
 # Equal nodes on a busy machine (the suite beside other work on 2 cores)
 # are not equal for seconds at a time: one whose processes wait for a cpu
 # is 1.3x the median (the default ratio) often enough for a 3 s window.
-# A rate-limited link is 3x and more, so the ratio here is 2: equal nodes
-# stay under it, whatever else runs.
+# Even 2x: in a full make check here (6 tests at once on 2 cores) one
+# node ran 2.2x the median for 3 s.  The ratio here is 4: what this
+# checks is that equal nodes are not named when a margin that no busy
+# machine crossed is asked for.
 test_expect_success 'no link limited: no straggler' '
-	job none full "${HERD_CLUSTER_PREFIX}[1-3]" "" ", straggler_ratio: 2" 8 &&
+	job none full "${HERD_CLUSTER_PREFIX}[1-3]" "" ", straggler_ratio: 4" 8 &&
 	herd run none.yaml >out.none 2>err.none &&
 	cat err.none &&
 	test "$(count none straggler)" = 0 &&

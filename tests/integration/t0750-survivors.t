@@ -51,10 +51,13 @@ test_expect_success 'node 2 killed mid-step: survivors keep their processes and 
 	run_bg keep.yaml out.keep err.keep &&
 	fo_wait_step keep 1 15 &&
 	before="$(fo_train_pids 1 3 | sort)" &&
+	echo "survivors before:" $before &&
 	test $(echo "$before" | wc -w) -eq 2 &&
+	test_when_finished "wait_exit \$HERD_PID 180; cluster_node_back 2" &&
 	cluster_kill_node 2 &&
 	fo_wait_event keep rejoin ".fell_back == false" 60 &&
 	after="$(fo_train_pids 1 3 | sort)" &&
+	echo "survivors after: " $after &&
 	test "$before" = "$after" &&
 	wait_exit $HERD_PID 120 &&
 	wait $HERD_PID &&
@@ -69,8 +72,7 @@ test_expect_success 'node 2 killed mid-step: survivors keep their processes and 
 	test $(cat runs/keep/latest/attempt-1/rank-*.log | grep -c " params ") -eq 3 &&
 	test $(sv_sums keep 1 | wc -l) -eq 1 &&
 	jq -r "select(.event == \"rejoin\") | \"rejoin ms \\(.ms)\"" runs/keep/latest/events.jsonl &&
-	fo_no_train_left &&
-	cluster_start_node 2
+	fo_no_train_left
 '
 
 test_expect_success 'another user cannot connect to a rank'"'"'s HERD_CONTROL (nor so to the store); the rank'"'"'s own user sending what the channel does not carry is answered or hung up on, and the job goes on; the socket is gone at the end' '
@@ -131,6 +133,7 @@ test_expect_success 'the herd init project'"'"'s train.py (plain DDP): node 2 ki
 	run_bg tpl.yaml out.tpl err.tpl &&
 	fo_wait_step tpl 1 30 120 &&
 	before="$(fo_train_pids 1 3 | sort)" &&
+	test_when_finished "wait_exit \$HERD_PID 180; cluster_node_back 2" &&
 	cluster_kill_node 2 &&
 	fo_wait_event tpl rejoin ".fell_back == false" 60 &&
 	test "$before" = "$(fo_train_pids 1 3 | sort)" &&
@@ -141,8 +144,46 @@ test_expect_success 'the herd init project'"'"'s train.py (plain DDP): node 2 ki
 	grep -q "rank 0: rejoined at step" runs/tpl/latest/attempt-1/rank-0.log &&
 	grep -q "^rank 0: done at step 100" runs/tpl/latest/attempt-1/rank-0.log &&
 	jq -r "select(.event == \"rejoin\") | \"rejoin ms \\(.ms)\"" runs/tpl/latest/events.jsonl &&
-	fo_no_train_left &&
-	cluster_start_node 2
+	fo_no_train_left
+'
+
+# DDP's constructor broadcasts rank 0's model, and train.py's survivors
+# rebuild DDP (Parallel.rewrap) before herd.elastic sends the state: when
+# rank 0's node was the one lost, that was the replacement's new model,
+# and every survivor trained on from it (its loss back where training
+# began) while keeping the optimizer and the step.
+test_expect_success 'the herd init project'"'"'s train.py: the node of rank 0 killed: the survivors keep their model (the replacement rank 0 goes on at the loss they had reached, not at a new model'"'"'s)' '
+	{
+		echo "name: tpl0"
+		echo "nodes: {hosts: \"${HERD_CLUSTER_PREFIX}[1-3]\", slots: 1, spares: \"$(cluster_node 4)\"}"
+		echo "ssh: {identity: $HERD_CLUSTER_KEY, known_hosts: $HERD_CLUSTER_KNOWN_HOSTS}"
+		echo "health: {heartbeat: 500ms, timeout: 3s, grace: 2s}"
+		echo "restart: {max: 2, backoff: 500ms}"
+		echo "launch:"
+		printf "  command: %s\n" "$(yaml_cmd /usr/bin/python3 train.py --data "$PWD/proj/data" \
+			--steps 100 --ckpt-dir "$PWD/proj/ckpt0" --ckpt-every 1000 --model-size tiny \
+			--batch 4 --seq-len 64 --lr 3e-3 --seed 1 --log-every 10 --parallel ddp \
+			--step-sleep 0.05)"
+		echo "  workdir: \"$PWD/proj\""
+		echo "  env: {OMP_NUM_THREADS: \"1\", HERD_ELASTIC_TRACE: \"1\"}"
+	} >tpl0.yaml &&
+	run_bg tpl0.yaml out.tpl0 err.tpl0 &&
+	fo_wait_step tpl0 1 30 120 &&
+	test_when_finished "wait_exit \$HERD_PID 180; cluster_node_back 1" &&
+	cluster_kill_node 1 &&
+	fo_wait_event tpl0 rejoin ".fell_back == false" 60 &&
+	wait_exit $HERD_PID 180 &&
+	wait $HERD_PID &&
+	log=runs/tpl0/latest/attempt-1/rank-0.log &&
+	grep "joined at step\|^step " $log &&
+	first=$(sed -n "s|^step 1/100 loss \([0-9.]*\) .*|\1|p" $log) &&
+	after=$(awk "/rank 0: joined at step/ { j = 1; next }
+		j && /^step / { print \$4; exit }" $log) &&
+	echo "loss at step 1: $first; first after the join: $after" &&
+	test -n "$first" && test -n "$after" &&
+	awk -v a="$after" -v f="$first" "BEGIN { exit !(a < f - 1) }" &&
+	grep -q "^rank 0: done at step 100" $log &&
+	fo_no_train_left
 '
 
 test_expect_success 'a survivor that hangs in the rejoin: the job falls back to the restart at health.rejoin_timeout' '
@@ -151,6 +192,7 @@ test_expect_success 'a survivor that hangs in the rejoin: the job falls back to 
 	fo_wait_step hang 1 15 &&
 	hung=$(fo_train_pids 3) &&
 	kill -STOP $hung &&
+	test_when_finished "wait_exit \$HERD_PID 180; cluster_node_back 2" &&
 	cluster_kill_node 2 &&
 	fo_wait_event hang rejoin ".fell_back == true" 30 &&
 	fo_has hang rejoin ".reason | test(\"did not rejoin within health.rejoin_timeout\")" &&
@@ -161,22 +203,21 @@ test_expect_success 'a survivor that hangs in the rejoin: the job falls back to 
 	t_back=$(jq -s "map(select(.event == \"rejoin\"))[0].t" runs/hang/latest/events.jsonl) &&
 	test $((t_back - t_fail)) -ge 2900 &&
 	grep -q "^step 60/60" runs/hang/latest/attempt-2/rank-0.log &&
-	fo_no_train_left &&
-	cluster_start_node 2
+	fo_no_train_left
 '
 
 test_expect_success 'restart.survivors: restart: the classic restart, no rejoin' '
 	sv_job forced restart "" &&
 	run_bg forced.yaml out.forced err.forced &&
 	fo_wait_step forced 1 15 &&
+	test_when_finished "wait_exit \$HERD_PID 180; cluster_node_back 2" &&
 	cluster_kill_node 2 &&
 	wait_exit $HERD_PID 180 &&
 	wait $HERD_PID &&
 	fo_has forced attempt_start ".attempt == 2" &&
 	! fo_has forced rejoin &&
 	grep -q "resumed from" runs/forced/latest/attempt-2/rank-0.log &&
-	fo_no_train_left &&
-	cluster_start_node 2
+	fo_no_train_left
 '
 
 test_expect_success 'a script without the protocol (herd.elastic not importable): the classic restart' '
@@ -189,24 +230,24 @@ test_expect_success 'a script without the protocol (herd.elastic not importable)
 	FO_TRAIN=$sv_train &&
 	run_bg plain.yaml out.plain err.plain &&
 	fo_wait_step plain 1 15 &&
+	test_when_finished "wait_exit \$HERD_PID 180; cluster_node_back 2" &&
 	cluster_kill_node 2 &&
 	wait_exit $HERD_PID 180 &&
 	wait $HERD_PID &&
 	fo_has plain attempt_start ".attempt == 2" &&
 	! fo_has plain rejoin &&
-	fo_no_train_left &&
-	cluster_start_node 2
+	fo_no_train_left
 '
 
 test_expect_success 'no spare: the survivors cannot keep training, the job falls back (and ends: nodes.min is every node)' '
 	sv_job nospare keep "" "" &&
 	run_bg nospare.yaml out.nospare err.nospare &&
 	fo_wait_step nospare 1 15 &&
+	test_when_finished "wait_exit \$HERD_PID 180; cluster_node_back 2" &&
 	cluster_kill_node 2 &&
 	wait_exit $HERD_PID 120 &&
 	fo_has nospare rejoin ".fell_back == true and (.reason | test(\"no spare\"))" &&
-	fo_no_train_left &&
-	cluster_start_node 2
+	fo_no_train_left
 '
 
 test_done
