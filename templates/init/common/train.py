@@ -527,8 +527,9 @@ class Parallel:
 
     def rewrap(self):
         """DDP again, on the process group of a new generation (its
-        broadcast from rank 0 is undone by herd.elastic's, from a
-        survivor, that follows)."""
+        broadcast from rank 0, a replacement's model when rank 0's node
+        was lost, is undone: herd.elastic's rejoin puts the survivor's
+        own back, and the replacements get it from a survivor)."""
         self.wrapped = nn.parallel.DistributedDataParallel(
             self.model,
             device_ids=[self.device] if self.device.type == "cuda" else None)
