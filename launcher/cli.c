@@ -4,6 +4,7 @@
  * main.c.
  */
 #include <libgen.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <limits.h>
 #include <stdio.h>
@@ -101,6 +102,30 @@ int cli_bad_option(const char *cmd, const char *arg, void (*usage)(FILE *))
 		free(words[i]);
 	free(help);
 	return EXIT_SPEC;
+}
+
+/* A short-option cluster: "-x..." (not "--", not "-"). */
+static bool is_cluster(const char *w)
+{
+	return w && w[0] == '-' && w[1] && w[1] != '-';
+}
+
+const char *cli_bad_word(int argc, char *const argv[])
+{
+	static char letter[3];
+	const char *prev = optind > 0 && optind - 1 < argc ? argv[optind - 1]
+							   : "";
+
+	if (optopt > ' ' && optopt < 127 &&
+	    ((is_cluster(prev) && strchr(prev + 1, optopt)) ||
+	     (optind < argc && is_cluster(argv[optind]) &&
+	      strchr(argv[optind] + 1, optopt)))) {
+		letter[0] = '-';
+		letter[1] = (char)optopt;
+		letter[2] = '\0';
+		return letter;
+	}
+	return prev;
 }
 
 int cli_agent_path(char *out, size_t len)

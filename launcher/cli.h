@@ -72,6 +72,12 @@ int cli_usage(const char *cmd, const char *fmt, ...)
  * Returns EXIT_SPEC. */
 int cli_bad_option(const char *cmd, const char *arg, void (*usage)(FILE *));
 
+/* The word getopt_long just refused, for cli_bad_option: a long option
+ * as typed, "-x" for a bad letter x of a short-option cluster ("-j.yaml":
+ * getopt leaves optind on the cluster until its last letter, so
+ * argv[optind - 1] is then the word before it). */
+const char *cli_bad_word(int argc, char *const argv[]);
+
 /* Prints "herd: " + message to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

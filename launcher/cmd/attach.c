@@ -208,7 +208,7 @@ int cmd_attach(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		}
-		return cli_bad_option("attach", argv[optind - 1], usage);
+		return cli_bad_option("attach", cli_bad_word(argc, argv), usage);
 	}
 	if (optind != argc - 1)
 		return cli_usage("attach",

@@ -161,7 +161,7 @@ int cmd_bench(int argc, char **argv)
 			bench_usage(stdout);
 			return 0;
 		default:
-			return cli_bad_option("bench", argv[optind - 1],
+			return cli_bad_option("bench", cli_bad_word(argc, argv),
 					      bench_usage);
 		}
 	}

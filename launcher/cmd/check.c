@@ -82,7 +82,7 @@ int cmd_check(int argc, char **argv)
 			check_usage(stdout);
 			return 0;
 		default:
-			return cli_bad_option("check", argv[optind - 1],
+			return cli_bad_option("check", cli_bad_word(argc, argv),
 					      check_usage);
 		}
 	}

@@ -56,7 +56,7 @@ int cmd_hostlist(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			return cli_bad_option("hostlist", argv[optind - 1],
+			return cli_bad_option("hostlist", cli_bad_word(argc, argv),
 					      usage);
 		}
 	}

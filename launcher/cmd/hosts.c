@@ -108,7 +108,7 @@ int cmd_hosts(int argc, char **argv)
 				  "slurm, deepspeed, openmpi, mpich)");
 			goto out;
 		default:
-			cli_bad_option("hosts", argv[optind - 1], hosts_usage);
+			cli_bad_option("hosts", cli_bad_word(argc, argv), hosts_usage);
 			goto out;
 		}
 	}

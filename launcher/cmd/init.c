@@ -359,7 +359,7 @@ int cmd_init(int argc, char **argv)
 				cli_error("init: --set needs NAME=VALUE");
 			goto out;
 		default:
-			cli_bad_option("init", argv[optind - 1], init_usage);
+			cli_bad_option("init", cli_bad_word(argc, argv), init_usage);
 			goto out;
 		}
 	}

@@ -530,7 +530,7 @@ int cmd_keys(int argc, char **argv)
 			mesh = true;
 			break;
 		default:
-			cli_bad_option("keys", argv[optind - 1], keys_usage);
+			cli_bad_option("keys", cli_bad_word(argc, argv), keys_usage);
 			goto out;
 		}
 	}

@@ -559,7 +559,7 @@ int cmd_list_jobs(int argc, char **argv)
 			list_usage(stdout);
 			return 0;
 		default:
-			return cli_bad_option("list", argv[optind - 1],
+			return cli_bad_option("list", cli_bad_word(argc, argv),
 					      list_usage);
 		}
 	}

@@ -593,7 +593,7 @@ int cmd_logs(int argc, char **argv)
 			logs_usage(stdout);
 			return 0;
 		default:
-			return cli_bad_option("logs", argv[optind - 1],
+			return cli_bad_option("logs", cli_bad_word(argc, argv),
 					      logs_usage);
 		}
 	}

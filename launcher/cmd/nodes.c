@@ -479,7 +479,7 @@ int cmd_nodes(int argc, char **argv)
 			if (optopt == 'c')
 				cli_usage("nodes", "--clear needs a host name");
 			else
-				cli_bad_option("nodes", argv[optind - 1],
+				cli_bad_option("nodes", cli_bad_word(argc, argv),
 					       nodes_usage);
 			goto out;
 		}

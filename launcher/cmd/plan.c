@@ -117,7 +117,7 @@ static int plan_args(int argc, char **argv, const char **job,
 			cli_error("plan: --topology needs a file");
 			return -1;
 		default:
-			cli_bad_option("plan", argv[optind - 1], plan_usage);
+			cli_bad_option("plan", cli_bad_word(argc, argv), plan_usage);
 			return -1;
 		}
 	}

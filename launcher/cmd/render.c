@@ -585,7 +585,7 @@ int cmd_render(int argc, char **argv)
 						  : "a platform file");
 			goto out;
 		default:
-			cli_bad_option("render", argv[optind - 1],
+			cli_bad_option("render", cli_bad_word(argc, argv),
 				       render_usage);
 			goto out;
 		}

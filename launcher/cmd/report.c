@@ -164,7 +164,7 @@ int cmd_report(int argc, char **argv)
 			report_usage(stdout);
 			return 0;
 		default:
-			return cli_bad_option("report", argv[optind - 1],
+			return cli_bad_option("report", cli_bad_word(argc, argv),
 					      report_usage);
 		}
 	}

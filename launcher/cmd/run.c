@@ -320,7 +320,7 @@ int cmd_run(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			return cli_bad_option("run", argv[optind - 1], usage);
+			return cli_bad_option("run", cli_bad_word(argc, argv), usage);
 		}
 	}
 	if (!job && !resume && optind == argc - 1)

@@ -197,7 +197,7 @@ int cmd_sbatch(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			return cli_bad_option("sbatch", argv[optind - 1],
+			return cli_bad_option("sbatch", cli_bad_word(argc, argv),
 					      usage);
 		}
 	}

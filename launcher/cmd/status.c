@@ -424,7 +424,7 @@ int cmd_status(int argc, char **argv)
 			status_usage(stdout);
 			return 0;
 		default:
-			return cli_bad_option("status", argv[optind - 1],
+			return cli_bad_option("status", cli_bad_word(argc, argv),
 					      status_usage);
 		}
 	}

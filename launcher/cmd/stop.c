@@ -55,7 +55,7 @@ int cmd_stop(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			return cli_bad_option("stop", argv[optind - 1], usage);
+			return cli_bad_option("stop", cli_bad_word(argc, argv), usage);
 		}
 	}
 	if (optind != argc - 1)

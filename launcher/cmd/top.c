@@ -673,7 +673,7 @@ int cmd_top(int argc, char **argv)
 			top_usage(stdout);
 			return 0;
 		default:
-			return cli_bad_option("top", argv[optind - 1],
+			return cli_bad_option("top", cli_bad_word(argc, argv),
 					      top_usage);
 		}
 	}

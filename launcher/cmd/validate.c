@@ -44,7 +44,7 @@ int cmd_validate(int argc, char **argv)
 			validate_usage(stdout);
 			return 0;
 		default:
-			return cli_bad_option("validate", argv[optind - 1],
+			return cli_bad_option("validate", cli_bad_word(argc, argv),
 					      validate_usage);
 		}
 	}

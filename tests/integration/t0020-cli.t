@@ -53,6 +53,15 @@ test_expect_success 'a mistyped option: did you mean, one line and a hint' '
 		"try '"'"'herd stop --help'"'"'" herd stop --wait=1 x
 '
 
+test_expect_success 'a bad letter inside a short-option cluster is named, not the word before it' '
+	expect_usage 2 "herd: bench: unknown option '"'"'-j'"'"'" \
+		"try '"'"'herd bench --help'"'"'" herd bench --iters 5 -j.yaml &&
+	expect_usage 2 "herd: run: unknown option '"'"'-x'"'"'" \
+		"try '"'"'herd run --help'"'"'" herd run -vx job.yaml &&
+	expect_usage 2 "herd: plan: unknown option '"'"'-q'"'"'" \
+		"try '"'"'herd plan --help'"'"'" herd plan -q job.yaml
+'
+
 test_expect_success 'a missing argument: one line and a hint, not the help' '
 	for c in validate hosts keys plan run check bench sbatch attach stop \
 		status top logs report render init; do
