@@ -157,6 +157,14 @@ $(FAKE_NVML): tests/fakenvml/fake_nvml.c
 	$(CC) -std=gnu11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -shared \
 	  -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
 
+# A pthread_timedjoin_np() that always times out, which t0516 preloads
+# into herd (tests/shim/latejoin.c): plain flags, never sanitized.
+LATEJOIN := $(BUILD)/tests/latejoin.so
+$(LATEJOIN): tests/shim/latejoin.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -shared \
+	  -o $@ $<
+
 # libFuzzer targets: built with clang, ASan+UBSan, from the library
 # sources, which are compiled once for all of them (fuzzer-no-link: the
 # coverage instrumentation without libFuzzer's main).
@@ -207,7 +215,7 @@ INTEG_SLOW := $(foreach t,t0750 t0671 t0736 t0820 t0670 t0630 t0620 \
 		t0571 t0547 t0720 t0596 t0565 t0661 t0546 t0900, \
 		$(filter tests/integration/$(t)-%,$(INTEG_ALL)))
 INTEG      := $(INTEG_SLOW) $(filter-out $(INTEG_SLOW),$(INTEG_ALL))
-integration: all examples $(FAKE_NVML)
+integration: all examples $(FAKE_NVML) $(LATEJOIN)
 	@rm -rf $(BUILD)/sanitizer $(BUILD)/itest && mkdir -p $(BUILD)/sanitizer $(BUILD)/itest
 	@HERD_SANITIZER_LOG=$(abspath $(BUILD)/sanitizer) \
 	HERD_ITEST_LOGS=$(abspath $(BUILD)/itest) \

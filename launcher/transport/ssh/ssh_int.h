@@ -25,6 +25,8 @@
 #define SSH_CLOSE_FLUSH_MS 2000
 /* How long free() waits for the threads to end (see tssh_free_priv()). */
 #define SSH_FREE_WAIT_MS 1000
+/* How long herd waits for its ssh threads to end once they are done. */
+#define SSH_JOIN_WAIT_MS 10000
 
 /* A node, owned by the queue, then by one worker, then by the I/O
  * thread, which frees it. */
