@@ -215,17 +215,21 @@ INTEG_SLOW := $(foreach t,t0750 t0671 t0736 t0820 t0670 t0630 t0620 \
 		t0571 t0547 t0720 t0596 t0565 t0661 t0546 t0900, \
 		$(filter tests/integration/$(t)-%,$(INTEG_ALL)))
 INTEG      := $(INTEG_SLOW) $(filter-out $(INTEG_SLOW),$(INTEG_ALL))
+# ITEST_OUT: where the logs and sanitizer reports go (a run of a few
+# scripts beside a whole `make check` gives another: each run empties
+# its own).
+ITEST_OUT ?= $(BUILD)
 integration: all examples $(FAKE_NVML) $(LATEJOIN)
-	@rm -rf $(BUILD)/sanitizer $(BUILD)/itest && mkdir -p $(BUILD)/sanitizer $(BUILD)/itest
-	@HERD_SANITIZER_LOG=$(abspath $(BUILD)/sanitizer) \
-	HERD_ITEST_LOGS=$(abspath $(BUILD)/itest) \
+	@rm -rf $(ITEST_OUT)/sanitizer $(ITEST_OUT)/itest && mkdir -p $(ITEST_OUT)/sanitizer $(ITEST_OUT)/itest
+	@HERD_SANITIZER_LOG=$(abspath $(ITEST_OUT)/sanitizer) \
+	HERD_ITEST_LOGS=$(abspath $(ITEST_OUT)/itest) \
 		prove -j$(INTEG_JOBS) --timer --exec tests/integration/run-one \
 		$(INTEG); rc=$$?; \
-	for f in $(BUILD)/itest/*.failed; do \
+	for f in $(ITEST_OUT)/itest/*.failed; do \
 		[ -e "$$f" ] || continue; \
 		echo "== failed: $${f%.failed}.log"; cat "$${f%.failed}.log"; rc=1; \
 	done; \
-	for f in $(BUILD)/sanitizer/*; do \
+	for f in $(ITEST_OUT)/sanitizer/*; do \
 		[ -e "$$f" ] || continue; \
 		echo "== sanitizer report $$f"; cat "$$f"; rc=1; \
 	done; exit $$rc

@@ -15,12 +15,14 @@ test_expect_success 'cluster of 3 nodes; a rank that counts steps into HERD_METR
 	own_binaries &&
 	cluster_up 3 &&
 	N1=$(cluster_node 1) && N2=$(cluster_node 2) && N3=$(cluster_node 3) &&
-	# Attempt 1 steps until it is stopped; a later attempt resumes after
-	# the step its checkpoint names and ends 30 steps on.
+	# Attempt 1 steps until it is stopped (it too gets HERD_RESUME_FROM:
+	# the checkpoint is there from the start; it counts from 0 all the
+	# same); a later attempt resumes after the step its checkpoint names
+	# and ends 30 steps on.
 	cat >rank.sh <<-\EOF &&
 	#!/bin/sh
 	step=0 last=-1
-	if [ -n "$HERD_RESUME_FROM" ]; then
+	if [ "$HERD_ATTEMPT" != 1 ] && [ -n "$HERD_RESUME_FROM" ]; then
 		step=${HERD_RESUME_FROM##*_}
 		step=$(expr "$step" + 0)
 		last=$((step + 30))
@@ -49,7 +51,8 @@ test_expect_success 'cluster of 3 nodes; a rank that counts steps into HERD_METR
 
 # job_step: the newest job step in metrics.jsonl (0 before any).
 job_step() {
-	jq -n "[inputs | .job.step // empty] | last // 0" runs/cost/latest/metrics.jsonl 2>/dev/null || echo 0
+	_js=$(jq -n "[inputs | .job.step // empty] | last // 0" runs/cost/latest/metrics.jsonl 2>/dev/null) || _js=0
+	echo "${_js:-0}"
 }
 
 test_expect_success 'node 2 killed at step 20 or later: the failure is costed in herd status, herd report and the status line' '

@@ -123,6 +123,35 @@ fo_has() { fo_wait_event "$1" "$2" "${3:-true}" 0; }
 
 fo_ns() { echo "herd-$HERD_CLUSTER_ID-n$1"; }
 
+# fo_same_pids BEFORE NODE...: the training processes on NODEs are the
+# ones listed in BEFORE (sorted, one per line).  Polls (bounded: 10 s)
+# while fewer are listed: a full make check once missed one survivor
+# for a moment right after a rejoin (the job ended fine with it).  A pid
+# not in BEFORE fails at once; on failure the namespaces' processes are
+# printed.
+fo_same_pids() {
+	_fs_want=$1
+	shift
+	_fs_i=0
+	while :; do
+		_fs_got=$(fo_train_pids "$@" | sort)
+		[ "$_fs_got" = "$_fs_want" ] && { echo "survivors after: " $_fs_got; return 0; }
+		for _fs_p in $_fs_got; do
+			echo "$_fs_want" | grep -qx "$_fs_p" || break 2
+		done
+		_fs_i=$((_fs_i + 1))
+		[ $_fs_i -lt 200 ] || break
+		sleep 0.05   # poll interval of a bounded wait
+	done
+	echo "survivors after: " $_fs_got "(before:" $_fs_want")"
+	for _fs_n; do
+		for _fs_p in $(ip netns pids "$(fo_ns $_fs_n)" 2>/dev/null); do
+			echo "node $_fs_n pid $_fs_p $(cat /proc/$_fs_p/comm 2>/dev/null): $(tr "\0" " " <"/proc/$_fs_p/cmdline" 2>/dev/null | cut -c1-200)"
+		done
+	done
+	return 1
+}
+
 fo_train_pids() {
 	[ $# -gt 0 ] || set -- $(seq 1 $(echo $HERD_CLUSTER_NODES | wc -w))
 	for _fp_i; do
