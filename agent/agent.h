@@ -123,6 +123,9 @@ struct agent {
 	json_t *launch;		/* the attempt's LAUNCH body (env, workdir
 				 * for spawned processes), or NULL */
 	int attempt;
+	/* LAUNCH's "survivors": herd keeps the ranks that speak its
+	 * elastic protocol when a node fails (warm.c holds the refill). */
+	bool survivors_kept;
 	int64_t grace_ms;
 	int stop_signal;	/* what rank_stop_all sends first (SIGTERM) */
 	long kill_timer;	/* SIGKILL after grace, 0 when none */
@@ -277,6 +280,10 @@ void warm_init(struct agent *a, const char *preload, const char *python,
 pid_t warm_launch(struct agent *a, const struct keeper_rank *k,
 		  const char *command, int attempt, int out[2]);
 void warm_after_launch(struct agent *a, int n_ranks);
+/* A rank of this node said hello on HERD_CONTROL (control.c). */
+void warm_rank_hello(struct agent *a);
+/* A rank of this node ended: a held refill is due now. */
+void warm_rank_ended(struct agent *a);
 bool warm_enabled(const struct agent *a);
 /* The bootstrap warm interpreters run (its path as their tracebacks
  * name it), or NULL when there is none. */
@@ -513,6 +520,8 @@ void control_on_frame(struct agent *a, struct proto_frame *f);
 void control_leave(struct agent *a);
 /* Closes every socket and connection (the attempt's ranks are over). */
 void control_fini(struct agent *a);
+/* Whether every running rank of this node has said hello. */
+bool control_all_hello(struct agent *a);
 
 /* lifecycle.c */
 /* Posts ev: it is queued and handled from the loop (a zero-delay timer,

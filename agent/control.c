@@ -165,8 +165,10 @@ static int cc_line(struct control_conn *cc, const char *line, size_t len)
 		json_decref(msg);
 		return -1;
 	}
-	if (!strcmp(op, "hello"))
+	if (!strcmp(op, "hello") && !cc->hello) {
 		cc->hello = true;
+		warm_rank_hello(a);
+	}
 	agent_send(a, PROTO_RANK_CTL,
 		   json_pack("{s:i, s:i, s:i, s:o}", "attempt", a->attempt,
 			     "rank", cc->rank, "conn", cc->id, "msg", msg),
@@ -363,4 +365,27 @@ void control_fini(struct agent *a)
 	free(cs->ls);
 	free(cs);
 	a->control = NULL;
+}
+
+bool control_all_hello(struct agent *a)
+{
+	struct control_state *cs = a->control;
+	int running = 0;
+
+	if (!cs)
+		return false;
+	for (int i = 0; i < a->n_ranks; i++) {
+		struct rank *r = &a->ranks[i];
+		bool said = false;
+
+		if (!r->running)
+			continue;
+		running++;
+		for (struct control_conn *cc = cs->conns; cc && !said;
+		     cc = cc->next)
+			said = cc->rank == r->rank && cc->hello;
+		if (!said)
+			return false;
+	}
+	return running > 0;
 }

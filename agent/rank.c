@@ -297,6 +297,7 @@ void rank_keeper_exited(struct loop *loop, const struct proc_exit *e,
 		r->running = false;
 		r->status = e->status;
 		r->start = *e;
+		warm_rank_ended(a);
 		/* The rank is over: whatever it left in its group (a
 		 * background child ignoring SIGINT, a daemon) goes with it,
 		 * as Slurm ends a step's leftovers. */
@@ -463,6 +464,8 @@ int rank_launch(struct agent *a, json_t *launch, struct herd_err *err)
 				      "node (at most 4096)", n);
 	a->attempt = (int)json_integer_value(json_object_get(launch, "attempt"));
 	a->pmix_mode = json_is_object(json_object_get(launch, "pmix"));
+	a->survivors_kept =
+	    json_is_true(json_object_get(launch, "survivors"));
 	if (psrv_prepare(a, launch, err) < 0)
 		return -1;
 	a->progress_timeout_ms = json_integer_value(

@@ -15,7 +15,9 @@
  * cold from that spec.  The slot's keeper is then the rank's keeper: its
  * group, its PDEATHSIG (a kill -9 of the agent leaves nothing), its
  * output pipes, its exit status.  The pool is refilled in the background
- * for the next use.
+ * for the next use, but for a node whose ranks all speak the elastic
+ * protocol in a job that keeps survivors: it holds the refill until one
+ * of them ends (warm_rank_hello, warm_rank_ended).
  *
  * A slot that dies before LAUNCH is started again, with a growing delay;
  * after WARM_TRIES deaths in a row, or a failure that will not go away
@@ -77,6 +79,12 @@ struct warm_state {
 	 * do not compete with the ranks' own start. */
 	int n_pending;
 	bool refill_due;
+	/* Every rank here speaks herd's elastic protocol in a job that
+	 * keeps survivors (warm_rank_hello): a failure elsewhere never
+	 * restarts them, so the pool is not refilled until one of them
+	 * ends (warm_rank_ended).  A refill's import beside them cost the
+	 * job's rejoin and its next seconds of steps (bench/README.md). */
+	bool hold;
 	bool off;   /* said, and no more slots */
 	bool said_cold; /* a rank's reason to start cold, said once */
 	long timer; /* refill */
@@ -319,7 +327,7 @@ static void warm_refill(struct agent *a)
 {
 	struct warm_state *w = a->warm;
 
-	while (w && !w->off && a->state != AGENT_EXITING &&
+	while (w && !w->off && !w->hold && a->state != AGENT_EXITING &&
 	       w->n_idle < w->target)
 		if (slot_start(a) < 0)
 			return;
@@ -367,6 +375,19 @@ void warm_init(struct agent *a, const char *preload, const char *python,
 	warm_refill(a);
 }
 
+/* An idle slot ended by us: its keeper's group killed, its exit no
+ * death of the pool's. */
+static void slot_drop(struct agent *a, struct warm_slot *s)
+{
+	slot_unlink(a->warm, s);
+	kill(-s->pid, SIGKILL);
+	proc_forget(a->loop, s->pid);
+	slot_close(s);
+	close(s->out[0]);
+	close(s->out[1]);
+	free(s);
+}
+
 void warm_fini(struct agent *a)
 {
 	struct warm_state *w = a->warm;
@@ -375,17 +396,8 @@ void warm_fini(struct agent *a)
 		return;
 	if (w->timer)
 		loop_timer_del(a->loop, w->timer);
-	while (w->idle) {
-		struct warm_slot *s = w->idle;
-
-		w->idle = s->next;
-		kill(-s->pid, SIGKILL);
-		proc_forget(a->loop, s->pid);
-		slot_close(s);
-		close(s->out[0]);
-		close(s->out[1]);
-		free(s);
-	}
+	while (w->idle)
+		slot_drop(a, w->idle);
 	if (w->boot[0])
 		unlink(w->boot);
 	free(w);
@@ -398,12 +410,46 @@ void warm_after_launch(struct agent *a, int n_ranks)
 
 	if (!w || w->off)
 		return;
+	w->hold = false; /* until these ranks all say hello */
 	if (!w->fixed && n_ranks > w->target)
 		w->target = n_ranks > WARM_SLOTS_MAX ? WARM_SLOTS_MAX : n_ranks;
 	if (w->n_pending > 0)
 		w->refill_due = true;
 	else
 		refill_later(a, 0);
+}
+
+void warm_rank_hello(struct agent *a)
+{
+	struct warm_state *w = a->warm;
+	struct warm_slot *s, *next;
+
+	if (!w || w->off || w->hold || !a->survivors_kept || a->pmix_mode ||
+	    !control_all_hello(a))
+		return;
+	w->hold = true;
+	w->refill_due = false;
+	if (w->timer) {
+		loop_timer_del(a->loop, w->timer);
+		w->timer = 0;
+	}
+	/* A refill still importing goes; one already ready stays (it
+	 * costs nothing more). */
+	for (s = w->idle; s; s = next) {
+		next = s->next;
+		if (!s->ready)
+			slot_drop(a, s);
+	}
+}
+
+void warm_rank_ended(struct agent *a)
+{
+	struct warm_state *w = a->warm;
+
+	if (!w || !w->hold)
+		return;
+	w->hold = false;
+	refill_later(a, 0);
 }
 
 /* ---- which commands go warm --------------------------------------------- */

@@ -51,7 +51,11 @@
  *               patterns?: [{name: string, regex: string}]
  *                      (metrics.patterns: at most PROTO_PATTERNS_MAX; name
  *                      as in METRICS' values, regex 1..PROTO_PATTERN_REGEX_MAX
- *                      bytes, an ERE the agent compiles)}
+ *                      bytes, an ERE the agent compiles),
+ *               survivors?: true (restart.survivors: keep: ranks that
+ *                      all speak the elastic protocol are not restarted
+ *                      when a node fails, so their node holds the refill
+ *                      of its warm slots)}
  *              NAME: not empty, no '='; at most 65,536 per map.
  *  OUTPUT      agent -> herd, data: 1..PROTO_OUTPUT_CHUNK bytes of output
  *              {rank: I 0.., fd: I 1..2 (stdout, stderr), attempt: I 0..}

@@ -485,6 +485,10 @@ json_t *ctl_launch_body(struct ctl *c, struct node *n, const char *command)
 				    json_string(c->spec->launch.workdir));
 	if (c->spec->launch.mode == SPEC_MODE_PMIX)
 		json_object_set_new(body, "pmix", pmix_job(c, n));
+	/* Ranks that speak the elastic protocol survive a failure here
+	 * (rejoin.c): their node's warm slots need no refill (warm.c). */
+	else if (c->spec->restart.survivors == SPEC_SURVIVORS_KEEP)
+		json_object_set_new(body, "survivors", json_true());
 	if (c->spec->health.progress_timeout_ms > 0)
 		json_object_set_new(
 		    body, "progress_timeout_ms",

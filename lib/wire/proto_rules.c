@@ -32,10 +32,10 @@ const struct proto_rule proto_rules[PROTO_TYPE_MAX_ + 1] = {
 	    .to_agent =
 		{
 		    .format = "{s:I, s:s, s:I, s:o, s:o, s?s, s?o, s?I, s?I, "
-			      "s?o}",
+			      "s?o, s?b}",
 		    .keys = {"attempt", "command", "grace_ms", "env", "ranks",
 			     "workdir", "pmix", "progress_timeout_ms",
-			     "metrics_interval_ms", "patterns"},
+			     "metrics_interval_ms", "patterns", "survivors"},
 		    .ranges = {{"attempt", 1, INT_MAX},
 			       {"grace_ms", 0, PROTO_INT_ANY},
 			       {"progress_timeout_ms", 1, PROTO_INT_ANY},

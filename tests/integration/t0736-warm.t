@@ -356,6 +356,56 @@ test_expect_success 'the agent killed (kill -9): no warm interpreter and no rank
 	wait_exit $HERD_PID 60
 '
 
+# warm_pids_on N...: the warm interpreters (idle or importing) on nodes N.
+warm_pids_on() {
+	_wo_in=$(for _wo_n; do ip netns pids "herd-$HERD_CLUSTER_ID-n$_wo_n"; done)
+	for _wo_p in $(warm_pids); do
+		echo "$_wo_in" | grep -qx "$_wo_p" && echo "$_wo_p"
+	done
+	return 0
+}
+# warm_on COUNT N...: nodes N hold COUNT warm interpreters.
+warm_on() {
+	_wc=$1
+	shift
+	[ "$(warm_pids_on "$@" | wc -l)" -eq "$_wc" ]
+}
+
+# Ranks that speak herd's elastic protocol, in a job that keeps
+# survivors: a failure elsewhere never restarts them, so their nodes do
+# not refill the slots they took (an import of torch beside the ranks
+# cost the rejoins of bench/chaos 0.16 s each and the next seconds of
+# steps); a node refills once a rank of it ends.
+test_expect_success 'ranks that all speak the elastic protocol: their nodes do not refill their warm slots until a rank ends; the spare stays warm' '
+	mkdir -p wd &&
+	cat >wd/hold.py <<-\EOF &&
+	import os, sys, time
+	import herd.elastic
+	m = herd.elastic.Membership()
+	r = os.environ["RANK"]
+	print("rank %s hello" % r, flush=True)
+	while not os.path.exists(os.path.join(sys.argv[1], "go" + r)):
+	    time.sleep(0.05)
+	EOF
+	mkdir -p hold &&
+	job hold "$(yaml_cmd /usr/bin/python3 hold.py "$PWD/hold")" &&
+	run_bg hold.yaml out.hold err.hold &&
+	test_when_finished "touch hold/go0 hold/go1; wait_exit \$HERD_PID 60" &&
+	wait_for grep -q "rank 0 hello" out.hold &&
+	wait_for grep -q "rank 1 hello" out.hold &&
+	ev_all "$(ev hold)" rank_start ".warm == true" &&
+	# no refill on the members; the spare keeps its warm slot
+	wait_for warm_on 0 1 2 &&
+	wait_for warm_on 1 3 &&
+	# rank 0 ends: its node refills, the other member still holds
+	touch hold/go0 &&
+	wait_for warm_on 1 1 &&
+	warm_on 0 2 &&
+	touch hold/go1 &&
+	wait_exit $HERD_PID 60 &&
+	test "$WAIT_RC" = 0
+'
+
 # Both cores busy (two loops of our own, ended by pid): a rank that comes
 # while its warm interpreter is still starting (the first LAUNCH, right
 # after the agent started) runs at the keeper's priority.  The keeper
