@@ -1,8 +1,8 @@
 /*
- * latejoin.so: a pthread_timedjoin_np() that always times out, preloaded
- * into herd by t0516.  herd's ssh transport then meets, on every run, what
- * a loaded machine gives it now and then: threads that are done with the
- * shared state but have not ended by the deadline.
+ * latejoin.so: a pthread_timedjoin_np() that always times out.  Preloaded
+ * into herd, it makes every join of herd's ssh threads miss its deadline,
+ * as threads that are done with the shared state but not yet ended do on
+ * a loaded machine.
  */
 #include <errno.h>
 #include <pthread.h>
