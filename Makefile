@@ -149,21 +149,23 @@ $(BUILD)/unit/test_agent $(BUILD)/unit/test_metrics $(BUILD)/unit/test_check $(B
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(AGENT_TEST_OBJ) lib/libherd.a $(PKG_LIBS) -lcmocka
 
-# The fake NVML the tests put on LD_LIBRARY_PATH (tests/fakenvml): plain
-# flags, never sanitized (the agent dlopen()s it).
+# The shared objects the tests load into herd and the agent: plain
+# flags, never sanitized (a sanitizer runtime must be the first DSO).
+TEST_SO_CFLAGS := -std=gnu11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -shared
+
+# The fake NVML the tests put on LD_LIBRARY_PATH (tests/fakenvml), which
+# the agent dlopen()s.
 FAKE_NVML := $(BUILD)/tests/libnvidia-ml.so.1
 $(FAKE_NVML): tests/fakenvml/fake_nvml.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -shared \
-	  -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
+	$(CC) $(TEST_SO_CFLAGS) -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
 
 # A pthread_timedjoin_np() that always times out, which t0516 preloads
-# into herd (tests/shim/latejoin.c): plain flags, never sanitized.
+# into herd (tests/shim/latejoin.c).
 LATEJOIN := $(BUILD)/tests/latejoin.so
 $(LATEJOIN): tests/shim/latejoin.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -shared \
-	  -o $@ $<
+	$(CC) $(TEST_SO_CFLAGS) -o $@ $<
 
 # libFuzzer targets: built with clang, ASan+UBSan, from the library
 # sources, which are compiled once for all of them (fuzzer-no-link: the

@@ -124,7 +124,8 @@ struct agent {
 				 * for spawned processes), or NULL */
 	int attempt;
 	/* LAUNCH's "survivors": herd keeps the ranks that speak its
-	 * elastic protocol when a node fails (warm.c holds the refill). */
+	 * elastic protocol when a node fails (warm.c holds the refill).
+	 * Never set with "pmix": herd sends it only without. */
 	bool survivors_kept;
 	int64_t grace_ms;
 	int stop_signal;	/* what rank_stop_all sends first (SIGTERM) */

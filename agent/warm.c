@@ -424,7 +424,7 @@ void warm_rank_hello(struct agent *a)
 	struct warm_state *w = a->warm;
 	struct warm_slot *s, *next;
 
-	if (!w || w->off || w->hold || !a->survivors_kept || a->pmix_mode ||
+	if (!w || w->off || w->hold || !a->survivors_kept ||
 	    !control_all_hello(a))
 		return;
 	w->hold = true;
