@@ -123,6 +123,45 @@ def read_lines(path):
         return []
 
 
+def by_time_since_kill(pts, kill_at, own, period):
+    """Where a failure's time goes, by the time since each kill: for
+    stretches after it, the mean step rate over every kill, and the time
+    lost there (s per failure) against the stretch that ran fastest.
+    The kill is at 0; the node comes back at +DOWN s and herd readmits
+    it at +readmit_after (a new agent and warm interpreter beside the
+    training)."""
+    edges = [0, 3, 10, 20, 30, 45, period]
+    edges = sorted({e for e in edges if e <= period})
+    pts = sorted(pts)
+
+    def step_at(t):
+        # the highest step reached by t: right after a rejoin the
+        # job's step can read lower for a sample (a replacement rank
+        # not yet given the state)
+        best = None
+        for tt, s in pts:
+            if tt > t:
+                break
+            best = s if best is None else max(best, s)
+        return best
+
+    cells = []
+    del own
+    for a, b in zip(edges, edges[1:]):
+        rates = []
+        for k in kill_at:
+            s1, s2 = step_at(k + a * 1000), step_at(k + b * 1000)
+            if s1 is not None and s2 is not None and k + b * 1000 <= pts[-1][0]:
+                rates.append((s2 - s1) / (b - a))
+        if rates:
+            cells.append((a, b, sum(rates) / len(rates)))
+    ref = max([r for _, _, r in cells] or [0])
+    return [(a, b, r, (ref - r) * (b - a) / ref) for a, b, r in cells] if ref > 0 else []
+
+
+after = []
+
+
 def ms(v):
     return "-" if v is None else "%.2f s" % (v / 1000.0)
 
@@ -183,6 +222,8 @@ for row in rows:
     own_ff = base_first + prod
     own_lost = (wall - own_ff - late) / kills if kills else 0.0
     out.append((row, kills, reached, wall, ff, lost, parts, first, own, own_ff, own_lost))
+    if kills:
+        after.append((row, by_time_since_kill([p for p in pts if p[0] <= wall * 1000], kill_at, own, int(row.split("@")[1]) if "@" in row else every)))
 
 print()
 print(f"fault-free (herd cold, no faults): {rate:.2f} steps/s steady, first step "
@@ -206,3 +247,12 @@ for row, kills, reached, wall, ff, lost, p, first, own, own_ff, own_lost in out:
           f"{100 * own_ff / wall:.1f} % | {own_lost:.1f} s | "
           f"{100 * ff / wall:.1f} % | {lost:.1f} s | {first:.1f} s | {cells[0]} | {cells[1]} | {cells[2]} | "
           f"{redone} | {rest:.1f} s |")
+
+if after:
+    print()
+    print("Where a failure's time goes, by the time since the kill (the step rate over")
+    print("every kill, and the time lost there against the fastest stretch, s per failure):")
+    print()
+    for row, cells in after:
+        print(f"- {row}: " + "; ".join(f"+{a}-{b} s {r:.2f}/s ({l:+.2f} s)" for a, b, r, l in cells) +
+              f"; in all {sum(l for _, _, _, l in cells):.2f} s")
