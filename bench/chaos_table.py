@@ -123,15 +123,14 @@ def read_lines(path):
         return []
 
 
-def by_time_since_kill(pts, kill_at, own, period):
+def by_time_since_kill(pts, kill_at, period):
     """Where a failure's time goes, by the time since each kill: for
     stretches after it, the mean step rate over every kill, and the time
     lost there (s per failure) against the stretch that ran fastest.
     The kill is at 0; the node comes back at +DOWN s and herd readmits
     it at +readmit_after (a new agent and warm interpreter beside the
     training)."""
-    edges = [0, 3, 10, 20, 30, 45, period]
-    edges = sorted({e for e in edges if e <= period})
+    edges = sorted({e for e in (0, 3, 10, 20, 30, 45) if e < period} | {period})
     pts = sorted(pts)
 
     def step_at(t):
@@ -146,7 +145,6 @@ def by_time_since_kill(pts, kill_at, own, period):
         return best
 
     cells = []
-    del own
     for a, b in zip(edges, edges[1:]):
         rates = []
         for k in kill_at:
@@ -223,7 +221,9 @@ for row in rows:
     own_lost = (wall - own_ff - late) / kills if kills else 0.0
     out.append((row, kills, reached, wall, ff, lost, parts, first, own, own_ff, own_lost))
     if kills:
-        after.append((row, by_time_since_kill([p for p in pts if p[0] <= wall * 1000], kill_at, own, int(row.split("@")[1]) if "@" in row else every)))
+        period = int(row.split("@")[1]) if "@" in row else every
+        after.append((row, by_time_since_kill([p for p in pts if p[0] <= wall * 1000],
+                                              kill_at, period)))
 
 print()
 print(f"fault-free (herd cold, no faults): {rate:.2f} steps/s steady, first step "

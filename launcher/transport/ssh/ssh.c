@@ -180,11 +180,9 @@ static int tssh_start(struct transport *t, const char *host,
 	return sv[0];
 }
 
-/* An absolute CLOCK_REALTIME deadline MS from now, as
- * pthread_cond_timedwait() and pthread_timedjoin_np() take it. */
-static void realtime_in(struct timespec *when, long ms)
+void tssh_time_in(clockid_t clock, struct timespec *when, long ms)
 {
-	clock_gettime(CLOCK_REALTIME, when);
+	clock_gettime(clock, when);
 	when->tv_sec += ms / 1000;
 	when->tv_nsec += (ms % 1000) * 1000000L;
 	if (when->tv_nsec >= 1000000000L) {
@@ -210,7 +208,7 @@ static void tssh_free_priv(struct transport *t)
 	 * after that keeps the shared state, and herd leaves with _exit()
 	 * (transport_threads_left()): exit()'s clean-up of OpenSSL under a
 	 * thread that is using it crashed herd. */
-	realtime_in(&deadline, SSH_FREE_WAIT_MS);
+	tssh_time_in(CLOCK_REALTIME, &deadline, SSH_FREE_WAIT_MS);
 	pthread_mutex_lock(&priv->lock);
 	priv->aborting = true;
 	queued = priv->queue;
@@ -241,7 +239,7 @@ static void tssh_free_priv(struct transport *t)
 	 * has not ended by then keeps the state, and herd leaves with
 	 * _exit() as above: the state is either freed or deliberately left
 	 * to a process that ends without exit()'s clean-up. */
-	realtime_in(&deadline, SSH_JOIN_WAIT_MS);
+	tssh_time_in(CLOCK_REALTIME, &deadline, SSH_JOIN_WAIT_MS);
 	for (int i = 0; i < priv->n_tids; i++)
 		if (pthread_timedjoin_np(priv->tids[i], NULL, &deadline) != 0)
 			goto still_running;

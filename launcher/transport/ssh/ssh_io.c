@@ -26,17 +26,6 @@ static long ms_until(const struct timespec *when)
 	       (when->tv_nsec - now.tv_nsec) / 1000000;
 }
 
-static void ms_from_now(struct timespec *when, long ms)
-{
-	clock_gettime(CLOCK_MONOTONIC, when);
-	when->tv_sec += ms / 1000;
-	when->tv_nsec += (ms % 1000) * 1000000;
-	if (when->tv_nsec >= 1000000000) {
-		when->tv_sec++;
-		when->tv_nsec -= 1000000000;
-	}
-}
-
 /* Sends what libssh holds for n's socket, without blocking.  Returns 0
  * (n->wpending says whether bytes are left), or -1 when the session is
  * dead. */
@@ -56,7 +45,7 @@ static void node_begin_close(struct tssh_node *n)
 {
 	n->closing = true;
 	n->kick = true; /* freed at once when nothing is left to send */
-	ms_from_now(&n->close_by, SSH_CLOSE_FLUSH_MS);
+	tssh_time_in(CLOCK_MONOTONIC, &n->close_by, SSH_CLOSE_FLUSH_MS);
 	if (n->ch) {
 		ssh_channel_send_eof(n->ch);
 		ssh_channel_close(n->ch);
@@ -237,7 +226,8 @@ void *tssh_io_main(void *arg)
 			/* The controller closed every socket: each node
 			 * hangs up; what has not after this is dropped. */
 			aborting = true;
-			ms_from_now(&abort_by, SSH_FREE_WAIT_MS / 2);
+			tssh_time_in(CLOCK_MONOTONIC, &abort_by,
+				     SSH_FREE_WAIT_MS / 2);
 		}
 		pthread_mutex_unlock(&priv->lock);
 		if (aborting && (!served.head || ms_until(&abort_by) <= 0))
