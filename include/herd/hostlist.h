@@ -5,8 +5,10 @@
  * the leftmost is outermost; with more, the last group is innermost and
  * the others run right to left), comma-separated expressions, duplicates
  * kept in order.
- * Expansion equals `scontrol show hostnames`, compression equals
- * `scontrol show hostlist` (tests/integration compares both on a corpus).
+ * Expansion and compression are libslurm's (what `scontrol show
+ * hostnames` and `scontrol show hostlist` print; tests/integration compares
+ * both on a corpus), after a strict syntax check that names the column of
+ * a mistake.
  *
  * A hostlist owns copies of all its host names.
  */
@@ -18,9 +20,12 @@
 #include "herd/err.h"
 
 /* Expansion stops with an error beyond this many hosts: a typo such as
- * "n[1-100000000]" must not exhaust memory.  The largest clusters have
- * tens of thousands of nodes. */
-#define HOSTLIST_MAX 1000000
+ * "n[1-1000][1-1000][1-1000]" must not exhaust memory.  The largest
+ * clusters have tens of thousands of nodes.  (One range holds at most
+ * 65536 hosts, as in Slurm.) */
+#ifndef HOSTLIST_MAX
+#define HOSTLIST_MAX 1000000 /* fuzz builds set less: see the Makefile */
+#endif
 
 struct hostlist;
 
@@ -42,13 +47,6 @@ int hostlist_push_host(struct hostlist *hl, const char *host,
 /* Number of hosts, and the i-th host (i < count; owned by hl). */
 size_t hostlist_count(const struct hostlist *hl);
 const char *hostlist_nth(const struct hostlist *hl, size_t i);
-
-/* Index of the first occurrence of host, or -1. */
-long hostlist_find(const struct hostlist *hl, const char *host);
-
-/* Removes the i-th host; later hosts move up.  Returns 0, or -1 when
- * i is out of range. */
-int hostlist_delete_nth(struct hostlist *hl, size_t i);
 
 /* The compressed expression, as `scontrol show hostlist` prints it.
  * Returns a malloc'd string the caller frees, or NULL when out of memory.

@@ -201,57 +201,6 @@ struct parse {
 	int depth;
 };
 
-int hostfile_host_check(const char *host, const char *where,
-			struct herd_err *err)
-{
-	size_t n = strlen(host);
-
-	if (n == 0)
-		return herd_errprintf(err, "%s: expected a host name", where);
-	if (n > HOSTFILE_HOST_MAX)
-		return herd_errprintf(err,
-				      "%s: host name '%.*s...' is longer "
-				      "than %d characters",
-				      where, QUOTE_MAX, host,
-				      HOSTFILE_HOST_MAX);
-	if (host[0] == '-' || host[0] == '.' || host[0] == '_')
-		return herd_errprintf(err,
-				      "%s: bad host name '%.*s' (it must start "
-				      "with a letter or digit)",
-				      where, QUOTE_MAX, host);
-	if (strchr(host, '='))
-		return herd_errprintf(err,
-				      "%s: expected a host name first, "
-				      "found '%.*s'",
-				      where, QUOTE_MAX, host);
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)host[i];
-		int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			    (c >= '0' && c <= '9');
-
-		/* The first character: never '-' (it would read as an
-		 * option of ssh, srun or a user's script) nor '.'/'_'. */
-		if (alnum || c == '.' || c == '-' || c == '_')
-			continue;
-		/* Quote the name safely: control bytes as '?'. */
-		char shown[QUOTE_MAX + 1];
-		size_t k;
-
-		for (k = 0; k < QUOTE_MAX && host[k]; k++)
-			shown[k] =
-			    ((unsigned char)host[k] < 0x20 || host[k] == 0x7f)
-				? '?'
-				: host[k];
-		shown[k] = '\0';
-		return herd_errprintf(err,
-				      "%s: bad host name '%s' (character %zu: "
-				      "expected letters, digits, '.', '-' or "
-				      "'_'; ASCII only)",
-				      where, shown, i + 1);
-	}
-	return 0;
-}
-
 static int host_check(struct parse *p, const char *host)
 {
 	char where[HERD_ERR_MAX];

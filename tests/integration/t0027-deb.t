@@ -67,6 +67,10 @@ test_expect_success 'unpacked into a scratch root: no RUNPATH, pages that lint c
 		readelf -d "$b" >dyn &&
 		! grep -E "RUNPATH|RPATH" dyn || return 1
 	done &&
+	# The agent runs on nodes outside Slurm too: no libslurm there.
+	readelf -d root/usr/bin/herd-agent >dyn &&
+	grep -q "NEEDED.*libc\.so" dyn &&
+	! grep "NEEDED.*libslurm" dyn &&
 	mkdir pages &&
 	for p in root/usr/share/man/man*/*.gz; do
 		gzip -dc "$p" >"pages/$(basename "$p" .gz)" || return 1

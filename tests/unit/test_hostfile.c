@@ -284,15 +284,43 @@ static void test_errors(void **state)
 		     "letters, digits, '.', '-' or '_'; ASCII only)");
 	expect_error("n[1-2],_x\n", HOSTFILE_SLURM, "bad host name '_x'");
 	expect_error("n[1-3\n", HOSTFILE_SLURM, "hf:1: expected ']'");
+	/* Found by fuzz_hostfile: read as plain, this host could not be
+	 * written as a Slurm hostlist (libslurm saturates the number). */
+	expect_error("n1\n66666666666666666666666666666\n", HOSTFILE_PLAIN,
+		     "hf:2: bad host name '66666666666666666666666666666' (the "
+		     "number it ends in is larger than 18446744073709551614");
 }
 
 static void test_host_check(void **state)
 {
-	static const char *const good[] = {"n1", "node-01", "10.0.0.1",
-					   "a_b.example.org", "N", "0"};
+	static const char *const good[] = {"n1",
+					   "node-01",
+					   "10.0.0.1",
+					   "a_b.example.org",
+					   "N",
+					   "0",
+					   "n18446744073709551614",
+					   "n000000000000000000000000001"};
 	static const char *const bad[] = {
-	    "", "-n", ".n", "_n", "a;b", "$(id)", "`id`", "a b", "a\tb",
-	    "a\nb", "n\xc3\xa9", "a/b", "a:b", "a'b", "a\"b", "a=b", "a\\b",
+	    "",
+	    "-n",
+	    ".n",
+	    "_n",
+	    "a;b",
+	    "$(id)",
+	    "`id`",
+	    "a b",
+	    "a\tb",
+	    "a\nb",
+	    "n\xc3\xa9",
+	    "a/b",
+	    "a:b",
+	    "a'b",
+	    "a\"b",
+	    "a=b",
+	    "a\\b",
+	    "n18446744073709551615",
+	    "66666666666666666666666666666",
 	};
 	struct herd_err err;
 	char longest[HOSTFILE_HOST_MAX + 2];

@@ -1,5 +1,5 @@
 /* test_hostlist.c — unit tests of lib/job/hostlist.c: expansion, compression,
- * errors, the host cap, find and delete.  Expected texts come from
+ * errors, the host caps.  Expected texts come from
  * `scontrol show hostnames` / `scontrol show hostlist` (Slurm 22.05). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -195,17 +195,39 @@ static void test_cap(void **state)
 	struct hostlist *hl;
 
 	(void)state;
-	check_error("n[1-1000001]", "column 1: more than 1000000 hosts "
-				    "(HOSTLIST_MAX)");
-	/* The product of groups is checked before anything is made. */
-	check_error("a,n[1-100000][1-100000][1-100000]",
-		    "column 3: more than 1000000 hosts (HOSTLIST_MAX)");
+	/* One range: Slurm's cap, refused here before Slurm says it. */
+	check_error("n[1-65537]", "column 3: range 1-65537 holds more than "
+				  "65536 hosts (Slurm's limit for one range)");
 	check_error("n[0-18446744073709551614]",
-		    "column 1: more than 1000000 hosts (HOSTLIST_MAX)");
-	hl = hostlist_expand("n[1-1000000]", &err);
+		    "column 3: range 0-18446744073709551614 holds more than "
+		    "65536 hosts (Slurm's limit for one range)");
+	check_error("n[1-1001][1-1000]", "column 1: more than 1000000 hosts "
+					 "(HOSTLIST_MAX)");
+	/* The product of groups is checked before anything is made. */
+	check_error("a,n[1-60000][1-60000][1-60000]",
+		    "column 3: more than 1000000 hosts (HOSTLIST_MAX)");
+	hl = hostlist_expand("n[1-65536]", &err);
+	assert_non_null(hl);
+	assert_int_equal(hostlist_count(hl), 65536);
+	hostlist_free(hl);
+	hl = hostlist_expand("n[1-1000]-[1-1000]", &err);
 	assert_non_null(hl);
 	assert_int_equal(hostlist_count(hl), HOSTLIST_MAX);
-	assert_string_equal(hostlist_nth(hl, HOSTLIST_MAX - 1), "n1000000");
+	assert_string_equal(hostlist_nth(hl, HOSTLIST_MAX - 1), "n1000-1000");
+	/* A Slurm range per host (the text after the first groups keeps
+	 * them apart): read from the back, in Slurm's order all the same
+	 * (with three groups the first runs fastest, as scontrol says). */
+	hostlist_free(hl);
+	hl = hostlist_expand("n[1-2000]x[1-3]y[7]", &err);
+	assert_non_null(hl);
+	assert_int_equal(hostlist_count(hl), 6000);
+	assert_string_equal(hostlist_nth(hl, 0), "n1x1y7");
+	assert_string_equal(hostlist_nth(hl, 1), "n2x1y7");
+	assert_string_equal(hostlist_nth(hl, 2000), "n1x2y7");
+	assert_string_equal(hostlist_nth(hl, 5999), "n2000x3y7");
+	hostlist_free(hl);
+	hl = hostlist_expand("n[1-1000]-[1-1000]", &err);
+	assert_non_null(hl);
 	/* A push beyond the cap fails and leaves the list as it was. */
 	assert_int_equal(hostlist_push(hl, "m1", &err), -1);
 	assert_int_equal(hostlist_push_host(hl, "m1", &err), -1);
@@ -217,44 +239,44 @@ static void test_push_error_keeps_list(void **state)
 {
 	struct herd_err err;
 	struct hostlist *hl = hostlist_expand("n[1-3]", &err);
-
-	(void)state;
-	assert_non_null(hl);
-	assert_int_equal(hostlist_push(hl, "m[1-2],x[", &err), -1);
-	assert_int_equal(hostlist_count(hl), 3);
-	assert_string_equal(hostlist_nth(hl, 2), "n3");
-	assert_null(hostlist_nth(hl, 3));
-	hostlist_free(hl);
-}
-
-static void test_find_delete(void **state)
-{
-	struct herd_err err;
-	struct hostlist *hl = hostlist_expand("n[1-5],n3", &err);
 	char *s;
 
 	(void)state;
 	assert_non_null(hl);
-	assert_int_equal(hostlist_find(hl, "n3"), 2);
-	assert_int_equal(hostlist_find(hl, "n9"), -1);
-	assert_int_equal(hostlist_find(hl, "n"), -1);
-	assert_int_equal(hostlist_delete_nth(hl, 2), 0);
-	assert_int_equal(hostlist_count(hl), 5);
-	assert_string_equal(hostlist_nth(hl, 2), "n4");
-	assert_int_equal(hostlist_find(hl, "n3"), 4);
+	assert_int_equal(hostlist_push(hl, "m[1-2],x[", &err), -1);
+	assert_int_equal(hostlist_push_host(hl, "n[4]", &err), -1);
+	assert_int_equal(hostlist_count(hl), 3);
+	assert_string_equal(hostlist_nth(hl, 2), "n3");
+	assert_null(hostlist_nth(hl, 3));
 	s = hostlist_compress(hl);
-	assert_string_equal(s, "n[1-2,4-5,3]");
-	free(s);
-	assert_int_equal(hostlist_delete_nth(hl, 5), -1);
-	assert_int_equal(hostlist_delete_nth(hl, 4), 0);
-	assert_int_equal(hostlist_find(hl, "n3"), -1);
-	while (hostlist_count(hl) > 0)
-		assert_int_equal(hostlist_delete_nth(hl, 0), 0);
-	s = hostlist_compress(hl);
-	assert_string_equal(s, "");
+	assert_string_equal(s, "n[1-3]");
 	free(s);
 	hostlist_free(hl);
 	hostlist_free(NULL);
+}
+
+/* Slurm turns a number above ULONG_MAX into ULONG_MAX: host
+ * n99999999999999999999 would come back as n18446744073709551615. */
+static void test_number_too_large(void **state)
+{
+	struct herd_err err;
+	struct hostlist *hl = hostlist_new();
+
+	(void)state;
+	check_error("a,n99999999999999999999",
+		    "column 4: number too large (expected at most "
+		    "18446744073709551614)");
+	check_error("n18446744073709551615",
+		    "column 2: number too large (expected at most "
+		    "18446744073709551614)");
+	check_expand("n18446744073709551614", "n18446744073709551614");
+	assert_non_null(hl);
+	assert_int_equal(hostlist_push_host(hl, "n99999999999999999999", &err),
+			 -1);
+	assert_string_equal(err.text, "column 2: number too large (expected "
+				      "at most 18446744073709551614)");
+	assert_int_equal(hostlist_count(hl), 0);
+	hostlist_free(hl);
 }
 
 int main(void)
@@ -269,7 +291,7 @@ int main(void)
 	    cmocka_unit_test(test_name_too_long),
 	    cmocka_unit_test(test_cap),
 	    cmocka_unit_test(test_push_error_keeps_list),
-	    cmocka_unit_test(test_find_delete),
+	    cmocka_unit_test(test_number_too_large),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
