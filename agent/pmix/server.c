@@ -26,6 +26,7 @@
 #include <dlfcn.h>
 
 #include "agent/pmix/pmix_int.h"
+#include "herd/loop.h"
 
 struct psrv_lib psrv_lib;
 
@@ -577,13 +578,7 @@ static void *fini_watchdog(void *arg)
 	struct timespec until;
 	int e = 0;
 
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += (time_t)(w->ms / 1000);
-	until.tv_nsec += (long)(w->ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	loop_time_in(CLOCK_MONOTONIC, &until, w->ms);
 	pthread_mutex_lock(&w->m);
 	while (!w->done && e != ETIMEDOUT)
 		e = pthread_cond_timedwait(&w->cv, &w->m, &until);

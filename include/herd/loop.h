@@ -12,6 +12,7 @@
 #define HERD_LOOP_H
 
 #include <stdint.h>
+#include <time.h>
 
 struct loop;
 
@@ -81,5 +82,10 @@ void loop_stop(struct loop *loop);
 int64_t loop_now_ms(void);
 /* Wall-clock Unix milliseconds, for event logs. */
 int64_t loop_wall_ms(void);
+/* *when = ms from now on clock, for the waits that take a deadline:
+ * CLOCK_REALTIME for pthread_cond_timedwait() (default attributes) and
+ * pthread_timedjoin_np(), CLOCK_MONOTONIC for a thread's own deadlines
+ * and a condition variable set to it. */
+void loop_time_in(clockid_t clock, struct timespec *when, int64_t ms);
 
 #endif

@@ -76,6 +76,17 @@ int64_t loop_wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+void loop_time_in(clockid_t clock, struct timespec *when, int64_t ms)
+{
+	clock_gettime(clock, when);
+	when->tv_sec += (time_t)(ms / 1000);
+	when->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (when->tv_nsec >= 1000000000L) {
+		when->tv_sec++;
+		when->tv_nsec -= 1000000000L;
+	}
+}
+
 static void wake_drain(struct loop *loop, int fd, short revents, void *arg)
 {
 	char buf[256];

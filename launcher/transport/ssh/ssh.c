@@ -180,17 +180,6 @@ static int tssh_start(struct transport *t, const char *host,
 	return sv[0];
 }
 
-void tssh_time_in(clockid_t clock, struct timespec *when, long ms)
-{
-	clock_gettime(clock, when);
-	when->tv_sec += ms / 1000;
-	when->tv_nsec += (ms % 1000) * 1000000L;
-	if (when->tv_nsec >= 1000000000L) {
-		when->tv_sec++;
-		when->tv_nsec -= 1000000000L;
-	}
-}
-
 static void tssh_free_priv(struct transport *t)
 {
 	struct tssh_priv *priv = t->priv;
@@ -208,7 +197,7 @@ static void tssh_free_priv(struct transport *t)
 	 * after that keeps the shared state, and herd leaves with _exit()
 	 * (transport_threads_left()): exit()'s clean-up of OpenSSL under a
 	 * thread that is using it crashed herd. */
-	tssh_time_in(CLOCK_REALTIME, &deadline, SSH_FREE_WAIT_MS);
+	loop_time_in(CLOCK_REALTIME, &deadline, SSH_FREE_WAIT_MS);
 	pthread_mutex_lock(&priv->lock);
 	priv->aborting = true;
 	queued = priv->queue;
@@ -239,7 +228,7 @@ static void tssh_free_priv(struct transport *t)
 	 * has not ended by then keeps the state, and herd leaves with
 	 * _exit() as above: the state is either freed or deliberately left
 	 * to a process that ends without exit()'s clean-up. */
-	tssh_time_in(CLOCK_REALTIME, &deadline, SSH_JOIN_WAIT_MS);
+	loop_time_in(CLOCK_REALTIME, &deadline, SSH_JOIN_WAIT_MS);
 	for (int i = 0; i < priv->n_tids; i++)
 		if (pthread_timedjoin_np(priv->tids[i], NULL, &deadline) != 0)
 			goto still_running;

@@ -12,6 +12,7 @@
 
 #include <libssh/libssh.h>
 
+#include "herd/loop.h"
 #include "launcher/transport/ssh/nodecache.h"
 #include "launcher/transport/ssh/sshsess.h"
 #include "launcher/transport/transport.h"
@@ -100,11 +101,6 @@ void tssh_list_remove(struct node_list *l, struct tssh_node *n);
 /* ssh.c: ends a node: its channel and session, then its end of the
  * socketpair (the controller sees EOF when it did not hang up first). */
 void tssh_node_free(struct tssh_node *n);
-/* ssh.c: *when = MS from now on CLOCK (CLOCK_MONOTONIC for the I/O
- * thread's own deadlines; CLOCK_REALTIME for pthread_cond_timedwait()
- * and pthread_timedjoin_np()). */
-void tssh_time_in(clockid_t clock, struct timespec *when, long ms);
-
 /* ssh_connect.c: wakes the I/O thread's poll() (priv->wake). */
 void tssh_wake_io(struct tssh_priv *priv);
 /* ssh_connect.c: a worker thread (arg: the tssh_priv): takes queued

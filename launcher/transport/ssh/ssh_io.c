@@ -45,7 +45,7 @@ static void node_begin_close(struct tssh_node *n)
 {
 	n->closing = true;
 	n->kick = true; /* freed at once when nothing is left to send */
-	tssh_time_in(CLOCK_MONOTONIC, &n->close_by, SSH_CLOSE_FLUSH_MS);
+	loop_time_in(CLOCK_MONOTONIC, &n->close_by, SSH_CLOSE_FLUSH_MS);
 	if (n->ch) {
 		ssh_channel_send_eof(n->ch);
 		ssh_channel_close(n->ch);
@@ -226,7 +226,7 @@ void *tssh_io_main(void *arg)
 			/* The controller closed every socket: each node
 			 * hangs up; what has not after this is dropped. */
 			aborting = true;
-			tssh_time_in(CLOCK_MONOTONIC, &abort_by,
+			loop_time_in(CLOCK_MONOTONIC, &abort_by,
 				     SSH_FREE_WAIT_MS / 2);
 		}
 		pthread_mutex_unlock(&priv->lock);
