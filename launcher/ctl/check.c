@@ -220,6 +220,9 @@ void ctl_check_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 	cn->held_ms = json_integer_value(json_object_get(f->body, "held_ms"));
 	json_decref(cn->checks);
 	cn->checks = json_incref(json_object_get(f->body, "checks"));
+	/* Reasons, values and port names are printed in herd check's
+	 * table and the preflight's lines. */
+	ctl_json_clean(cn->checks);
 	ctl_post(c, CTL_EV_CHECKED, n, 0, NULL);
 }
 

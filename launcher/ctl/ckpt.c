@@ -240,11 +240,13 @@ static void on_inv(struct ctl *c, struct node *n, json_t *b)
 	int i = node_index(c, n);
 	struct inv *v;
 	json_t *steps = json_object_get(b, "steps"), *s, *old;
-	const char *why = json_string_value(json_object_get(b, "error"));
+	const char *why;
 	size_t j;
 
 	if (!k)
 		return;
+	ctl_json_clean(json_object_get(b, "error")); /* printed below */
+	why = json_string_value(json_object_get(b, "error"));
 	v = &k->inv[i];
 	if (why && !v->said_error) {
 		fprintf(stderr, "herd: %s: memory tier: %s\n", n->host, why);
@@ -364,6 +366,9 @@ static void on_ack(struct ctl *c, struct node *n, json_t *b)
 	if (x->kind == XFER_PERSIST ? i != x->src
 				    : (i != x->dst && (ok || i != x->src)))
 		return;
+	/* The error is printed and in the events; the path is the rank's
+	 * to restore from, kept as it is. */
+	ctl_json_clean(json_object_get(b, "error"));
 	finish(c, x, ok, json_string_value(json_object_get(b, "path")),
 	       json_string_value(json_object_get(b, "error")),
 	       json_integer_value(json_object_get(b, "bytes")));

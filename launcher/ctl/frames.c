@@ -21,17 +21,51 @@ void ctl_frame_failed(struct ctl *c, struct node *n, const char *why)
 	ctl_post(c, CTL_EV_NODE_FAILED, n, 0, why);
 }
 
+void ctl_json_clean(json_t *j)
+{
+	const char *key;
+	json_t *v;
+	size_t i;
+
+	if (json_is_string(j)) {
+		const char *in = json_string_value(j);
+		size_t len = json_string_length(j);
+		char *s = malloc(len + 1);
+
+		if (!s)
+			return;
+		/* A NUL inside the string is a control too. */
+		for (i = 0; i < len; i++)
+			s[i] = in[i] ? in[i] : '?';
+		s[len] = '\0';
+		json_string_setn(j, herd_text_clean(s), len);
+		free(s);
+	} else if (json_is_object(j)) {
+		json_object_foreach(j, key, v)
+		{
+			ctl_json_clean(v);
+		}
+	} else if (json_is_array(j)) {
+		json_array_foreach(j, i, v)
+		{
+			ctl_json_clean(v);
+		}
+	}
+}
+
 static void on_hello(struct ctl *c, struct node *n, struct proto_frame *f)
 {
 	json_t *body = f->body;
-	const char *version =
-	    json_string_value(json_object_get(body, "version"));
-	const char *hostname =
-	    json_string_value(json_object_get(body, "hostname"));
+	const char *version, *hostname;
 	json_t *hb;
 
 	if (n->state != NODE_CONNECTING)
 		return; /* a second HELLO changes nothing */
+	/* Its version, hostname, topo_error, interface and device names
+	 * reach herd's terminal, the events and the node record. */
+	ctl_json_clean(body);
+	version = json_string_value(json_object_get(body, "version"));
+	hostname = json_string_value(json_object_get(body, "hostname"));
 	if (!version || strcmp(version, HERD_VERSION)) {
 		char why[256];
 
@@ -161,7 +195,7 @@ static void on_rank_exit(struct ctl *c, struct node *n, struct proto_frame *f)
 	json_t *att = json_object_get(body, "attempt");
 	/* Set by the agent when the rank never ran: a failed exec (its
 	 * errno), workdir or binding. */
-	const char *error = json_string_value(json_object_get(body, "error"));
+	const char *error;
 	json_t *ev;
 	int status;
 	bool singleton;
@@ -172,6 +206,9 @@ static void on_rank_exit(struct ctl *c, struct node *n, struct proto_frame *f)
 	if (!c->ranks || rank < 0 || rank >= c->n_slots ||
 	    &c->nodes[c->ranks[rank].node] != n)
 		return;
+	/* The agent's words: on herd's terminal and in the events. */
+	ctl_json_clean(json_object_get(body, "error"));
+	error = json_string_value(json_object_get(body, "error"));
 	r = &c->ranks[rank];
 	if (r->spawn) {
 		spawned_exit(c, n, rank, body);
@@ -388,8 +425,9 @@ void ctl_on_frame(struct conn *conn, struct proto_frame *f, void *arg)
 	if (proto_frame_check(f, PROTO_TO_HERD, &err) < 0) {
 		char why[HERD_ERR_MAX + 64];
 
+		/* err may quote the frame (a value it refused). */
 		snprintf(why, sizeof(why), "%s: %s", n->host, err.text);
-		ctl_frame_failed(c, n, why);
+		ctl_frame_failed(c, n, herd_text_clean(why));
 		goto out;
 	}
 	if (f->type >= 1 && f->type <= PROTO_TYPE_MAX_)
@@ -415,7 +453,9 @@ void ctl_on_close(struct conn *conn, const char *reason, int clean, void *arg)
 
 	if (n->conn != conn)
 		return;
+	/* A decode error may quote the bytes the agent sent (jansson's
+	 * "near '...'"). */
 	snprintf(why, sizeof(why), "%s: connection to the agent lost (%s)",
 		 n->host, clean ? "end of stream" : reason);
-	ctl_post(n->ctl, CTL_EV_NODE_FAILED, n, 0, why);
+	ctl_post(n->ctl, CTL_EV_NODE_FAILED, n, 0, herd_text_clean(why));
 }

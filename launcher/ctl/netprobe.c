@@ -316,10 +316,13 @@ void ctl_netprobe_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 	int idx = (int)(n - c->nodes);
 	int round = (int)json_integer_value(json_object_get(f->body, "round"));
 	const char *op = json_string_value(json_object_get(f->body, "op"));
-	const char *err = json_string_value(json_object_get(f->body, "error"));
+	const char *err;
 
 	if (!s || !s->probe_started || s->probe_done || round != s->round)
 		return; /* late */
+	/* The error is shown in herd check's table. */
+	ctl_json_clean(json_object_get(f->body, "error"));
+	err = json_string_value(json_object_get(f->body, "error"));
 	for (int e = 0; e < s->n_edges; e++) {
 		struct probe_edge *pe = &s->edges[e];
 		bool is_a = pe->a == idx;

@@ -17,6 +17,7 @@
  * S stopping, E end, P preflight, N notify.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -49,6 +50,12 @@ struct hostcfg {
 	const char *error_stage;	/* ERROR's stage (default "agent") */
 	const char *error_message;	/* ERROR's message (a default) */
 	int gone_starts;	/* the first N agents are gone before HELLO */
+	/* HELLO's version, hostname and topo_error, and its ranks' EXIT
+	 * error, when set (else the defaults: a node in good order). */
+	const char *hello_version;
+	const char *hello_hostname;
+	const char *topo_error;
+	const char *exit_error;
 	long hello_ms;		/* HELLO this late */
 	bool no_hello;		/* never says HELLO */
 	bool bad_frame;		/* sends herd a LAUNCH frame before HELLO */
@@ -134,6 +141,7 @@ struct world {
 	int status;
 	bool timed_out;
 	char *events;		/* events.jsonl */
+	int saved_stderr;	/* run_err: herd's own stderr meanwhile */
 	long t_raise, t_post;
 	enum ctl_state raise_state;	/* raise_in: Ctrl-C entering it */
 	int launches;		/* LAUNCH frames the agents got */
@@ -189,12 +197,16 @@ static void send_hello(struct agent *a)
 {
 	if (a->cfg->bad_frame)
 		agent_send(a, PROTO_LAUNCH, json_object());
-	agent_send(a, PROTO_HELLO,
-		   json_pack("{s:s, s:s, s:[{s:s, s:s, s:s}], s:i, s:i, s:s}",
-			     "version", HERD_VERSION, "hostname", a->cfg->host,
-			     "addrs", "ifname", "eth0", "addr", "10.0.0.1",
-			     "netmask", "255.255.255.0", "cores", 1, "pid",
-			     (int)getpid(), "topo_error", "none (test)"));
+	agent_send(
+	    a, PROTO_HELLO,
+	    json_pack(
+		"{s:s, s:s, s:[{s:s, s:s, s:s}], s:i, s:i, s:s}", "version",
+		a->cfg->hello_version ? a->cfg->hello_version : HERD_VERSION,
+		"hostname",
+		a->cfg->hello_hostname ? a->cfg->hello_hostname : a->cfg->host,
+		"addrs", "ifname", "eth0", "addr", "10.0.0.1", "netmask",
+		"255.255.255.0", "cores", 1, "pid", (int)getpid(), "topo_error",
+		a->cfg->topo_error ? a->cfg->topo_error : "none (test)"));
 }
 
 static void agent_hello(struct loop *loop, void *arg)
@@ -232,7 +244,8 @@ static void agent_exit(struct loop *loop, void *arg)
 	(void)loop;
 	a->t_exit = 0;
 	if (a->running)
-		send_exits(a, a->cfg->exit_code[a->attempt], 0, NULL);
+		send_exits(a, a->cfg->exit_code[a->attempt], 0,
+			   a->cfg->exit_error);
 }
 
 static void agent_stopped(struct loop *loop, void *arg)
@@ -697,6 +710,7 @@ static int setup(void **state)
 	w->loop = loop_new();
 	assert_non_null(w->loop);
 	w->t_raise = w->t_post = 0;
+	w->saved_stderr = -1;
 	snprintf(w->states, sizeof(w->states), "C");
 	*state = w;
 	return 0;
@@ -715,6 +729,11 @@ static int teardown(void **state)
 {
 	struct world *w = *state;
 
+	if (w->saved_stderr >= 0) { /* a test that failed inside run_err */
+		fflush(stderr);
+		dup2(w->saved_stderr, 2);
+		close(w->saved_stderr);
+	}
 	ctl_free(w->c);
 	for (int i = 0; i < w->n_agents; i++)
 		agent_free(&w->agents[i]);
@@ -784,6 +803,30 @@ static int run(struct world *w)
 		 logtree_run_dir(w->c->lt));
 	w->events = read_file(path);
 	return w->status;
+}
+
+/* run() with what herd writes to its terminal (stderr) into *said
+ * (the test frees it). */
+static int run_err(struct world *w, char **said)
+{
+	char path[sizeof(w->dir) + 16];
+	int fd, status;
+
+	snprintf(path, sizeof(path), "%s/stderr", w->dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	fflush(stderr);
+	w->saved_stderr = dup(2);
+	assert_true(w->saved_stderr >= 0);
+	assert_int_equal(dup2(fd, 2), 2);
+	close(fd);
+	status = run(w);
+	fflush(stderr);
+	dup2(w->saved_stderr, 2);
+	close(w->saved_stderr);
+	w->saved_stderr = -1;
+	*said = read_file(path);
+	return status;
 }
 
 /* Lines of events.jsonl for event name that also hold `also` (or any). */
@@ -952,6 +995,59 @@ static void test_error_text_cleaned(void **state)
 	assert_int_equal(
 	    count_ev(w, "node_failed", "bad?]0;owned??[2J end"), 1);
 	assert_int_equal(count_ev(w, "node_failed", "\\u001b"), 0);
+}
+
+/* What a node says in its HELLO (its hostname, why it has no topology,
+ * its version) reaches herd's terminal, its events and the node record
+ * with its controls made '?'. */
+static void test_hello_text_cleaned(void **state)
+{
+	struct world *w = *state;
+	struct noderec *r = NULL;
+	struct noderec_host *h;
+	struct herd_err err;
+	char *said;
+
+	set_hosts(w, "n[1-3]", "s1");
+	host(w, "n1")->hello_hostname = "n1\x1b]0;pwned\x07";
+	host(w, "n2")->topo_error = "no hwloc\x1b]0;pwned\x07";
+	host(w, "n3")->hello_version = "0.0\x1b]0;pwned\x07";
+	assert_int_equal(run_err(w, &said), 0);
+	assert_null(strchr(said, '\x1b'));
+	assert_null(strchr(said, '\x07'));
+	assert_non_null(strstr(said, "n2: no topology (no hwloc?]0;pwned?)"));
+	assert_non_null(strstr(said, "herd-agent version 0.0?]0;pwned?"));
+	assert_int_equal(
+	    count_ev(w, "node_up", "\"hostname\":\"n1?]0;pwned?\""), 1);
+	assert_int_equal(count_ev(w, "node_failed", "0.0?]0;pwned?"), 1);
+	assert_null(strstr(w->events, "\\u001b"));
+	assert_null(strstr(w->events, "\\u0007"));
+	herd_err_clear(&err);
+	assert_int_equal(noderec_load("unit", &r, &err), 0);
+	assert_non_null(h = noderec_find(r, "n3"));
+	assert_non_null(strstr(h->f[0].reason, "0.0?]0;pwned?"));
+	assert_null(strchr(h->f[0].reason, '\x1b'));
+	noderec_free(r);
+	free(said);
+}
+
+/* A rank's EXIT error (the agent's words for a failed exec) too. */
+static void test_exit_text_cleaned(void **state)
+{
+	struct world *w = *state;
+	char *said;
+
+	set_hosts(w, "n1", NULL);
+	host(w, "n1")->exit_code[1] = 3;
+	host(w, "n1")->exit_error = "exec failed\x1b[2J\x1b]0;pwned\x07";
+	assert_int_equal(run_err(w, &said), 3);
+	assert_null(strchr(said, '\x1b'));
+	assert_null(strchr(said, '\x07'));
+	assert_non_null(strstr(said, "exec failed?[2J?]0;pwned?"));
+	assert_int_equal(count_ev(w, "rank_exit", "exec failed?[2J?]0;pwned?"),
+			 1);
+	assert_null(strstr(w->events, "\\u001b"));
+	free(said);
 }
 
 static void quarantine(const char *hostname, int times)
@@ -2661,6 +2757,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_setup_error_not_recorded,
 					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_error_text_cleaned, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_hello_text_cleaned, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_exit_text_cleaned, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_failure_recorded, setup,
 						teardown),

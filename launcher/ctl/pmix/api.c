@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "herd/text.h"
 #include "launcher/ctl/ctl_int.h"
 
 /* A log entry of the stderr or stdout channel: the rank's line. */
@@ -38,6 +39,9 @@ static void log_to_output(struct ctl *c, int rank, const char *key,
 	}
 	while (n && line[n - 1] == ' ')
 		n--;
+	/* The C1 controls and bytes that are not UTF-8 too ('?'). */
+	line[n] = '\0';
+	herd_text_clean(line);
 	line[n++] = '\n';
 	ctl_log_write(c, rank, line, n);
 	ctl_print(c, rank, fd, line, n, false);

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "herd/text.h"
 #include "launcher/ctl/ctl_int.h"
 
 static void fence_free(struct ctl *c, int k)
@@ -391,6 +392,8 @@ void ctl_pmix_abort(struct ctl *c, struct node *n, struct proto_frame *f)
 	snprintf(why, sizeof(why), "rank %d on %s called MPI_Abort (status %d)%s%.300s",
 		 rank, n->host, status, msg && *msg ? ": " : "",
 		 msg ? msg : "");
-	ctl_post(c, CTL_EV_ABORT, n, status, why);
+	/* The program's message, cut to fit: on herd's terminal and in
+	 * the events. */
+	ctl_post(c, CTL_EV_ABORT, n, status, herd_text_clean(why));
 }
 

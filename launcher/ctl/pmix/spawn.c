@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "herd/text.h"
 #include "launcher/ctl/pmix/dyn_int.h"
 
 /* The agent's AGENT_SPAWN_LOCAL_MAX. */
@@ -416,6 +417,8 @@ void ctl_spawn_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 				  on_spawn_timeout, c);
 	goto out;
 refuse:
+	/* why may name a host the rank asked for (place_app). */
+	herd_text_clean(why);
 	fprintf(stderr, "herd: PMIx_Spawn from %s refused: %s\n", n->host, why);
 	spawn_answer(c, idx, seq, st, 0, why);
 out:
@@ -500,11 +503,13 @@ static void on_spawn_timeout(struct loop *loop, void *arg)
 void ctl_spawn_up(struct ctl *c, struct node *n, struct proto_frame *f)
 {
 	int id = (int)json_integer_value(json_object_get(f->body, "spawn"));
-	const char *error =
-	    json_string_value(json_object_get(f->body, "error"));
+	const char *error;
 	int idx = (int)(n - c->nodes);
 	struct dyn_spawn *s;
 
+	/* The agent's words: on herd's terminal, in the events. */
+	ctl_json_clean(json_object_get(f->body, "error"));
+	error = json_string_value(json_object_get(f->body, "error"));
 	if (json_integer_value(json_object_get(f->body, "attempt")) !=
 		c->attempt ||
 	    !(s = dyn_spawn_by_id(c, id)) || s->answered || !s->want[idx] ||
