@@ -1,5 +1,7 @@
 /* text.c — see text.h. */
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "herd/text.h"
 
@@ -50,4 +52,29 @@ char *herd_text_clean(char *s)
 		p += n;
 	}
 	return s;
+}
+
+void herd_text_say_lines(FILE *out, const char *prefix, const char *buf,
+			 size_t len)
+{
+	char *line = malloc(len + 1);
+	size_t start = 0;
+
+	if (!line)
+		return;
+	for (size_t i = 0; i <= len; i++) {
+		size_t n = i - start;
+
+		if (i < len && buf[i] != '\n')
+			continue;
+		if (n > 0 || i < len) {
+			for (size_t k = 0; k < n; k++)
+				line[k] = buf[start + k] ? buf[start + k] : '?';
+			line[n] = '\0';
+			fprintf(out, "%s%s%s", prefix, herd_text_clean(line),
+				i < len ? "\n" : "");
+		}
+		start = i + 1;
+	}
+	free(line);
 }

@@ -1,9 +1,11 @@
 /* test_text.c — herd_text_clean (issue 23): what a terminal could act on
- * becomes '?', other UTF-8 text stays. */
+ * becomes '?', other UTF-8 text stays; herd_text_say_lines, the same a
+ * line at a time. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* cmocka needs the headers above first. */
@@ -40,10 +42,38 @@ static void test_clean(void **state)
 	assert_null(herd_text_clean(NULL));
 }
 
+/* Another machine's stderr, a chunk at a time: each line prefixed and
+ * cleaned, the newlines kept. */
+static void say(const char *in, size_t len, const char *want)
+{
+	char *got = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&got, &n);
+
+	assert_non_null(f);
+	herd_text_say_lines(f, "a@n1: ", in, len);
+	assert_int_equal(fclose(f), 0);
+	assert_string_equal(got, want);
+	free(got);
+}
+
+static void test_say_lines(void **state)
+{
+	static const char nul[] = "x\0y\n";
+
+	(void)state;
+	say("one\ntwo\n", 8, "a@n1: one\na@n1: two\n");
+	say("\x1b]0;pwned\x07\x1b[2Jtail", 18, "a@n1: ?]0;pwned??[2Jtail");
+	say("\n\n", 2, "a@n1: \na@n1: \n");
+	say(nul, sizeof(nul) - 1, "a@n1: x?y\n");
+	say("", 0, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_clean),
+	    cmocka_unit_test(test_say_lines),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

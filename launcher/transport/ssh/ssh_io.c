@@ -13,6 +13,7 @@
 
 #include <libssh/libssh.h>
 
+#include "herd/text.h"
 #include "launcher/transport/ssh/ssh_int.h"
 
 /* ---- the I/O thread ------------------------------------------------------ */
@@ -103,11 +104,17 @@ static int node_to_ctl(struct tssh_node *n)
 			n->out_off += (size_t)w;
 		}
 		n->out_off = n->out_len = 0;
-		/* stderr is rare (an agent's dying words): say it here. */
+		/* stderr is rare (an agent's dying words): say it here, as
+		 * another machine's text. */
 		while ((got = ssh_channel_read_nonblocking(
-			    n->ch, n->out, SSH_PUMP_CHUNK, 1)) > 0)
-			fprintf(stderr, "herd-agent@%s: %.*s", n->host, got,
-				n->out);
+			    n->ch, n->out, SSH_PUMP_CHUNK, 1)) > 0) {
+			char prefix[512];
+
+			snprintf(prefix, sizeof(prefix),
+				 "herd-agent@%s: ", n->host);
+			herd_text_say_lines(stderr, prefix, n->out,
+					    (size_t)got);
+		}
 		got = ssh_channel_read_nonblocking(n->ch, n->out,
 						   SSH_PUMP_CHUNK, 0);
 		if (got == 0)
