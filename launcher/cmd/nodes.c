@@ -10,10 +10,11 @@
 
 #include <jansson.h>
 
-#include "launcher/cli.h"
 #include "herd/jobreg.h"
 #include "herd/noderec.h"
 #include "herd/spec.h"
+#include "herd/text.h"
+#include "launcher/cli.h"
 
 /* Hosts one --clear list may name. */
 #define NODES_CLEAR_MAX 4096
@@ -314,6 +315,11 @@ static void print_table(json_t *rows, int64_t now)
 		char window[32], count[48], age[32], until[64];
 		long w = (long)json_integer_value(
 		    json_object_get(o, "quarantine_for_ms"));
+		/* Recorded from an agent's words: records written before
+		 * herd cleaned them (or edited by hand) are cleaned here. */
+		const char *lr =
+		    json_string_value(json_object_get(o, "last_reason"));
+		char *reason = herd_text_clean(strdup(lr ? lr : "-"));
 
 		if (spec_duration_format(w, window, sizeof(window)) < 0)
 			snprintf(window, sizeof(window), "%ldms", w);
@@ -327,7 +333,8 @@ static void print_table(json_t *rows, int64_t now)
 		       json_string_value(json_object_get(o, "job")), (int)wh,
 		       json_string_value(json_object_get(o, "host")), count,
 		       age, json_string_value(json_object_get(o, "last_kind")),
-		       json_string_value(json_object_get(o, "last_reason")));
+		       reason ? reason : "-");
+		free(reason);
 		if (json_is_true(json_object_get(o, "quarantined"))) {
 			time_text(
 			    json_integer_value(json_object_get(o, "until")),
@@ -479,7 +486,8 @@ int cmd_nodes(int argc, char **argv)
 			if (optopt == 'c')
 				cli_usage("nodes", "--clear needs a host name");
 			else
-				cli_bad_option("nodes", cli_bad_word(argc, argv),
+				cli_bad_option("nodes",
+					       cli_bad_word(argc, argv),
 					       nodes_usage);
 			goto out;
 		}

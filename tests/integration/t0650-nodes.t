@@ -103,6 +103,16 @@ test_expect_success 'herd nodes lists it as quarantined (table and --json, by na
 	herd nodes q.yaml --json | jq -e "length == 1"
 '
 
+test_expect_success 'hostile: a recorded reason with a C1 control (CSI as UTF-8) is shown cleaned' '
+	Q=$(ls "$REC"/q@*.json) &&
+	cp "$Q" q.saved &&
+	test_when_finished "cp q.saved \"$Q\"" &&
+	jq --arg h "$N2" ".hosts[\$h].failures[0].reason = \"x\u009b2Jy\"" q.saved >"$Q" &&
+	herd nodes q >list.c1 &&
+	grep " x??2Jy$" list.c1 &&
+	! grep -q "$(printf "\302\233")" list.c1
+'
+
 test_expect_success 'the quarantine survives a second run: node 2 is skipped (node_quarantined), the spare stands in' '
 	run_bg q.yaml out.2 err.2 &&
 	wait_exit $HERD_PID 60 &&
