@@ -216,9 +216,9 @@ unit: $(UNIT_BIN) $(FAKE_NVML)
 # the last measured run come first (slowest first, in this order).
 INTEG_JOBS ?= 6
 INTEG_ALL  := $(sort $(wildcard tests/integration/t*.t))
-INTEG_SLOW := $(foreach t,t0750 t0671 t0736 t0820 t0670 t0630 t0620 \
-		t0730 t0650 t0027 t0800 t0538 t0810 t0026 t0200 t0566 t0710 \
-		t0571 t0547 t0720 t0596 t0565 t0661 t0546 t0900, \
+INTEG_SLOW := $(foreach t,t0671 t0736 t0820 t0750 t0027 t0670 t0026 \
+		t0630 t0650 t0730 t0620 t0300 t0571 t0525 t0800 t0810 t0010 \
+		t0585 t0565 t0660 t0555 t0580 t0538 t0596 t0710, \
 		$(filter tests/integration/$(t)-%,$(INTEG_ALL)))
 INTEG      := $(INTEG_SLOW) $(filter-out $(INTEG_SLOW),$(INTEG_ALL))
 # ITEST_OUT: where the logs and sanitizer reports go (a run of a few
@@ -238,7 +238,11 @@ integration: all examples $(FAKE_NVML) $(LATEJOIN)
 	for f in $(ITEST_OUT)/sanitizer/*; do \
 		[ -e "$$f" ] || continue; \
 		echo "== sanitizer report $$f"; cat "$$f"; rc=1; \
-	done; exit $$rc
+	done; \
+	cat $(ITEST_OUT)/itest/*.cpu 2>/dev/null | sort -k2 -rn | awk \
+	  '{ t += $$2; if (NR <= 10) top = top sprintf("  %s %.0f s\n", $$1, $$2) } \
+	   END { if (NR) printf "CPU of the scripts: %.0f s in all; the most:\n%s", t, top }'; \
+	exit $$rc
 
 fuzz-smoke: $(FUZZ_BIN)
 	@tests/fuzz/run -j $(JOBS) $(FUZZ_SECONDS) $(FUZZ_BIN)

@@ -237,6 +237,13 @@ test_expect_success 'while a real job runs: status says running, top follows it 
 	{ herd top --interval 0.2 live.yaml >frames 2>top.err & } &&
 	top_pid=$! &&
 	wait_file frames &&
+	# Its first frame, before the job may go on: on a busy machine top
+	# can take seconds to start, and the job would end before it looks.
+	_end=$(($(date +%s) + 60)) &&
+	while ! grep -q "^herd top: job live, run .*, running" frames; do
+		test "$(date +%s)" -lt $_end || return 1
+		sleep 0.05   # poll interval of a bounded wait
+	done &&
 	touch go &&
 	wait_exit $HERD_PID 30 && test $WAIT_RC = 0 &&
 	wait_exit $top_pid 20 && test $WAIT_RC = 0 &&
