@@ -71,7 +71,8 @@ static void list_usage(FILE *out)
 	    "                  terminal)\n"
 	    "  --forget-ended  remove the registry entries of the jobs that\n"
 	    "                  ended, are lost or gone (never a running or\n"
-	    "                  unknown one); their run directories stay\n"
+	    "                  unknown one) and the control sockets killed\n"
+	    "                  controllers left; their run directories stay\n"
 	    "  --json          one JSON array of objects instead of the table\n"
 	    "  -h, --help      show this text\n"
 	    "\n"
@@ -507,6 +508,7 @@ static int forget_ended(const struct row *rows, size_t n)
 		     jobview_controller_alive(r->e) != 0))
 			continue;
 		herd_err_clear(&err);
+		jobview_sock_forget(r->e);
 		if (jobreg_forget(r->e->id, &err) < 0) {
 			cli_error("list: %s", err.text);
 			status = 1;

@@ -174,6 +174,10 @@ static int resume_check(const char *rdir, bool force)
 			  e.id, e.pid, e.id, e.id);
 		goto out;
 	}
+	/* Lost: the socket its controller left goes (the new run has its
+	 * own). */
+	if (!rl->ended && alive == 0)
+		jobview_sock_forget(&e);
 	if (rl->ended && !force) {
 		cli_error("run --resume: %s ended (status %d); --force starts "
 			  "it again",

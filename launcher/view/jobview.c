@@ -211,6 +211,30 @@ int jobview_controller_alive(const struct jobreg_entry *e)
 	return pid_is_herd(e->pid) ? 1 : 0;
 }
 
+int jobview_sock_forget(const struct jobreg_entry *e)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+	char *slash;
+
+	if (!e->sock || strlen(e->sock) >= sizeof(dir) ||
+	    jobview_controller_alive(e) != 0)
+		return 0;
+	snprintf(dir, sizeof(dir), "%s", e->sock);
+	if (!(slash = strrchr(dir, '/')) || slash == dir)
+		return 0;
+	*slash = '\0';
+	/* The directory is this user's alone: what lstat saw is what
+	 * unlink removes. */
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != geteuid() || (st.st_mode & 022))
+		return 0;
+	if (lstat(e->sock, &st) < 0 || !S_ISSOCK(st.st_mode) ||
+	    st.st_uid != geteuid() || socket_answers(e->sock) != 0)
+		return 0;
+	return unlink(e->sock) == 0;
+}
+
 enum jobview_state jobview_state(const struct jobreg_entry *e,
 				 const struct runlog *rl)
 {

@@ -37,6 +37,12 @@ enum jobview_state {
  * another machine that shares this home). */
 int jobview_controller_alive(const struct jobreg_entry *e);
 
+/* Removes the socket a dead controller of e left (kill -9, the OOM
+ * killer): only a socket of this user's, in a directory of this user's
+ * that nobody else can write, that refuses connections.  Returns 1 when
+ * it removed one, else 0. */
+int jobview_sock_forget(const struct jobreg_entry *e);
+
 /* The state of a run read into rl, with e's controller. */
 enum jobview_state jobview_state(const struct jobreg_entry *e,
 				 const struct runlog *rl);

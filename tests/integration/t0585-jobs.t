@@ -209,11 +209,15 @@ test_expect_success 'kill -9 of the controller: list and status say lost and how
 	test "$(list_state $old)" = running &&
 	cp entry.saved $reg/$old.json &&
 	test "$(list_state $old)" = lost &&
+	# the socket the killed controller left, removed by the resume
+	sock=$(jq -r .sock $reg/$old.json) &&
+	test -S "$sock" &&
 	# the agents stop the ranks (health.timeout 3s)
 	fo_no_train_left 15 &&
 	(cd / && herd run --resume "$OLDPWD/runs/resume/$old") >out.resumed 2>err.resumed &&
 	cat err.resumed &&
 	grep "^herd: resuming $old " err.resumed &&
+	test ! -e "$sock" &&
 	new=$(readlink runs/resume/latest) && test "$new" != "$old" &&
 	ev=runs/resume/$new/events.jsonl &&
 	ev_all $ev job_start ".resumed_from == \"$old\"" &&
