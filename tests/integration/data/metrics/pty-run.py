@@ -4,10 +4,14 @@ new pseudo-terminal of ROWS x COLS (its stdin, stdout and stderr) with
 TERM=T (vt100: what vt.py reads), writes every byte it printed to OUT and
 exits with its exit status (128+N for signal N).
 --stall S: a slow terminal; stops reading for S seconds once it has read
-64 KiB (CMD's writes then find the terminal full)."""
+64 KiB (CMD's writes then find the terminal full).
+--touch-when REGEX FILE: creates FILE once what was read matches REGEX
+(bytes, . matching newlines too): CMD can wait for what the terminal
+shows instead of for a time."""
 import fcntl
 import os
 import pty
+import re
 import struct
 import sys
 import termios
@@ -15,11 +19,15 @@ import time
 
 stall = 0.0
 term = "vt100"
-while sys.argv[1] in ("--stall", "--term"):
+touch = None
+while sys.argv[1] in ("--stall", "--term", "--touch-when"):
     if sys.argv[1] == "--stall":
         stall = float(sys.argv[2])
-    else:
+    elif sys.argv[1] == "--term":
         term = sys.argv[2]
+    else:
+        touch = (re.compile(sys.argv[2].encode(), re.S), sys.argv[3])
+        del sys.argv[1]
     del sys.argv[1:3]
 
 rows, cols, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
@@ -37,6 +45,9 @@ while True:
     if not chunk:
         break
     data += chunk
+    if touch and touch[0].search(data):
+        open(touch[1], "w").close()
+        touch = None
     if stall and len(data) >= 65536:
         time.sleep(stall)
         stall = 0.0
