@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "herd/text.h"
 #include "launcher/ctl/check_int.h"
 
 struct ctl_check *check_state(struct ctl *c)
@@ -222,7 +223,7 @@ void ctl_check_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 	cn->checks = json_incref(json_object_get(f->body, "checks"));
 	/* Reasons, values and port names are printed in herd check's
 	 * table and the preflight's lines. */
-	ctl_json_clean(cn->checks);
+	herd_json_clean(cn->checks);
 	ctl_post(c, CTL_EV_CHECKED, n, 0, NULL);
 }
 

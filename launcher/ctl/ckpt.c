@@ -33,6 +33,7 @@
 
 #include "launcher/ctl/ckpt.h"
 #include "herd/logtree.h"
+#include "herd/text.h"
 struct ctl_ckpt *ckpt_get(struct ctl *c)
 {
 	if (!c->ckpt) {
@@ -245,7 +246,7 @@ static void on_inv(struct ctl *c, struct node *n, json_t *b)
 
 	if (!k)
 		return;
-	ctl_json_clean(json_object_get(b, "error")); /* printed below */
+	herd_json_clean(json_object_get(b, "error")); /* printed below */
 	why = json_string_value(json_object_get(b, "error"));
 	v = &k->inv[i];
 	if (why && !v->said_error) {
@@ -368,7 +369,7 @@ static void on_ack(struct ctl *c, struct node *n, json_t *b)
 		return;
 	/* The error is printed and in the events; the path is the rank's
 	 * to restore from, kept as it is. */
-	ctl_json_clean(json_object_get(b, "error"));
+	herd_json_clean(json_object_get(b, "error"));
 	finish(c, x, ok, json_string_value(json_object_get(b, "path")),
 	       json_string_value(json_object_get(b, "error")),
 	       json_integer_value(json_object_get(b, "bytes")));

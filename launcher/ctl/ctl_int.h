@@ -415,11 +415,6 @@ void ctl_on_close(struct conn *conn, const char *reason, int clean, void *arg);
 /* A frame says node n failed (why): nothing more is read from it; the
  * failure is handled from the loop. */
 void ctl_frame_failed(struct ctl *c, struct node *n, const char *why);
-/* Every string in j (j itself, or in its arrays and objects; keys left
- * alone) made fit for herd's terminal by herd_text_clean(), in place:
- * for what a node says that herd prints, or writes to its events.  A
- * json_string_value() taken from j before is no longer valid. */
-void ctl_json_clean(json_t *j);
 
 /* ctl/heartbeat.c */
 /* Ctrl-C, SIGTERM, SIGHUP and SIGTSTP on the loop.  Returns 0 or -1

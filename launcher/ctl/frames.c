@@ -21,38 +21,6 @@ void ctl_frame_failed(struct ctl *c, struct node *n, const char *why)
 	ctl_post(c, CTL_EV_NODE_FAILED, n, 0, why);
 }
 
-void ctl_json_clean(json_t *j)
-{
-	const char *key;
-	json_t *v;
-	size_t i;
-
-	if (json_is_string(j)) {
-		const char *in = json_string_value(j);
-		size_t len = json_string_length(j);
-		char *s = malloc(len + 1);
-
-		if (!s)
-			return;
-		/* A NUL inside the string is a control too. */
-		for (i = 0; i < len; i++)
-			s[i] = in[i] ? in[i] : '?';
-		s[len] = '\0';
-		json_string_setn(j, herd_text_clean(s), len);
-		free(s);
-	} else if (json_is_object(j)) {
-		json_object_foreach(j, key, v)
-		{
-			ctl_json_clean(v);
-		}
-	} else if (json_is_array(j)) {
-		json_array_foreach(j, i, v)
-		{
-			ctl_json_clean(v);
-		}
-	}
-}
-
 static void on_hello(struct ctl *c, struct node *n, struct proto_frame *f)
 {
 	json_t *body = f->body;
@@ -63,7 +31,7 @@ static void on_hello(struct ctl *c, struct node *n, struct proto_frame *f)
 		return; /* a second HELLO changes nothing */
 	/* Its version, hostname, topo_error, interface and device names
 	 * reach herd's terminal, the events and the node record. */
-	ctl_json_clean(body);
+	herd_json_clean(body);
 	version = json_string_value(json_object_get(body, "version"));
 	hostname = json_string_value(json_object_get(body, "hostname"));
 	if (!version || strcmp(version, HERD_VERSION)) {
@@ -207,7 +175,7 @@ static void on_rank_exit(struct ctl *c, struct node *n, struct proto_frame *f)
 	    &c->nodes[c->ranks[rank].node] != n)
 		return;
 	/* The agent's words: on herd's terminal and in the events. */
-	ctl_json_clean(json_object_get(body, "error"));
+	herd_json_clean(json_object_get(body, "error"));
 	error = json_string_value(json_object_get(body, "error"));
 	r = &c->ranks[rank];
 	if (r->spawn) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "herd/text.h"
 #include "launcher/ctl/check_int.h"
 
 static void on_round_timeout(struct loop *loop, void *arg)
@@ -321,7 +322,7 @@ void ctl_netprobe_frame(struct ctl *c, struct node *n, struct proto_frame *f)
 	if (!s || !s->probe_started || s->probe_done || round != s->round)
 		return; /* late */
 	/* The error is shown in herd check's table. */
-	ctl_json_clean(json_object_get(f->body, "error"));
+	herd_json_clean(json_object_get(f->body, "error"));
 	err = json_string_value(json_object_get(f->body, "error"));
 	for (int e = 0; e < s->n_edges; e++) {
 		struct probe_edge *pe = &s->edges[e];

@@ -78,3 +78,35 @@ void herd_text_say_lines(FILE *out, const char *prefix, const char *buf,
 	}
 	free(line);
 }
+
+void herd_json_clean(json_t *j)
+{
+	const char *key;
+	json_t *v;
+	size_t i;
+
+	if (json_is_string(j)) {
+		const char *in = json_string_value(j);
+		size_t len = json_string_length(j);
+		char *s = malloc(len + 1);
+
+		if (!s)
+			return;
+		/* A NUL inside the string is a control too. */
+		for (i = 0; i < len; i++)
+			s[i] = in[i] ? in[i] : '?';
+		s[len] = '\0';
+		json_string_setn(j, herd_text_clean(s), len);
+		free(s);
+	} else if (json_is_object(j)) {
+		json_object_foreach(j, key, v)
+		{
+			herd_json_clean(v);
+		}
+	} else if (json_is_array(j)) {
+		json_array_foreach(j, i, v)
+		{
+			herd_json_clean(v);
+		}
+	}
+}

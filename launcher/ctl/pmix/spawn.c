@@ -508,7 +508,7 @@ void ctl_spawn_up(struct ctl *c, struct node *n, struct proto_frame *f)
 	struct dyn_spawn *s;
 
 	/* The agent's words: on herd's terminal, in the events. */
-	ctl_json_clean(json_object_get(f->body, "error"));
+	herd_json_clean(json_object_get(f->body, "error"));
 	error = json_string_value(json_object_get(f->body, "error"));
 	if (json_integer_value(json_object_get(f->body, "attempt")) !=
 		c->attempt ||
