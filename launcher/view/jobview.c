@@ -157,10 +157,14 @@ static int socket_answers(const char *path)
 	    strlen(path) >= sizeof(sun.sun_path))
 		return -1;
 	memcpy(sun.sun_path, path, strlen(path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* Non-blocking: a controller that never accepts (stopped, hung)
+	 * fills its backlog, and a blocking connect would then wait for
+	 * ever.  A full backlog (EAGAIN) is a listener all the same. */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -1;
 	ret = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0 ? 1
+	      : errno == EAGAIN					     ? 1
 	      : errno == ECONNREFUSED				     ? 0
 								     : -1;
 	close(fd);
