@@ -59,9 +59,12 @@ test_expect_success 'status line on a terminal: every field, no torn line, the t
 	jq -r .status screen.json >status &&
 	cat status &&
 	for f in "attempt 1" "nodes 1 up" "step " "loss " "tok/s " "GPU " \
-		"net " "drops 0" "slowest "; do
+		"net " "drops " "slowest "; do
 		grep -F "$f" status || { echo "no $f" >&2; return 1; }
 	done &&
+	# drops count the host interfaces (this job runs on localhost): a
+	# busy machine may drop a packet of its own during the job
+	grep -E "\| drops [0-9]+ \|" status &&
 	jq -e ".draws >= 2 and .region == null and .bottom == \"\"" screen.json &&
 	# every rank line whole, each once, and nothing else among them
 	jq -r ".lines[]" screen.json | grep "^\[" >ranklines &&
