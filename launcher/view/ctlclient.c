@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -81,10 +82,27 @@ static int not_running(const struct ctlclient_job *j, struct herd_err *err)
 			      j->id, pid, j->run_dir);
 }
 
+/* The controller is there (its socket takes connections) but has not
+ * accepted ours in CTLCLIENT_CONNECT_S. */
+static int not_answering(const struct ctlclient_job *j, struct herd_err *err)
+{
+	if (j->pid > 0)
+		return herd_errprintf(
+		    err,
+		    "%s: the controller (pid %ld) has not answered in %d s: "
+		    "stopped (kill -CONT %ld lets it go on) or hung",
+		    j->id, j->pid, CTLCLIENT_CONNECT_S, j->pid);
+	return herd_errprintf(err,
+			      "%s: the controller has not answered in %d s: "
+			      "stopped or hung",
+			      j->id, CTLCLIENT_CONNECT_S);
+}
+
 int ctlclient_request(const struct ctlclient_job *j, const char *op,
 		      struct herd_err *err)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct timeval bound = {.tv_sec = CTLCLIENT_CONNECT_S};
 	json_t *body = json_pack("{s:s}", "op", op);
 	char *frame = NULL;
 	size_t len = 0, off = 0;
@@ -99,9 +117,15 @@ int ctlclient_request(const struct ctlclient_job *j, const char *op,
 		herd_errprintf(err, "socket: %s", strerror(errno));
 		goto out;
 	}
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	/* Bounded: a controller that never accepts (stopped, hung) fills
+	 * its backlog, and a plain connect would then wait for ever.  On a
+	 * Unix socket SO_SNDTIMEO bounds connect() too (EAGAIN). */
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &bound, sizeof(bound)) < 0 ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		if (errno == ENOENT || errno == ECONNREFUSED)
 			not_running(j, err);
+		else if (errno == EAGAIN || errno == EWOULDBLOCK)
+			not_answering(j, err);
 		else
 			herd_errprintf(err, "%s: %s", j->sock, strerror(errno));
 		goto out;
@@ -111,12 +135,18 @@ int ctlclient_request(const struct ctlclient_job *j, const char *op,
 
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			not_answering(j, err);
+			goto out;
+		}
 		if (n <= 0) {
 			not_running(j, err);
 			goto out;
 		}
 		off += (size_t)n;
 	}
+	bound.tv_sec = 0; /* what follows (attach) may wait */
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &bound, sizeof(bound));
 	rc = fd;
 	fd = -1;
 out:

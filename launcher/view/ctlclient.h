@@ -20,10 +20,14 @@ struct ctlclient_job {
 int ctlclient_find(const char *job, struct ctlclient_job *out,
 		   struct herd_err *err);
 
+/* How long a controller may take to accept a client (attach, stop). */
+#define CTLCLIENT_CONNECT_S 5
+
 /* Connects to the job's socket and sends CTL_REQ {op}.  Returns the
  * connected fd (blocking, close-on-exec), or -1 with err: "JOB:
  * controller not running (pid N); `herd run --resume RUNDIR` starts it
- * again" when nobody answers. */
+ * again" when nobody listens, "has not answered in 5 s: stopped ... or
+ * hung" when it does not accept within CTLCLIENT_CONNECT_S. */
 int ctlclient_request(const struct ctlclient_job *j, const char *op,
 		      struct herd_err *err);
 

@@ -128,6 +128,27 @@ test_expect_success '--forget-ended forgets ended and gone jobs, keeps the runni
 	grep -x "herd: list: no ended job to forget" err
 '
 
+test_expect_success 'a stopped controller, its backlog full: herd list and --forget-ended answer at once, herd stop says so in 5 s' '
+	held=$(herd list --running --json | jq -r ".[0].id") &&
+	pid=$(herd list --running --json | jq -r ".[0].pid") &&
+	sock=$(jq -r .sock "$REG/$held.json") &&
+	test -S "$sock" &&
+	kill -STOP $pid &&
+	test_when_finished "kill -CONT $pid" &&
+	{ python3 "$HERD_TEST_DIR/data/run/fill-backlog.py" "$sock" full &
+	  FILL=$!; } &&
+	test_when_finished "kill $FILL" &&
+	wait_file full &&
+	timeout 60 herd list --forget-ended >out 2>err &&
+	test_must_be_empty out &&
+	grep -x "herd: list: no ended job to forget" err &&
+	timeout 60 herd list --json >list.json &&
+	jq -e ".[] | select(.id == \"$held\") | .state == \"running\"" list.json &&
+	test -S "$sock" &&
+	test_expect_code 1 timeout 60 herd stop "$held" >out 2>err &&
+	grep -x "herd: stop: $held: the controller (pid $pid) has not answered in 5 s: stopped (kill -CONT $pid lets it go on) or hung" err
+'
+
 test_expect_success 'the running job ends: now it is forgotten too' '
 	touch go &&
 	wait_exit $HERD_PID 20 && test "$WAIT_RC" = 0 &&
