@@ -166,7 +166,7 @@ static void on_rank_exit(struct ctl *c, struct node *n, struct proto_frame *f)
 	const char *error;
 	json_t *ev;
 	int status;
-	bool singleton;
+	bool singleton, unconnected;
 	struct rank_slot *r;
 
 	if (json_is_integer(att) && json_integer_value(att) != c->attempt)
@@ -192,8 +192,10 @@ static void on_rank_exit(struct ctl *c, struct node *n, struct proto_frame *f)
 	ctl_close_rank_log(c, rank);
 	status = json_is_integer(sig) ? 128 + (int)json_integer_value(sig)
 				      : (int)json_integer_value(code);
-	singleton = status == 0 &&
-		    json_is_false(json_object_get(body, "pmix_connected"));
+	/* pmix mode: the rank ended before it ever connected to its
+	 * agent's PMIx server. */
+	unconnected = json_is_false(json_object_get(body, "pmix_connected"));
+	singleton = status == 0 && unconnected;
 	if (singleton)
 		status = 1;
 	r->status = status;
@@ -244,6 +246,16 @@ static void on_rank_exit(struct ctl *c, struct node *n, struct proto_frame *f)
 				 "rank %d on %s was killed by signal %d (%s)",
 				 rank, n->host, (int)json_integer_value(sig),
 				 strsignal((int)json_integer_value(sig)));
+		else if (unconnected)
+			/* Open MPI's singleton fallback fails so when it
+			 * cannot start its own daemon (seen under load). */
+			snprintf(fail.why, sizeof(fail.why),
+				 "rank %d on %s exited with status %d without "
+				 "ever connecting to herd's PMIx server (not an "
+				 "MPI program, failed before MPI_Init, or a "
+				 "singleton: Open MPI needs "
+				 "OMPI_MCA_schizo=^orte)",
+				 rank, n->host, status);
 		else
 			snprintf(fail.why, sizeof(fail.why),
 				 "rank %d on %s exited with status %d", rank,

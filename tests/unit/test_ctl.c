@@ -56,6 +56,7 @@ struct hostcfg {
 	const char *hello_hostname;
 	const char *topo_error;
 	const char *exit_error;
+	bool pmix_unconnected;	/* EXIT says pmix_connected: false */
 	long hello_ms;		/* HELLO this late */
 	bool no_hello;		/* never says HELLO */
 	bool bad_frame;		/* sends herd a LAUNCH frame before HELLO */
@@ -232,6 +233,8 @@ static void send_exits(struct agent *a, int code, int sig, const char *error)
 			json_object_set_new(b, "error", json_string(error));
 			json_object_set_new(b, "errno", json_integer(2));
 		}
+		if (a->cfg->pmix_unconnected)
+			json_object_set_new(b, "pmix_connected", json_false());
 		agent_send(a, PROTO_EXIT, b);
 	}
 	a->running = false;
@@ -1047,6 +1050,39 @@ static void test_exit_text_cleaned(void **state)
 	assert_int_equal(count_ev(w, "rank_exit", "exec failed?[2J?]0;pwned?"),
 			 1);
 	assert_null(strstr(w->events, "\\u001b"));
+	free(said);
+}
+
+/* pmix mode, a rank that failed before it ever connected to its PMIx
+ * server (Open MPI's singleton fallback that could not start its daemon,
+ * t0900 test 8 in a loaded make check): herd says so, as it does for
+ * one that exited 0 so. */
+static void test_exit_unconnected(void **state)
+{
+	struct world *w = *state;
+	char *said;
+
+	set_hosts(w, "n1", NULL);
+	host(w, "n1")->exit_code[1] = 1;
+	host(w, "n1")->pmix_unconnected = true;
+	assert_int_equal(run_err(w, &said), 1);
+	assert_non_null(strstr(said, "exited with status 1 without ever "
+				     "connecting to herd's PMIx server"));
+	free(said);
+}
+
+/* exit 0 so: the singleton trap, a failure all the same. */
+static void test_exit_singleton(void **state)
+{
+	struct world *w = *state;
+	char *said;
+
+	set_hosts(w, "n1", NULL);
+	host(w, "n1")->exit_code[1] = 0;
+	host(w, "n1")->pmix_unconnected = true;
+	assert_int_equal(run_err(w, &said), 1);
+	assert_non_null(strstr(said, "exited 0 without ever connecting to "
+				     "herd's PMIx server (ran as a singleton?"));
 	free(said);
 }
 
@@ -2761,6 +2797,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_hello_text_cleaned, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_exit_text_cleaned, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_exit_unconnected, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_exit_singleton, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_failure_recorded, setup,
 						teardown),
