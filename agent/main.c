@@ -274,7 +274,7 @@ static void usage(FILE *out)
 		"usage: herd-agent [--stdio | --connect HOST:PORT] "
 		"[--topology FILE.xml] [--hello-timeout MS] [--node NAME] "
 		"[--local-herd] [--pmix] [--warm MODULES [--warm-python PATH] "
-		"[--warm-slots N]] | --version | --help\n\n"
+		"[--warm-slots N] [--warm-once]] | --version | --help\n\n"
 		"herd-agent runs on every node of a job, started by herd. It\n"
 		"speaks herd's framed protocol on stdin/stdout (--stdio, the\n"
 		"default), or over TCP to HOST:PORT after proving the job\n"
@@ -293,6 +293,8 @@ static void usage(FILE *out)
 		"--warm-python PATH (/usr/bin/python3), N of them (--warm-slots;\n"
 		"default: the node's GPUs, else 1, then as many as a launch\n"
 		"placed here); ranks that run a Python script start from them.\n"
+		"--warm-once: the job never launches twice (restart.max 0):\n"
+		"what the first launch takes is not refilled.\n"
 		"It is not meant to be run by hand.\n",
 		AGENT_HELLO_TIMEOUT_MS);
 }
@@ -307,6 +309,7 @@ int main(int argc, char **argv)
 	const char *topology_xml = getenv("HERD_AGENT_TOPOLOGY");
 	const char *connect_to = NULL, *node_name = NULL;
 	const char *warm = NULL, *warm_python = NULL;
+	bool warm_once = false;
 	int warm_slots = 0;
 	bool pmix_early = false;
 
@@ -370,6 +373,10 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(argv[i], "--warm") && i + 1 < argc) {
 			warm = argv[++i];
+			continue;
+		}
+		if (!strcmp(argv[i], "--warm-once")) {
+			warm_once = true;
 			continue;
 		}
 		if (!strcmp(argv[i], "--warm-python") && i + 1 < argc) {
@@ -449,7 +456,7 @@ int main(int argc, char **argv)
 	send_hello(&a, topology_xml, node_name);
 	if (pmix_early)
 		psrv_warm(&a);
-	warm_init(&a, warm, warm_python, warm_slots);
+	warm_init(&a, warm, warm_python, warm_slots, warm_once);
 	loop_run(a.loop);
 
 	/* Everything is reaped; make sure no group member outlives us. */

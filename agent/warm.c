@@ -72,6 +72,9 @@ struct warm_state {
 	char boot[600];
 	int target; /* slots wanted */
 	int fixed;  /* --warm-slots, 0: from the node and launches */
+	/* --warm-once: no LAUNCH comes after the first (restart.max 0), so
+	 * the slots it takes are not refilled; launched: it came. */
+	bool once, launched;
 	int n_idle;
 	int deaths; /* in a row, before a slot was ready */
 	/* Slots handed a rank that is still importing or becoming it; the
@@ -327,14 +330,14 @@ static void warm_refill(struct agent *a)
 {
 	struct warm_state *w = a->warm;
 
-	while (w && !w->off && !w->hold && a->state != AGENT_EXITING &&
-	       w->n_idle < w->target)
+	while (w && !w->off && !w->hold && !(w->once && w->launched) &&
+	       a->state != AGENT_EXITING && w->n_idle < w->target)
 		if (slot_start(a) < 0)
 			return;
 }
 
 void warm_init(struct agent *a, const char *preload, const char *python,
-	       int slots)
+	       int slots, bool once)
 {
 	struct warm_state *w;
 	struct stat st;
@@ -345,6 +348,7 @@ void warm_init(struct agent *a, const char *preload, const char *python,
 	if (!w)
 		return;
 	w->fixed = slots;
+	w->once = once;
 	w->target = slots > 0 ? slots : a->n_gpus > 0 ? a->n_gpus : 1;
 	if (w->target > WARM_SLOTS_MAX)
 		w->target = WARM_SLOTS_MAX;
@@ -410,7 +414,8 @@ void warm_after_launch(struct agent *a, int n_ranks)
 
 	if (!w || w->off)
 		return;
-	w->hold = false; /* until these ranks all say hello */
+	w->launched = true; /* --warm-once: the pool stays as it is now */
+	w->hold = false;    /* until these ranks all say hello */
 	if (!w->fixed && n_ranks > w->target)
 		w->target = n_ranks > WARM_SLOTS_MAX ? WARM_SLOTS_MAX : n_ranks;
 	if (w->n_pending > 0)

@@ -83,7 +83,8 @@ void transport_report(int fd, const char *stage, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* transport/warm.c: the agent's arguments for warm interpreters
- * (agent/warm.c): --warm MODULES [--warm-python PATH] [--warm-slots N],
+ * (agent/warm.c): --warm MODULES [--warm-python PATH] [--warm-slots N]
+ * [--warm-once] (restart.max 0: no second LAUNCH, no refill),
  * from launch.warm, launch.preload (empty: torch, torch.distributed in
  * torch mode, none otherwise), the command's interpreter when it names
  * one by its path, and nodes.slots.  argc 0: none (launch.warm off, a
@@ -93,7 +94,7 @@ struct transport_warm {
 	char preload[2048];
 	char python[1024];
 	char slots[24];
-	const char *argv[6];
+	const char *argv[7];
 	int argc;
 };
 void transport_warm_args(const struct spec *s, struct transport_warm *w);

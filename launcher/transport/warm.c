@@ -132,4 +132,10 @@ void transport_warm_args(const struct spec *s, struct transport_warm *w)
 		w->argv[w->argc++] = "--warm-slots";
 		w->argv[w->argc++] = w->slots;
 	}
+	/* No attempt after the first: a member's slots, once its ranks
+	 * took them, would be refilled for nothing (an import of torch
+	 * and its memory per slot, beside the ranks' own start).  A
+	 * spare's pool is untouched: a rejoin is no new attempt. */
+	if (s->restart.max == 0)
+		w->argv[w->argc++] = "--warm-once";
 }

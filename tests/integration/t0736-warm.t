@@ -78,6 +78,8 @@ warm_ready() {
 	done | grep -c "^0 0x3\$"
 }
 ready_at_least() { [ "$(warm_ready)" -ge "$1" ]; }
+# has_warm AGENT_DIR: that agent has a warm interpreter (idle or a rank)
+has_warm() { [ -n "$(warm_pids "$1")" ]; }
 # idle_warm_pids: the warm interpreters that wait (not ranks yet)
 idle_warm_pids() {
 	for _p in $(warm_pids); do
@@ -273,8 +275,9 @@ test_expect_success 'nothing of the job is imported before LAUNCH: a torch.py be
 	# ones): cwd /, no PYTHONPATH, no planted file of theirs, torch
 	# imported.
 	JOB_ENV=", PYTHONPATH: \"$PWD/lib\"" &&
+	JOB_RESTART="{max: 1}" &&
 	job idle "$(show_cmd idle sleep)" &&
-	JOB_ENV= &&
+	JOB_ENV= && JOB_RESTART= &&
 	run_bg idle.yaml out.idle err.idle &&
 	wait_for grep -q "rank 1 pid" out.idle &&
 	# both members refilled, and the hot spare
@@ -339,13 +342,16 @@ test_expect_success 'a node lost: the hot spare takes its place and its rank sta
 '
 
 test_expect_success 'the agent killed (kill -9): no warm interpreter and no rank of it is left' '
+	# restart.max 1: the member refills the slot its rank took
+	JOB_RESTART="{max: 1}" &&
 	job kill "$(show_cmd kill sleep)" &&
+	JOB_RESTART= &&
 	run_bg kill.yaml out.k err.k &&
 	wait_for grep -q "rank 0 pid" out.k &&
 	agent_dir=$(sed -n "s/^\[0\] rank 0 pid [0-9]* agent_dir //p" out.k) &&
 	rank=$(sed -n "s/^\[0\] rank 0 pid \([0-9]*\) .*/\1/p" out.k) &&
 	agent=$(basename "$agent_dir" | sed "s/-.*//") &&
-	wait_for test -n "$(warm_pids "$agent_dir")" &&
+	wait_for has_warm "$agent_dir" &&
 	warm=$(warm_pids "$agent_dir") &&
 	kill -9 $agent &&
 	wait_for sh -c "! kill -0 $rank 2>/dev/null" &&
@@ -353,6 +359,8 @@ test_expect_success 'the agent killed (kill -9): no warm interpreter and no rank
 		wait_for sh -c "! kill -0 $p 2>/dev/null" || return 1
 	done &&
 	test -z "$(warm_pids "$agent_dir")" &&
+	# the job goes on on the spare (restart.max 1): stopped here
+	kill -INT $HERD_PID &&
 	wait_exit $HERD_PID 60
 '
 
@@ -388,7 +396,9 @@ test_expect_success 'ranks that all speak the elastic protocol: their nodes do n
 	    time.sleep(0.05)
 	EOF
 	mkdir -p hold &&
+	JOB_RESTART="{max: 1}" &&
 	job hold "$(yaml_cmd /usr/bin/python3 hold.py "$PWD/hold")" &&
+	JOB_RESTART= &&
 	run_bg hold.yaml out.hold err.hold &&
 	test_when_finished "touch hold/go0 hold/go1; wait_exit \$HERD_PID 60" &&
 	wait_for grep -q "rank 0 hello" out.hold &&
@@ -404,6 +414,32 @@ test_expect_success 'ranks that all speak the elastic protocol: their nodes do n
 	touch hold/go1 &&
 	wait_exit $HERD_PID 60 &&
 	test "$WAIT_RC" = 0
+'
+
+# restart.max 0: no LAUNCH comes after the first, so a member refills
+# nothing (herd tells its agents --warm-once); a spare keeps its slot for
+# a rejoin.  Before: every member imported torch again for each slot its
+# ranks took, beside them, for nothing.
+test_expect_success 'restart.max 0: the members do not refill the slots their ranks took; the spare stays warm' '
+	job once "$(show_cmd once sleep)" &&
+	run_bg once.yaml out.once err.once &&
+	wait_for grep -q "rank 0 pid" out.once &&
+	wait_for grep -q "rank 1 pid" out.once &&
+	ev_all "$(ev once)" rank_start ".warm == true" &&
+	wait_for warm_on 1 3 &&
+	# the agents of this cluster (others run beside it) said so
+	n=0 &&
+	for p in $(for i in 1 2 3; do ip netns pids "herd-$HERD_CLUSTER_ID-n$i"; done); do
+		tr "\0" " " <"/proc/$p/cmdline" >cmd 2>/dev/null &&
+		grep -q -- " --warm " cmd && ! grep -q -- " --keeper " cmd ||
+			continue
+		grep -q -- " --warm-once" cmd || { cat cmd >&2; return 1; }
+		n=$((n + 1))
+	done &&
+	{ test $n -ge 3 || { echo "$n agents with --warm" >&2; false; }; } &&
+	{ warm_on 0 1 2 || { warm_pids_on 1 2 >&2; false; }; } &&
+	kill -INT $HERD_PID &&
+	wait_exit $HERD_PID 30
 '
 
 # Both cores busy (two loops of our own, ended by pid): a rank that comes
