@@ -621,7 +621,8 @@ int cmd_list_jobs(int argc, char **argv)
 
 		for (size_t i = 0; a && i < shown; i++)
 			json_array_append_new(a, row_json(&rows[i]));
-		s = a ? json_dumps(a, JSON_INDENT(2)) : NULL;
+		s = a ? json_dumps(a, JSON_INDENT(2) | JSON_ENSURE_ASCII)
+		      : NULL;
 		json_decref(a);
 		if (!s) {
 			cli_error("list: out of memory");

@@ -563,7 +563,8 @@ int cmd_nodes(int argc, char **argv)
 			status = 1;
 		}
 		if (json) {
-			char *s = json_dumps(rows, JSON_INDENT(2));
+			char *s = json_dumps(rows, JSON_INDENT(2) |
+						       JSON_ENSURE_ASCII);
 
 			if (!s) {
 				cli_error("nodes: out of memory");

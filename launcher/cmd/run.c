@@ -116,7 +116,8 @@ static int detach_print(const char *id, const char *dir, bool json)
 	if (json) {
 		json_t *o = json_pack("{s:s, s:s, s:n}", "id", id, "run_dir",
 				      dir, "host");
-		char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+		char *text =
+		    o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
 
 		json_decref(o);
 		if (!text) {

@@ -449,7 +449,9 @@ int cmd_status(int argc, char **argv)
 	}
 	if (json) {
 		json_t *o = status_json(rl, &e);
-		char *s = o ? json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS)
+		/* ASCII: a C1 control in a name reaches no terminal raw */
+		char *s = o ? json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS |
+						JSON_ENSURE_ASCII)
 			    : NULL;
 
 		json_decref(o);

@@ -73,7 +73,8 @@ static int print_json(const struct node_plan *np, size_t n_nodes)
 			    "cpus", str_or_null(r->cpus));
 			if (!o)
 				return -1;
-			s = json_dumps(o, JSON_PRESERVE_ORDER);
+			s = json_dumps(o,
+				       JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
 			json_decref(o);
 			if (!s)
 				return -1;

@@ -158,6 +158,23 @@ test_expect_success 'the running job ends: now it is forgotten too' '
 	grep "no jobs yet" err
 '
 
+# A C1 control (U+009B, CSI, as UTF-8) in a path: a terminal may act on
+# it.  --json escapes every byte past ASCII (jq reads the same path back);
+# it used to pass through raw.
+test_expect_success 'herd list --json and herd status --json: a C1 control in a path is escaped, the path read back whole' '
+	d=$(printf "c1-\302\233[2J-dir") &&
+	mkdir "$d" &&
+	local_job c1 true &&
+	mv c1.yaml "$d/" &&
+	herd run "$d/c1.yaml" >/dev/null 2>&1 &&
+	herd list --json >list.json &&
+	! LC_ALL=C grep -q "[^ -~]" list.json &&
+	grep -F "\\u009B" list.json &&
+	test "$(jq -r ".[] | select(.name == \"c1\") | .job_file" list.json)" = "$PWD/$d/c1.yaml" &&
+	herd status c1 --json >status.json &&
+	! LC_ALL=C grep -q "[^ -~]" status.json
+'
+
 test_expect_success 'usage: --running with --all, --forget-ended with another option' '
 	test_expect_code 2 herd list --running --all 2>err &&
 	grep -x "herd: list: --running or --all, not both" err &&
