@@ -488,7 +488,9 @@ static int print_json(struct ctl *c, int healthy)
 	if (s->probe_skip[0])
 		json_object_set_new(doc, "network_skipped",
 				    json_string(s->probe_skip));
-	rc = json_dumpf(doc, stdout, JSON_INDENT(2)) < 0 ? -1 : 0;
+	rc = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII) < 0
+		 ? -1
+		 : 0;
 	putchar('\n');
 	json_decref(doc);
 	return rc;
