@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "launcher/cli.h"
+#include "launcher/hosts/resolve.h"
 #include "herd/spec.h"
 
 static void validate_usage(FILE *out)
@@ -14,7 +15,10 @@ static void validate_usage(FILE *out)
 	    "usage: herd validate JOB.yaml [--print]\n\n"
 	    "Checks a job spec.  Prints 'JOB.yaml: ok' and exits 0 when it\n"
 	    "is valid; prints 'file:line:col: what was expected' on stderr\n"
-	    "and exits 2 when it is not.\n\n"
+	    "and exits 2 when it is not.  The hosts of nodes.hosts or\n"
+	    "nodes.hostfile are resolved as herd run would (the file read,\n"
+	    "nodes.count and nodes.spares applied; no node is contacted);\n"
+	    "nodes.command, nodes.inventory and nodes.slurm are not run.\n\n"
 	    "  -p, --print   print the resolved spec (every default filled\n"
 	    "                in) as YAML on stdout instead of 'ok'\n"
 	    "  -h, --help    show this help\n\n"
@@ -54,6 +58,20 @@ int cmd_validate(int argc, char **argv)
 	if (!(spec = spec_load(argv[optind], &err))) {
 		fprintf(stderr, "%s\n", err.text);
 		goto out;
+	}
+	/* The sources that only read: a hostfile that is missing or
+	 * wrong, or a count above what it lists, fails here and not at
+	 * herd run. */
+	if (spec->nodes.source == SPEC_SOURCE_HOSTS ||
+	    spec->nodes.source == SPEC_SOURCE_HOSTFILE) {
+		struct resolved res;
+		int r = resolve_nodes(spec, &res, &err);
+
+		resolve_free(&res);
+		if (r < 0) {
+			fprintf(stderr, "%s\n", err.text);
+			goto out;
+		}
 	}
 	if (print) {
 		if (spec_print(spec, stdout) < 0 || fflush(stdout) == EOF) {

@@ -162,6 +162,33 @@ test_expect_success 'a missing file' '
 	grep "^nothing.yaml: No such file or directory" err
 '
 
+# The hosts are resolved as herd run resolves them (the hostfile read, the
+# counts applied), without contacting any node: before, validate said ok
+# and herd run failed on a missing or wrong hostfile.
+test_expect_success 'nodes.hostfile: missing, a bad line, a host twice, nodes.count above it, a spare that is a node' '
+	mkdir hf &&
+	printf "nodes: {hostfile: hosts.txt}\nlaunch: {command: \"true\"}\n" >hf/job.yaml &&
+	test_expect_code 2 herd validate hf/job.yaml >out 2>err &&
+	test_must_be_empty out &&
+	grep "hosts.txt: No such file or directory" err &&
+	printf "n1 slots=2\nn2 slots=x\n" >hf/hosts.txt &&
+	test_expect_code 2 herd validate hf/job.yaml 2>err &&
+	grep -x "hf/hosts.txt:2: bad slots value .x. (expected a whole number from 1 to 65536)" err &&
+	printf "n1 slots=2\nn2\nn1\n" >hf/hosts.txt &&
+	test_expect_code 2 herd validate hf/job.yaml 2>err &&
+	grep -x "hf/hosts.txt:3: host .n1. listed twice (first on line 1)" err &&
+	printf "n1 slots=2\nn2\n" >hf/hosts.txt &&
+	herd validate hf/job.yaml >out &&
+	echo "hf/job.yaml: ok" >expect &&
+	test_cmp expect out &&
+	printf "nodes: {hostfile: hosts.txt, count: 3}\nlaunch: {command: \"true\"}\n" >hf/three.yaml &&
+	test_expect_code 2 herd validate hf/three.yaml 2>err &&
+	grep -x "hf/three.yaml: nodes.count is 3 but nodes.hostfile gives 2 hosts" err &&
+	printf "nodes: {hosts: \"n[1-2]\", spares: n2}\nlaunch: {command: \"true\"}\n" >hf/spare.yaml &&
+	test_expect_code 2 herd validate hf/spare.yaml 2>err &&
+	grep -x "hf/spare.yaml: host .n2. is both a node and a spare (nodes.spares)" err
+'
+
 test_expect_success '--print fills in every default' '
 	herd validate --print good-minimal.yaml >printed.yaml &&
 	grep "^name: good-minimal$" printed.yaml &&
