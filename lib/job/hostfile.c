@@ -544,12 +544,22 @@ struct hostfile *hostfile_load(const char *path, enum hostfile_format fmt,
 	struct hostfile *hf = NULL;
 	char *text = NULL;
 	size_t len = 0, alloc = 0;
+	struct stat st = {0};
 	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO nobody writes would block the open for ever;
+	 * only a regular file is read (a pipe, a device or /dev/zero is
+	 * never a list of hosts). */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		herd_errprintf(err, "cannot open hostfile %s: %s", path,
 			       strerror(errno));
+		goto out;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		herd_errprintf(err, "cannot read hostfile %s: %s", path,
+			       S_ISDIR(st.st_mode) ? "a directory"
+						   : "not a regular file");
 		goto out;
 	}
 	for (;;) {

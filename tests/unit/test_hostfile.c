@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -510,6 +511,20 @@ static void test_load(void **state)
 	assert_null(hf);
 	assert_non_null(strstr(err.text, "cannot open hostfile"));
 	assert_non_null(strstr(err.text, "No such file"));
+
+	/* A FIFO nobody writes: refused at once (it blocked the open for
+	 * ever, in herd run and herd validate); a device, a directory. */
+	assert_int_equal(mkfifo(path, 0600), 0);
+	hf = hostfile_load(path, HOSTFILE_AUTO, &err);
+	assert_null(hf);
+	assert_non_null(strstr(err.text, "not a regular file"));
+	unlink(path);
+	hf = hostfile_load("/dev/zero", HOSTFILE_AUTO, &err);
+	assert_null(hf);
+	assert_non_null(strstr(err.text, "/dev/zero: not a regular file"));
+	hf = hostfile_load("/", HOSTFILE_AUTO, &err);
+	assert_null(hf);
+	assert_non_null(strstr(err.text, "/: a directory"));
 }
 
 int main(void)
