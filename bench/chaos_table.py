@@ -158,6 +158,7 @@ def by_time_since_kill(pts, kill_at, period):
 
 
 after = []
+kill_to_failed = {}
 
 
 def ms(v):
@@ -209,6 +210,14 @@ for row in rows:
         parts = {"detect": mean("detect_ms"), "recover": mean("recover_ms"),
                  "restore": mean("restore_ms"), "redone_steps": mean("steps_redone"),
                  "how": "/".join(sorted({f["how"] for f in fl})) or "-"}
+        # From the harness's kill to herd's node_failed: herd's own
+        # "detect" is how long the node had been silent, which counts
+        # the time since its last heartbeat before the kill as well.
+        failed_at = sorted(e["t"] for e in ev if e["event"] == "node_failed")
+        for k in read_lines(os.path.join(d, "kill_ms")):
+            nxt = [t for t in failed_at if t >= int(k)]
+            if nxt and nxt[0] - int(k) < 30000:
+                kill_to_failed.setdefault(row, []).append(nxt[0] - int(k))
     ff = fault_free_s(reached)
     first = first_step_s(pts)
     # A later first step than the baseline's is the row's start-up (for
@@ -247,6 +256,11 @@ for row, kills, reached, wall, ff, lost, p, first, own, own_ff, own_lost in out:
           f"{100 * own_ff / wall:.1f} % | {own_lost:.1f} s | "
           f"{100 * ff / wall:.1f} % | {lost:.1f} s | {first:.1f} s | {cells[0]} | {cells[1]} | {cells[2]} | "
           f"{redone} | {rest:.1f} s |")
+
+for row, v in kill_to_failed.items():
+    v.sort()
+    print(f"- {row}: from the kill (as the harness issued it) to herd's node_failed: "
+          f"median {v[len(v) // 2]} ms, max {v[-1]} ms over {len(v)} kills")
 
 if after:
     print()
