@@ -60,7 +60,10 @@ fail:
 
 char *file_read(const char *path, size_t max, size_t *len)
 {
-	return read_fd(open(path, O_RDONLY | O_CLOEXEC), max, len);
+	/* O_NONBLOCK: the open of a FIFO nobody writes would wait for ever;
+	 * it is refused as any file that is not regular. */
+	return read_fd(open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), max,
+		       len);
 }
 
 char *file_read_at(int dfd, const char *name, size_t max, size_t *len)

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "herd/file.h"
 #include "herd/hostfile.h"
 #include "herd/hostlist.h"
 
@@ -541,68 +542,27 @@ out:
 struct hostfile *hostfile_load(const char *path, enum hostfile_format fmt,
 			       struct herd_err *err)
 {
-	struct hostfile *hf = NULL;
-	char *text = NULL;
-	size_t len = 0, alloc = 0;
-	struct stat st = {0};
-	int fd;
+	struct hostfile *hf;
+	size_t len = 0;
+	/* A regular file only (a FIFO, a device or /dev/zero is never a
+	 * list of hosts, and a FIFO nobody writes blocked herd for ever). */
+	char *text = file_read(path, HOSTFILE_FILE_MAX, &len);
 
-	/* O_NONBLOCK: a FIFO nobody writes would block the open for ever;
-	 * only a regular file is read (a pipe, a device or /dev/zero is
-	 * never a list of hosts). */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		herd_errprintf(err, "cannot open hostfile %s: %s", path,
-			       strerror(errno));
-		goto out;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		herd_errprintf(err, "cannot read hostfile %s: %s", path,
-			       S_ISDIR(st.st_mode) ? "a directory"
-						   : "not a regular file");
-		goto out;
-	}
-	for (;;) {
-		ssize_t n;
-
-		if (len == alloc) {
-			size_t na = alloc ? alloc * 2 : 64 * 1024;
-			char *t;
-
-			if (alloc > HOSTFILE_FILE_MAX) {
-				herd_errprintf(err, "%s: larger than %d bytes",
-					       path, HOSTFILE_FILE_MAX);
-				goto out;
-			}
-			t = realloc(text, na);
-			if (!t) {
-				herd_errprintf(err, "out of memory");
-				goto out;
-			}
-			text = t;
-			alloc = na;
-		}
-		n = read(fd, text + len, alloc - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			herd_errprintf(err, "cannot read hostfile %s: %s", path,
+	if (!text) {
+		if (errno == EINVAL)
+			herd_errprintf(err,
+				       "cannot read hostfile %s: not a regular "
+				       "file",
+				       path);
+		else if (errno == EFBIG)
+			herd_errprintf(err, "%s: larger than %d bytes", path,
+				       HOSTFILE_FILE_MAX);
+		else
+			herd_errprintf(err, "cannot open hostfile %s: %s", path,
 				       strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	if (len > HOSTFILE_FILE_MAX) {
-		herd_errprintf(err, "%s: larger than %d bytes", path,
-			       HOSTFILE_FILE_MAX);
-		goto out;
+		return NULL;
 	}
 	hf = hostfile_parse(text, len, path, fmt, err);
-out:
-	if (fd >= 0)
-		close(fd);
 	free(text);
 	return hf;
 }
