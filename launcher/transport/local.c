@@ -44,22 +44,18 @@ static int local_start(struct transport *t, const char *host,
 	 * its PMIx server before LAUNCH. */
 	/* --local-herd: herd's silence is a stall here (a loaded machine),
 	 * never a cut-off; herd's exit is EOF on the socketpair. */
-	char *argv[] = {t->agent_path,
-			"--stdio",
-			"--local-herd",
-			"--hello-timeout",
-			"3600000",
-			pmix ? "--pmix" : "--stdio",
-			named ? "--node" : NULL,
-			(char *)host,
-			NULL,
-			NULL,
-			NULL,
-			NULL,
-			NULL,
-			NULL,
-			NULL};
 	struct transport_warm warm;
+	/* 8 of ours, the warm ones, and the NULL at the end. */
+	char *argv[8 + sizeof(warm.argv) / sizeof(warm.argv[0]) + 1] = {
+	    t->agent_path,
+	    "--stdio",
+	    "--local-herd",
+	    "--hello-timeout",
+	    "3600000",
+	    pmix ? "--pmix" : "--stdio",
+	    named ? "--node" : NULL,
+	    (char *)host,
+	};
 	struct proc_opts opts = {.pdeathsig = SIGTERM, .wait_exec = true};
 	struct local_agents *la = t->priv;
 	struct herd_err why;

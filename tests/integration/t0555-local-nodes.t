@@ -70,6 +70,28 @@ test_expect_success '20 named nodes x 2 ranks: the job completes, each agent rep
 	! grep . err | grep -v "^herd: logs in"
 '
 
+# Every warm argument at once on named local nodes (an interpreter named
+# by its path, nodes.slots, restart.max 0 and so --warm-once): the
+# agent's argv had room for six of them, and a seventh took the place of
+# its closing NULL.
+test_expect_success 'named local nodes with every warm argument (python by its path, slots, restart.max 0): the ranks start warm' '
+	cat >hi.py <<-\EOF &&
+	import os
+	print("rank", os.environ["RANK"], "hi", flush=True)
+	EOF
+	job py "py[1-2]" 1 <<-EOF &&
+	preload: [json]
+	workdir: "$PWD"
+	command: /usr/bin/python3 hi.py
+	EOF
+	sed "s/restart: {max: 1, backoff: 0s}/restart: {max: 0}/" py.yaml >py0.yaml &&
+	sed -i "s/^name: py\$/name: py0/" py0.yaml &&
+	herd run py0.yaml >out 2>err &&
+	grep -x "\[0\] rank 0 hi" out &&
+	grep -x "\[1\] rank 1 hi" out &&
+	ev_all runs/py0/latest/events.jsonl rank_start ".warm == true"
+'
+
 test_expect_success 'job_end carries herd'"'"'s own CPU time (ms) and peak RSS (KiB)' '
 	ev_all runs/named/latest/events.jsonl job_end \
 		"(.cpu_ms | type == \"number\") and .cpu_ms >= 0 and
