@@ -272,8 +272,8 @@ void rank_started(struct agent *a, int rank, int attempt, bool warm);
  * python the interpreter (NULL: /usr/bin/python3), slots how many (0:
  * the node's GPUs, else 1, then as many as a LAUNCH placed here), once
  * when no LAUNCH follows the first (--warm-once: what it takes is not
- * refilled); starts them.  warm_launch: when command runs a Python script with the warm
- * interpreter and a slot is idle, hands rank k to it and returns its
+ * refilled); starts them.  warm_launch: when command runs a Python
+ * script with the warm interpreter and a slot is idle, hands rank k to it and returns its
  * keeper's pid (the rank's keeper from now on; out gets the rank's
  * output pipes), else 0: start it cold.  warm_after_launch: refills the
  * pool in the background.  warm_fini: ends the idle slots. */

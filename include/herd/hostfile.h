@@ -95,8 +95,9 @@ enum hostfile_format hostfile_detect(const char *text, size_t len);
 struct hostfile *hostfile_parse(const char *text, size_t len, const char *name,
 				enum hostfile_format fmt, struct herd_err *err);
 
-/* Reads and parses the file at path (refuses files over
- * HOSTFILE_FILE_MAX).  Errors name path. */
+/* Reads and parses the regular file at path (refuses files over
+ * HOSTFILE_FILE_MAX, and anything else: a FIFO, a device, a directory).
+ * Errors name path. */
 struct hostfile *hostfile_load(const char *path, enum hostfile_format fmt,
 			       struct herd_err *err);
 

@@ -248,7 +248,7 @@ static void on_rank_exit(struct ctl *c, struct node *n, struct proto_frame *f)
 				 strsignal((int)json_integer_value(sig)));
 		else if (unconnected)
 			/* Open MPI's singleton fallback fails so when it
-			 * cannot start its own daemon (seen under load). */
+			 * cannot start its own daemon. */
 			snprintf(fail.why, sizeof(fail.why),
 				 "rank %d on %s exited with status %d without "
 				 "ever connecting to herd's PMIx server (not an "

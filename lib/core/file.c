@@ -68,7 +68,8 @@ char *file_read(const char *path, size_t max, size_t *len)
 
 char *file_read_at(int dfd, const char *name, size_t max, size_t *len)
 {
-	return read_fd(openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC),
+	return read_fd(openat(dfd, name,
+			      O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK),
 		       max, len);
 }
 

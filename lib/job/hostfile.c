@@ -10,13 +10,10 @@
 #define _GNU_SOURCE /* qsort_r, reallocarray */
 #endif
 #include <errno.h>
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "herd/file.h"
 #include "herd/hostfile.h"
@@ -544,8 +541,8 @@ struct hostfile *hostfile_load(const char *path, enum hostfile_format fmt,
 {
 	struct hostfile *hf;
 	size_t len = 0;
-	/* A regular file only (a FIFO, a device or /dev/zero is never a
-	 * list of hosts, and a FIFO nobody writes blocked herd for ever). */
+	/* A regular file only: a FIFO, a device or /dev/zero is never a
+	 * list of hosts, and file_read refuses one without waiting. */
 	char *text = file_read(path, HOSTFILE_FILE_MAX, &len);
 
 	if (!text) {

@@ -163,8 +163,8 @@ test_expect_success 'a missing file' '
 '
 
 # The hosts are resolved as herd run resolves them (the hostfile read, the
-# counts applied), without contacting any node: before, validate said ok
-# and herd run failed on a missing or wrong hostfile.
+# counts applied), without contacting any node: a hostfile herd run would
+# refuse is refused here.
 test_expect_success 'nodes.hostfile: missing, a bad line, a host twice, nodes.count above it, a spare that is a node' '
 	mkdir hf &&
 	printf "nodes: {hostfile: hosts.txt}\nlaunch: {command: \"true\"}\n" >hf/job.yaml &&

@@ -72,8 +72,7 @@ test_expect_success '20 named nodes x 2 ranks: the job completes, each agent rep
 
 # Every warm argument at once on named local nodes (an interpreter named
 # by its path, nodes.slots, restart.max 0 and so --warm-once): the
-# agent's argv had room for six of them, and a seventh took the place of
-# its closing NULL.
+# agent's argv holds all of them and its closing NULL.
 test_expect_success 'named local nodes with every warm argument (python by its path, slots, restart.max 0): the ranks start warm' '
 	cat >hi.py <<-\EOF &&
 	import os

@@ -159,8 +159,7 @@ test_expect_success 'the running job ends: now it is forgotten too' '
 '
 
 # A C1 control (U+009B, CSI, as UTF-8) in a path: a terminal may act on
-# it.  --json escapes every byte past ASCII (jq reads the same path back);
-# it used to pass through raw.
+# it.  --json escapes every byte past ASCII (jq reads the same path back).
 test_expect_success 'herd list --json and herd status --json: a C1 control in a path is escaped, the path read back whole' '
 	d=$(printf "c1-\302\233[2J-dir") &&
 	mkdir "$d" &&

@@ -418,8 +418,8 @@ test_expect_success 'ranks that all speak the elastic protocol: their nodes do n
 
 # restart.max 0: no LAUNCH comes after the first, so a member refills
 # nothing (herd tells its agents --warm-once); a spare keeps its slot for
-# a rejoin.  Before: every member imported torch again for each slot its
-# ranks took, beside them, for nothing.
+# a rejoin.  A refill there would import torch again beside the ranks,
+# for interpreters nothing can use.
 test_expect_success 'restart.max 0: the members do not refill the slots their ranks took; the spare stays warm' '
 	job once "$(show_cmd once sleep)" &&
 	run_bg once.yaml out.once err.once &&

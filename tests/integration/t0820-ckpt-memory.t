@@ -87,8 +87,8 @@ test_expect_success 'node 2 killed once step 10 is copied: survivors resume from
 	test "$(on 1 stat -c "%a" "$TIER/$K1")" = 700 &&
 	test "$(on 1 stat -c "%a" "$TIER/$K1/rank-0")" = 700 &&
 	# The ranks go on saving and drop their oldest step meanwhile: a
-	# step the glob named may be gone when ls looks (seen with two cpu
-	# hogs beside the suite), so: some complete step is there.
+	# step the glob named may be gone when ls looks, so: some complete
+	# step is there.
 	on 1 sh -c "ls -d \"$TIER/$K1\"/rank-0/step_*/COMPLETE 2>/dev/null" | grep -q . &&
 	on 1 sh -c "ls -d \"$TIER/$K1\"/peer/rank-2/step_*/COMPLETE 2>/dev/null" | grep -q . &&
 	# The newest step: the rank goes on saving, and drops its oldest.

@@ -1068,8 +1068,7 @@ static void unconnected(struct world *w, int code, const char *expect)
 }
 
 /* A failure before the connection (Open MPI's singleton fallback that
- * could not start its daemon, t0900 test 8 in a loaded make check) is
- * named as one. */
+ * could not start its daemon) is named as one. */
 static void test_exit_unconnected(void **state)
 {
 	unconnected(*state, 1,

@@ -512,8 +512,8 @@ static void test_load(void **state)
 	assert_non_null(strstr(err.text, "cannot open hostfile"));
 	assert_non_null(strstr(err.text, "No such file"));
 
-	/* A FIFO nobody writes: refused at once (it blocked the open for
-	 * ever, in herd run and herd validate); a device, a directory. */
+	/* A FIFO nobody writes: refused at once, never waited on; a
+	 * device, a directory. */
 	assert_int_equal(mkfifo(path, 0600), 0);
 	hf = hostfile_load(path, HOSTFILE_AUTO, &err);
 	assert_null(hf);
