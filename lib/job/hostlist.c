@@ -13,7 +13,8 @@
  *  - Errors here where Slurm guesses: a '[' without ']', empty or signed
  *    numbers, "N-" without an upper end, blanks inside brackets, control
  *    characters, a number above ULONG_MAX - 1 (Slurm saturates it: a host
- *    "n99999999999999999999" would come back as n18446744073709551615).
+ *    "n99999999999999999999" would come back as n18446744073709551615),
+ *    also where digits before a '[' make a host's trailing number so.
  *  - Slurm refuses one range of more than HOSTLIST_RANGE_MAX hosts (and
  *    says so on stderr): refused here first, with the column.  Several
  *    groups multiply, up to HOSTLIST_MAX hosts in all.
@@ -214,25 +215,37 @@ static int check_group(const char *expr, size_t *pos, size_t *count,
 	return 0;
 }
 
-/* A plain name's trailing digits are a number to Slurm: it must fit. */
-static int check_suffix(const char *name, size_t len, size_t col,
-			struct herd_err *err)
+/* Whether the trailing digits of name[0, len) fit in a Slurm number;
+ * *start: where they begin. */
+static bool suffix_fits(const char *name, size_t len, size_t *start)
 {
 	size_t d = len;
 	unsigned long v = 0;
 
 	while (d > 0 && is_digit(name[d - 1]))
 		d--;
+	*start = d;
 	for (size_t i = d; i < len; i++) {
 		unsigned dig = (unsigned)(name[i] - '0');
 
 		if (v > (HOSTLIST_NUM_MAX - dig) / 10)
-			return herd_errprintf(err,
-					      "column %zu: number too large "
-					      "(expected at most %lu)",
-					      col + d + 1, HOSTLIST_NUM_MAX);
+			return false;
 		v = v * 10 + dig;
 	}
+	return true;
+}
+
+/* A plain name's trailing digits are a number to Slurm: it must fit. */
+static int check_suffix(const char *name, size_t len, size_t col,
+			struct herd_err *err)
+{
+	size_t d;
+
+	if (!suffix_fits(name, len, &d))
+		return herd_errprintf(err,
+				      "column %zu: number too large "
+				      "(expected at most %lu)",
+				      col + d + 1, HOSTLIST_NUM_MAX);
 	return 0;
 }
 
@@ -309,6 +322,26 @@ static int check_expr(const char *expr, size_t have, size_t *total,
 	}
 	*total = sum;
 	return 0;
+}
+
+/* The column of the item of expr (check_expr has passed it) that
+ * expands to its host number index. */
+static size_t item_column(const char *expr, size_t index)
+{
+	struct herd_err ignored;
+	size_t pos = 0;
+
+	for (;;) {
+		size_t col, n = 0;
+
+		while (is_sep(expr[pos]))
+			pos++;
+		col = pos + 1;
+		if (expr[pos] == '\0' ||
+		    check_item(expr, &pos, &n, &ignored) || index < n)
+			return col;
+		index -= n;
+	}
 }
 
 /* ---- the list ------------------------------------------------------------ */
@@ -409,6 +442,22 @@ int hostlist_push(struct hostlist *hl, const char *expr, struct herd_err *err)
 		hl->names[old + i - 1] = host;
 	}
 	hl->count = old + total;
+	/* Digits before a '[' run into its numbers ("n1844674407370955161[5]"
+	 * is n18446744073709551615): each host must be a name Slurm can take
+	 * back, as a plain host is. */
+	for (size_t i = 0; i < total; i++) {
+		const char *name = hl->names[old + i];
+		size_t d;
+
+		if (!suffix_fits(name, strlen(name), &d)) {
+			herd_errprintf(err,
+				       "column %zu: the hosts end in a number "
+				       "too large (expected at most %lu, the "
+				       "digits before '[' included)",
+				       item_column(expr, i), HOSTLIST_NUM_MAX);
+			goto out;
+		}
+	}
 	if (slurm_hostlist_push(hl->pushed, expr) != (int)total) {
 		herd_errprintf(err, "Slurm could not keep %zu hosts", total);
 		goto out;

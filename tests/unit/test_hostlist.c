@@ -270,6 +270,24 @@ static void test_number_too_large(void **state)
 		    "column 2: number too large (expected at most "
 		    "18446744073709551614)");
 	check_expand("n18446744073709551614", "n18446744073709551614");
+	/* Digits before '[' are part of the hosts' number: expanded, the
+	 * host would be refused as a plain name, and so would the list
+	 * hostlist_compress makes of it. */
+	check_error("a, n1844674407370955161[4-5]",
+		    "column 4: the hosts end in a number too large (expected "
+		    "at most 18446744073709551614, the digits before '[' "
+		    "included)");
+	check_error("x,nZ0333333332333333333332[00]",
+		    "column 3: the hosts end in a number too large (expected "
+		    "at most 18446744073709551614, the digits before '[' "
+		    "included)");
+	check_error("n1[84467440737095516][15]",
+		    "column 1: the hosts end in a number too large (expected "
+		    "at most 18446744073709551614, the digits before '[' "
+		    "included)");
+	check_expand("n1844674407370955161[4]", "n18446744073709551614");
+	check_compress("n1844674407370955161[3-4]",
+		       "n1844674407370955161[3-4]");
 	assert_non_null(hl);
 	assert_int_equal(hostlist_push_host(hl, "n99999999999999999999", &err),
 			 -1);
