@@ -273,10 +273,11 @@ void rank_started(struct agent *a, int rank, int attempt, bool warm);
  * the node's GPUs, else 1, then as many as a LAUNCH placed here), once
  * when no LAUNCH follows the first (--warm-once: what it takes is not
  * refilled); starts them.  warm_launch: when command runs a Python
- * script with the warm interpreter and a slot is idle, hands rank k to it and returns its
- * keeper's pid (the rank's keeper from now on; out gets the rank's
- * output pipes), else 0: start it cold.  warm_after_launch: refills the
- * pool in the background.  warm_fini: ends the idle slots. */
+ * script with the warm interpreter and a slot is idle, hands rank k to
+ * it and returns its keeper's pid (the rank's keeper from now on; out
+ * gets the rank's output pipes), else 0: start it cold.
+ * warm_after_launch: refills the pool in the background.  warm_fini:
+ * ends the idle slots. */
 void warm_init(struct agent *a, const char *preload, const char *python,
 	       int slots, bool once);
 pid_t warm_launch(struct agent *a, const struct keeper_rank *k,

@@ -12,7 +12,8 @@
 /* Reads the regular file at path whole, NUL-terminated (the NUL is not
  * counted in *len).  Returns a malloc'd buffer the caller frees, or NULL
  * with errno: what open() or read() said, EINVAL when path is not a
- * regular file (a FIFO too, refused without waiting for a writer), EFBIG when it holds more than max bytes, ENOMEM. */
+ * regular file (a FIFO too, refused without waiting for a writer),
+ * EFBIG when it holds more than max bytes, ENOMEM. */
 char *file_read(const char *path, size_t max, size_t *len);
 
 /* Writes all len bytes of buf to fd, again after EINTR and short writes.

@@ -34,38 +34,41 @@ static int local_start(struct transport *t, const char *host,
 		       struct herd_err *err)
 {
 	bool named = t->spec->nodes.transport == SPEC_TRANSPORT_LOCAL;
+	bool pmix = t->spec->launch.mode == SPEC_MODE_PMIX;
+	struct transport_warm warm;
+	/* 8 of ours at most, the warm ones, and the NULL at the end. */
+	char *argv[8 + sizeof(warm.argv) / sizeof(warm.argv[0]) + 1];
+	struct proc_opts opts = {.pdeathsig = SIGTERM, .wait_exec = true};
+	struct local_agents *la = t->priv;
+	struct herd_err why;
+	pid_t pid;
+	int sv[2], k = 0;
+
+	argv[k++] = t->agent_path;
+	argv[k++] = "--stdio";
+	/* --local-herd: herd's silence is a stall here (a loaded machine),
+	 * never a cut-off; herd's exit is EOF on the socketpair. */
+	argv[k++] = "--local-herd";
 	/* A local agent dies with herd (PR_SET_PDEATHSIG, and EOF on the
 	 * socketpair), so it needs no hello timeout to end when herd
 	 * vanished; and herd forks every agent before its loop answers the
 	 * first HELLO, which for 1,000 nodes on a loaded machine takes
 	 * longer than the default 30 s.  3600000 ms: the agent's maximum. */
-	bool pmix = t->spec->launch.mode == SPEC_MODE_PMIX;
-	/* --pmix (before --node, which may be left out): the agent starts
-	 * its PMIx server before LAUNCH. */
-	/* --local-herd: herd's silence is a stall here (a loaded machine),
-	 * never a cut-off; herd's exit is EOF on the socketpair. */
-	struct transport_warm warm;
-	/* 8 of ours, the warm ones, and the NULL at the end. */
-	char *argv[8 + sizeof(warm.argv) / sizeof(warm.argv[0]) + 1] = {
-	    t->agent_path,
-	    "--stdio",
-	    "--local-herd",
-	    "--hello-timeout",
-	    "3600000",
-	    pmix ? "--pmix" : "--stdio",
-	    named ? "--node" : NULL,
-	    (char *)host,
-	};
-	struct proc_opts opts = {.pdeathsig = SIGTERM, .wait_exec = true};
-	struct local_agents *la = t->priv;
-	struct herd_err why;
-	pid_t pid;
-	int sv[2];
-
+	argv[k++] = "--hello-timeout";
+	argv[k++] = "3600000";
+	/* --pmix (before --node): the agent starts its PMIx server before
+	 * LAUNCH. */
+	if (pmix)
+		argv[k++] = "--pmix";
+	if (named) {
+		argv[k++] = "--node";
+		argv[k++] = (char *)host;
+	}
 	/* --warm...: after --node NAME (or in its place). */
 	transport_warm_args(t->spec, &warm);
-	for (int i = 0, k = named ? 8 : 6; i < warm.argc; i++)
+	for (int i = 0; i < warm.argc; i++)
 		argv[k++] = (char *)warm.argv[i];
+	argv[k] = NULL;
 	if (!la && !(la = t->priv = calloc(1, sizeof(*la))))
 		return herd_errprintf(err, "out of memory");
 	if (la->n == la->cap) {
